@@ -1,0 +1,190 @@
+#include "fusion/int_expr.h"
+
+#include <ostream>
+#include <utility>
+
+#include "fusion/error.h"
+
+namespace smelt {
+
+struct IntExpr::Node {
+  Kind kind = Kind::Constant;
+  int64_t value = 0;
+  std::string name;
+  std::shared_ptr<const Node> lhs;
+  std::shared_ptr<const Node> rhs;
+};
+
+namespace {
+
+int64_t floorDivNonNeg(int64_t a, int64_t b, const char* what) {
+  SMELT_CHECK(b != 0, "IntExpr: ", what, " by zero");
+  return a / b;
+}
+
+const char* opSymbol(IntExpr::Kind kind) {
+  switch (kind) {
+    case IntExpr::Kind::Add: return " + ";
+    case IntExpr::Kind::Sub: return " - ";
+    case IntExpr::Kind::Mul: return " * ";
+    case IntExpr::Kind::Div: return " / ";
+    case IntExpr::Kind::Mod: return " % ";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+IntExpr::IntExpr() : IntExpr(int64_t{0}) {}
+
+IntExpr::IntExpr(int64_t value) {
+  auto node = std::make_shared<Node>();
+  node->kind = Kind::Constant;
+  node->value = value;
+  node_ = std::move(node);
+}
+
+IntExpr::IntExpr(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+
+IntExpr IntExpr::symbol(const std::string& name) {
+  SMELT_CHECK(!name.empty(), "IntExpr::symbol: empty symbol name");
+  auto node = std::make_shared<Node>();
+  node->kind = Kind::Symbol;
+  node->name = name;
+  return IntExpr(std::shared_ptr<const Node>(std::move(node)));
+}
+
+IntExpr::Kind IntExpr::kind() const { return node_->kind; }
+
+std::optional<int64_t> IntExpr::constant() const {
+  if (node_->kind == Kind::Constant) return node_->value;
+  return std::nullopt;
+}
+
+const std::string& IntExpr::symbolName() const {
+  SMELT_INTERNAL_CHECK(node_->kind == Kind::Symbol);
+  return node_->name;
+}
+
+IntExpr IntExpr::lhs() const {
+  SMELT_INTERNAL_CHECK(node_->lhs != nullptr);
+  return IntExpr(node_->lhs);
+}
+
+IntExpr IntExpr::rhs() const {
+  SMELT_INTERNAL_CHECK(node_->rhs != nullptr);
+  return IntExpr(node_->rhs);
+}
+
+static int64_t applyConstant(IntExpr::Kind kind, int64_t a, int64_t b) {
+  switch (kind) {
+    case IntExpr::Kind::Add: return a + b;
+    case IntExpr::Kind::Sub: return a - b;
+    case IntExpr::Kind::Mul: return a * b;
+    case IntExpr::Kind::Div: return floorDivNonNeg(a, b, "division");
+    case IntExpr::Kind::CeilDiv:
+      SMELT_CHECK(b != 0, "IntExpr: ceilDiv by zero");
+      return (a + b - 1) / b;
+    case IntExpr::Kind::Mod:
+      SMELT_CHECK(b != 0, "IntExpr: modulo by zero");
+      return a % b;
+    case IntExpr::Kind::Min: return a < b ? a : b;
+    case IntExpr::Kind::Max: return a > b ? a : b;
+    default: SMELT_INTERNAL_CHECK(false, "not a binary kind");
+  }
+  return 0;
+}
+
+IntExpr IntExpr::binary(Kind kind, const IntExpr& a, const IntExpr& b) {
+  auto ca = a.constant();
+  auto cb = b.constant();
+  if (ca && cb) return IntExpr(applyConstant(kind, *ca, *cb));
+  // Identities that keep concrete-looking index math short.
+  switch (kind) {
+    case Kind::Add:
+      if (ca == 0) return b;
+      if (cb == 0) return a;
+      break;
+    case Kind::Sub:
+      if (cb == 0) return a;
+      if (a.sameAs(b)) return IntExpr(0);
+      break;
+    case Kind::Mul:
+      if (ca == 0 || cb == 0) return IntExpr(0);
+      if (ca == 1) return b;
+      if (cb == 1) return a;
+      break;
+    case Kind::Div:
+    case Kind::CeilDiv:
+      if (cb == 1) return a;
+      if (ca == 0) return IntExpr(0);
+      break;
+    case Kind::Mod:
+      if (cb == 1 || ca == 0) return IntExpr(0);
+      break;
+    case Kind::Min:
+    case Kind::Max:
+      if (a.sameAs(b)) return a;
+      break;
+    default: break;
+  }
+  auto node = std::make_shared<Node>();
+  node->kind = kind;
+  node->lhs = a.node_;
+  node->rhs = b.node_;
+  return IntExpr(std::shared_ptr<const Node>(std::move(node)));
+}
+
+int64_t IntExpr::evaluate(const std::map<std::string, int64_t>& bindings) const {
+  switch (node_->kind) {
+    case Kind::Constant: return node_->value;
+    case Kind::Symbol: {
+      auto it = bindings.find(node_->name);
+      SMELT_CHECK(it != bindings.end(), "IntExpr: symbol '", node_->name,
+                  "' has no value bound");
+      return it->second;
+    }
+    default:
+      return applyConstant(node_->kind, lhs().evaluate(bindings), rhs().evaluate(bindings));
+  }
+}
+
+std::string IntExpr::toString() const {
+  switch (node_->kind) {
+    case Kind::Constant: return std::to_string(node_->value);
+    case Kind::Symbol: return node_->name;
+    case Kind::CeilDiv: return "ceilDiv(" + lhs().toString() + ", " + rhs().toString() + ")";
+    case Kind::Min: return "min(" + lhs().toString() + ", " + rhs().toString() + ")";
+    case Kind::Max: return "max(" + lhs().toString() + ", " + rhs().toString() + ")";
+    default:
+      return "(" + lhs().toString() + opSymbol(node_->kind) + rhs().toString() + ")";
+  }
+}
+
+bool IntExpr::sameAs(const IntExpr& other) const {
+  if (node_ == other.node_) return true;
+  if (node_->kind != other.node_->kind) return false;
+  switch (node_->kind) {
+    case Kind::Constant: return node_->value == other.node_->value;
+    case Kind::Symbol: return node_->name == other.node_->name;
+    default: return lhs().sameAs(other.lhs()) && rhs().sameAs(other.rhs());
+  }
+}
+
+IntExpr operator+(const IntExpr& a, const IntExpr& b) { return IntExpr::binary(IntExpr::Kind::Add, a, b); }
+IntExpr operator-(const IntExpr& a, const IntExpr& b) { return IntExpr::binary(IntExpr::Kind::Sub, a, b); }
+IntExpr operator*(const IntExpr& a, const IntExpr& b) { return IntExpr::binary(IntExpr::Kind::Mul, a, b); }
+IntExpr operator/(const IntExpr& a, const IntExpr& b) { return IntExpr::binary(IntExpr::Kind::Div, a, b); }
+IntExpr operator%(const IntExpr& a, const IntExpr& b) { return IntExpr::binary(IntExpr::Kind::Mod, a, b); }
+IntExpr ceilDiv(const IntExpr& a, const IntExpr& b) { return IntExpr::binary(IntExpr::Kind::CeilDiv, a, b); }
+IntExpr min(const IntExpr& a, const IntExpr& b) { return IntExpr::binary(IntExpr::Kind::Min, a, b); }
+IntExpr max(const IntExpr& a, const IntExpr& b) { return IntExpr::binary(IntExpr::Kind::Max, a, b); }
+
+IntExpr alignUp(const IntExpr& value, int64_t alignment) {
+  SMELT_CHECK(alignment > 0, "alignUp: alignment must be positive, got ", alignment);
+  return ceilDiv(value, alignment) * alignment;
+}
+
+std::ostream& operator<<(std::ostream& os, const IntExpr& e) { return os << e.toString(); }
+
+}  // namespace smelt

@@ -1,0 +1,68 @@
+// IntExpr: an immutable symbolic integer expression (extents, index math,
+// allocation sizes, addresses). Constants fold on construction, so a fully
+// concrete schedule never carries symbols. Symbols are named the way the
+// generated CUDA spells them (e.g. "T0.size[1]"), so printing is emission.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace smelt {
+
+class IntExpr {
+ public:
+  enum class Kind { Constant, Symbol, Add, Sub, Mul, Div, CeilDiv, Mod, Min, Max };
+
+  IntExpr();  // the constant 0
+  IntExpr(int64_t value);  // NOLINT: implicit, so `extent * 4` reads naturally
+  static IntExpr symbol(const std::string& name);
+
+  Kind kind() const;
+  bool isConstant() const { return kind() == Kind::Constant; }
+  // The value when constant; nullopt when it depends on a symbol.
+  std::optional<int64_t> constant() const;
+  const std::string& symbolName() const;  // only for Kind::Symbol
+  IntExpr lhs() const;  // only for binary kinds
+  IntExpr rhs() const;
+
+  // Evaluates with every symbol bound; throws smelt::Error naming an unbound one.
+  int64_t evaluate(const std::map<std::string, int64_t>& bindings) const;
+  // C-like text: "((T0.size[0] + 3) / 4)"; ceilDiv and min/max print as calls.
+  std::string toString() const;
+
+  bool sameAs(const IntExpr& other) const;  // structural equality
+
+ private:
+  struct Node;
+  explicit IntExpr(std::shared_ptr<const Node> node);
+  static IntExpr binary(Kind kind, const IntExpr& a, const IntExpr& b);
+  std::shared_ptr<const Node> node_;
+
+  friend IntExpr operator+(const IntExpr&, const IntExpr&);
+  friend IntExpr operator-(const IntExpr&, const IntExpr&);
+  friend IntExpr operator*(const IntExpr&, const IntExpr&);
+  friend IntExpr operator/(const IntExpr&, const IntExpr&);
+  friend IntExpr operator%(const IntExpr&, const IntExpr&);
+  friend IntExpr ceilDiv(const IntExpr&, const IntExpr&);
+  friend IntExpr min(const IntExpr&, const IntExpr&);
+  friend IntExpr max(const IntExpr&, const IntExpr&);
+};
+
+IntExpr operator+(const IntExpr& a, const IntExpr& b);
+IntExpr operator-(const IntExpr& a, const IntExpr& b);
+IntExpr operator*(const IntExpr& a, const IntExpr& b);
+IntExpr operator/(const IntExpr& a, const IntExpr& b);  // floor division of non-negatives
+IntExpr operator%(const IntExpr& a, const IntExpr& b);
+IntExpr ceilDiv(const IntExpr& a, const IntExpr& b);
+IntExpr min(const IntExpr& a, const IntExpr& b);
+IntExpr max(const IntExpr& a, const IntExpr& b);
+// Rounds `value` up to a multiple of `alignment` (a positive constant).
+IntExpr alignUp(const IntExpr& value, int64_t alignment);
+
+std::ostream& operator<<(std::ostream& os, const IntExpr& e);
+
+}  // namespace smelt
