@@ -1,0 +1,39 @@
+"""Shared fixtures: where the repository and its CMake build live.
+
+The build directory is $SMELT_BUILD_DIR (as used by scripts/build.sh and
+scripts/test.sh), default <repo>/build. Tests that need built programs fail,
+rather than skip, when they are missing: scripts/test.sh always builds first.
+"""
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _build_dir() -> Path:
+    path = Path(os.environ.get("SMELT_BUILD_DIR", "build"))
+    return path if path.is_absolute() else REPO_ROOT / path
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def build_dir() -> Path:
+    path = _build_dir()
+    if not (path / "CMakeCache.txt").is_file():
+        pytest.fail(f"no CMake build in {path}; run scripts/build.sh (or scripts/test.sh) first")
+    return path
+
+
+@pytest.fixture(scope="session")
+def demo_binary(build_dir: Path) -> Path:
+    path = build_dir / "examples" / "smelt_demo"
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"{path} was not built: examples/CMakeLists.txt must define the "
+                    "smelt_demo target (examples/demo.cpp)")
+    return path
