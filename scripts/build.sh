@@ -7,7 +7,7 @@
 #   SMELT_JOBS        parallel compile jobs (default: 2)
 #   SMELT_BUILD_TYPE  CMAKE_BUILD_TYPE (default: RelWithDebInfo)
 #   SMELT_CMAKE_ARGS  extra arguments for the configure step (word-split)
-#   CCACHE_MAXSIZE    ccache size limit (default: 5G)
+#   CCACHE_MAXSIZE    ccache size limit (default: 5G); CCACHE_DIR as usual
 #   TORCH_CUDA_ARCH_LIST  arch list torch's CMake config uses (default: 9.0;
 #                     there is no GPU to autodetect on the build machines)
 set -euo pipefail
@@ -19,6 +19,8 @@ BUILD_DIR=${SMELT_BUILD_DIR:-build}
 JOBS=${SMELT_JOBS:-2}
 BUILD_TYPE=${SMELT_BUILD_TYPE:-RelWithDebInfo}
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+# Paths under the repo are hashed relative to it, so clones share cache entries.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
 log() { echo "[build] $*"; }
 
@@ -61,6 +63,6 @@ cmake --build "$BUILD_DIR" --parallel "$JOBS"
 end=$(date +%s)
 
 if command -v ccache >/dev/null; then
-  ccache --show-stats 2>/dev/null | grep -Ei '^ *(hits|misses|cache size|cacheable calls)' | sed 's/^/[build] ccache: /' || true
+  ccache --show-stats 2>/dev/null | grep -Ei '^ *(hits|misses|cache size|cacheable calls)' | sed 's/^/[build] ccache (all builds): /' || true
 fi
 log "done in $((end - start)) s (configure $((configured - start)) s, build $((end - configured)) s)"
