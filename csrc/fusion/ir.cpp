@@ -1,0 +1,248 @@
+#include "fusion/ir.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "fusion/error.h"
+#include "fusion/fusion.h"
+
+namespace smelt {
+
+// ---- Val ----
+
+bool Val::isFusionInput() const { return fusion_->isInput(this); }
+bool Val::isFusionOutput() const { return fusion_->isOutput(this); }
+TensorView* Val::asTensor() {
+  return kind_ == Kind::Tensor ? static_cast<TensorView*>(this) : nullptr;
+}
+const TensorView* Val::asTensor() const {
+  return kind_ == Kind::Tensor ? static_cast<const TensorView*>(this) : nullptr;
+}
+
+// ---- Scalar ----
+
+Scalar::Scalar(Fusion* fusion, DataType dtype, double value)
+    : Val(fusion, Kind::Scalar, dtype), is_constant_(true), value_(value) {}
+
+Scalar::Scalar(Fusion* fusion, DataType dtype, std::string symbol)
+    : Val(fusion, Kind::Scalar, dtype), is_constant_(false), symbol_(std::move(symbol)) {}
+
+double Scalar::value() const {
+  SMELT_CHECK(is_constant_, "scalar ", symbol_, " is symbolic and has no constant value");
+  return value_;
+}
+
+std::string Scalar::toString() const {
+  if (!is_constant_) return symbol_;
+  if (dtype() == DataType::Bool) return value_ != 0 ? "true" : "false";
+  if (!isFloatingType(dtype())) return std::to_string(static_cast<int64_t>(value_));
+  if (std::isinf(value_)) return value_ > 0 ? "inf" : "-inf";
+  std::ostringstream os;
+  os.precision(9);
+  os << value_;
+  std::string text = os.str();
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+// ---- IterDomain ----
+
+IterDomain::IterDomain(int64_t id, IntExpr extent, IterType iter_type)
+    : id_(id), extent_(std::move(extent)), iter_type_(iter_type) {}
+
+void IterDomain::setExpandedExtent(IntExpr extent) {
+  SMELT_INTERNAL_CHECK(isBroadcast(), "only a broadcast axis can be expanded");
+  has_expanded_extent_ = true;
+  expanded_extent_ = std::move(extent);
+}
+
+IntExpr IterDomain::loopExtent() const {
+  return has_expanded_extent_ ? expanded_extent_ : extent_;
+}
+
+IterDomain* IterDomain::parallelize(ParallelType pt) {
+  SMELT_INTERNAL_CHECK(owner_ != nullptr);
+  const auto& loop = owner_->loopDomain();
+  auto pos = std::find(loop.begin(), loop.end(), this);
+  SMELT_CHECK(pos != loop.end(), "parallelize(", pt, "): axis ", toString(), " of tensor ",
+              owner_->name(), " is not in its loop domain (it was split or merged away)");
+  if (pt != ParallelType::Serial && pt != ParallelType::Unroll) {
+    for (size_t i = 0; i < loop.size(); ++i) {
+      SMELT_CHECK(loop[i] == this || loop[i]->parallel_type_ != pt, "parallelize(", pt,
+                  "): tensor ", owner_->name(), " already binds axis ", i, " (",
+                  loop[i]->toString(), ") to ", pt, "; axis ",
+                  std::distance(loop.begin(), pos), " cannot take it too");
+    }
+  }
+  if (pt == ParallelType::Vectorize) {
+    SMELT_CHECK(extent_.isConstant(), "parallelize(V): tensor ", owner_->name(), " axis ",
+                std::distance(loop.begin(), pos), " has symbolic extent ", extent_,
+                "; a vectorized axis needs a constant extent");
+  }
+  parallel_type_ = pt;
+  return this;
+}
+
+std::string IterDomain::toString() const {
+  std::ostringstream os;
+  os << smelt::toString(iter_type_);
+  if (parallel_type_ != ParallelType::Serial) os << smelt::toString(parallel_type_);
+  os << id_ << "{" << extent_;
+  if (has_expanded_extent_) os << " ex " << expanded_extent_;
+  os << "}";
+  return os.str();
+}
+
+// ---- Expr ----
+
+std::string toString(UnaryOpType t) {
+  switch (t) {
+    case UnaryOpType::Neg: return "neg";
+    case UnaryOpType::Exp: return "exp";
+    case UnaryOpType::Tanh: return "tanh";
+    case UnaryOpType::Abs: return "abs";
+    case UnaryOpType::Relu: return "relu";
+    case UnaryOpType::Cast: return "cast";
+  }
+  return "?";
+}
+
+std::string toString(BinaryOpType t) {
+  switch (t) {
+    case BinaryOpType::Add: return "add";
+    case BinaryOpType::Sub: return "sub";
+    case BinaryOpType::Mul: return "mul";
+    case BinaryOpType::Div: return "div";
+    case BinaryOpType::Maximum: return "maximum";
+    case BinaryOpType::Minimum: return "minimum";
+  }
+  return "?";
+}
+
+std::string toString(ReductionOpType t) {
+  switch (t) {
+    case ReductionOpType::Sum: return "sum";
+    case ReductionOpType::Max: return "max";
+  }
+  return "?";
+}
+
+Expr::Expr(ExprType type, std::vector<Val*> inputs, std::vector<Val*> outputs)
+    : type_(type), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
+  for (Val* in : inputs_) in->uses_.push_back(this);
+  for (Val* out : outputs_) {
+    SMELT_INTERNAL_CHECK(out->definition_ == nullptr, "value ", out->toString(),
+                         " already has a definition");
+    out->definition_ = this;
+  }
+}
+
+TensorView* Expr::output() const {
+  SMELT_INTERNAL_CHECK(outputs_.size() == 1 && outputs_[0]->asTensor() != nullptr);
+  return outputs_[0]->asTensor();
+}
+
+std::vector<TensorView*> Expr::tensorInputs() const {
+  std::vector<TensorView*> result;
+  for (Val* in : inputs_) {
+    if (TensorView* tv = in->asTensor()) result.push_back(tv);
+  }
+  return result;
+}
+
+std::string Expr::toString() const {
+  std::ostringstream os;
+  os << output()->toString() << " = " << opName() << "(";
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (i) os << ", ";
+    const TensorView* tv = inputs_[i]->asTensor();
+    os << (tv ? tv->name() : inputs_[i]->toString());
+  }
+  os << ")";
+  return os.str();
+}
+
+void Expr::replaceInput(Val* old_val, Val* new_val) {
+  bool found = false;
+  for (Val*& in : inputs_) {
+    if (in == old_val) {
+      in = new_val;
+      found = true;
+    }
+  }
+  SMELT_INTERNAL_CHECK(found, "replaceInput: ", old_val->toString(), " is not an input of ",
+                       toString());
+  auto& old_uses = old_val->uses_;
+  old_uses.erase(std::remove(old_uses.begin(), old_uses.end(), this), old_uses.end());
+  new_val->uses_.push_back(this);
+}
+
+void Expr::replaceOutput(Val* old_val, Val* new_val) {
+  for (Val*& out : outputs_) {
+    if (out == old_val) {
+      out = new_val;
+      old_val->definition_ = nullptr;
+      new_val->definition_ = this;
+      return;
+    }
+  }
+  SMELT_INTERNAL_CHECK(false, "replaceOutput: ", old_val->toString(), " is not an output");
+}
+
+FullOp::FullOp(TensorView* out, Val* fill_value) : Expr(ExprType::Full, {fill_value}, {out}) {}
+
+UnaryOp::UnaryOp(UnaryOpType op, TensorView* out, Val* in)
+    : Expr(ExprType::Unary, {in}, {out}), op_(op) {}
+
+std::string UnaryOp::opName() const {
+  if (op_ == UnaryOpType::Cast) return "cast<" + smelt::toString(output()->dtype()) + ">";
+  return smelt::toString(op_);
+}
+
+BinaryOp::BinaryOp(BinaryOpType op, TensorView* out, Val* lhs, Val* rhs)
+    : Expr(ExprType::Binary, {lhs, rhs}, {out}), op_(op) {}
+
+WhereOp::WhereOp(TensorView* out, Val* condition, Val* if_true, Val* if_false)
+    : Expr(ExprType::Where, {condition, if_true, if_false}, {out}) {}
+
+ReductionOp::ReductionOp(ReductionOpType op, TensorView* out, TensorView* in)
+    : Expr(ExprType::Reduction, {in}, {out}), op_(op) {}
+
+double ReductionOp::initValue() const {
+  return op_ == ReductionOpType::Sum ? 0.0 : -std::numeric_limits<double>::infinity();
+}
+
+BroadcastOp::BroadcastOp(TensorView* out, TensorView* in, std::vector<bool> is_new_axis)
+    : Expr(ExprType::Broadcast, {in}, {out}), is_new_axis_(std::move(is_new_axis)) {}
+
+std::string BroadcastOp::toString() const {
+  std::ostringstream os;
+  os << output()->toString() << " = broadcast(" << input(0)->asTensor()->name() << ", {";
+  for (size_t i = 0; i < is_new_axis_.size(); ++i) {
+    os << (i ? ", " : "") << (is_new_axis_[i] ? "true" : "false");
+  }
+  os << "})";
+  return os.str();
+}
+
+ExpandOp::ExpandOp(TensorView* out, TensorView* in) : Expr(ExprType::Expand, {in}, {out}) {}
+
+LoadStoreOp::LoadStoreOp(TensorView* out, TensorView* in) : Expr(ExprType::Set, {in}, {out}) {}
+
+PadOp::PadOp(TensorView* out, TensorView* in, std::vector<std::pair<int64_t, int64_t>> widths,
+             Val* pad_value)
+    : Expr(ExprType::Pad, {in, pad_value}, {out}), widths_(std::move(widths)) {}
+
+std::string PadOp::toString() const {
+  std::ostringstream os;
+  os << output()->toString() << " = pad(" << input(0)->asTensor()->name() << ", {";
+  for (size_t i = 0; i < widths_.size(); ++i) {
+    os << (i ? ", " : "") << "{" << widths_[i].first << ", " << widths_[i].second << "}";
+  }
+  os << "}, " << padValue()->toString() << ")";
+  return os.str();
+}
+
+}  // namespace smelt

@@ -1,0 +1,332 @@
+// The fusion IR: values (scalars and tensors), iteration domains with their
+// split/merge history, and the expressions that connect them. Every node is
+// owned by a Fusion; nodes refer to each other by raw pointer.
+//
+// A TensorView has a *logical* domain (its shape, one IterDomain per dimension,
+// reduction dimensions included) and a *loop* domain, derived from the logical
+// one by Split and Merge transforms (the schedule). Lowering turns each loop
+// axis into a for-loop; the first `computePosition()` loops are shared with the
+// tensor's consumer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fusion/int_expr.h"
+#include "fusion/types.h"
+
+namespace smelt {
+
+class Fusion;
+class Expr;
+class TensorView;
+class IterDomain;
+
+class Val {
+ public:
+  enum class Kind { Scalar, Tensor };
+  virtual ~Val() = default;
+  Val(const Val&) = delete;
+  Val& operator=(const Val&) = delete;
+
+  Kind valKind() const { return kind_; }
+  DataType dtype() const { return dtype_; }
+  Fusion* fusion() const { return fusion_; }
+  Expr* definition() const { return definition_; }
+  const std::vector<Expr*>& uses() const { return uses_; }
+  bool isFusionInput() const;
+  bool isFusionOutput() const;
+  TensorView* asTensor();  // nullptr when this is a scalar
+  const TensorView* asTensor() const;
+  virtual std::string toString() const = 0;
+
+ protected:
+  Val(Fusion* fusion, Kind kind, DataType dtype) : fusion_(fusion), kind_(kind), dtype_(dtype) {}
+
+ private:
+  friend class Expr;
+  friend class Fusion;
+  Fusion* fusion_;
+  Kind kind_;
+  DataType dtype_;
+  Expr* definition_ = nullptr;
+  std::vector<Expr*> uses_;
+};
+
+// A scalar: a constant, or a symbolic value given at run time (a fusion input).
+class Scalar : public Val {
+ public:
+  Scalar(Fusion* fusion, DataType dtype, double value);
+  Scalar(Fusion* fusion, DataType dtype, std::string symbol);
+  bool isConstant() const { return is_constant_; }
+  double value() const;  // only for constants
+  const std::string& symbol() const { return symbol_; }
+  std::string toString() const override;
+
+ private:
+  bool is_constant_;
+  double value_ = 0;
+  std::string symbol_;
+};
+
+// A Split or a Merge between iteration domains of one tensor.
+struct IdTransform {
+  enum class Kind { Split, Merge };
+  Kind kind;
+  std::vector<IterDomain*> inputs;   // Split: {in};          Merge: {outer, inner}
+  std::vector<IterDomain*> outputs;  // Split: {outer, inner}; Merge: {out}
+  IntExpr factor;         // Split only
+  bool inner_split = true;  // Split only: factor is the inner extent (else the outer one)
+};
+
+class IterDomain {
+ public:
+  IterDomain(int64_t id, IntExpr extent, IterType iter_type);
+
+  int64_t id() const { return id_; }
+  const IntExpr& extent() const { return extent_; }
+  IterType iterType() const { return iter_type_; }
+  bool isReduction() const { return iter_type_ == IterType::Reduction; }
+  bool isBroadcast() const { return iter_type_ == IterType::Broadcast; }
+  bool isIteration() const { return iter_type_ == IterType::Iteration; }
+  // A broadcast made concrete by expand() iterates over this extent (stride 0).
+  bool hasExpandedExtent() const { return has_expanded_extent_; }
+  const IntExpr& expandedExtent() const { return expanded_extent_; }
+  void setExpandedExtent(IntExpr extent);
+  // The trip count of this axis' loop: the expanded extent, else the extent.
+  IntExpr loopExtent() const;
+
+  ParallelType parallelType() const { return parallel_type_; }
+  // Binds this loop axis to a grid/block index, vectorizes or unrolls it.
+  // Throws smelt::Error (naming the tensor and axis) when another axis of the
+  // same tensor already has this parallel type, or the axis is not a loop axis.
+  IterDomain* parallelize(ParallelType pt);
+
+  const IdTransform* definition() const { return definition_; }
+  TensorView* owner() const { return owner_; }
+  std::string toString() const;
+
+ private:
+  friend class TensorView;
+  friend class Fusion;
+  friend int64_t replayLike(TensorView*, const TensorView*,
+                            const std::unordered_map<const IterDomain*, IterDomain*>&);
+  int64_t id_;
+  IntExpr extent_;
+  IterType iter_type_;
+  bool has_expanded_extent_ = false;
+  IntExpr expanded_extent_;
+  ParallelType parallel_type_ = ParallelType::Serial;
+  const IdTransform* definition_ = nullptr;
+  TensorView* owner_ = nullptr;
+};
+
+class TensorView : public Val {
+ public:
+  TensorView(Fusion* fusion, int64_t number, DataType dtype, std::vector<IterDomain*> logical,
+             MemoryType memory_type);
+
+  // "T3", or the name given with setName (used in plans, reports and CUDA).
+  const std::string& name() const { return name_; }
+  int64_t number() const { return number_; }
+  TensorView* setName(const std::string& name);
+  std::string toString() const override;
+
+  const std::vector<IterDomain*>& logicalDomain() const { return logical_; }
+  const std::vector<IterDomain*>& loopDomain() const { return loop_; }
+  // The logical domain without reduction axes: what consumers see.
+  std::vector<IterDomain*> logicalNoReductions() const;
+  int64_t nDims() const { return static_cast<int64_t>(loop_.size()); }
+  IterDomain* axis(int64_t i) const;
+  bool hasReduction() const;
+  // Contiguity of a fusion input's logical dimensions (all true by default).
+  const std::vector<bool>& contiguity() const { return contiguity_; }
+  TensorView* setContiguity(std::vector<bool> contiguity);
+
+  MemoryType memoryType() const { return memory_type_; }
+  TensorView* setMemoryType(MemoryType mtype);
+
+  // ---- scheduling primitives (each returns this, so calls chain) ----
+  // split(axis, factor): inner axis of extent `factor`, outer ceilDiv(extent, factor).
+  // split(axis, nparts, false): outer axis of extent `nparts` (the "nparts" form).
+  TensorView* split(int64_t axis, IntExpr factor, bool inner_split = true);
+  TensorView* merge(int64_t axis_outer, int64_t axis_inner);
+  TensorView* merge(int64_t axis_outer) { return merge(axis_outer, axis_outer + 1); }
+  // reorder({{old, new}, ...}); unnamed axes keep their relative order.
+  TensorView* reorder(const std::unordered_map<int64_t, int64_t>& old_to_new);
+
+  // Computes this tensor (and every tensor on the paths to `consumer`) inside
+  // the first `pos` loops of `consumer`, replaying the consumer's schedule.
+  // pos may be negative (-1 = all of the consumer's loop axes).
+  TensorView* computeAt(TensorView* consumer, int64_t pos);
+  // Shares this tensor's first `pos` loops with its consumers, without changing
+  // its schedule; throws when a loop axis does not map to every consumer's.
+  TensorView* inlineAt(int64_t pos);
+  // inlineAt(the largest legal position).
+  TensorView* inlineMost();
+  int64_t computePosition() const { return compute_position_; }
+  // The largest position inlineAt accepts (0 for fusion inputs).
+  int64_t maxInlinePosition() const;
+
+  // Adds T' = set(this) and makes every other use of this read T'. Returns T'.
+  TensorView* cacheAfter();
+  // Makes this tensor's definition write a new tensor T' and this = set(T').
+  // Returns T'.
+  TensorView* cacheBefore();
+
+  // Asks the shared-memory planner to make this Shared tensor's bytes
+  // reusable after its last read, inserting a barrier if one is needed.
+  TensorView* promoteReuse(bool enable = true);
+  bool shouldPromoteReuse() const { return promote_reuse_; }
+
+  // Human-readable schedule: logical domain, each transform, loop domain,
+  // memory type and compute position.
+  std::string transformsString() const;
+
+  // Used by transform replay: install a new loop domain built elsewhere.
+  void setLoopDomain(std::vector<IterDomain*> loop);
+  // Used by cacheBefore: swap the definitions' output without touching uses.
+  void setLogicalDomain(std::vector<IterDomain*> logical);
+  void setComputePosition(int64_t pos);
+
+ private:
+  int64_t normalizeAxis(int64_t axis, const char* what) const;
+  void adopt(IterDomain* id);
+
+  int64_t number_;
+  std::string name_;
+  std::vector<IterDomain*> logical_;
+  std::vector<IterDomain*> loop_;
+  std::vector<bool> contiguity_;
+  MemoryType memory_type_;
+  int64_t compute_position_ = 0;
+  bool promote_reuse_ = false;
+};
+
+// ---------------------------------------------------------------------------
+// Expressions
+// ---------------------------------------------------------------------------
+
+enum class ExprType { Full, Unary, Binary, Where, Reduction, Broadcast, Expand, Set, Pad };
+enum class UnaryOpType { Neg, Exp, Tanh, Abs, Relu, Cast };
+enum class BinaryOpType { Add, Sub, Mul, Div, Maximum, Minimum };
+enum class ReductionOpType { Sum, Max };
+
+std::string toString(UnaryOpType t);
+std::string toString(BinaryOpType t);
+std::string toString(ReductionOpType t);
+
+class Expr {
+ public:
+  virtual ~Expr() = default;
+  Expr(const Expr&) = delete;
+  Expr& operator=(const Expr&) = delete;
+
+  ExprType type() const { return type_; }
+  const std::vector<Val*>& inputs() const { return inputs_; }
+  const std::vector<Val*>& outputs() const { return outputs_; }
+  Val* input(size_t i) const { return inputs_.at(i); }
+  TensorView* output() const;  // every smelt expression has one tensor output
+  std::vector<TensorView*> tensorInputs() const;
+  // "T2 = add(T0, T1)" style.
+  virtual std::string toString() const;
+  virtual std::string opName() const = 0;
+
+  // Graph surgery for cacheAfter/cacheBefore.
+  void replaceInput(Val* old_val, Val* new_val);
+  void replaceOutput(Val* old_val, Val* new_val);
+
+ protected:
+  Expr(ExprType type, std::vector<Val*> inputs, std::vector<Val*> outputs);
+
+ private:
+  ExprType type_;
+  std::vector<Val*> inputs_;
+  std::vector<Val*> outputs_;
+};
+
+class FullOp : public Expr {
+ public:
+  FullOp(TensorView* out, Val* fill_value);
+  Val* fillValue() const { return input(0); }
+  std::string opName() const override { return "full"; }
+};
+
+class UnaryOp : public Expr {
+ public:
+  UnaryOp(UnaryOpType op, TensorView* out, Val* in);
+  UnaryOpType op() const { return op_; }
+  std::string opName() const override;
+
+ private:
+  UnaryOpType op_;
+};
+
+class BinaryOp : public Expr {
+ public:
+  BinaryOp(BinaryOpType op, TensorView* out, Val* lhs, Val* rhs);
+  BinaryOpType op() const { return op_; }
+  std::string opName() const override { return smelt::toString(op_); }
+
+ private:
+  BinaryOpType op_;
+};
+
+class WhereOp : public Expr {
+ public:
+  WhereOp(TensorView* out, Val* condition, Val* if_true, Val* if_false);
+  std::string opName() const override { return "where"; }
+};
+
+class ReductionOp : public Expr {
+ public:
+  ReductionOp(ReductionOpType op, TensorView* out, TensorView* in);
+  ReductionOpType op() const { return op_; }
+  double initValue() const;  // 0 for sum, -inf for max
+  std::string opName() const override { return smelt::toString(op_); }
+
+ private:
+  ReductionOpType op_;
+};
+
+class BroadcastOp : public Expr {
+ public:
+  BroadcastOp(TensorView* out, TensorView* in, std::vector<bool> is_new_axis);
+  const std::vector<bool>& isNewAxis() const { return is_new_axis_; }
+  std::string opName() const override { return "broadcast"; }
+  std::string toString() const override;
+
+ private:
+  std::vector<bool> is_new_axis_;
+};
+
+class ExpandOp : public Expr {
+ public:
+  ExpandOp(TensorView* out, TensorView* in);
+  std::string opName() const override { return "expand"; }
+};
+
+// set(): a copy, the op that moves data between memory types.
+class LoadStoreOp : public Expr {
+ public:
+  LoadStoreOp(TensorView* out, TensorView* in);
+  std::string opName() const override { return "set"; }
+};
+
+class PadOp : public Expr {
+ public:
+  // widths[d] = {before, after} for each logical dimension d of the input.
+  PadOp(TensorView* out, TensorView* in, std::vector<std::pair<int64_t, int64_t>> widths,
+        Val* pad_value);
+  const std::vector<std::pair<int64_t, int64_t>>& widths() const { return widths_; }
+  Val* padValue() const { return input(1); }
+  std::string opName() const override { return "pad"; }
+  std::string toString() const override;
+
+ private:
+  std::vector<std::pair<int64_t, int64_t>> widths_;
+};
+
+}  // namespace smelt

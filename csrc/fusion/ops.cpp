@@ -1,0 +1,361 @@
+#include "fusion/ops.h"
+
+#include <algorithm>
+#include <set>
+
+#include "fusion/error.h"
+
+namespace smelt {
+
+namespace {
+
+// The consumer-side copy of a producer's axis for an elementwise op: an
+// expanded broadcast becomes a real axis of its expanded extent.
+IterDomain* elementwiseAxis(Fusion* f, const IterDomain* id) {
+  if (id->hasExpandedExtent()) return f->newIterDomain(id->expandedExtent(), IterType::Iteration);
+  return f->newIterDomain(id->extent(), id->isBroadcast() ? IterType::Broadcast : IterType::Iteration);
+}
+
+std::string describe(const Val* v) {
+  const TensorView* tv = v->asTensor();
+  return tv ? tv->name() : v->toString();
+}
+
+// Output axes of an elementwise op over `operands` (tensors and scalars).
+std::vector<IterDomain*> elementwiseDomain(const std::string& op,
+                                           const std::vector<Val*>& operands) {
+  Fusion* f = Fusion::current();
+  const TensorView* first = nullptr;
+  for (Val* v : operands) {
+    SMELT_CHECK(v != nullptr, op, ": an operand is null");
+    SMELT_CHECK(v->fusion() == f, op, ": operand ", describe(v),
+                " belongs to another fusion than the active one");
+    const TensorView* tv = v->asTensor();
+    if (tv == nullptr) continue;
+    if (first == nullptr) {
+      first = tv;
+      continue;
+    }
+    SMELT_CHECK(tv->logicalNoReductions().size() == first->logicalNoReductions().size(), op,
+                ": ", first->name(), " has rank ", first->logicalNoReductions().size(), " but ",
+                tv->name(), " has rank ", tv->logicalNoReductions().size());
+  }
+  SMELT_CHECK(first != nullptr, op, ": needs at least one tensor operand");
+  size_t rank = first->logicalNoReductions().size();
+  std::vector<IterDomain*> out;
+  for (size_t d = 0; d < rank; ++d) {
+    const IterDomain* chosen = nullptr;
+    const TensorView* chosen_tv = nullptr;
+    for (Val* v : operands) {
+      const TensorView* tv = v->asTensor();
+      if (tv == nullptr) continue;
+      const IterDomain* id = tv->logicalNoReductions()[d];
+      if (chosen == nullptr || (chosen->isBroadcast() && !chosen->hasExpandedExtent())) {
+        chosen = id;
+        chosen_tv = tv;
+        continue;
+      }
+      if (id->isBroadcast() && !id->hasExpandedExtent()) continue;
+      auto a = chosen->loopExtent().constant();
+      auto b = id->loopExtent().constant();
+      SMELT_CHECK(!a || !b || *a == *b, op, ": dimension ", d, " of ", chosen_tv->name(),
+                  " (extent ", *a, ") does not match dimension ", d, " of ", tv->name(),
+                  " (extent ", *b, ")");
+    }
+    out.push_back(elementwiseAxis(f, chosen));
+  }
+  return out;
+}
+
+DataType resultType(const std::vector<Val*>& operands) {
+  // Tensors decide; a floating scalar lifts an integral tensor to float.
+  bool have_tensor = false;
+  DataType result = DataType::Bool;
+  bool float_scalar = false;
+  for (Val* v : operands) {
+    if (v->asTensor() != nullptr) {
+      result = have_tensor ? promoteTypes(result, v->dtype()) : v->dtype();
+      have_tensor = true;
+    } else if (isFloatingType(v->dtype())) {
+      float_scalar = true;
+    }
+  }
+  if (float_scalar && !isFloatingType(result)) result = DataType::Float;
+  return result;
+}
+
+TensorView* unaryOp(UnaryOpType op, TensorView* in, DataType out_dtype) {
+  SMELT_CHECK(in != nullptr, toString(op), ": input is null");
+  Fusion* f = Fusion::current();
+  TensorView* out = f->newTensor(out_dtype, elementwiseDomain(toString(op), {in}));
+  f->newExpr<UnaryOp>(op, out, in);
+  return out;
+}
+
+TensorView* floatingUnary(UnaryOpType op, TensorView* in) {
+  SMELT_CHECK(in != nullptr, toString(op), ": input is null");
+  return unaryOp(op, in, isFloatingType(in->dtype()) ? in->dtype() : DataType::Float);
+}
+
+TensorView* reduction(ReductionOpType op, TensorView* in, const std::vector<int64_t>& axes) {
+  std::string name = toString(op);
+  SMELT_CHECK(in != nullptr, name, ": input is null");
+  SMELT_CHECK(!axes.empty(), name, ": tensor ", in->name(), " needs at least one axis to reduce");
+  Fusion* f = Fusion::current();
+  std::vector<IterDomain*> in_axes = in->logicalNoReductions();
+  int64_t rank = static_cast<int64_t>(in_axes.size());
+  std::set<int64_t> reduced;
+  for (int64_t a : axes) {
+    int64_t n = a < 0 ? a + rank : a;
+    SMELT_CHECK(n >= 0 && n < rank, name, ": axis ", a, " is out of range for tensor ",
+                in->name(), " of rank ", rank);
+    SMELT_CHECK(reduced.insert(n).second, name, ": axis ", a, " of tensor ", in->name(),
+                " is listed twice");
+  }
+  std::vector<IterDomain*> out_axes;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (reduced.count(d)) {
+      out_axes.push_back(f->newIterDomain(in_axes[d]->loopExtent(), IterType::Reduction));
+    } else {
+      out_axes.push_back(elementwiseAxis(f, in_axes[d]));
+    }
+  }
+  TensorView* out = f->newTensor(in->dtype(), std::move(out_axes));
+  f->newExpr<ReductionOp>(op, out, in);
+  return out;
+}
+
+}  // namespace
+
+TensorView* makeContigTensor(int64_t ndims, DataType dtype) {
+  SMELT_CHECK(ndims >= 0, "makeContigTensor: rank ", ndims, " is negative");
+  Fusion* f = Fusion::current();
+  // The tensor's number names its size symbols, so create it first.
+  TensorView* tv = f->newTensor(dtype, {}, MemoryType::Global);
+  std::vector<IterDomain*> axes;
+  for (int64_t d = 0; d < ndims; ++d) {
+    axes.push_back(f->newIterDomain(
+        IntExpr::symbol("T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]"),
+        IterType::Iteration));
+  }
+  tv->setLogicalDomain(std::move(axes));
+  return tv;
+}
+
+TensorView* makeConcreteTensor(const std::vector<int64_t>& shape, DataType dtype) {
+  Fusion* f = Fusion::current();
+  std::vector<IterDomain*> axes;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    SMELT_CHECK(shape[d] > 0, "makeConcreteTensor: dimension ", d, " has extent ", shape[d],
+                "; extents must be positive");
+    axes.push_back(f->newIterDomain(shape[d], IterType::Iteration));
+  }
+  return f->newTensor(dtype, std::move(axes), MemoryType::Global);
+}
+
+Scalar* constant(double value, DataType dtype) { return Fusion::current()->newConstant(value, dtype); }
+Scalar* symbolicScalar(DataType dtype) { return Fusion::current()->newSymbolicScalar(dtype); }
+
+TensorView* full(const std::vector<IntExpr>& shape, Val* fill_value, DataType dtype) {
+  SMELT_CHECK(fill_value != nullptr && fill_value->asTensor() == nullptr,
+              "full: the fill value must be a scalar");
+  Fusion* f = Fusion::current();
+  std::vector<IterDomain*> axes;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    auto c = shape[d].constant();
+    SMELT_CHECK(!c || *c > 0, "full: dimension ", d, " has extent ", shape[d],
+                "; extents must be positive");
+    axes.push_back(f->newIterDomain(shape[d], IterType::Iteration));
+  }
+  TensorView* out = f->newTensor(dtype, std::move(axes));
+  f->newExpr<FullOp>(out, fill_value);
+  return out;
+}
+
+TensorView* full(const std::vector<IntExpr>& shape, double fill_value, DataType dtype) {
+  return full(shape, constant(fill_value, dtype), dtype);
+}
+
+TensorView* set(TensorView* in) {
+  SMELT_CHECK(in != nullptr, "set: input is null");
+  Fusion* f = Fusion::current();
+  TensorView* out = f->newTensor(in->dtype(), elementwiseDomain("set", {in}));
+  f->newExpr<LoadStoreOp>(out, in);
+  return out;
+}
+
+TensorView* neg(TensorView* in) {
+  SMELT_CHECK(in != nullptr, "neg: input is null");
+  SMELT_CHECK(in->dtype() != DataType::Bool, "neg: tensor ", in->name(), " is bool");
+  return unaryOp(UnaryOpType::Neg, in, in->dtype());
+}
+TensorView* exp(TensorView* in) { return floatingUnary(UnaryOpType::Exp, in); }
+TensorView* tanh(TensorView* in) { return floatingUnary(UnaryOpType::Tanh, in); }
+TensorView* abs(TensorView* in) {
+  SMELT_CHECK(in != nullptr, "abs: input is null");
+  return unaryOp(UnaryOpType::Abs, in, in->dtype());
+}
+TensorView* relu(TensorView* in) {
+  SMELT_CHECK(in != nullptr, "relu: input is null");
+  return unaryOp(UnaryOpType::Relu, in, in->dtype());
+}
+TensorView* castOp(DataType dtype, TensorView* in) {
+  SMELT_CHECK(in != nullptr, "cast: input is null");
+  return unaryOp(UnaryOpType::Cast, in, dtype);
+}
+
+TensorView* binaryOp(BinaryOpType op, Val* lhs, Val* rhs) {
+  std::string name = toString(op);
+  SMELT_CHECK(lhs != nullptr && rhs != nullptr, name, ": an operand is null");
+  std::vector<IterDomain*> axes = elementwiseDomain(name, {lhs, rhs});
+  DataType dtype = resultType({lhs, rhs});
+  if (op == BinaryOpType::Div && !isFloatingType(dtype)) dtype = DataType::Float;
+  Fusion* f = Fusion::current();
+  TensorView* out = f->newTensor(dtype, std::move(axes));
+  f->newExpr<BinaryOp>(op, out, lhs, rhs);
+  return out;
+}
+
+TensorView* add(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Add, lhs, rhs); }
+TensorView* sub(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Sub, lhs, rhs); }
+TensorView* mul(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Mul, lhs, rhs); }
+TensorView* div(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Div, lhs, rhs); }
+TensorView* maximum(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Maximum, lhs, rhs); }
+TensorView* minimum(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Minimum, lhs, rhs); }
+
+namespace {
+Scalar* scalarLike(TensorView* tv, double value) {
+  SMELT_CHECK(tv != nullptr, "binary op: tensor operand is null");
+  DataType dtype = isFloatingType(tv->dtype()) ? tv->dtype() : DataType::Float;
+  if (isIntegralType(tv->dtype()) && value == static_cast<double>(static_cast<int64_t>(value))) {
+    dtype = tv->dtype();
+  }
+  return constant(value, dtype);
+}
+}  // namespace
+
+TensorView* add(TensorView* lhs, double rhs) { return add(lhs, scalarLike(lhs, rhs)); }
+TensorView* sub(TensorView* lhs, double rhs) { return sub(lhs, scalarLike(lhs, rhs)); }
+TensorView* mul(TensorView* lhs, double rhs) { return mul(lhs, scalarLike(lhs, rhs)); }
+TensorView* div(TensorView* lhs, double rhs) { return div(lhs, scalarLike(lhs, rhs)); }
+
+TensorView* where(Val* condition, Val* if_true, Val* if_false) {
+  SMELT_CHECK(condition != nullptr && if_true != nullptr && if_false != nullptr,
+              "where: an operand is null");
+  SMELT_CHECK(condition->dtype() == DataType::Bool, "where: condition ", describe(condition),
+              " must be bool, not ", condition->dtype());
+  std::vector<IterDomain*> axes = elementwiseDomain("where", {condition, if_true, if_false});
+  std::vector<Val*> values{if_true, if_false};
+  bool any_tensor = if_true->asTensor() || if_false->asTensor();
+  DataType dtype = any_tensor ? resultType(values) : promoteTypes(if_true->dtype(), if_false->dtype());
+  Fusion* f = Fusion::current();
+  TensorView* out = f->newTensor(dtype, std::move(axes));
+  f->newExpr<WhereOp>(out, condition, if_true, if_false);
+  return out;
+}
+
+TensorView* sum(TensorView* in, const std::vector<int64_t>& axes) {
+  return reduction(ReductionOpType::Sum, in, axes);
+}
+TensorView* max(TensorView* in, const std::vector<int64_t>& axes) {
+  return reduction(ReductionOpType::Max, in, axes);
+}
+
+TensorView* broadcast(TensorView* in, const std::vector<bool>& is_new_axis) {
+  SMELT_CHECK(in != nullptr, "broadcast: input is null");
+  std::vector<IterDomain*> in_axes = in->logicalNoReductions();
+  size_t kept = std::count(is_new_axis.begin(), is_new_axis.end(), false);
+  SMELT_CHECK(kept == in_axes.size(), "broadcast: tensor ", in->name(), " has rank ",
+              in_axes.size(), " but the flags keep ", kept, " axes");
+  Fusion* f = Fusion::current();
+  std::vector<IterDomain*> out_axes;
+  size_t next = 0;
+  for (bool is_new : is_new_axis) {
+    out_axes.push_back(is_new ? f->newIterDomain(1, IterType::Broadcast)
+                              : elementwiseAxis(f, in_axes[next++]));
+  }
+  TensorView* out = f->newTensor(in->dtype(), std::move(out_axes));
+  f->newExpr<BroadcastOp>(out, in, is_new_axis);
+  return out;
+}
+
+TensorView* expand(TensorView* in, const std::vector<IntExpr>& shape) {
+  SMELT_CHECK(in != nullptr, "expand: input is null");
+  std::vector<IterDomain*> in_axes = in->logicalNoReductions();
+  SMELT_CHECK(shape.size() == in_axes.size(), "expand: tensor ", in->name(), " has rank ",
+              in_axes.size(), " but the shape has ", shape.size(), " entries");
+  Fusion* f = Fusion::current();
+  std::vector<IterDomain*> out_axes;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const IterDomain* id = in_axes[d];
+    bool keep = shape[d].constant() == -1;
+    if (id->isBroadcast() && !keep) {
+      auto c = shape[d].constant();
+      SMELT_CHECK(!c || *c > 0, "expand: dimension ", d, " of ", in->name(),
+                  " cannot expand to extent ", shape[d]);
+      IterDomain* out = f->newIterDomain(1, IterType::Broadcast);
+      out->setExpandedExtent(shape[d]);
+      out_axes.push_back(out);
+      continue;
+    }
+    SMELT_CHECK(keep || shape[d].sameAs(id->loopExtent()), "expand: dimension ", d, " of ",
+                in->name(), " has extent ", id->loopExtent(), " and is not a broadcast, so it cannot expand to ",
+                shape[d]);
+    IterDomain* out = f->newIterDomain(id->extent(), id->iterType());
+    if (id->hasExpandedExtent()) out->setExpandedExtent(id->expandedExtent());
+    out_axes.push_back(out);
+  }
+  TensorView* out = f->newTensor(in->dtype(), std::move(out_axes));
+  f->newExpr<ExpandOp>(out, in);
+  return out;
+}
+
+TensorView* pad(TensorView* in, const std::vector<int64_t>& widths, double value) {
+  SMELT_CHECK(in != nullptr, "pad: input is null");
+  std::vector<IterDomain*> in_axes = in->logicalNoReductions();
+  size_t rank = in_axes.size();
+  SMELT_CHECK(widths.size() % 2 == 0 && widths.size() / 2 <= rank, "pad: tensor ", in->name(),
+              " of rank ", rank, " needs an even number of widths, at most ", 2 * rank,
+              ", got ", widths.size());
+  std::vector<std::pair<int64_t, int64_t>> per_axis(rank, {0, 0});
+  for (size_t k = 0; k < widths.size() / 2; ++k) {
+    size_t d = rank - 1 - k;
+    SMELT_CHECK(widths[2 * k] >= 0 && widths[2 * k + 1] >= 0, "pad: dimension ", d, " of ",
+                in->name(), " gets negative widths {", widths[2 * k], ", ", widths[2 * k + 1],
+                "}; cropping is not supported");
+    SMELT_CHECK(!in_axes[d]->isBroadcast() || (widths[2 * k] == 0 && widths[2 * k + 1] == 0),
+                "pad: dimension ", d, " of ", in->name(), " is a broadcast and cannot be padded");
+    per_axis[d] = {widths[2 * k], widths[2 * k + 1]};
+  }
+  Fusion* f = Fusion::current();
+  std::vector<IterDomain*> out_axes;
+  for (size_t d = 0; d < rank; ++d) {
+    if (per_axis[d] == std::pair<int64_t, int64_t>{0, 0}) {
+      out_axes.push_back(elementwiseAxis(f, in_axes[d]));
+    } else {
+      out_axes.push_back(f->newIterDomain(
+          in_axes[d]->extent() + per_axis[d].first + per_axis[d].second, IterType::Iteration));
+    }
+  }
+  TensorView* out = f->newTensor(in->dtype(), std::move(out_axes));
+  f->newExpr<PadOp>(out, in, per_axis, constant(value, in->dtype()));
+  return out;
+}
+
+TensorView* matmul(TensorView* a, TensorView* b) {
+  SMELT_CHECK(a != nullptr && b != nullptr, "matmul: an operand is null");
+  auto a_axes = a->logicalNoReductions();
+  auto b_axes = b->logicalNoReductions();
+  SMELT_CHECK(a_axes.size() == 2 && b_axes.size() == 2, "matmul: expects [M, K] x [K, N]; ",
+              a->name(), " has rank ", a_axes.size(), " and ", b->name(), " has rank ",
+              b_axes.size());
+  auto ka = a_axes[1]->extent().constant();
+  auto kb = b_axes[0]->extent().constant();
+  SMELT_CHECK(!ka || !kb || *ka == *kb, "matmul: K of ", a->name(), " (", *ka,
+              ") does not match K of ", b->name(), " (", *kb, ")");
+  TensorView* a3 = broadcast(a, {false, false, true});  // [M, K, 1]
+  TensorView* b3 = broadcast(b, {true, false, false});  // [1, K, N]
+  return sum(mul(a3, b3), {1});                         // [M, rK, N]
+}
+
+}  // namespace smelt

@@ -1,0 +1,66 @@
+// Op functions that build the fusion graph in the active Fusion (see
+// FusionGuard). Shapes and dtypes propagate; mismatches throw smelt::Error
+// naming the op, the tensors and the dimension.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "fusion/fusion.h"
+#include "fusion/ir.h"
+
+namespace smelt {
+
+// Tensors whose extents are symbolic ("T0.size[1]"), contiguous by default.
+TensorView* makeContigTensor(int64_t ndims, DataType dtype = DataType::Float);
+// Tensors with fixed extents (all iteration axes).
+TensorView* makeConcreteTensor(const std::vector<int64_t>& shape,
+                               DataType dtype = DataType::Float);
+
+Scalar* constant(double value, DataType dtype = DataType::Float);
+Scalar* symbolicScalar(DataType dtype = DataType::Float);
+
+TensorView* full(const std::vector<IntExpr>& shape, Val* fill_value, DataType dtype);
+TensorView* full(const std::vector<IntExpr>& shape, double fill_value,
+                 DataType dtype = DataType::Float);
+TensorView* set(TensorView* in);
+
+TensorView* neg(TensorView* in);
+TensorView* exp(TensorView* in);
+TensorView* tanh(TensorView* in);
+TensorView* abs(TensorView* in);
+TensorView* relu(TensorView* in);
+TensorView* castOp(DataType dtype, TensorView* in);
+
+// Binary ops broadcast size-1 (broadcast) axes; other extents must agree.
+TensorView* binaryOp(BinaryOpType op, Val* lhs, Val* rhs);
+TensorView* add(Val* lhs, Val* rhs);
+TensorView* sub(Val* lhs, Val* rhs);
+TensorView* mul(Val* lhs, Val* rhs);
+TensorView* div(Val* lhs, Val* rhs);
+TensorView* maximum(Val* lhs, Val* rhs);
+TensorView* minimum(Val* lhs, Val* rhs);
+TensorView* add(TensorView* lhs, double rhs);
+TensorView* sub(TensorView* lhs, double rhs);
+TensorView* mul(TensorView* lhs, double rhs);
+TensorView* div(TensorView* lhs, double rhs);
+TensorView* where(Val* condition, Val* if_true, Val* if_false);
+
+// Reductions over `axes` (of the input's non-reduction logical axes; negative
+// counts from the end). The output keeps the reduced axes as reduction axes.
+TensorView* sum(TensorView* in, const std::vector<int64_t>& axes);
+TensorView* max(TensorView* in, const std::vector<int64_t>& axes);
+
+// is_new_axis has one flag per output dimension; false ones take the input's.
+TensorView* broadcast(TensorView* in, const std::vector<bool>& is_new_axis);
+// Gives broadcast axes an extent (-1 keeps an axis as it is).
+TensorView* expand(TensorView* in, const std::vector<IntExpr>& shape);
+// widths as torch.nn.functional.pad: {before_last, after_last, before_2nd_last, ...}.
+TensorView* pad(TensorView* in, const std::vector<int64_t>& widths, double value = 0.0);
+
+// [M, K] x [K, N] -> [M, N] as broadcast, multiply and a sum over K (the
+// building block a matmul schedule tiles).
+TensorView* matmul(TensorView* a, TensorView* b);
+
+}  // namespace smelt

@@ -1,0 +1,263 @@
+#include "fusion/transform_replay.h"
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <unordered_set>
+
+#include "fusion/error.h"
+#include "fusion/fusion.h"
+
+namespace smelt {
+
+IdMap pairwiseLogicalMap(const TensorView* producer, const TensorView* consumer) {
+  const Expr* def = consumer->definition();
+  SMELT_INTERNAL_CHECK(def != nullptr);
+  const auto& ins = def->inputs();
+  SMELT_INTERNAL_CHECK(std::find(ins.begin(), ins.end(), producer) != ins.end(),
+                       producer->name(), " is not a producer of ", consumer->name());
+  std::vector<IterDomain*> p_axes = producer->logicalNoReductions();
+  const auto& c_axes = consumer->logicalDomain();
+  IdMap map;
+  if (def->type() == ExprType::Broadcast) {
+    const auto& is_new = static_cast<const BroadcastOp*>(def)->isNewAxis();
+    size_t p = 0;
+    for (size_t c = 0; c < c_axes.size(); ++c) {
+      if (!is_new[c]) map[p_axes.at(p++)] = c_axes[c];
+    }
+    return map;
+  }
+  SMELT_INTERNAL_CHECK(p_axes.size() == c_axes.size(), "rank mismatch between ",
+                       producer->name(), " and ", consumer->name());
+  const PadOp* pad = def->type() == ExprType::Pad ? static_cast<const PadOp*>(def) : nullptr;
+  for (size_t i = 0; i < p_axes.size(); ++i) {
+    if (pad != nullptr && pad->widths()[i] != std::pair<int64_t, int64_t>{0, 0}) continue;
+    map[p_axes[i]] = c_axes[i];
+  }
+  return map;
+}
+
+IdMap invert(const IdMap& map) {
+  IdMap inverse;
+  for (const auto& [from, to] : map) inverse[to] = const_cast<IterDomain*>(from);
+  return inverse;
+}
+
+namespace {
+
+// A broadcast axis of extent 1 that the other side lacks can be dropped from a
+// merge: merge(b, x) iterates exactly like x.
+bool isDroppableBroadcast(const IterDomain* id) {
+  return id->isBroadcast() && !id->hasExpandedExtent();
+}
+
+}  // namespace
+
+bool loopAxesMapped(const IterDomain* a, const IterDomain* b, const IdMap& logical_map) {
+  auto it = logical_map.find(a);
+  if (it != logical_map.end() && it->second == b) return true;
+  const IdTransform* ta = a->definition();
+  const IdTransform* tb = b->definition();
+  // merge(bcast, x) on one side is the same loop as x on the other side.
+  auto forwarded = [&](const IdTransform* t, const IterDomain* other, bool t_is_a) {
+    if (t == nullptr || t->kind != IdTransform::Kind::Merge) return false;
+    for (int side = 0; side < 2; ++side) {
+      const IterDomain* dropped = t->inputs[side];
+      const IterDomain* kept = t->inputs[1 - side];
+      if (!isDroppableBroadcast(dropped)) continue;
+      if (t_is_a ? loopAxesMapped(kept, other, logical_map)
+                 : loopAxesMapped(other, kept, logical_map)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (ta == nullptr || tb == nullptr || ta->kind != tb->kind) {
+    return forwarded(ta, b, true) || forwarded(tb, a, false);
+  }
+  if (ta->kind == IdTransform::Kind::Split) {
+    if (!ta->factor.sameAs(tb->factor) || ta->inner_split != tb->inner_split) return false;
+    size_t ia = a == ta->outputs[0] ? 0 : 1;
+    size_t ib = b == tb->outputs[0] ? 0 : 1;
+    return ia == ib && loopAxesMapped(ta->inputs[0], tb->inputs[0], logical_map);
+  }
+  if (loopAxesMapped(ta->inputs[0], tb->inputs[0], logical_map) &&
+      loopAxesMapped(ta->inputs[1], tb->inputs[1], logical_map)) {
+    return true;
+  }
+  return forwarded(ta, b, true) || forwarded(tb, a, false);
+}
+
+std::vector<int64_t> matchLoopAxes(const TensorView* producer, const TensorView* consumer) {
+  IdMap map = pairwiseLogicalMap(producer, consumer);
+  std::vector<int64_t> match;
+  int64_t c = 0;
+  for (int64_t p = 0; p < producer->nDims(); ++p) {
+    const IterDomain* p_axis = producer->axis(p);
+    if (p_axis->parallelType() == ParallelType::Vectorize) break;
+    while (c < consumer->nDims() && consumer->axis(c)->isBroadcast() &&
+           !loopAxesMapped(p_axis, consumer->axis(c), map)) {
+      ++c;
+    }
+    if (c == consumer->nDims() ||
+        consumer->axis(c)->parallelType() == ParallelType::Vectorize ||
+        !loopAxesMapped(p_axis, consumer->axis(c), map)) {
+      break;
+    }
+    match.push_back(c++);
+  }
+  return match;
+}
+
+std::vector<const IdTransform*> transformHistory(const TensorView* tv) {
+  std::vector<const IdTransform*> order;
+  std::unordered_set<const IdTransform*> seen;
+  std::function<void(const IterDomain*)> visit = [&](const IterDomain* id) {
+    const IdTransform* t = id->definition();
+    if (t == nullptr || seen.count(t)) return;
+    seen.insert(t);
+    for (const IterDomain* in : t->inputs) visit(in);
+    order.push_back(t);
+  };
+  for (const IterDomain* id : tv->loopDomain()) visit(id);
+  return order;
+}
+
+int64_t replayLike(TensorView* target, const TensorView* source, const IdMap& source_to_target) {
+  Fusion* fusion = target->fusion();
+  IdMap s2t = source_to_target;
+  std::vector<IterDomain*> leaves = target->logicalDomain();
+  auto leafPosition = [&](IterDomain* id) {
+    return std::find(leaves.begin(), leaves.end(), id);
+  };
+  for (const IdTransform* t : transformHistory(source)) {
+    if (t->kind == IdTransform::Kind::Split) {
+      auto it = s2t.find(t->inputs[0]);
+      if (it == s2t.end() || leafPosition(it->second) == leaves.end()) continue;
+      IterDomain* in = it->second;
+      IterType type = in->iterType();
+      IntExpr outer_extent = type == IterType::Broadcast ? IntExpr(1)
+                             : t->inner_split         ? ceilDiv(in->extent(), t->factor)
+                                                      : t->factor;
+      IntExpr inner_extent = type == IterType::Broadcast ? IntExpr(1)
+                             : t->inner_split         ? t->factor
+                                                      : ceilDiv(in->extent(), t->factor);
+      IterDomain* outer = fusion->newIterDomain(outer_extent, type);
+      IterDomain* inner = fusion->newIterDomain(inner_extent, type);
+      fusion->newTransform({IdTransform::Kind::Split, {in}, {outer, inner}, t->factor,
+                            t->inner_split});
+      auto pos = leaves.erase(leafPosition(in));
+      leaves.insert(pos, {outer, inner});
+      s2t[t->outputs[0]] = outer;
+      s2t[t->outputs[1]] = inner;
+      continue;
+    }
+    auto outer_it = s2t.find(t->inputs[0]);
+    auto inner_it = s2t.find(t->inputs[1]);
+    bool has_outer = outer_it != s2t.end() && leafPosition(outer_it->second) != leaves.end();
+    bool has_inner = inner_it != s2t.end() && leafPosition(inner_it->second) != leaves.end();
+    if (has_outer && has_inner) {
+      IterDomain* o = outer_it->second;
+      IterDomain* i = inner_it->second;
+      IterType type = (o->isBroadcast() && i->isBroadcast()) ? IterType::Broadcast
+                      : o->isReduction() || i->isReduction() ? IterType::Reduction
+                                                             : IterType::Iteration;
+      IntExpr extent = o->isBroadcast() ? i->extent()
+                       : i->isBroadcast() ? o->extent()
+                                          : o->extent() * i->extent();
+      IterDomain* merged = fusion->newIterDomain(extent, type);
+      fusion->newTransform({IdTransform::Kind::Merge, {o, i}, {merged}, IntExpr(), true});
+      *leafPosition(o) = merged;
+      leaves.erase(leafPosition(i));
+      s2t[t->outputs[0]] = merged;
+    } else if (has_outer && isDroppableBroadcast(t->inputs[1])) {
+      s2t[t->outputs[0]] = outer_it->second;
+    } else if (has_inner && isDroppableBroadcast(t->inputs[0])) {
+      s2t[t->outputs[0]] = inner_it->second;
+    }
+  }
+  std::vector<IterDomain*> loop;
+  int64_t mapped_prefix = 0;
+  bool prefix_open = true;
+  for (IterDomain* s_axis : source->loopDomain()) {
+    auto it = s2t.find(s_axis);
+    bool mapped = it != s2t.end() && leafPosition(it->second) != leaves.end() &&
+                  std::find(loop.begin(), loop.end(), it->second) == loop.end();
+    if (!mapped) {
+      prefix_open = false;
+      continue;
+    }
+    if (prefix_open) ++mapped_prefix;
+    IterDomain* t_axis = it->second;
+    if (s_axis->parallelType() != ParallelType::Vectorize) {
+      t_axis->parallel_type_ = s_axis->parallelType();
+    }
+    loop.push_back(t_axis);
+  }
+  for (IterDomain* leaf : leaves) {
+    if (std::find(loop.begin(), loop.end(), leaf) == loop.end()) loop.push_back(leaf);
+  }
+  target->setLoopDomain(std::move(loop));
+  return mapped_prefix;
+}
+
+void propagateSchedule(TensorView* reference) {
+  Fusion* fusion = reference->fusion();
+  struct Edge {
+    size_t mapped_axes;
+    TensorView* from;
+    TensorView* to;
+    IdMap map;  // from's logical axes -> to's
+  };
+  std::unordered_set<const TensorView*> visited{reference};
+  std::vector<Edge> frontier;
+  auto addEdges = [&](TensorView* from) {
+    if (Expr* def = from->definition()) {
+      for (TensorView* producer : def->tensorInputs()) {
+        IdMap map = invert(pairwiseLogicalMap(producer, from));
+        frontier.push_back({map.size(), from, producer, std::move(map)});
+      }
+    }
+    for (TensorView* consumer : fusion->consumersOf(from)) {
+      IdMap map = pairwiseLogicalMap(from, consumer);
+      frontier.push_back({map.size(), from, consumer, std::move(map)});
+    }
+  };
+  addEdges(reference);
+  while (!frontier.empty()) {
+    // The earliest-found edge among those that map the most axes.
+    auto best = frontier.begin();
+    for (auto it = frontier.begin(); it != frontier.end(); ++it) {
+      if (it->mapped_axes > best->mapped_axes) best = it;
+    }
+    Edge edge = std::move(*best);
+    frontier.erase(best);
+    if (visited.count(edge.to)) continue;
+    visited.insert(edge.to);
+    replayLike(edge.to, edge.from, edge.map);
+    addEdges(edge.to);
+  }
+}
+
+std::pair<const TensorView*, int64_t> loopOwner(const TensorView* tv, int64_t axis) {
+  while (axis < tv->computePosition()) {
+    std::vector<TensorView*> consumers = tv->fusion()->consumersOf(tv);
+    SMELT_INTERNAL_CHECK(!consumers.empty(), tv->name(), " is inlined but has no consumer");
+    std::vector<int64_t> match = matchLoopAxes(tv, consumers[0]);
+    SMELT_INTERNAL_CHECK(axis < static_cast<int64_t>(match.size()), tv->name(), " axis ", axis,
+                         " is inlined but does not match a loop of ", consumers[0]->name());
+    axis = match[axis];
+    tv = consumers[0];
+  }
+  return {tv, axis};
+}
+
+void inlineMost(Fusion* fusion) {
+  // Consumers first, so each producer sees its consumers' final loops.
+  std::vector<TensorView*> tensors = fusion->allTensors();
+  for (auto it = tensors.rbegin(); it != tensors.rend(); ++it) {
+    if (!(*it)->isFusionInput()) (*it)->inlineMost();
+  }
+}
+
+}  // namespace smelt

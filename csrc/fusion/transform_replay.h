@@ -1,0 +1,67 @@
+// How the loop axes of a producer and a consumer correspond, and replaying
+// one tensor's schedule onto another. These are the facts that computeAt,
+// inlining and schedule propagation rest on:
+//   * pairwiseLogicalMap: which logical axis of a producer becomes which
+//     logical axis of its consumer through the consumer's defining op;
+//   * loopAxesMapped: two loop axes are the same loop when they derive from
+//     mapped logical axes through identical splits and merges;
+//   * replayLike: rebuild a tensor's loop domain from its logical domain by
+//     repeating another tensor's splits and merges on the mapped axes.
+#pragma once
+
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fusion/ir.h"
+
+namespace smelt {
+
+using IdMap = std::unordered_map<const IterDomain*, IterDomain*>;
+
+// producer logical axis -> consumer logical axis, through consumer's definition.
+// Axes that do not correspond (reduction axes of the producer, axes a pad
+// resizes, axes a broadcast creates) are absent.
+IdMap pairwiseLogicalMap(const TensorView* producer, const TensorView* consumer);
+IdMap invert(const IdMap& map);
+
+// True when `a` (of one tensor) and `b` (of another) denote the same loop,
+// given a map between their logical axes (a-side -> b-side).
+bool loopAxesMapped(const IterDomain* a, const IterDomain* b, const IdMap& logical_map);
+
+// Which consumer loop each leading producer loop axis can run in: entry i is
+// the consumer loop axis of producer axis i. Consumer axes may be skipped only
+// when they are broadcasts the producer lacks (the producer is simply computed
+// inside those loops, e.g. a matmul operand inside the other operand's tile
+// loop). The match stops at the first producer axis with no counterpart and
+// before vectorized axes, which are never shared.
+std::vector<int64_t> matchLoopAxes(const TensorView* producer, const TensorView* consumer);
+
+// Replaces target's loop domain by a replay of source's splits and merges
+// (source logical -> target logical given by `source_to_target`). Mapped axes
+// come first in source's loop order, then target's unmapped axes. Parallel
+// types (except Vectorize) are copied. Returns how many leading loop axes of
+// source found a counterpart in target.
+int64_t replayLike(TensorView* target, const TensorView* source, const IdMap& source_to_target);
+
+// The splits and merges between a tensor's logical and loop domains, in an
+// order where each transform comes after the ones producing its inputs.
+std::vector<const IdTransform*> transformHistory(const TensorView* tv);
+
+// Replays `reference`'s schedule onto every tensor connected to it (producers
+// and consumers, transitively), copying parallel types. Each tensor is reached
+// along the path that keeps the most mapped axes (a maximum spanning tree), so
+// a reduction's input is scheduled from a sibling rather than through the
+// broadcast that drops the reduced axis. The helper a scheduler calls after
+// scheduling one reference tensor.
+void propagateSchedule(TensorView* reference);
+
+// The tensor and axis whose loop `tv`'s loop axis `axis` runs in: itself, or
+// (when the axis is left of its compute position) the matching loop of its
+// consumer, followed transitively.
+std::pair<const TensorView*, int64_t> loopOwner(const TensorView* tv, int64_t axis);
+
+// Inlines every computed tensor of the active fusion as deep as legal.
+void inlineMost(Fusion* fusion);
+
+}  // namespace smelt

@@ -1,0 +1,36 @@
+// Small enums shared by every stage: element types, memory spaces, parallel
+// types and iteration types, with their printable names.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace smelt {
+
+enum class DataType { Float, Double, Half, BFloat16, Int, Int32, Bool };
+enum class MemoryType { Global, Shared, Local };
+enum class ParallelType { Serial, BIDx, BIDy, BIDz, TIDx, TIDy, TIDz, Vectorize, Unroll };
+enum class IterType { Iteration, Reduction, Broadcast };
+
+int64_t dataTypeSize(DataType dtype);
+bool isFloatingType(DataType dtype);
+bool isIntegralType(DataType dtype);
+// The type of a binary op's result (float beats int beats bool; the wider wins;
+// half with bfloat16 gives float), following PyTorch's promotion of tensors.
+DataType promoteTypes(DataType a, DataType b);
+
+bool isBlockDim(ParallelType pt);   // BIDx/y/z
+bool isThreadDim(ParallelType pt);  // TIDx/y/z
+bool isParallelDim(ParallelType pt);  // bound to a grid or block index
+
+std::string toString(DataType dtype);
+std::string toString(MemoryType mtype);
+std::string toString(ParallelType ptype);
+std::string toString(IterType itype);
+std::ostream& operator<<(std::ostream& os, DataType dtype);
+std::ostream& operator<<(std::ostream& os, MemoryType mtype);
+std::ostream& operator<<(std::ostream& os, ParallelType ptype);
+std::ostream& operator<<(std::ostream& os, IterType itype);
+
+}  // namespace smelt
