@@ -104,6 +104,10 @@ IntExpr IntExpr::binary(Kind kind, const IntExpr& a, const IntExpr& b) {
     case Kind::Add:
       if (ca == 0) return b;
       if (cb == 0) return a;
+      // (x + c1) + c2 -> x + (c1 + c2): keeps padded extents short.
+      if (cb && a.kind() == Kind::Add && a.rhs().isConstant()) {
+        return a.lhs() + IntExpr(*a.rhs().constant() + *cb);
+      }
       break;
     case Kind::Sub:
       if (cb == 0) return a;
