@@ -1,0 +1,233 @@
+// Kernel IR (kir): the loop-level program lowering produces and every later
+// stage consumes (shared-memory planning, CUDA generation, the CPU simulator).
+//
+// A Kernel is a tree of statements: ForLoop, IfThenElse, Allocate, compute
+// statements (one per fusion expression instance: an element-wise assignment,
+// a reduction step, a block reduction or broadcast), and BlockSync. Index
+// arithmetic is IntExpr over symbols named as the generated CUDA names them:
+//   loop indices        "i<n>"           (serial, unrolled and vectorized loops)
+//   thread/block index  "threadIdx.x", "blockIdx.y", ...
+//   tensor metadata     "T0.size[1]", "T0.stride[1]" (kernel parameters)
+// so printing an index is emitting it, and the simulator evaluates it by binding
+// those symbols.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fusion/int_expr.h"
+#include "fusion/ir.h"
+#include "fusion/types.h"
+
+namespace smelt::kir {
+
+// One allocated buffer: a Shared or Local intermediate, or a Global tensor
+// (fusion inputs and outputs, whose storage the runtime passes in).
+struct Buffer {
+  const TensorView* tv = nullptr;
+  // The CUDA variable's name: the tensor's name for Shared/Local buffers;
+  // "T<number>" for Global ones (kernel parameters), matching the size symbols
+  // "T<number>.size[d]" that makeContigTensor gives their extents.
+  std::string name;
+  MemoryType memory = MemoryType::Local;
+  DataType dtype = DataType::Float;
+  // Extents of the allocated axes, outermost first, and the element count.
+  std::vector<IntExpr> shape;
+  IntExpr elements = 1;
+  int64_t alignment = 16;  // bytes; shared buffers only
+  // Byte offset in the dynamic shared-memory array (planned by alloc_reuse).
+  std::optional<IntExpr> address;
+  // When set, this buffer is a second name for that buffer's bytes.
+  const Buffer* alias_of = nullptr;
+  IntExpr bytes() const { return elements * dataTypeSize(dtype); }
+};
+
+// A reference to one element: buffer[index] (index in elements).
+struct Access {
+  const Buffer* buffer = nullptr;
+  IntExpr index;
+};
+
+// A conjunction of `lhs < rhs` bounds and `lhs == rhs` equalities.
+struct Predicate {
+  struct Term {
+    enum class Kind { LessThan, Equal, GreaterEqual };
+    IntExpr lhs;
+    Kind kind = Kind::LessThan;
+    IntExpr rhs;
+  };
+  std::vector<Term> terms;
+  bool alwaysTrue() const { return terms.empty(); }
+  std::string toString() const;
+};
+
+enum class StmtKind {
+  ForLoop,
+  IfThenElse,
+  Allocate,
+  Compute,        // out = f(inputs), element-wise (also set, cast, full)
+  ReduceInit,     // out = init value
+  ReduceStep,     // out = combine(out, in): one serial reduction step
+  BlockReduce,    // out = reduction of in over the thread axes (synchronizes)
+  BlockBroadcast, // out = value from the thread that holds it (synchronizes)
+  BlockSync,      // __syncthreads()
+};
+
+class Stmt;
+using StmtList = std::vector<std::unique_ptr<Stmt>>;
+
+class Stmt {
+ public:
+  explicit Stmt(StmtKind kind) : kind_(kind) {}
+  virtual ~Stmt() = default;
+  StmtKind kind() const { return kind_; }
+  // True for statements after which the whole block has synchronized.
+  bool synchronizesBlock() const {
+    return kind_ == StmtKind::BlockSync || kind_ == StmtKind::BlockReduce ||
+           kind_ == StmtKind::BlockBroadcast;
+  }
+
+ private:
+  StmtKind kind_;
+};
+
+class ForLoop : public Stmt {
+ public:
+  ForLoop() : Stmt(StmtKind::ForLoop) {}
+  std::string index;  // symbol of the loop variable ("i3", "threadIdx.x")
+  IntExpr extent;
+  ParallelType parallel_type = ParallelType::Serial;
+  const IterDomain* iter_domain = nullptr;
+  // Not emitted as a `for` in CUDA: bound to a block/thread index, vectorized,
+  // or of trip count 1. Liveness ignores trivial loops.
+  bool trivial = false;
+  StmtList body;
+};
+
+class IfThenElse : public Stmt {
+ public:
+  IfThenElse() : Stmt(StmtKind::IfThenElse) {}
+  Predicate predicate;
+  StmtList then_body;
+  StmtList else_body;
+};
+
+class Allocate : public Stmt {
+ public:
+  explicit Allocate(Buffer* buffer) : Stmt(StmtKind::Allocate), buffer(buffer) {}
+  Buffer* buffer;
+};
+
+// out = op(operands). Operands are accesses or scalar constants/symbols.
+struct Operand {
+  std::optional<Access> access;    // a tensor element
+  const Val* scalar = nullptr;     // a fusion scalar (constant or symbolic)
+  // A read outside [0, extent) of a padded axis yields the pad value instead.
+  Predicate in_bounds;
+  const Val* out_of_bounds_value = nullptr;
+};
+
+class Compute : public Stmt {
+ public:
+  Compute() : Stmt(StmtKind::Compute) {}
+  const Expr* expr = nullptr;  // the fusion expression this instance computes
+  Access out;
+  std::vector<Operand> operands;
+  // Guard on the whole statement (bounds of non-divisible splits, and for
+  // shared tensors written by one thread of several, the thread index == 0).
+  Predicate predicate;
+};
+
+class ReduceInit : public Stmt {
+ public:
+  ReduceInit() : Stmt(StmtKind::ReduceInit) {}
+  const ReductionOp* expr = nullptr;
+  Access out;
+  Predicate predicate;
+};
+
+class ReduceStep : public Stmt {
+ public:
+  ReduceStep() : Stmt(StmtKind::ReduceStep) {}
+  const ReductionOp* expr = nullptr;
+  Access out;
+  Operand in;
+  Predicate predicate;
+};
+
+// Reduces `in` over the threads bound to `thread_axes` (TIDx/y/z) into `out`
+// on every participating thread, through a shared-memory workspace.
+class BlockReduce : public Stmt {
+ public:
+  BlockReduce() : Stmt(StmtKind::BlockReduce) {}
+  const ReductionOp* expr = nullptr;
+  Access out;
+  Access in;
+  std::vector<ParallelType> thread_axes;
+  Predicate predicate;  // which threads contribute a value (others contribute init)
+  // Shared scratch of one element per thread of the block, planned like any
+  // other shared buffer (its lifetime is this statement).
+  const Buffer* workspace = nullptr;
+};
+
+// Every thread reads `in` as held by the thread whose index is 0 along each
+// of `thread_axes` (a broadcast of a value across threads).
+class BlockBroadcast : public Stmt {
+ public:
+  BlockBroadcast() : Stmt(StmtKind::BlockBroadcast) {}
+  const Expr* expr = nullptr;
+  Access out;
+  Access in;
+  std::vector<ParallelType> thread_axes;
+  const Buffer* workspace = nullptr;  // shared scratch, as for BlockReduce
+};
+
+class BlockSync : public Stmt {
+ public:
+  BlockSync() : Stmt(StmtKind::BlockSync) {}
+  // Why the barrier exists: "RAW T2", "WAR T2", "promoteReuse T0 -> T5".
+  std::string reason;
+  bool inserted_for_reuse = false;
+};
+
+// The launch configuration: one extent per bound parallel type (1 if unused).
+struct LaunchDims {
+  IntExpr grid[3] = {1, 1, 1};   // BIDx, BIDy, BIDz
+  IntExpr block[3] = {1, 1, 1};  // TIDx, TIDy, TIDz
+};
+
+struct Kernel {
+  std::vector<std::unique_ptr<Buffer>> buffers;  // every allocation
+  std::vector<const Buffer*> inputs;             // Global, in fusion input order
+  std::vector<const Buffer*> outputs;            // Global, in fusion output order
+  std::vector<const Scalar*> scalar_inputs;
+  StmtList body;
+  LaunchDims launch;
+
+  std::vector<const Buffer*> sharedBuffers() const;
+  std::vector<const Buffer*> localBuffers() const;
+  // The loop nest with a position number on each statement.
+  std::string toString() const;
+  // Launch dimensions and every allocation (name, memory, dtype, shape,
+  // bytes, address and alias for shared ones).
+  std::string summary() const;
+};
+
+// Calls f(stmt, depth) on every statement in program order.
+template <typename F>
+void forEachStmt(const StmtList& list, F&& f, int depth = 0) {
+  for (const auto& stmt : list) {
+    f(stmt.get(), depth);
+    if (auto* loop = dynamic_cast<const ForLoop*>(stmt.get())) {
+      forEachStmt(loop->body, f, depth + 1);
+    } else if (auto* ite = dynamic_cast<const IfThenElse*>(stmt.get())) {
+      forEachStmt(ite->then_body, f, depth + 1);
+      forEachStmt(ite->else_body, f, depth + 1);
+    }
+  }
+}
+
+}  // namespace smelt::kir
