@@ -1,0 +1,448 @@
+#include "lower/alloc_reuse/address_planner.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "fusion/error.h"
+
+namespace smelt::alloc_reuse {
+
+namespace {
+
+int64_t alignUpConstant(int64_t value, int64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+// ---------------------------------------------------------------------------
+// Lower bound: maximum-weight clique search over bit rows.
+
+class CliqueSearch {
+ public:
+  CliqueSearch(const std::vector<int64_t>& weight, const ConflictGraph& conflicts,
+               int64_t node_budget)
+      : weight_(weight), conflicts_(conflicts), nodes_left_(node_budget) {}
+
+  int64_t best() const { return best_; }
+
+  // Extends the clique of weight `current` with vertices of `candidates`
+  // (every one adjacent to the whole clique).
+  void expand(std::vector<uint64_t> candidates, int64_t current) {
+    best_ = std::max(best_, current);
+    if (nodes_left_-- <= 0) return;
+    int64_t reachable = current + weightOf(candidates);
+    while (reachable > best_) {
+      int v = heaviest(candidates);
+      if (v < 0) return;
+      std::vector<uint64_t> next = candidates;
+      const auto& row = conflicts_.row(static_cast<size_t>(v));
+      for (size_t w = 0; w < next.size(); ++w) next[w] &= row[w];
+      expand(std::move(next), current + weight_[v]);
+      candidates[v / 64] &= ~(uint64_t{1} << (v % 64));
+      reachable -= weight_[v];
+    }
+  }
+
+ private:
+  int64_t weightOf(const std::vector<uint64_t>& set) const {
+    int64_t sum = 0;
+    forEach(set, [&](int v) { sum += weight_[v]; });
+    return sum;
+  }
+  int heaviest(const std::vector<uint64_t>& set) const {
+    int best = -1;
+    forEach(set, [&](int v) {
+      if (best < 0 || weight_[v] > weight_[best]) best = v;
+    });
+    return best;
+  }
+  template <typename F>
+  static void forEach(const std::vector<uint64_t>& set, F&& f) {
+    for (size_t w = 0; w < set.size(); ++w) {
+      for (uint64_t bits = set[w]; bits != 0; bits &= bits - 1) {
+        f(static_cast<int>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits))));
+      }
+    }
+  }
+
+  const std::vector<int64_t>& weight_;
+  const ConflictGraph& conflicts_;
+  int64_t nodes_left_;
+  int64_t best_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Constant-size placement problem (local indices 0..n-1).
+
+struct Problem {
+  std::vector<size_t> global;  // local -> input index
+  std::vector<int64_t> bytes, align, first_write, last_read;
+  std::vector<std::vector<int>> neighbors;  // local conflicting indices
+  int64_t lower_bound = 0;
+
+  size_t size() const { return global.size(); }
+};
+
+Problem makeProblem(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts,
+                    int64_t lower_bound) {
+  Problem p;
+  std::vector<int> local(buffers.size(), -1);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    auto bytes = buffers[i].bytes.constant();
+    if (!bytes) continue;
+    local[i] = static_cast<int>(p.global.size());
+    p.global.push_back(i);
+    p.bytes.push_back(*bytes);
+    p.align.push_back(buffers[i].alignment);
+    p.first_write.push_back(buffers[i].first_write);
+    p.last_read.push_back(buffers[i].last_read);
+  }
+  p.neighbors.resize(p.size());
+  for (size_t k = 0; k < p.size(); ++k) {
+    for (size_t j : conflicts.neighbors(p.global[k])) {
+      if (local[j] >= 0) p.neighbors[k].push_back(local[j]);
+    }
+  }
+  p.lower_bound = lower_bound;
+  return p;
+}
+
+struct Layout {
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+};
+
+enum class Fit { Best, First };
+
+// Places buffers one by one in `order`; each goes into a gap between placed
+// conflicting buffers (tightest fitting gap for Best, lowest for First), or on
+// top of them all.
+Layout placeGreedy(const Problem& p, const std::vector<int>& order, Fit fit) {
+  Layout layout;
+  layout.offsets.assign(p.size(), -1);
+  std::vector<std::pair<int64_t, int64_t>> taken;  // [start, end) of placed conflicts
+  for (int i : order) {
+    taken.clear();
+    for (int j : p.neighbors[i]) {
+      if (layout.offsets[j] >= 0) taken.emplace_back(layout.offsets[j], layout.offsets[j] + p.bytes[j]);
+    }
+    std::sort(taken.begin(), taken.end());
+    const int64_t size = p.bytes[i];
+    const int64_t align = p.align[i];
+    int64_t chosen = -1;
+    int64_t chosen_gap = std::numeric_limits<int64_t>::max();
+    int64_t cursor = 0;
+    for (const auto& [start, end] : taken) {
+      int64_t candidate = alignUpConstant(cursor, align);
+      if (candidate + size <= start) {
+        int64_t gap = start - cursor;
+        if (gap < chosen_gap) {
+          chosen = candidate;
+          chosen_gap = gap;
+          if (fit == Fit::First) break;
+        }
+      }
+      cursor = std::max(cursor, end);
+    }
+    if (chosen < 0) chosen = alignUpConstant(cursor, align);
+    layout.offsets[i] = chosen;
+    layout.total = std::max(layout.total, chosen + size);
+  }
+  return layout;
+}
+
+struct Ordering {
+  const char* name;
+  std::vector<int> order;
+};
+
+std::vector<Ordering> heuristicOrderings(const Problem& p) {
+  const size_t n = p.size();
+  auto lifetime = [&](int i) { return p.last_read[i] - p.first_write[i] + 1; };
+  auto sorted = [&](auto&& before) {
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), before);
+    return order;
+  };
+  std::vector<int64_t> conflicting_bytes(n);
+  for (size_t i = 0; i < n; ++i) {
+    conflicting_bytes[i] = p.bytes[i];
+    for (int j : p.neighbors[i]) conflicting_bytes[i] += p.bytes[j];
+  }
+  std::vector<Ordering> orderings;
+  orderings.push_back({"size", sorted([&](int a, int b) {
+                         if (p.bytes[a] != p.bytes[b]) return p.bytes[a] > p.bytes[b];
+                         return p.first_write[a] < p.first_write[b];
+                       })});
+  orderings.push_back({"size*lifetime", sorted([&](int a, int b) {
+                         return p.bytes[a] * lifetime(a) > p.bytes[b] * lifetime(b);
+                       })});
+  orderings.push_back({"lifetime", sorted([&](int a, int b) {
+                         if (lifetime(a) != lifetime(b)) return lifetime(a) > lifetime(b);
+                         return p.bytes[a] > p.bytes[b];
+                       })});
+  orderings.push_back({"first-write", sorted([&](int a, int b) {
+                         if (p.first_write[a] != p.first_write[b]) {
+                           return p.first_write[a] < p.first_write[b];
+                         }
+                         return p.last_read[a] > p.last_read[b];
+                       })});
+  orderings.push_back({"conflicting-bytes", sorted([&](int a, int b) {
+                         return conflicting_bytes[a] > conflicting_bytes[b];
+                       })});
+  return orderings;
+}
+
+// Exact branch-and-bound. Any layout can be pushed down until every buffer
+// sits at 0 or right above (aligned) a conflicting buffer; such a layout is
+// built by placing buffers in increasing address order, each at its lowest
+// feasible offset given those already placed. The search enumerates exactly
+// those sequences (offsets non-decreasing, ties by index), so it is complete.
+class ExactSearch {
+ public:
+  ExactSearch(const Problem& p, Layout incumbent, int64_t node_budget)
+      : p_(p), best_(std::move(incumbent)), nodes_left_(node_budget) {
+    offsets_.assign(p.size(), -1);
+  }
+
+  // Returns true when the search space was exhausted within the budget.
+  bool run() {
+    search(0, -1, -1, 0);
+    return !budget_exhausted_;
+  }
+  const Layout& best() const { return best_; }
+
+ private:
+  int64_t lowestFeasible(int i) const {
+    int64_t offset = 0;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int j : p_.neighbors[i]) {
+        int64_t start = offsets_[j];
+        if (start < 0) continue;
+        int64_t end = start + p_.bytes[j];
+        if (offset < end && start < offset + p_.bytes[i]) {
+          offset = alignUpConstant(end, p_.align[i]);
+          moved = true;
+        }
+      }
+    }
+    return offset;
+  }
+
+  void search(size_t placed, int64_t last_offset, int last_index, int64_t total) {
+    if (best_.total <= p_.lower_bound) return;  // optimal already
+    if (nodes_left_-- <= 0) {
+      budget_exhausted_ = true;
+      return;
+    }
+    if (placed == p_.size()) {
+      if (total < best_.total) best_ = Layout{offsets_, total};
+      return;
+    }
+    struct Candidate {
+      int64_t offset;
+      int index;
+    };
+    std::vector<Candidate> candidates;
+    int64_t bound = std::max(total, p_.lower_bound);
+    for (size_t k = 0; k < p_.size(); ++k) {
+      const int i = static_cast<int>(k);
+      if (offsets_[i] >= 0) continue;
+      int64_t offset = lowestFeasible(i);
+      bound = std::max(bound, std::max(offset, last_offset) + p_.bytes[i]);
+      if (offset > last_offset || (offset == last_offset && i > last_index)) {
+        candidates.push_back({offset, i});
+      }
+    }
+    if (bound >= best_.total) return;
+    std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
+      if (a.offset != b.offset) return a.offset < b.offset;
+      return p_.bytes[a.index] > p_.bytes[b.index];
+    });
+    for (const Candidate& c : candidates) {
+      offsets_[c.index] = c.offset;
+      search(placed + 1, c.offset, c.index, std::max(total, c.offset + p_.bytes[c.index]));
+      offsets_[c.index] = -1;
+      if (budget_exhausted_ || best_.total <= p_.lower_bound) return;
+    }
+  }
+
+  const Problem& p_;
+  Layout best_;
+  std::vector<int64_t> offsets_;
+  int64_t nodes_left_;
+  bool budget_exhausted_ = false;
+};
+
+struct ConstantPlan {
+  Layout layout;
+  std::string strategy;
+  std::vector<PlanAttempt> attempts;
+  bool optimal = false;
+};
+
+ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options) {
+  ConstantPlan plan;
+  if (p.size() == 0) {
+    plan.strategy = "empty";
+    plan.optimal = true;
+    return plan;
+  }
+  bool have = false;
+  for (const Ordering& ordering : heuristicOrderings(p)) {
+    for (Fit fit : {Fit::Best, Fit::First}) {
+      Layout layout = placeGreedy(p, ordering.order, fit);
+      std::string name = std::string(fit == Fit::Best ? "best-fit/" : "first-fit/") + ordering.name;
+      plan.attempts.push_back({name, layout.total});
+      if (!have || layout.total < plan.layout.total) {
+        plan.layout = std::move(layout);
+        plan.strategy = name;
+        have = true;
+      }
+      if (options.stop_at_lower_bound && plan.layout.total <= p.lower_bound) {
+        plan.optimal = true;
+        return plan;
+      }
+    }
+  }
+  if (p.size() <= options.exact_search_max_buffers) {
+    ExactSearch exact(p, plan.layout, options.exact_search_node_budget);
+    bool complete = exact.run();
+    plan.attempts.push_back({complete ? "exact" : "exact (node budget spent)", exact.best().total});
+    if (exact.best().total < plan.layout.total) {
+      plan.layout = exact.best();
+      plan.strategy = plan.attempts.back().strategy;
+    }
+    plan.optimal = complete || plan.layout.total <= p.lower_bound;
+  } else {
+    plan.optimal = plan.layout.total <= p.lower_bound;
+  }
+  return plan;
+}
+
+// Symbolic-size buffers stacked above `constant_total` in first-write order.
+// A buffer shares an existing slot only when its size expression is the
+// slot's, the slot's alignment covers its own, and it conflicts with none of
+// the slot's occupants. Returns how many buffers shared a slot.
+size_t stackSymbolicBuffers(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts,
+                            int64_t constant_total, AddressPlan& plan) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (!buffers[i].bytes.isConstant()) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (buffers[a].first_write != buffers[b].first_write) {
+      return buffers[a].first_write < buffers[b].first_write;
+    }
+    return buffers[a].creation_order < buffers[b].creation_order;
+  });
+  struct Slot {
+    std::vector<size_t> occupants;  // the first one defines address, size, alignment
+  };
+  std::vector<Slot> slots;
+  size_t shared = 0;
+  for (size_t i : order) {
+    const Buffer& b = buffers[i];
+    bool placed = false;
+    for (Slot& slot : slots) {
+      const size_t first = slot.occupants.front();
+      if (!buffers[first].bytes.sameAs(b.bytes) || buffers[first].alignment % b.alignment != 0) {
+        continue;
+      }
+      bool clash = std::any_of(slot.occupants.begin(), slot.occupants.end(),
+                               [&](size_t o) { return conflicts.conflicts(o, i); });
+      if (clash) continue;
+      plan.addresses[i] = plan.addresses[first];
+      plan.stacked_on[i] = plan.stacked_on[first];
+      slot.occupants.push_back(i);
+      placed = true;
+      ++shared;
+      break;
+    }
+    if (placed) continue;
+    if (slots.empty()) {
+      plan.addresses[i] = alignUp(IntExpr(constant_total), b.alignment);
+    } else {
+      const size_t below = slots.back().occupants.front();
+      plan.addresses[i] = alignUp(plan.addresses[below] + buffers[below].bytes, b.alignment);
+      plan.stacked_on[i] = static_cast<int>(below);
+    }
+    slots.push_back(Slot{{i}});
+  }
+  return shared;
+}
+
+}  // namespace
+
+int64_t lowerBoundBytes(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts) {
+  SMELT_CHECK(conflicts.size() == buffers.size(), "lowerBoundBytes: conflict graph has ",
+              conflicts.size(), " buffers, buffer list has ", buffers.size());
+  const size_t n = buffers.size();
+  std::vector<int64_t> weight(n, 0);
+  for (size_t i = 0; i < n; ++i) weight[i] = buffers[i].bytes.constant().value_or(0);
+  // Sweep in (first_write, index) order; candidates for buffer i are its
+  // conflicting neighbours seen so far. For interval conflicts they are
+  // exactly the buffers live at i's first write, all pairwise conflicting.
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return buffers[a].first_write < buffers[b].first_write;
+  });
+  constexpr int64_t kCliqueNodeBudget = 200000;
+  CliqueSearch search(weight, conflicts, kCliqueNodeBudget);
+  std::vector<uint64_t> seen((n + 63) / 64, 0);
+  for (size_t i : order) {
+    std::vector<uint64_t> candidates = seen;
+    const auto& row = conflicts.row(i);
+    for (size_t w = 0; w < candidates.size(); ++w) candidates[w] &= row[w];
+    search.expand(std::move(candidates), weight[i]);
+    seen[i / 64] |= uint64_t{1} << (i % 64);
+  }
+  return search.best();
+}
+
+AddressPlan planAddresses(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts,
+                          const PlannerOptions& options) {
+  validateBuffers(buffers);
+  SMELT_CHECK(conflicts.size() == buffers.size(), "planAddresses: conflict graph has ",
+              conflicts.size(), " buffers, buffer list has ", buffers.size());
+  AddressPlan plan;
+  plan.addresses.assign(buffers.size(), IntExpr(0));
+  plan.stacked_on.assign(buffers.size(), AddressPlan::kNotStacked);
+  plan.lower_bound_bytes = lowerBoundBytes(buffers, conflicts);
+  plan.no_reuse_bytes = noReuseBytes(buffers);
+
+  Problem problem = makeProblem(buffers, conflicts, plan.lower_bound_bytes);
+  ConstantPlan constant = planConstantSizes(problem, options);
+  for (size_t k = 0; k < problem.size(); ++k) {
+    plan.addresses[problem.global[k]] = constant.layout.offsets[k];
+  }
+  plan.strategy = constant.strategy;
+  plan.attempts = std::move(constant.attempts);
+  plan.lower_bound_reached = constant.layout.total <= plan.lower_bound_bytes;
+  plan.optimal = constant.optimal;
+
+  const size_t symbolic_count = buffers.size() - problem.size();
+  if (symbolic_count > 0) {
+    size_t shared = stackSymbolicBuffers(buffers, conflicts, constant.layout.total, plan);
+    plan.symbolic = true;
+    plan.optimal = false;
+    plan.lower_bound_reached = false;
+    plan.strategy = "symbolic-stack (constant part: " + constant.strategy + ")";
+    plan.notes.push_back(std::to_string(symbolic_count) +
+                         " buffer(s) have symbolic sizes: stacked above the " +
+                         std::to_string(constant.layout.total) +
+                         " B constant-size region in first-write order; " +
+                         std::to_string(shared) +
+                         " of them share an identical-size slot with non-conflicting buffers");
+  }
+  plan.total_bytes = planTotalBytes(buffers, plan.addresses, plan.stacked_on);
+  return plan;
+}
+
+}  // namespace smelt::alloc_reuse

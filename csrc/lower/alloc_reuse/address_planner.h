@@ -1,0 +1,42 @@
+// The default shared-memory address planner (DESIGN §3.3) and its lower bound.
+//
+// Guarantees:
+// - planAddresses() never places two conflicting buffers on overlapping bytes
+//   and honours every buffer's alignment; its total is never below
+//   lowerBoundBytes() and never above the best heuristic layout it tried.
+// - Constant sizes: best-fit and first-fit gap placement over several
+//   orderings, then (for at most exact_search_max_buffers buffers) an exact
+//   branch-and-bound bounded by a node budget, so it always terminates. It
+//   stops as soon as a layout reaches the lower bound.
+// - Symbolic sizes: constant-size buffers are planned as above at the bottom;
+//   the symbolic ones are stacked above them in first-write order with address
+//   expressions, sharing a slot only when trivially safe (identical size
+//   expression, compatible alignment, no conflict with the slot's occupants).
+//   The plan says so (symbolic = true, a note).
+// - lowerBoundBytes() is a true lower bound: the weight of a clique of
+//   pairwise-conflicting constant-size buffers (exact for small cliques, the
+//   best clique found within a budget otherwise).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lower/alloc_reuse/buffer_set.h"
+
+namespace smelt::alloc_reuse {
+
+struct PlannerOptions {
+  size_t exact_search_max_buffers = 14;  // 0 disables the exact search
+  int64_t exact_search_node_budget = 100000;
+  bool stop_at_lower_bound = true;
+};
+
+// Maximum-weight clique of conflicting constant-size buffers, searched among
+// each buffer and its conflicting neighbours that start no later than it (for
+// interval conflicts: the maximum total live bytes at any program point).
+int64_t lowerBoundBytes(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts);
+
+AddressPlan planAddresses(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts,
+                          const PlannerOptions& options = {});
+
+}  // namespace smelt::alloc_reuse
