@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "fusion/int_expr.h"
@@ -215,6 +216,19 @@ struct Kernel {
   // bytes, address and alias for shared ones).
   std::string summary() const;
 };
+
+// Program positions (DESIGN.md §3.4): every statement gets the next number in
+// program order (loops and ifs too); after a non-trivial loop's body one more
+// number marks the loop's end. Liveness, the planners and the printer share it.
+struct ProgramPositions {
+  std::unordered_map<const Stmt*, int64_t> start;
+  std::unordered_map<const ForLoop*, int64_t> loop_end;
+  int64_t count = 0;
+};
+ProgramPositions numberPositions(const StmtList& body);
+
+// The statements with their positions, one per line, indented by nesting.
+std::string toString(const StmtList& body);
 
 // Calls f(stmt, depth) on every statement in program order.
 template <typename F>

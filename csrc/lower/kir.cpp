@@ -1,0 +1,193 @@
+#include "lower/kir.h"
+
+#include <functional>
+#include <sstream>
+
+#include "fusion/error.h"
+
+namespace smelt::kir {
+
+std::string Predicate::toString() const {
+  if (terms.empty()) return "true";
+  std::ostringstream os;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const Term& t = terms[i];
+    const char* op = t.kind == Term::Kind::LessThan ? " < "
+                     : t.kind == Term::Kind::Equal  ? " == "
+                                                    : " >= ";
+    os << (i ? " && " : "") << t.lhs << op << t.rhs;
+  }
+  return os.str();
+}
+
+std::vector<const Buffer*> Kernel::sharedBuffers() const {
+  std::vector<const Buffer*> result;
+  for (const auto& b : buffers) {
+    if (b->memory == MemoryType::Shared) result.push_back(b.get());
+  }
+  return result;
+}
+
+std::vector<const Buffer*> Kernel::localBuffers() const {
+  std::vector<const Buffer*> result;
+  for (const auto& b : buffers) {
+    if (b->memory == MemoryType::Local) result.push_back(b.get());
+  }
+  return result;
+}
+
+ProgramPositions numberPositions(const StmtList& body) {
+  ProgramPositions positions;
+  int64_t next = 0;
+  std::function<void(const StmtList&)> walk = [&](const StmtList& list) {
+    for (const auto& stmt : list) {
+      positions.start[stmt.get()] = next++;
+      if (auto* loop = dynamic_cast<const ForLoop*>(stmt.get())) {
+        walk(loop->body);
+        if (!loop->trivial) positions.loop_end[loop] = next++;
+      } else if (auto* ite = dynamic_cast<const IfThenElse*>(stmt.get())) {
+        walk(ite->then_body);
+        walk(ite->else_body);
+      }
+    }
+  };
+  walk(body);
+  positions.count = next;
+  return positions;
+}
+
+namespace {
+
+std::string accessString(const Access& a) {
+  return a.buffer->name + "[" + a.index.toString() + "]";
+}
+
+std::string operandString(const Operand& op) {
+  std::string text = op.access ? accessString(*op.access) : op.scalar->toString();
+  if (!op.in_bounds.alwaysTrue()) {
+    text = "(" + op.in_bounds.toString() + " ? " + text + " : " +
+           op.out_of_bounds_value->toString() + ")";
+  }
+  return text;
+}
+
+std::string guarded(const Predicate& p, const std::string& text) {
+  return p.alwaysTrue() ? text : "if (" + p.toString() + ") " + text;
+}
+
+std::string threadAxes(const std::vector<ParallelType>& axes) {
+  std::string s;
+  for (size_t i = 0; i < axes.size(); ++i) s += (i ? "," : "") + smelt::toString(axes[i]);
+  return s;
+}
+
+std::string stmtText(const Stmt* stmt) {
+  switch (stmt->kind()) {
+    case StmtKind::ForLoop: {
+      auto* loop = static_cast<const ForLoop*>(stmt);
+      std::string text = "for " + loop->index + " in 0.." + loop->extent.toString();
+      if (loop->parallel_type != ParallelType::Serial) {
+        text += " (" + smelt::toString(loop->parallel_type) + ")";
+      }
+      if (loop->trivial) text += " trivial";
+      return text;
+    }
+    case StmtKind::IfThenElse:
+      return "if (" + static_cast<const IfThenElse*>(stmt)->predicate.toString() + ")";
+    case StmtKind::Allocate: {
+      const Buffer* b = static_cast<const Allocate*>(stmt)->buffer;
+      std::string text = "alloc " + b->name + " " + smelt::toString(b->memory) + " " +
+                         smelt::toString(b->dtype) + "[" + b->elements.toString() + "]";
+      if (b->alias_of) text += " alias of " + b->alias_of->name;
+      return text;
+    }
+    case StmtKind::Compute: {
+      auto* c = static_cast<const Compute*>(stmt);
+      std::string text = accessString(c->out) + " = " + c->expr->opName() + "(";
+      for (size_t i = 0; i < c->operands.size(); ++i) {
+        text += (i ? ", " : "") + operandString(c->operands[i]);
+      }
+      return guarded(c->predicate, text + ")");
+    }
+    case StmtKind::ReduceInit: {
+      auto* r = static_cast<const ReduceInit*>(stmt);
+      Scalar init(nullptr, r->out.buffer->dtype, r->expr->initValue());
+      return guarded(r->predicate, accessString(r->out) + " = " + init.toString());
+    }
+    case StmtKind::ReduceStep: {
+      auto* r = static_cast<const ReduceStep*>(stmt);
+      return guarded(r->predicate, accessString(r->out) + " = " + r->expr->opName() + "(" +
+                                       accessString(r->out) + ", " + operandString(r->in) + ")");
+    }
+    case StmtKind::BlockReduce: {
+      auto* r = static_cast<const BlockReduce*>(stmt);
+      std::string pred = r->predicate.alwaysTrue() ? "" : ", if " + r->predicate.toString();
+      return accessString(r->out) + " = block_" + r->expr->opName() + "<" +
+             threadAxes(r->thread_axes) + ">(" + accessString(r->in) + pred + ")";
+    }
+    case StmtKind::BlockBroadcast: {
+      auto* b = static_cast<const BlockBroadcast*>(stmt);
+      return accessString(b->out) + " = block_broadcast<" + threadAxes(b->thread_axes) + ">(" +
+             accessString(b->in) + ")";
+    }
+    case StmtKind::BlockSync: {
+      auto* s = static_cast<const BlockSync*>(stmt);
+      return "__syncthreads()  // " + s->reason;
+    }
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string toString(const StmtList& body) {
+  ProgramPositions positions = numberPositions(body);
+  std::ostringstream os;
+  std::function<void(const StmtList&, int)> walk = [&](const StmtList& list, int depth) {
+    for (const auto& stmt : list) {
+      os << positions.start.at(stmt.get()) << ": " << std::string(2 * depth, ' ')
+         << stmtText(stmt.get()) << "\n";
+      if (auto* loop = dynamic_cast<const ForLoop*>(stmt.get())) {
+        walk(loop->body, depth + 1);
+        if (!loop->trivial) {
+          os << positions.loop_end.at(loop) << ": " << std::string(2 * depth, ' ') << "end for "
+             << loop->index << "\n";
+        }
+      } else if (auto* ite = dynamic_cast<const IfThenElse*>(stmt.get())) {
+        walk(ite->then_body, depth + 1);
+        if (!ite->else_body.empty()) {
+          os << std::string(2 * depth, ' ') << "else\n";
+          walk(ite->else_body, depth + 1);
+        }
+      }
+    }
+  };
+  walk(body, 0);
+  return os.str();
+}
+
+std::string Kernel::toString() const { return kir::toString(body); }
+
+std::string Kernel::summary() const {
+  std::ostringstream os;
+  os << "launch: grid(";
+  for (int i = 0; i < 3; ++i) os << (i ? ", " : "") << launch.grid[i];
+  os << ") block(";
+  for (int i = 0; i < 3; ++i) os << (i ? ", " : "") << launch.block[i];
+  os << ")\n";
+  for (const auto& b : buffers) {
+    os << "  " << smelt::toString(b->memory) << " " << b->name << " " << smelt::toString(b->dtype)
+       << "[";
+    for (size_t i = 0; i < b->shape.size(); ++i) os << (i ? ", " : "") << b->shape[i];
+    os << "] " << b->bytes() << " B";
+    if (b->memory == MemoryType::Shared) {
+      os << " align " << b->alignment;
+      if (b->address) os << " @ " << *b->address;
+    }
+    if (b->alias_of) os << " alias of " << b->alias_of->name;
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace smelt::kir

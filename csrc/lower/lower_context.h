@@ -1,0 +1,40 @@
+// State shared by the lowering passes of one fusion: the kernel being built
+// and the maps from fusion objects to kernel-IR objects. Each pass reads what
+// earlier passes produced (see passes.cpp for the order).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fusion/fusion.h"
+#include "lower/kir.h"
+
+namespace smelt {
+
+struct LowerOptions {
+  // The per-block shared-memory limit (sm_90: 227 KiB). Set to 48 KiB to
+  // forbid the opt-in dynamic shared memory above the static limit.
+  int64_t max_shared_memory_bytes = 232448;
+};
+
+struct LoweringContext {
+  Fusion* fusion = nullptr;
+  LowerOptions options;
+  kir::Kernel kernel;
+  // The loop that runs loop axis `axis` of a tensor that owns it (see loopOwner).
+  std::map<std::pair<const TensorView*, int64_t>, kir::ForLoop*> loops;
+  std::map<const TensorView*, kir::Buffer*> buffers;
+  int64_t next_loop_number = 0;
+
+  // The loop of `tv`'s loop axis `axis` (following compute-at sharing).
+  kir::ForLoop* loopOf(const TensorView* tv, int64_t axis) const;
+  // The index value of that loop: the loop variable, the thread/block index,
+  // or 0 for a loop of one iteration.
+  IntExpr loopIndex(const TensorView* tv, int64_t axis) const;
+  kir::Buffer* bufferOf(const TensorView* tv) const;
+};
+
+}  // namespace smelt
