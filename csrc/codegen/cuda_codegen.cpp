@@ -1,0 +1,653 @@
+#include "codegen/cuda_codegen.h"
+
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "fusion/error.h"
+
+namespace smelt {
+namespace {
+
+// The prelude every kernel starts with. NVRTC has no <cstdint>, so int64_t is
+// declared here (8 bytes, like the host's; the Tensor struct layout is what
+// the runtime packs: an 8-byte pointer then 2*N int64 values).
+constexpr const char* kPrelude = R"(typedef long long int64_t;
+
+namespace smelt {
+
+// A tensor kernel parameter: sizes and strides in elements.
+template <typename T, int N>
+struct Tensor {
+  T* data;
+  int64_t size[N];
+  int64_t stride[N];
+};
+
+template <typename T>
+struct Tensor<T, 0> {
+  T* data;
+};
+
+// Index arithmetic helpers (IntExpr's ceilDiv, min and max). Qualified calls
+// avoid CUDA's overloaded ::min/::max, which are ambiguous for int64_t.
+__device__ inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+__device__ inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
+__device__ inline int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// torch.maximum / torch.minimum / relu: NaN propagates.
+template <typename T>
+__device__ inline T maximum(T a, T b) { return (a != a || a > b) ? a : b; }
+template <typename T>
+__device__ inline T minimum(T a, T b) { return (a != a || a < b) ? a : b; }
+template <typename T>
+__device__ inline T relu(T a) { return (a != a || a > T(0)) ? a : T(0); }
+
+template <typename T>
+__device__ inline T infinity();
+template <>
+__device__ inline float infinity<float>() { return __int_as_float(0x7f800000); }
+template <>
+__device__ inline double infinity<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+template <typename T>
+__device__ inline T quietNaN();
+template <>
+__device__ inline float quietNaN<float>() { return __int_as_float(0x7fc00000); }
+template <>
+__device__ inline double quietNaN<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
+
+struct Sum {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct Max {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return maximum(a, b); }
+};
+
+// Threads with equal indices on the axes not flagged (X, Y, Z) form a group;
+// `lane` is the position in the group (x fastest), `group` the group's number.
+template <bool X, bool Y, bool Z>
+__device__ inline unsigned groupSize() {
+  return (X ? blockDim.x : 1) * (Y ? blockDim.y : 1) * (Z ? blockDim.z : 1);
+}
+template <bool X, bool Y, bool Z>
+__device__ inline unsigned laneInGroup() {
+  return ((Z ? threadIdx.z : 0) * (Y ? blockDim.y : 1) + (Y ? threadIdx.y : 0)) *
+             (X ? blockDim.x : 1) +
+         (X ? threadIdx.x : 0);
+}
+template <bool X, bool Y, bool Z>
+__device__ inline unsigned groupIndex() {
+  return ((Z ? 0 : threadIdx.z) * (Y ? 1 : blockDim.y) + (Y ? 0 : threadIdx.y)) *
+             (X ? 1 : blockDim.x) +
+         (X ? 0 : threadIdx.x);
+}
+
+// Reduces `value` over the flagged thread axes; every thread of the block
+// must call it and each gets its group's result. `workspace` holds one
+// element per thread. Ends with a barrier so the workspace is free again.
+template <bool X, bool Y, bool Z, typename T, typename Op>
+__device__ T blockReduce(T value, T* workspace, Op op) {
+  const unsigned size = groupSize<X, Y, Z>();
+  const unsigned lane = laneInGroup<X, Y, Z>();
+  T* mine = workspace + groupIndex<X, Y, Z>() * size;
+  mine[lane] = value;
+  __syncthreads();
+  unsigned span = 1;
+  while (span < size) span *= 2;
+  for (unsigned stride = span / 2; stride > 0; stride /= 2) {
+    if (lane < stride && lane + stride < size) mine[lane] = op(mine[lane], mine[lane + stride]);
+    __syncthreads();
+  }
+  const T result = mine[0];
+  __syncthreads();
+  return result;
+}
+
+// Every thread gets the value of the thread with index 0 on the flagged axes
+// in its group. `workspace` holds one element per group. Ends with a barrier.
+template <bool X, bool Y, bool Z, typename T>
+__device__ T blockBroadcast(T value, T* workspace) {
+  const unsigned group = groupIndex<X, Y, Z>();
+  if (laneInGroup<X, Y, Z>() == 0) workspace[group] = value;
+  __syncthreads();
+  const T result = workspace[group];
+  __syncthreads();
+  return result;
+}
+
+}  // namespace smelt
+)";
+
+std::string cudaType(DataType dtype) {
+  switch (dtype) {
+    case DataType::Float: return "float";
+    case DataType::Double: return "double";
+    case DataType::Half: return "__half";
+    case DataType::BFloat16: return "__nv_bfloat16";
+    case DataType::Int: return "int64_t";
+    case DataType::Int32: return "int";
+    case DataType::Bool: return "bool";
+  }
+  SMELT_INTERNAL_CHECK(false, "unknown DataType");
+}
+
+// Half and bfloat16 values are computed in float.
+DataType computeType(DataType dtype) {
+  return dtype == DataType::Half || dtype == DataType::BFloat16 ? DataType::Float : dtype;
+}
+
+// `text` (a value of type `from`) as a value of type `to`.
+std::string convert(const std::string& text, DataType from, DataType to) {
+  if (from == to) return text;
+  std::string value = text;
+  if (from == DataType::Half) {
+    value = "__half2float(" + value + ")";
+    from = DataType::Float;
+  } else if (from == DataType::BFloat16) {
+    value = "__bfloat162float(" + value + ")";
+    from = DataType::Float;
+  }
+  if (from == to) return value;
+  if (to == DataType::Half || to == DataType::BFloat16) {
+    if (from != DataType::Float) value = "static_cast<float>(" + value + ")";
+    return (to == DataType::Half ? "__float2half(" : "__float2bfloat16(") + value + ")";
+  }
+  return "static_cast<" + cudaType(to) + ">(" + value + ")";
+}
+
+// A constant as a literal of `dtype` (a compute type: never Half/BFloat16).
+std::string literal(double value, DataType dtype) {
+  switch (dtype) {
+    case DataType::Bool: return value != 0 ? "true" : "false";
+    case DataType::Int:
+    case DataType::Int32: {
+      if (std::isinf(value)) {
+        // Only a max-reduction's init (-inf) reaches an integer type.
+        return dtype == DataType::Int ? "(-9223372036854775807LL - 1)" : "(-2147483647 - 1)";
+      }
+      std::string text = std::to_string(static_cast<int64_t>(value));
+      return dtype == DataType::Int && (value > 2147483647.0 || value < -2147483648.0)
+                 ? text + "LL"
+                 : text;
+    }
+    case DataType::Float:
+    case DataType::Double: {
+      const std::string type = cudaType(dtype);
+      if (std::isnan(value)) return "smelt::quietNaN<" + type + ">()";
+      if (std::isinf(value)) return std::string(value < 0 ? "-" : "") + "smelt::infinity<" + type + ">()";
+      std::ostringstream os;
+      os.precision(dtype == DataType::Float ? 9 : 17);
+      os << value;
+      std::string text = os.str();
+      if (text.find_first_of(".e") == std::string::npos) text += ".0";
+      return dtype == DataType::Float ? text + "f" : text;
+    }
+    case DataType::Half:
+    case DataType::BFloat16: break;
+  }
+  SMELT_INTERNAL_CHECK(false, "literal of ", dtype, ": half types are computed in float");
+}
+
+// The CUDA builtin a parallel type binds a loop index to.
+std::string builtinIndex(ParallelType pt) {
+  switch (pt) {
+    case ParallelType::BIDx: return "blockIdx.x";
+    case ParallelType::BIDy: return "blockIdx.y";
+    case ParallelType::BIDz: return "blockIdx.z";
+    case ParallelType::TIDx: return "threadIdx.x";
+    case ParallelType::TIDy: return "threadIdx.y";
+    case ParallelType::TIDz: return "threadIdx.z";
+    default: break;
+  }
+  SMELT_INTERNAL_CHECK(false, "no CUDA index for parallel type ", pt);
+}
+
+bool isBuiltinSymbol(const std::string& name) {
+  for (const char* prefix : {"threadIdx.", "blockIdx.", "blockDim.", "gridDim."}) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+// Index arithmetic in 64-bit signed integers. CUDA's builtins are unsigned
+// 32-bit, so `threadIdx.x - 2` would wrap: they are widened where they occur.
+// `top` drops the outermost parentheses (subscripts, conditions).
+std::string indexText(const IntExpr& e, bool top = false) {
+  using K = IntExpr::Kind;
+  switch (e.kind()) {
+    case K::Constant: return std::to_string(*e.constant());
+    case K::Symbol:
+      return isBuiltinSymbol(e.symbolName()) ? "int64_t(" + e.symbolName() + ")" : e.symbolName();
+    case K::CeilDiv:
+    case K::Min:
+    case K::Max: {
+      const char* fn = e.kind() == K::CeilDiv ? "smelt::ceilDiv(" : e.kind() == K::Min ? "smelt::min(" : "smelt::max(";
+      return fn + indexText(e.lhs(), true) + ", " + indexText(e.rhs(), true) + ")";
+    }
+    case K::Add:
+    case K::Sub:
+    case K::Mul:
+    case K::Div:
+    case K::Mod: {
+      const char* op = e.kind() == K::Add   ? " + "
+                       : e.kind() == K::Sub ? " - "
+                       : e.kind() == K::Mul ? " * "
+                       : e.kind() == K::Div ? " / "
+                                            : " % ";
+      std::string text = indexText(e.lhs()) + op + indexText(e.rhs());
+      return top ? text : "(" + text + ")";
+    }
+  }
+  SMELT_INTERNAL_CHECK(false, "unknown IntExpr kind");
+}
+
+std::string predicateText(const kir::Predicate& predicate) {
+  if (predicate.alwaysTrue()) return "true";
+  std::string text;
+  for (const auto& term : predicate.terms) {
+    const char* op = term.kind == kir::Predicate::Term::Kind::LessThan ? " < "
+                     : term.kind == kir::Predicate::Term::Kind::Equal  ? " == "
+                                                                       : " >= ";
+    if (!text.empty()) text += " && ";
+    text += indexText(term.lhs, true) + op + indexText(term.rhs, true);
+  }
+  return text;
+}
+
+const kir::Buffer* aliasTarget(const kir::Buffer* buffer) {
+  while (buffer->alias_of != nullptr) buffer = buffer->alias_of;
+  return buffer;
+}
+
+IntExpr addressOf(const kir::Buffer* buffer) {
+  const kir::Buffer* target = aliasTarget(buffer);
+  SMELT_CHECK(target->address.has_value(), "codegen: shared buffer ", target->name,
+              " has no planned address (run the shared-memory planner first)");
+  return *target->address;
+}
+
+class Emitter {
+ public:
+  Emitter(const kir::Kernel& kernel, const std::string& name, const CodegenOptions& options)
+      : kernel_(kernel), name_(name), options_(options) {}
+
+  std::string run() {
+    SMELT_CHECK(!name_.empty(), "codegen: empty kernel name");
+    os_ << "// smelt kernel " << name_ << ", generated from kernel IR.\n";
+    bool half = false;
+    bool bfloat = false;
+    for (const auto& buffer : kernel_.buffers) {
+      half |= buffer->dtype == DataType::Half;
+      bfloat |= buffer->dtype == DataType::BFloat16;
+    }
+    for (const Scalar* scalar : kernel_.scalar_inputs) {
+      half |= scalar->dtype() == DataType::Half;
+      bfloat |= scalar->dtype() == DataType::BFloat16;
+    }
+    if (half) os_ << "#include <cuda_fp16.h>\n";
+    if (bfloat) os_ << "#include <cuda_bf16.h>\n";
+    os_ << (half || bfloat ? "\n" : "") << kPrelude << "\n";
+    emitSignature();
+    ++depth_;
+    emitSharedMemory();
+    emitList(kernel_.body);
+    --depth_;
+    os_ << "}\n";
+    return os_.str();
+  }
+
+ private:
+  void line(const std::string& text) { os_ << std::string(2 * depth_, ' ') << text << "\n"; }
+
+  void emitSignature() {
+    std::vector<std::string> params;
+    auto tensor = [&](const kir::Buffer* buffer) {
+      SMELT_CHECK(buffer->memory == MemoryType::Global, "codegen: kernel parameter ",
+                  buffer->name, " is a ", buffer->memory, " buffer, not a Global one");
+      params.push_back("smelt::Tensor<" + cudaType(buffer->dtype) + ", " +
+                       std::to_string(buffer->shape.size()) + "> " + buffer->name);
+    };
+    for (const kir::Buffer* buffer : kernel_.inputs) tensor(buffer);
+    for (const kir::Buffer* buffer : kernel_.outputs) tensor(buffer);
+    for (const Scalar* scalar : kernel_.scalar_inputs) {
+      SMELT_CHECK(!scalar->isConstant(), "codegen: scalar input ", scalar->toString(),
+                  " is a constant");
+      params.push_back(cudaType(scalar->dtype()) + " " + scalar->symbol());
+    }
+    os_ << "extern \"C\" __global__ void ";
+    if (auto threads = threadsPerBlock()) os_ << "__launch_bounds__(" << *threads << ") ";
+    os_ << name_ << "(";
+    for (size_t i = 0; i < params.size(); ++i) {
+      os_ << (i ? ",\n    " : "\n    ") << params[i];
+    }
+    os_ << ") {\n";
+  }
+
+  // Lets ptxas budget registers for the block size when it is known.
+  std::optional<int64_t> threadsPerBlock() const {
+    int64_t threads = 1;
+    for (const IntExpr& dim : kernel_.launch.block) {
+      if (!dim.isConstant()) return std::nullopt;
+      threads *= *dim.constant();
+    }
+    return threads;
+  }
+
+  void emitSharedMemory() {
+    std::vector<const kir::Buffer*> shared;
+    for (const auto& buffer : kernel_.buffers) {
+      if (buffer->memory == MemoryType::Shared) shared.push_back(buffer.get());
+    }
+    if (shared.empty()) return;
+    if (options_.static_shared_memory) {
+      const IntExpr total = sharedMemoryBytes(kernel_);
+      SMELT_CHECK(total.isConstant() && *total.constant() <= 48 * 1024,
+                  "codegen: static shared memory needs a constant size of at most 48 KiB, got ",
+                  total);
+      line("__shared__ __align__(128) unsigned char smem[" + std::to_string(*total.constant()) +
+           "];");
+    } else {
+      line("extern __shared__ __align__(128) unsigned char smem[];");
+    }
+    for (const kir::Buffer* buffer : shared) {
+      const std::string type = cudaType(buffer->dtype);
+      const IntExpr address = addressOf(buffer);
+      std::string comment = "  // " + indexText(buffer->bytes(), true) + " bytes";
+      if (buffer->alias_of != nullptr) comment += ", alias of " + buffer->alias_of->name;
+      line(type + "* " + buffer->name + " = reinterpret_cast<" + type + "*>(smem + " +
+           indexText(address, true) + ");" + comment);
+    }
+  }
+
+  void emitList(const kir::StmtList& list) {
+    for (const auto& stmt : list) emitStmt(*stmt);
+  }
+
+  void emitStmt(const kir::Stmt& stmt) {
+    switch (stmt.kind()) {
+      case kir::StmtKind::ForLoop: return emitLoop(static_cast<const kir::ForLoop&>(stmt));
+      case kir::StmtKind::IfThenElse: return emitIf(static_cast<const kir::IfThenElse&>(stmt));
+      case kir::StmtKind::Allocate: return emitAllocate(static_cast<const kir::Allocate&>(stmt));
+      case kir::StmtKind::Compute: return emitCompute(static_cast<const kir::Compute&>(stmt));
+      case kir::StmtKind::ReduceInit: return emitReduceInit(static_cast<const kir::ReduceInit&>(stmt));
+      case kir::StmtKind::ReduceStep: return emitReduceStep(static_cast<const kir::ReduceStep&>(stmt));
+      case kir::StmtKind::BlockReduce: return emitBlockReduce(static_cast<const kir::BlockReduce&>(stmt));
+      case kir::StmtKind::BlockBroadcast:
+        return emitBlockBroadcast(static_cast<const kir::BlockBroadcast&>(stmt));
+      case kir::StmtKind::BlockSync: {
+        const auto& sync = static_cast<const kir::BlockSync&>(stmt);
+        std::string comment = sync.reason;
+        if (sync.inserted_for_reuse) comment += comment.empty() ? "inserted for reuse" : " (inserted for reuse)";
+        line("__syncthreads();" + (comment.empty() ? "" : "  // " + comment));
+        return;
+      }
+    }
+    SMELT_INTERNAL_CHECK(false, "unknown kernel IR statement");
+  }
+
+  void open(const std::string& header) {
+    line(header);
+    ++depth_;
+  }
+  void close(const std::string& footer = "}") {
+    --depth_;
+    line(footer);
+  }
+
+  void emitLoop(const kir::ForLoop& loop) {
+    const std::string extent = indexText(loop.extent, true);
+    if (loop.trivial && isParallelDim(loop.parallel_type)) {
+      const std::string builtin = builtinIndex(loop.parallel_type);
+      open("{  // " + loop.index + " over [0, " + extent + ") bound to " + builtin);
+      if (loop.index != builtin) line("const int64_t " + loop.index + " = " + builtin + ";");
+    } else if (loop.trivial && loop.extent.constant() == std::optional<int64_t>(1)) {
+      open("{  // " + loop.index + " over [0, 1)");
+      line("const int64_t " + loop.index + " = 0;");
+    } else {
+      SMELT_CHECK(!isParallelDim(loop.parallel_type), "codegen: loop ", loop.index, " bound to ",
+                  loop.parallel_type, " is not marked trivial");
+      SMELT_CHECK(!loop.trivial || loop.parallel_type == ParallelType::Vectorize, "codegen: loop ",
+                  loop.index, " is marked trivial but is neither parallel, vectorized nor of extent 1");
+      // A vectorized loop is fully unrolled so its accesses become adjacent
+      // loads/stores the compiler can combine.
+      if (loop.parallel_type == ParallelType::Unroll || loop.parallel_type == ParallelType::Vectorize) {
+        line("#pragma unroll");
+      }
+      open("for (int64_t " + loop.index + " = 0; " + loop.index + " < " + extent + "; ++" +
+           loop.index + ") {");
+    }
+    emitList(loop.body);
+    close();
+  }
+
+  void emitIf(const kir::IfThenElse& ite) {
+    open("if (" + predicateText(ite.predicate) + ") {");
+    emitList(ite.then_body);
+    if (!ite.else_body.empty()) {
+      close("} else {");
+      ++depth_;
+      emitList(ite.else_body);
+    }
+    close();
+  }
+
+  void emitAllocate(const kir::Allocate& alloc) {
+    const kir::Buffer* buffer = alloc.buffer;
+    if (buffer->memory != MemoryType::Local) return;  // Shared: at the top; Global: a parameter
+    SMELT_CHECK(buffer->elements.isConstant(), "codegen: local buffer ", buffer->name,
+                " has symbolic size ", buffer->elements, "; registers need a constant size");
+    line(cudaType(buffer->dtype) + " " + buffer->name + "[" +
+         std::to_string(*buffer->elements.constant()) + "];");
+  }
+
+  // The element an access names, as an lvalue.
+  std::string element(const kir::Access& access) {
+    SMELT_INTERNAL_CHECK(access.buffer != nullptr, "access without buffer");
+    const std::string index = indexText(access.index, true);
+    if (access.buffer->memory == MemoryType::Global) return access.buffer->name + ".data[" + index + "]";
+    return access.buffer->name + "[" + index + "]";
+  }
+
+  std::string scalarValue(const Val* val, DataType to) {
+    const auto* scalar = dynamic_cast<const Scalar*>(val);
+    SMELT_CHECK(scalar != nullptr, "codegen: operand ", val->toString(), " is not a scalar");
+    if (scalar->isConstant()) return literal(scalar->value(), to);
+    return convert(scalar->symbol(), scalar->dtype(), to);
+  }
+
+  // An operand's value converted to `to`.
+  std::string operandValue(const kir::Operand& operand, DataType to) {
+    if (!operand.access) {
+      SMELT_CHECK(operand.scalar != nullptr, "codegen: operand has neither an access nor a scalar");
+      return scalarValue(operand.scalar, to);
+    }
+    const std::string value = convert(element(*operand.access), operand.access->buffer->dtype, to);
+    if (operand.in_bounds.alwaysTrue()) return value;
+    SMELT_CHECK(operand.out_of_bounds_value != nullptr, "codegen: a read of ",
+                operand.access->buffer->name, " has a bounds predicate but no out-of-bounds value");
+    return "(" + predicateText(operand.in_bounds) + " ? " + value + " : " +
+           scalarValue(operand.out_of_bounds_value, to) + ")";
+  }
+
+  const kir::Operand& operandAt(const kir::Compute& c, size_t i) {
+    SMELT_CHECK(i < c.operands.size(), "codegen: ", c.expr->opName(), " writing ",
+                c.out.buffer->name, " needs operand ", i, " but has ", c.operands.size());
+    return c.operands[i];
+  }
+
+  // Writes `text`, guarded by `predicate`.
+  void guarded(const kir::Predicate& predicate, const std::string& text) {
+    if (predicate.alwaysTrue()) return line(text);
+    open("if (" + predicateText(predicate) + ") {");
+    line(text);
+    close();
+  }
+
+  void assign(const kir::Predicate& predicate, const kir::Access& out, const std::string& value,
+              DataType value_type) {
+    guarded(predicate, element(out) + " = " + convert(value, value_type, out.buffer->dtype) + ";");
+  }
+
+  static std::string negate(const std::string& x) { return x[0] == '-' ? "-(" + x + ")" : "-" + x; }
+
+  std::string mathCall(const char* float_fn, const char* double_fn, DataType ct, const std::string& x,
+                       const Expr* expr) {
+    SMELT_CHECK(ct == DataType::Float || ct == DataType::Double, "codegen: ", expr->opName(),
+                " on ", ct, " is not supported (cast to a floating type first)");
+    return std::string(ct == DataType::Float ? float_fn : double_fn) + "(" + x + ")";
+  }
+
+  std::string unary(const UnaryOp* op, const kir::Compute& c, DataType ct) {
+    const std::string x = operandValue(operandAt(c, 0), ct);
+    switch (op->op()) {
+      case UnaryOpType::Cast: return x;
+      case UnaryOpType::Neg: return negate(x);
+      case UnaryOpType::Exp: return mathCall("expf", "exp", ct, x, op);
+      case UnaryOpType::Tanh: return mathCall("tanhf", "tanh", ct, x, op);
+      case UnaryOpType::Relu: return "smelt::relu(" + x + ")";
+      case UnaryOpType::Abs:
+        switch (ct) {
+          case DataType::Float: return "fabsf(" + x + ")";
+          case DataType::Double: return "fabs(" + x + ")";
+          case DataType::Int: return "llabs(" + x + ")";
+          case DataType::Int32: return "abs(" + x + ")";
+          default: return x;  // bool
+        }
+    }
+    SMELT_INTERNAL_CHECK(false, "unknown unary op");
+  }
+
+  std::string binary(const BinaryOp* op, const kir::Compute& c, DataType ct) {
+    const std::string a = operandValue(operandAt(c, 0), ct);
+    const std::string b = operandValue(operandAt(c, 1), ct);
+    switch (op->op()) {
+      case BinaryOpType::Add: return a + " + " + b;
+      case BinaryOpType::Sub: return a + " - " + b;
+      case BinaryOpType::Mul: return a + " * " + b;
+      case BinaryOpType::Div: return a + " / " + b;
+      case BinaryOpType::Maximum: return "smelt::maximum(" + a + ", " + b + ")";
+      case BinaryOpType::Minimum: return "smelt::minimum(" + a + ", " + b + ")";
+    }
+    SMELT_INTERNAL_CHECK(false, "unknown binary op");
+  }
+
+  void emitCompute(const kir::Compute& c) {
+    SMELT_CHECK(c.expr != nullptr, "codegen: compute statement writing ", c.out.buffer->name,
+                " has no fusion expression");
+    const DataType ct = computeType(c.out.buffer->dtype);
+    std::string value;
+    switch (c.expr->type()) {
+      case ExprType::Full:
+        // The fill value is the expression's unless lowering passed it as an operand.
+        value = c.operands.empty() ? scalarValue(static_cast<const FullOp*>(c.expr)->fillValue(), ct)
+                                   : operandValue(c.operands[0], ct);
+        break;
+      case ExprType::Set:
+      case ExprType::Broadcast:
+      case ExprType::Expand:
+      case ExprType::Pad:
+        // Copies: broadcast/expand are in the indexing, pad in the operand's bounds.
+        value = operandValue(operandAt(c, 0), ct);
+        break;
+      case ExprType::Unary: value = unary(static_cast<const UnaryOp*>(c.expr), c, ct); break;
+      case ExprType::Binary: value = binary(static_cast<const BinaryOp*>(c.expr), c, ct); break;
+      case ExprType::Where:
+        value = operandValue(operandAt(c, 0), DataType::Bool) + " ? " +
+                operandValue(operandAt(c, 1), ct) + " : " + operandValue(operandAt(c, 2), ct);
+        if (ct != c.out.buffer->dtype) value = "(" + value + ")";
+        break;
+      case ExprType::Reduction:
+        SMELT_CHECK(false, "codegen: reduction ", c.expr->toString(),
+                    " must be lowered to ReduceInit/ReduceStep/BlockReduce, not Compute");
+    }
+    assign(c.predicate, c.out, value, ct);
+  }
+
+  std::string combine(const ReductionOp* op, const std::string& acc, const std::string& x) {
+    return op->op() == ReductionOpType::Sum ? acc + " + " + x : "smelt::maximum(" + acc + ", " + x + ")";
+  }
+
+  void emitReduceInit(const kir::ReduceInit& r) {
+    SMELT_CHECK(r.expr != nullptr, "codegen: reduction init of ", r.out.buffer->name, " has no expression");
+    const DataType ct = computeType(r.out.buffer->dtype);
+    assign(r.predicate, r.out, literal(r.expr->initValue(), ct), ct);
+  }
+
+  void emitReduceStep(const kir::ReduceStep& r) {
+    SMELT_CHECK(r.expr != nullptr, "codegen: reduction step into ", r.out.buffer->name, " has no expression");
+    const DataType ct = computeType(r.out.buffer->dtype);
+    const std::string acc = convert(element(r.out), r.out.buffer->dtype, ct);
+    assign(r.predicate, r.out, combine(r.expr, acc, operandValue(r.in, ct)), ct);
+  }
+
+  // "<true, false, false>" for the axes among TIDx/y/z that are listed.
+  static std::string axisFlags(const std::vector<ParallelType>& axes, const char* what) {
+    bool flags[3] = {false, false, false};
+    for (ParallelType pt : axes) {
+      SMELT_CHECK(isThreadDim(pt), "codegen: ", what, " over ", pt, ", not a thread axis");
+      flags[static_cast<int>(pt) - static_cast<int>(ParallelType::TIDx)] = true;
+    }
+    SMELT_CHECK(!axes.empty(), "codegen: ", what, " over no thread axis");
+    return std::string("<") + (flags[0] ? "true" : "false") + ", " + (flags[1] ? "true" : "false") +
+           ", " + (flags[2] ? "true" : "false") + ">";
+  }
+
+  const kir::Buffer* workspace(const kir::Buffer* ws, const kir::Access& out, const char* what) {
+    SMELT_CHECK(ws != nullptr && ws->memory == MemoryType::Shared, "codegen: ", what, " into ",
+                out.buffer->name, " needs a Shared workspace buffer");
+    return ws;
+  }
+
+  void emitBlockReduce(const kir::BlockReduce& r) {
+    SMELT_CHECK(r.expr != nullptr, "codegen: block reduction into ", r.out.buffer->name, " has no expression");
+    const kir::Buffer* ws = workspace(r.workspace, r.out, "block reduction");
+    const DataType wt = ws->dtype;
+    std::string value = convert(element(r.in), r.in.buffer->dtype, wt);
+    if (!r.predicate.alwaysTrue()) {
+      value = "(" + predicateText(r.predicate) + " ? " + value + " : " +
+              convert(literal(r.expr->initValue(), computeType(wt)), computeType(wt), wt) + ")";
+    }
+    const std::string op = r.expr->op() == ReductionOpType::Sum ? "smelt::Sum()" : "smelt::Max()";
+    line(element(r.out) + " = " +
+         convert("smelt::blockReduce" + axisFlags(r.thread_axes, "block reduction") + "(" + value +
+                     ", " + ws->name + ", " + op + ")",
+                 wt, r.out.buffer->dtype) +
+         ";");
+  }
+
+  void emitBlockBroadcast(const kir::BlockBroadcast& b) {
+    const kir::Buffer* ws = workspace(b.workspace, b.out, "block broadcast");
+    const std::string value = convert(element(b.in), b.in.buffer->dtype, ws->dtype);
+    line(element(b.out) + " = " +
+         convert("smelt::blockBroadcast" + axisFlags(b.thread_axes, "block broadcast") + "(" + value +
+                     ", " + ws->name + ")",
+                 ws->dtype, b.out.buffer->dtype) +
+         ";");
+  }
+
+  const kir::Kernel& kernel_;
+  const std::string& name_;
+  const CodegenOptions& options_;
+  std::ostringstream os_;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+std::string generateCuda(const kir::Kernel& kernel, const std::string& kernel_name,
+                         const CodegenOptions& options) {
+  return Emitter(kernel, kernel_name, options).run();
+}
+
+IntExpr sharedMemoryBytes(const kir::Kernel& kernel) {
+  IntExpr total = 0;
+  for (const auto& buffer : kernel.buffers) {
+    if (buffer->memory != MemoryType::Shared) continue;
+    total = max(total, addressOf(buffer.get()) + buffer->bytes());
+  }
+  return total;
+}
+
+}  // namespace smelt
