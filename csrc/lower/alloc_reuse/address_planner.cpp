@@ -4,10 +4,12 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "fusion/error.h"
+#include "lower/alloc_reuse/verify.h"
 
 namespace smelt::alloc_reuse {
 
@@ -202,11 +204,19 @@ std::vector<Ordering> heuristicOrderings(const Problem& p) {
 // built by placing buffers in increasing address order, each at its lowest
 // feasible offset given those already placed. The search enumerates exactly
 // those sequences (offsets non-decreasing, ties by index), so it is complete.
+// Bounds: every unplaced buffer ends at or above its lowest feasible offset
+// plus its size, and the unplaced members of any clique of conflicting buffers
+// are stacked above the last placed offset.
 class ExactSearch {
  public:
+  static constexpr size_t kMaxBuffers = 64;  // buffer sets are bit masks
+
   ExactSearch(const Problem& p, Layout incumbent, int64_t node_budget)
       : p_(p), best_(std::move(incumbent)), nodes_left_(node_budget) {
+    SMELT_INTERNAL_CHECK(p.size() <= kMaxBuffers);
     offsets_.assign(p.size(), -1);
+    lowest_.assign(p.size() + 1, std::vector<int64_t>(p.size(), 0));
+    collectCliques();
   }
 
   // Returns true when the search space was exhausted within the budget.
@@ -234,6 +244,63 @@ class ExactSearch {
     return offset;
   }
 
+  // One greedy clique per buffer: the buffer, then repeatedly its heaviest
+  // conflicting neighbour adjacent to everything chosen so far.
+  void collectCliques() {
+    adjacency_.assign(p_.size(), 0);
+    for (size_t i = 0; i < p_.size(); ++i) {
+      for (int j : p_.neighbors[i]) adjacency_[i] |= uint64_t{1} << j;
+    }
+    for (size_t i = 0; i < p_.size(); ++i) {
+      uint64_t clique = uint64_t{1} << i;
+      for (uint64_t candidates = adjacency_[i]; candidates != 0;) {
+        int heaviest = -1;
+        for (uint64_t bits = candidates; bits != 0; bits &= bits - 1) {
+          int v = __builtin_ctzll(bits);
+          if (heaviest < 0 || p_.bytes[v] > p_.bytes[heaviest]) heaviest = v;
+        }
+        clique |= uint64_t{1} << heaviest;
+        candidates &= adjacency_[heaviest];
+      }
+      if (std::find(cliques_.begin(), cliques_.end(), clique) == cliques_.end()) {
+        cliques_.push_back(clique);
+      }
+    }
+  }
+
+  // Unplaced members of a clique start at or above last_offset, so above the
+  // end of every placed member (placed members start at or below it), and
+  // are stacked disjointly, each at a multiple of its alignment.
+  int64_t cliqueBound(uint64_t unplaced, int64_t last_offset) const {
+    int64_t bound = 0;
+    for (uint64_t clique : cliques_) {
+      const uint64_t open = clique & unplaced;
+      if (open == 0) continue;
+      int64_t base = std::max<int64_t>(last_offset, 0);
+      for (uint64_t bits = clique & ~unplaced; bits != 0; bits &= bits - 1) {
+        const int j = __builtin_ctzll(bits);
+        base = std::max(base, offsets_[j] + p_.bytes[j]);
+      }
+      // Every start is a multiple of the smallest alignment g, so each member
+      // but the topmost occupies its size rounded up to g.
+      int64_t g = std::numeric_limits<int64_t>::max();
+      for (uint64_t bits = open; bits != 0; bits &= bits - 1) {
+        g = std::min(g, p_.align[__builtin_ctzll(bits)]);
+      }
+      int64_t padded_sum = 0;
+      int64_t top_slack = 0;
+      for (uint64_t bits = open; bits != 0; bits &= bits - 1) {
+        const int64_t size = p_.bytes[__builtin_ctzll(bits)];
+        padded_sum += alignUpConstant(size, g);
+        top_slack = std::max(top_slack, alignUpConstant(size, g) - size);
+      }
+      bound = std::max(bound, alignUpConstant(base, g) + padded_sum - top_slack);
+    }
+    return bound;
+  }
+
+  // lowest_[placed][i]: buffer i's lowest feasible offset given the buffers
+  // placed so far; only neighbours of a newly placed buffer can move up.
   void search(size_t placed, int64_t last_offset, int last_index, int64_t total) {
     if (best_.total <= p_.lower_bound) return;  // optimal already
     if (nodes_left_-- <= 0) {
@@ -244,29 +311,57 @@ class ExactSearch {
       if (total < best_.total) best_ = Layout{offsets_, total};
       return;
     }
+    const std::vector<int64_t>& lowest = lowest_[placed];
+    uint64_t unplaced = 0;
+    for (size_t k = 0; k < p_.size(); ++k) {
+      if (offsets_[k] < 0) unplaced |= uint64_t{1} << k;
+    }
+    int64_t bound = std::max({total, p_.lower_bound, cliqueBound(unplaced, last_offset)});
+    for (uint64_t bits = unplaced; bits != 0; bits &= bits - 1) {
+      const int i = __builtin_ctzll(bits);
+      // Later buffers start at or above last_offset, so a buffer that fits
+      // entirely below it keeps that spot forever and can never be placed in
+      // address order: this branch duplicates another one.
+      if (lowest[i] + p_.bytes[i] <= last_offset) return;
+      bound = std::max(bound, std::max(lowest[i], last_offset) + p_.bytes[i]);
+    }
+    if (bound >= best_.total) return;
     struct Candidate {
       int64_t offset;
       int index;
     };
     std::vector<Candidate> candidates;
-    int64_t bound = std::max(total, p_.lower_bound);
-    for (size_t k = 0; k < p_.size(); ++k) {
-      const int i = static_cast<int>(k);
-      if (offsets_[i] >= 0) continue;
-      int64_t offset = lowestFeasible(i);
-      bound = std::max(bound, std::max(offset, last_offset) + p_.bytes[i]);
-      if (offset > last_offset || (offset == last_offset && i > last_index)) {
-        candidates.push_back({offset, i});
+    for (uint64_t bits = unplaced; bits != 0; bits &= bits - 1) {
+      const int c = __builtin_ctzll(bits);
+      const int64_t offset = lowest[c];
+      if (offset < last_offset || (offset == last_offset && c < last_index)) continue;
+      // Placing c must not leave a non-conflicting buffer entirely below it.
+      bool strands_one = false;
+      for (uint64_t others = unplaced & ~adjacency_[c] & ~(uint64_t{1} << c); others != 0;
+           others &= others - 1) {
+        const int i = __builtin_ctzll(others);
+        if (lowest[i] + p_.bytes[i] <= offset) {
+          strands_one = true;
+          break;
+        }
       }
+      if (!strands_one) candidates.push_back({offset, c});
     }
-    if (bound >= best_.total) return;
     std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
       if (a.offset != b.offset) return a.offset < b.offset;
       return p_.bytes[a.index] > p_.bytes[b.index];
     });
     for (const Candidate& c : candidates) {
       offsets_[c.index] = c.offset;
-      search(placed + 1, c.offset, c.index, std::max(total, c.offset + p_.bytes[c.index]));
+      std::vector<int64_t>& next = lowest_[placed + 1];
+      next = lowest;
+      const int64_t end = c.offset + p_.bytes[c.index];
+      for (int i : p_.neighbors[c.index]) {
+        if (offsets_[i] < 0 && next[i] < end && c.offset < next[i] + p_.bytes[i]) {
+          next[i] = lowestFeasible(i);
+        }
+      }
+      search(placed + 1, c.offset, c.index, std::max(total, end));
       offsets_[c.index] = -1;
       if (budget_exhausted_ || best_.total <= p_.lower_bound) return;
     }
@@ -274,6 +369,9 @@ class ExactSearch {
 
   const Problem& p_;
   Layout best_;
+  std::vector<uint64_t> adjacency_;  // bit j of adjacency_[i]: i and j conflict
+  std::vector<uint64_t> cliques_;
+  std::vector<std::vector<int64_t>> lowest_;
   std::vector<int64_t> offsets_;
   int64_t nodes_left_;
   bool budget_exhausted_ = false;
@@ -286,7 +384,10 @@ struct ConstantPlan {
   bool optimal = false;
 };
 
-ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options) {
+// `baseline`, when given, is a valid layout the result must not exceed.
+ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options,
+                               const std::optional<PlanAttempt>& baseline_attempt,
+                               const Layout& baseline) {
   ConstantPlan plan;
   if (p.size() == 0) {
     plan.strategy = "empty";
@@ -294,23 +395,30 @@ ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options) 
     return plan;
   }
   bool have = false;
+  // Records a candidate; true when the search may stop (lower bound reached).
+  auto consider = [&](const std::string& name, Layout layout) {
+    plan.attempts.push_back({name, layout.total});
+    if (!have || layout.total < plan.layout.total) {
+      plan.layout = std::move(layout);
+      plan.strategy = name;
+      have = true;
+    }
+    return options.stop_at_lower_bound && plan.layout.total <= p.lower_bound;
+  };
+  if (baseline_attempt && consider(baseline_attempt->strategy, baseline)) {
+    plan.optimal = true;
+    return plan;
+  }
   for (const Ordering& ordering : heuristicOrderings(p)) {
     for (Fit fit : {Fit::Best, Fit::First}) {
-      Layout layout = placeGreedy(p, ordering.order, fit);
       std::string name = std::string(fit == Fit::Best ? "best-fit/" : "first-fit/") + ordering.name;
-      plan.attempts.push_back({name, layout.total});
-      if (!have || layout.total < plan.layout.total) {
-        plan.layout = std::move(layout);
-        plan.strategy = name;
-        have = true;
-      }
-      if (options.stop_at_lower_bound && plan.layout.total <= p.lower_bound) {
+      if (consider(name, placeGreedy(p, ordering.order, fit))) {
         plan.optimal = true;
         return plan;
       }
     }
   }
-  if (p.size() <= options.exact_search_max_buffers) {
+  if (p.size() <= std::min(options.exact_search_max_buffers, ExactSearch::kMaxBuffers)) {
     ExactSearch exact(p, plan.layout, options.exact_search_node_budget);
     bool complete = exact.run();
     plan.attempts.push_back({complete ? "exact" : "exact (node budget spent)", exact.best().total});
@@ -326,9 +434,9 @@ ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options) 
 }
 
 // Symbolic-size buffers stacked above `constant_total` in first-write order.
-// A buffer shares an existing slot only when its size expression is the
-// slot's, the slot's alignment covers its own, and it conflicts with none of
-// the slot's occupants. Returns how many buffers shared a slot.
+// A buffer shares an existing slot only when its size expression and
+// alignment are the slot's and it conflicts with none of the slot's occupants.
+// Returns how many buffers shared a slot.
 size_t stackSymbolicBuffers(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts,
                             int64_t constant_total, AddressPlan& plan) {
   std::vector<size_t> order;
@@ -351,7 +459,7 @@ size_t stackSymbolicBuffers(const std::vector<Buffer>& buffers, const ConflictGr
     bool placed = false;
     for (Slot& slot : slots) {
       const size_t first = slot.occupants.front();
-      if (!buffers[first].bytes.sameAs(b.bytes) || buffers[first].alignment % b.alignment != 0) {
+      if (!buffers[first].bytes.sameAs(b.bytes) || buffers[first].alignment != b.alignment) {
         continue;
       }
       bool clash = std::any_of(slot.occupants.begin(), slot.occupants.end(),
@@ -418,7 +526,21 @@ AddressPlan planAddresses(const std::vector<Buffer>& buffers, const ConflictGrap
   plan.no_reuse_bytes = noReuseBytes(buffers);
 
   Problem problem = makeProblem(buffers, conflicts, plan.lower_bound_bytes);
-  ConstantPlan constant = planConstantSizes(problem, options);
+  std::optional<PlanAttempt> baseline_attempt;
+  Layout baseline;
+  if (options.baseline != nullptr) {
+    if (problem.size() == buffers.size()) {
+      verifyPlan(buffers, conflicts, *options.baseline, std::numeric_limits<int64_t>::max());
+      for (const IntExpr& address : options.baseline->addresses) {
+        baseline.offsets.push_back(*address.constant());
+      }
+      baseline.total = *options.baseline->total_bytes.constant();
+      baseline_attempt = PlanAttempt{"baseline:" + options.baseline->strategy, baseline.total};
+    } else {
+      plan.notes.push_back("baseline plan ignored: some sizes are symbolic");
+    }
+  }
+  ConstantPlan constant = planConstantSizes(problem, options, baseline_attempt, baseline);
   for (size_t k = 0; k < problem.size(); ++k) {
     plan.addresses[problem.global[k]] = constant.layout.offsets[k];
   }

@@ -3,7 +3,8 @@
 // Guarantees:
 // - planAddresses() never places two conflicting buffers on overlapping bytes
 //   and honours every buffer's alignment; its total is never below
-//   lowerBoundBytes() and never above the best heuristic layout it tried.
+//   lowerBoundBytes() and never above the best heuristic layout it tried, nor
+//   above the caller's baseline plan (e.g. the stack allocator's) when given.
 // - Constant sizes: best-fit and first-fit gap placement over several
 //   orderings, then (for at most exact_search_max_buffers buffers) an exact
 //   branch-and-bound bounded by a node budget, so it always terminates. It
@@ -11,7 +12,7 @@
 // - Symbolic sizes: constant-size buffers are planned as above at the bottom;
 //   the symbolic ones are stacked above them in first-write order with address
 //   expressions, sharing a slot only when trivially safe (identical size
-//   expression, compatible alignment, no conflict with the slot's occupants).
+//   expression and alignment, no conflict with the slot's occupants).
 //   The plan says so (symbolic = true, a note).
 // - lowerBoundBytes() is a true lower bound: the weight of a clique of
 //   pairwise-conflicting constant-size buffers (exact for small cliques, the
@@ -29,6 +30,11 @@ struct PlannerOptions {
   size_t exact_search_max_buffers = 14;  // 0 disables the exact search
   int64_t exact_search_node_budget = 100000;
   bool stop_at_lower_bound = true;
+  // A plan of the same buffers to beat, e.g. planStackAddresses() on the same
+  // kernel: it is verified against the conflicts (smelt::Error if invalid),
+  // tried first, and the result is never larger. Used when every size is
+  // constant; otherwise ignored with a note.
+  const AddressPlan* baseline = nullptr;
 };
 
 // Maximum-weight clique of conflicting constant-size buffers, searched among

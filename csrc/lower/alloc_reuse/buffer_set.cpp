@@ -115,6 +115,13 @@ IntExpr planTotalBytes(const std::vector<Buffer>& buffers, const std::vector<Int
   for (int below : stacked_on) {
     if (below != AddressPlan::kNotStacked) has_buffer_on_top.at(static_cast<size_t>(below)) = true;
   }
+  std::vector<IntExpr> covered_ends;  // each lies below the end of a buffer stacked on it
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (has_buffer_on_top[i]) covered_ends.push_back(addresses[i] + buffers[i].bytes);
+  }
+  auto alreadyBounded = [](const std::vector<IntExpr>& ends, const IntExpr& end) {
+    return std::any_of(ends.begin(), ends.end(), [&](const IntExpr& e) { return e.sameAs(end); });
+  };
   int64_t constant_max = 0;
   int64_t symbolic_floor = -1;  // a constant address that every symbolic top lies above
   std::vector<IntExpr> symbolic_ends;
@@ -124,7 +131,7 @@ IntExpr planTotalBytes(const std::vector<Buffer>& buffers, const std::vector<Int
       constant_max = std::max(constant_max, *value);
       continue;
     }
-    if (has_buffer_on_top[i]) continue;  // below the end of the buffer stacked on it
+    if (alreadyBounded(covered_ends, end) || alreadyBounded(symbolic_ends, end)) continue;
     symbolic_ends.push_back(end);
     int64_t floor = -1;
     for (int k = static_cast<int>(i); k != AddressPlan::kNotStacked; k = stacked_on[k]) {

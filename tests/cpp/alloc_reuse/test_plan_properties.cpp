@@ -10,6 +10,7 @@
 
 #include "alloc_reuse/plan_test_util.h"
 #include "lower/alloc_reuse/address_planner.h"
+#include "lower/alloc_reuse/plan_report.h"
 #include "lower/alloc_reuse/stack_allocator.h"
 #include "lower/alloc_reuse/verify.h"
 
@@ -97,7 +98,8 @@ TEST(PlanProperties, SmallSetsVerifyBeatTheStackAndRespectTheBound) {
     ASSERT_NO_THROW(verifyPlan(c.buffers, conflicts, best, kUnlimited)) << iteration;
     ASSERT_NO_THROW(verifyPlan(c.buffers, conflicts, stack, kUnlimited)) << iteration;
     ASSERT_GE(constantTotal(best), best.lower_bound_bytes) << iteration;
-    ASSERT_LE(constantTotal(best), constantTotal(stack)) << iteration;
+    ASSERT_LE(constantTotal(best), constantTotal(stack))
+        << iteration << "\n" << planReportText(c.buffers, best) << planReportText(c.buffers, stack);
     ASSERT_EQ(best.lower_bound_bytes, stack.lower_bound_bytes) << iteration;
 
     PlannerOptions heuristic_only;
