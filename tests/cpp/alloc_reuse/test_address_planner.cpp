@@ -139,6 +139,29 @@ TEST(AddressPlanner, SymbolicSizesStackAboveTheConstantRegion) {
   EXPECT_EQ(plan.no_reuse_bytes.evaluate(values), 48 + 32 + 32 + 14);
 }
 
+TEST(AddressPlanner, BaselinePlanIsKeptWhenNothingBeatsIt) {
+  std::vector<Buffer> buffers = {makeBuffer("a", 28, 0, 5, 0), makeBuffer("b", 32, 0, 5, 1),
+                                 makeBuffer("c", 36, 0, 5, 2)};
+  ConflictGraph conflicts = conflictsFromIntervals(buffers);
+  AddressPlan baseline = planAddresses(buffers, conflicts);
+  baseline.strategy = "hand";
+  PlannerOptions options;
+  options.baseline = &baseline;
+  AddressPlan plan = planChecked(buffers, conflicts, options);
+  EXPECT_EQ(plan.strategy, "baseline:hand");
+  EXPECT_EQ(constantTotal(plan), 100);
+}
+
+TEST(AddressPlanner, InvalidBaselineIsRejected) {
+  std::vector<Buffer> buffers = {makeBuffer("a", 32, 0, 5, 0), makeBuffer("b", 32, 0, 5, 1)};
+  ConflictGraph conflicts = conflictsFromIntervals(buffers);
+  AddressPlan baseline = planAddresses(buffers, conflicts);
+  baseline.addresses = {IntExpr(0), IntExpr(0)};
+  PlannerOptions options;
+  options.baseline = &baseline;
+  EXPECT_THROW(planAddresses(buffers, conflicts, options), Error);
+}
+
 TEST(AddressPlanner, RejectsAlignmentThatIsNotAPowerOfTwo) {
   std::vector<Buffer> buffers = {makeBuffer("odd_tile", 64, 0, 1, 0, /*alignment=*/24)};
   try {
