@@ -99,8 +99,12 @@ std::vector<int64_t> matchLoopAxes(const TensorView* producer, const TensorView*
            !loopAxesMapped(p_axis, consumer->axis(c), map)) {
       ++c;
     }
-    if (c == consumer->nDims() ||
-        consumer->axis(c)->parallelType() == ParallelType::Vectorize ||
+    if (c == consumer->nDims()) break;
+    ParallelType c_type = consumer->axis(c)->parallelType();
+    ParallelType p_type = p_axis->parallelType();
+    // A producer axis the user bound differently cannot run in this loop.
+    bool parallel_conflict = p_type != ParallelType::Serial && p_type != c_type;
+    if (c_type == ParallelType::Vectorize || parallel_conflict ||
         !loopAxesMapped(p_axis, consumer->axis(c), map)) {
       break;
     }

@@ -168,7 +168,9 @@ class BlockReduce : public Stmt {
   Access out;
   Access in;
   std::vector<ParallelType> thread_axes;
-  Predicate predicate;  // which threads contribute a value (others contribute init)
+  // Threads failing it contribute the init value and do not write `out`;
+  // every thread still takes part in the (synchronizing) reduction.
+  Predicate predicate;
   // Shared scratch of one element per thread of the block, planned like any
   // other shared buffer (its lifetime is this statement).
   const Buffer* workspace = nullptr;

@@ -1,0 +1,165 @@
+// Pass allocation: one kir::Buffer per tensor, the launch dimensions, and an
+// Allocate statement for every Shared and Local intermediate. Guarantees:
+//   * a fusion input/output is a Global buffer named "T<number>" over its
+//     logical shape (the runtime passes its storage and strides);
+//   * an intermediate allocates only the loop axes right of its compute
+//     position that hold distinct values: not reduction or broadcast axes,
+//     not block-bound axes (each block holds its own slice — seed 004), and
+//     for Local buffers not thread-bound axes either (each thread holds its
+//     own). A Shared buffer also keeps its thread-bound axes left of the
+//     compute position: those loops run concurrently, not one after another;
+//   * its Allocate sits in the loop where its own loops begin, just before its
+//     first write;
+//   * every block reduction gets a Shared workspace of one element per thread;
+//   * the launch takes, per parallel type, the largest extent bound to it.
+// Errors: a Local buffer of symbolic size; a Shared buffer larger than the
+// per-block limit.
+#include <algorithm>
+
+#include "fusion/error.h"
+#include "fusion/transform_replay.h"
+#include "lower/allocation.h"
+#include "lower/passes.h"
+
+namespace smelt {
+
+namespace {
+
+int parallelSlot(ParallelType pt) {
+  switch (pt) {
+    case ParallelType::BIDx: case ParallelType::TIDx: return 0;
+    case ParallelType::BIDy: case ParallelType::TIDy: return 1;
+    default: return 2;
+  }
+}
+
+void computeLaunch(LoweringContext& ctx) {
+  bool set_grid[3] = {false, false, false};
+  bool set_block[3] = {false, false, false};
+  for (const auto& [key, loop] : ctx.loops) {
+    ParallelType pt = loop->parallel_type;
+    if (!isParallelDim(pt)) continue;
+    int slot = parallelSlot(pt);
+    IntExpr* dim = isBlockDim(pt) ? &ctx.kernel.launch.grid[slot] : &ctx.kernel.launch.block[slot];
+    bool* seen = isBlockDim(pt) ? &set_grid[slot] : &set_block[slot];
+    *dim = *seen ? max(*dim, loop->extent) : loop->extent;
+    *seen = true;
+  }
+}
+
+// Inserts `alloc` into `body` before the first child whose subtree computes tv.
+void insertBeforeFirstWrite(kir::StmtList& body, std::unique_ptr<kir::Allocate> alloc,
+                            const TensorView* tv) {
+  auto writes = [&](const kir::Stmt* root) {
+    bool found = false;
+    kir::StmtList single;
+    auto visit = [&](const kir::Stmt* s, int) {
+      const Expr* e = nullptr;
+      if (auto* c = dynamic_cast<const kir::Compute*>(s)) e = c->expr;
+      if (auto* r = dynamic_cast<const kir::ReduceInit*>(s)) e = r->expr;
+      if (auto* r = dynamic_cast<const kir::BlockReduce*>(s)) e = r->expr;
+      if (e != nullptr && e->output() == tv) found = true;
+    };
+    visit(root, 0);
+    if (auto* loop = dynamic_cast<const kir::ForLoop*>(root)) kir::forEachStmt(loop->body, visit);
+    return found;
+  };
+  auto pos = std::find_if(body.begin(), body.end(),
+                          [&](const std::unique_ptr<kir::Stmt>& s) { return writes(s.get()); });
+  body.insert(pos, std::move(alloc));
+}
+
+// A Shared workspace of one element per thread for each block reduction,
+// allocated right before it.
+void addBlockReduceWorkspaces(LoweringContext& ctx, kir::StmtList& body) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    kir::Stmt* stmt = body[i].get();
+    if (auto* loop = dynamic_cast<kir::ForLoop*>(stmt)) {
+      addBlockReduceWorkspaces(ctx, loop->body);
+      continue;
+    }
+    auto* reduce = dynamic_cast<kir::BlockReduce*>(stmt);
+    if (reduce == nullptr) continue;
+    auto buffer = std::make_unique<kir::Buffer>();
+    buffer->name = reduce->expr->output()->name() + "_workspace";
+    buffer->memory = MemoryType::Shared;
+    buffer->dtype = reduce->expr->output()->dtype() == DataType::Double ? DataType::Double
+                                                                        : DataType::Float;
+    const auto& block = ctx.kernel.launch.block;
+    buffer->shape = {block[0] * block[1] * block[2]};
+    buffer->elements = buffer->shape[0];
+    reduce->workspace = buffer.get();
+    body.insert(body.begin() + i, std::make_unique<kir::Allocate>(buffer.get()));
+    ++i;
+    ctx.kernel.buffers.push_back(std::move(buffer));
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> allocatedAxes(const TensorView* tv) {
+  std::vector<int64_t> axes;
+  for (int64_t k = 0; k < tv->nDims(); ++k) {
+    const IterDomain* id = tv->axis(k);
+    ParallelType pt = id->parallelType();
+    if (id->isReduction() || id->isBroadcast() || isBlockDim(pt)) continue;
+    if (tv->memoryType() == MemoryType::Local && isThreadDim(pt)) continue;
+    // Left of the compute position a loop is shared with the consumer: a
+    // serial one separates the values in time (one slot suffices), a
+    // thread-bound one does not (all threads hold their values at once).
+    if (k < tv->computePosition() && !isThreadDim(pt)) continue;
+    axes.push_back(k);
+  }
+  return axes;
+}
+
+void insertAllocations(LoweringContext& ctx) {
+  computeLaunch(ctx);
+  kir::Kernel& kernel = ctx.kernel;
+  for (TensorView* tv : ctx.fusion->allTensors()) {
+    auto buffer = std::make_unique<kir::Buffer>();
+    buffer->tv = tv;
+    buffer->memory = tv->memoryType();
+    buffer->dtype = tv->dtype();
+    if (tv->memoryType() == MemoryType::Global) {
+      buffer->name = "T" + std::to_string(tv->number());
+      for (const IterDomain* id : tv->logicalNoReductions()) {
+        buffer->shape.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1)
+                                                                               : id->loopExtent());
+      }
+    } else {
+      buffer->name = tv->name();
+      for (int64_t k : allocatedAxes(tv)) buffer->shape.push_back(tv->axis(k)->loopExtent());
+    }
+    for (const IntExpr& extent : buffer->shape) buffer->elements = buffer->elements * extent;
+    kir::Buffer* raw = buffer.get();
+    kernel.buffers.push_back(std::move(buffer));
+    ctx.buffers[tv] = raw;
+    if (tv->isFusionInput()) continue;
+    if (tv->memoryType() == MemoryType::Global) continue;
+    SMELT_CHECK(tv->memoryType() != MemoryType::Local || raw->elements.isConstant(),
+                "Local tensor ", tv->name(), " needs ", raw->elements,
+                " registers; a register buffer needs a constant size (split its symbolic axes "
+                "by a constant, bind them to threads, or compute it at a deeper position)");
+    if (auto bytes = raw->bytes().constant(); bytes && tv->memoryType() == MemoryType::Shared) {
+      SMELT_CHECK(*bytes <= ctx.options.max_shared_memory_bytes, "Shared tensor ", tv->name(),
+                  " needs ", *bytes, " B of shared memory per block, over the limit of ",
+                  ctx.options.max_shared_memory_bytes, " B");
+    }
+    int64_t pos = tv->computePosition();
+    kir::ForLoop* scope = pos == 0 ? nullptr : ctx.loopOf(tv, pos - 1);
+    insertBeforeFirstWrite(scope ? scope->body : kernel.body,
+                           std::make_unique<kir::Allocate>(raw), tv);
+  }
+  for (Val* in : ctx.fusion->inputs()) {
+    if (TensorView* tv = in->asTensor()) {
+      kernel.inputs.push_back(ctx.bufferOf(tv));
+    } else {
+      kernel.scalar_inputs.push_back(static_cast<const Scalar*>(in));
+    }
+  }
+  for (Val* out : ctx.fusion->outputs()) kernel.outputs.push_back(ctx.bufferOf(out->asTensor()));
+  addBlockReduceWorkspaces(ctx, kernel.body);
+}
+
+}  // namespace smelt

@@ -1,0 +1,16 @@
+// Facts about allocations that the allocation pass decides and the indexing
+// pass relies on.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fusion/ir.h"
+
+namespace smelt {
+
+// The loop axes of a Shared or Local tensor that its buffer stores, outermost
+// first (the buffer is laid out row-major over them).
+std::vector<int64_t> allocatedAxes(const TensorView* tv);
+
+}  // namespace smelt

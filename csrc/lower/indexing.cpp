@@ -1,0 +1,146 @@
+// Pass indexing: fills in every element access. Guarantees:
+//   * an output element is addressed from the indices of the loops its
+//     statement runs in: a Global tensor through its logical indices and the
+//     "T<n>.stride[d]" parameters, a Shared/Local buffer row-major over its
+//     allocated loop axes;
+//   * an input element is addressed at the consumer's logical indices mapped
+//     through the op (broadcast and expanded axes read index 0), then through
+//     the producer's own splits and merges to its allocation;
+//   * a read of a padded axis carries the in-bounds predicate and pad value.
+#include "fusion/error.h"
+#include "fusion/transform_replay.h"
+#include "lower/allocation.h"
+#include "lower/passes.h"
+#include "lower/transform_index.h"
+
+namespace smelt {
+
+namespace {
+
+IntExpr rowMajor(const std::vector<IntExpr>& shape, const std::vector<IntExpr>& indices) {
+  IntExpr index = 0;
+  for (size_t i = 0; i < shape.size(); ++i) index = index * shape[i] + indices[i];
+  return index;
+}
+
+IntExpr globalIndex(const TensorView* tv, const IndexMap& logical) {
+  IntExpr index = 0;
+  std::vector<IterDomain*> dims = tv->logicalNoReductions();
+  for (size_t d = 0; d < dims.size(); ++d) {
+    auto it = logical.find(dims[d]);
+    if (dims[d]->isBroadcast() || it == logical.end()) continue;
+    IntExpr stride =
+        IntExpr::symbol("T" + std::to_string(tv->number()) + ".stride[" + std::to_string(d) + "]");
+    index = index + it->second * stride;
+  }
+  return index;
+}
+
+IntExpr allocationIndex(const LoweringContext& ctx, const TensorView* tv,
+                        const std::vector<IntExpr>& loop_indices) {
+  const kir::Buffer* buffer = ctx.bufferOf(tv);
+  std::vector<IntExpr> indices;
+  for (int64_t axis : allocatedAxes(tv)) indices.push_back(loop_indices[axis]);
+  return rowMajor(buffer->shape, indices);
+}
+
+class Indexer {
+ public:
+  Indexer(const LoweringContext& ctx, const TensorView* out) : ctx_(ctx), out_(out) {
+    for (int64_t k = 0; k < out->nDims(); ++k) loop_indices_.push_back(ctx.loopIndex(out, k));
+    logical_ = logicalIndices(out, loop_indices_);
+  }
+
+  kir::Access output() const {
+    kir::Access access{ctx_.bufferOf(out_), 0};
+    access.index = out_->memoryType() == MemoryType::Global
+                       ? globalIndex(out_, logical_)
+                       : allocationIndex(ctx_, out_, loop_indices_);
+    return access;
+  }
+
+  kir::Operand operand(const Val* val) const {
+    kir::Operand op;
+    const TensorView* in = val->asTensor();
+    if (in == nullptr) {
+      op.scalar = val;
+      return op;
+    }
+    IdMap to_out = pairwiseLogicalMap(in, out_);
+    std::vector<IterDomain*> in_dims = in->logicalNoReductions();
+    IndexMap in_logical;
+    for (size_t d = 0; d < in_dims.size(); ++d) {
+      const IterDomain* id = in_dims[d];
+      if (id->isBroadcast()) {
+        in_logical[id] = 0;
+        continue;
+      }
+      auto mapped = to_out.find(id);
+      if (mapped != to_out.end()) {
+        in_logical[id] = logical_.at(mapped->second);
+        continue;
+      }
+      // A padded axis: the consumer's index, shifted by the leading pad.
+      const auto* pad = dynamic_cast<const PadOp*>(out_->definition());
+      SMELT_INTERNAL_CHECK(pad != nullptr, "unmapped axis of ", in->name(), " read by ",
+                           out_->name());
+      int64_t before = pad->widths()[d].first;
+      IntExpr c = logical_.at(out_->logicalDomain()[d]);
+      in_logical[id] = c - before;
+      op.in_bounds.terms.push_back({c, kir::Predicate::Term::Kind::GreaterEqual, before});
+      op.in_bounds.terms.push_back({c, kir::Predicate::Term::Kind::LessThan, id->extent() + before});
+      op.out_of_bounds_value = pad->padValue();
+    }
+    kir::Access access{ctx_.bufferOf(in), 0};
+    access.index = in->memoryType() == MemoryType::Global
+                       ? globalIndex(in, in_logical)
+                       : allocationIndex(ctx_, in, loopIndicesFromLogical(in, in_logical));
+    op.access = access;
+    return op;
+  }
+
+ private:
+  const LoweringContext& ctx_;
+  const TensorView* out_;
+  std::vector<IntExpr> loop_indices_;
+  IndexMap logical_;
+};
+
+void indexBody(const LoweringContext& ctx, kir::StmtList& body) {
+  for (auto& stmt : body) {
+    if (auto* loop = dynamic_cast<kir::ForLoop*>(stmt.get())) {
+      indexBody(ctx, loop->body);
+    } else if (auto* c = dynamic_cast<kir::Compute*>(stmt.get())) {
+      Indexer indexer(ctx, c->expr->output());
+      c->out = indexer.output();
+      for (const Val* in : c->expr->inputs()) {
+        // A pad's value is an attribute, not an operand of the copy.
+        if (c->expr->type() == ExprType::Pad && in->asTensor() == nullptr) continue;
+        c->operands.push_back(indexer.operand(in));
+      }
+    } else if (auto* init = dynamic_cast<kir::ReduceInit*>(stmt.get())) {
+      init->out = Indexer(ctx, init->expr->output()).output();
+    } else if (auto* step = dynamic_cast<kir::ReduceStep*>(stmt.get())) {
+      Indexer indexer(ctx, step->expr->output());
+      step->out = indexer.output();
+      step->in = indexer.operand(step->expr->input(0));
+    } else if (auto* reduce = dynamic_cast<kir::BlockReduce*>(stmt.get())) {
+      Indexer indexer(ctx, reduce->expr->output());
+      reduce->out = indexer.output();
+      bool has_serial_part = false;
+      for (int64_t k = 0; k < reduce->expr->output()->nDims(); ++k) {
+        const IterDomain* id = reduce->expr->output()->axis(k);
+        if (id->isReduction() && !isThreadDim(id->parallelType())) has_serial_part = true;
+      }
+      // After serial steps the partial result is in the output buffer;
+      // otherwise the block reduces the input elements directly.
+      reduce->in = has_serial_part ? reduce->out : *indexer.operand(reduce->expr->input(0)).access;
+    }
+  }
+}
+
+}  // namespace
+
+void computeIndices(LoweringContext& ctx) { indexBody(ctx, ctx.kernel.body); }
+
+}  // namespace smelt

@@ -1,0 +1,221 @@
+// Pass loop_nest: builds the loop nest and places one statement group per
+// fusion expression. Guarantees:
+//   * every loop axis of a computed tensor runs in exactly one ForLoop; axes
+//     left of a tensor's compute position run in its consumer's loop (one
+//     ForLoop object, see loopOwner), so producers are computed inside their
+//     consumers' loops;
+//   * a loop is trivial when it is bound to a block/thread index, vectorized,
+//     or runs once;
+//   * a reduction becomes: init before its outermost serial reduction loop, a
+//     step in the innermost loop, and (when reduction axes are bound to thread
+//     indices) a block reduction after the serial reduction loops;
+//   * within every body, statements and loops are ordered so each value is
+//     written before it is read (a stable topological order of the children).
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "fusion/error.h"
+#include "fusion/transform_replay.h"
+#include "lower/passes.h"
+
+namespace smelt {
+
+namespace {
+
+std::string parallelIndexName(ParallelType pt) {
+  switch (pt) {
+    case ParallelType::BIDx: return "blockIdx.x";
+    case ParallelType::BIDy: return "blockIdx.y";
+    case ParallelType::BIDz: return "blockIdx.z";
+    case ParallelType::TIDx: return "threadIdx.x";
+    case ParallelType::TIDy: return "threadIdx.y";
+    case ParallelType::TIDz: return "threadIdx.z";
+    default: return "";
+  }
+}
+
+// Values a statement (or a subtree) writes and reads, for ordering siblings.
+struct Deps {
+  std::set<std::string> defines;
+  std::set<std::string> uses;
+};
+
+class LoopNestBuilder {
+ public:
+  explicit LoopNestBuilder(LoweringContext& ctx) : ctx_(ctx) {}
+
+  void build() {
+    for (Expr* expr : ctx_.fusion->exprs()) place(expr);
+    orderBody(ctx_.kernel.body);
+  }
+
+ private:
+  kir::StmtList& bodyOf(kir::ForLoop* loop) { return loop ? loop->body : ctx_.kernel.body; }
+
+  // The loop of (owner, axis), created inside its parent loop when first needed.
+  kir::ForLoop* loopFor(const TensorView* tv, int64_t axis) {
+    auto key = loopOwner(tv, axis);
+    auto it = ctx_.loops.find(key);
+    if (it != ctx_.loops.end()) return it->second;
+    auto [owner, owner_axis] = key;
+    kir::ForLoop* parent = owner_axis == 0 ? nullptr : loopFor(owner, owner_axis - 1);
+    const IterDomain* id = owner->axis(owner_axis);
+    auto loop = std::make_unique<kir::ForLoop>();
+    loop->iter_domain = id;
+    loop->parallel_type = id->parallelType();
+    loop->extent = id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1) : id->loopExtent();
+    std::string parallel_name = parallelIndexName(loop->parallel_type);
+    loop->index = parallel_name.empty() ? "i" + std::to_string(ctx_.next_loop_number++)
+                                        : parallel_name;
+    loop->trivial = isParallelDim(loop->parallel_type) ||
+                    loop->parallel_type == ParallelType::Vectorize ||
+                    loop->extent.constant() == 1;
+    kir::ForLoop* raw = loop.get();
+    bodyOf(parent).push_back(std::move(loop));
+    ctx_.loops[key] = raw;
+    return raw;
+  }
+
+  kir::ForLoop* innermostLoop(const TensorView* tv) {
+    return tv->nDims() == 0 ? nullptr : loopFor(tv, tv->nDims() - 1);
+  }
+
+  void add(kir::ForLoop* loop, std::unique_ptr<kir::Stmt> stmt, Deps deps) {
+    deps_[stmt.get()] = std::move(deps);
+    bodyOf(loop).push_back(std::move(stmt));
+  }
+
+  // Tensors are told apart by number (names are user-settable).
+  static std::string key(const TensorView* tv) { return "T" + std::to_string(tv->number()); }
+
+  std::set<std::string> inputNames(const Expr* expr) {
+    std::set<std::string> names;
+    for (const TensorView* in : expr->tensorInputs()) names.insert(key(in));
+    return names;
+  }
+
+  void place(Expr* expr) {
+    TensorView* out = expr->output();
+    if (expr->type() != ExprType::Reduction) {
+      auto stmt = std::make_unique<kir::Compute>();
+      stmt->expr = expr;
+      add(innermostLoop(out), std::move(stmt), {{key(out)}, inputNames(expr)});
+      return;
+    }
+    placeReduction(static_cast<ReductionOp*>(expr));
+  }
+
+  void placeReduction(ReductionOp* expr) {
+    TensorView* out = expr->output();
+    int64_t first_serial = -1;
+    std::vector<ParallelType> thread_axes;
+    for (int64_t k = 0; k < out->nDims(); ++k) {
+      const IterDomain* id = out->axis(k);
+      if (!id->isReduction()) continue;
+      if (isThreadDim(id->parallelType())) {
+        thread_axes.push_back(id->parallelType());
+      } else if (first_serial < 0) {
+        first_serial = k;
+      }
+    }
+    const std::string name = key(out);
+    if (first_serial < 0) {  // every reduction axis is bound to threads
+      auto reduce = std::make_unique<kir::BlockReduce>();
+      reduce->expr = expr;
+      reduce->thread_axes = thread_axes;
+      add(innermostLoop(out), std::move(reduce), {{name}, inputNames(expr)});
+      return;
+    }
+    kir::ForLoop* outside = first_serial == 0 ? nullptr : loopFor(out, first_serial - 1);
+    auto init = std::make_unique<kir::ReduceInit>();
+    init->expr = expr;
+    add(outside, std::move(init), {{name + ":init"}, {}});
+    std::set<std::string> step_uses = inputNames(expr);
+    step_uses.insert(name + ":init");
+    auto step = std::make_unique<kir::ReduceStep>();
+    step->expr = expr;
+    bool block_reduce = !thread_axes.empty();
+    std::string step_defines = block_reduce ? name + ":partial" : name;
+    add(innermostLoop(out), std::move(step), {{step_defines}, step_uses});
+    if (block_reduce) {
+      auto reduce = std::make_unique<kir::BlockReduce>();
+      reduce->expr = expr;
+      reduce->thread_axes = thread_axes;
+      add(outside, std::move(reduce), {{name}, {name + ":partial"}});
+    }
+  }
+
+  // Deps of a subtree: what it defines, and what it uses from outside itself.
+  Deps subtreeDeps(const kir::Stmt* stmt) {
+    auto it = deps_.find(stmt);
+    if (it != deps_.end()) return it->second;
+    Deps result;
+    if (auto* loop = dynamic_cast<const kir::ForLoop*>(stmt)) {
+      for (const auto& child : loop->body) {
+        Deps d = subtreeDeps(child.get());
+        result.defines.insert(d.defines.begin(), d.defines.end());
+        result.uses.insert(d.uses.begin(), d.uses.end());
+      }
+      for (const std::string& name : result.defines) result.uses.erase(name);
+    }
+    return result;
+  }
+
+  void orderBody(kir::StmtList& body) {
+    for (auto& stmt : body) {
+      if (auto* loop = dynamic_cast<kir::ForLoop*>(stmt.get())) orderBody(loop->body);
+    }
+    size_t n = body.size();
+    std::vector<Deps> deps;
+    for (auto& stmt : body) deps.push_back(subtreeDeps(stmt.get()));
+    std::vector<std::vector<size_t>> must_follow(n);  // must_follow[b]: the a's before b
+    for (size_t a = 0; a < n; ++a) {
+      for (size_t b = 0; b < n; ++b) {
+        if (a == b) continue;
+        for (const std::string& name : deps[a].defines) {
+          if (deps[b].uses.count(name)) {
+            must_follow[b].push_back(a);
+            break;
+          }
+        }
+      }
+    }
+    std::vector<bool> placed(n, false);
+    kir::StmtList ordered;
+    for (size_t round = 0; round < n; ++round) {
+      size_t pick = n;
+      for (size_t b = 0; b < n && pick == n; ++b) {
+        if (placed[b]) continue;
+        bool ready = std::all_of(must_follow[b].begin(), must_follow[b].end(),
+                                 [&](size_t a) { return placed[a]; });
+        if (ready) pick = b;
+      }
+      if (pick == n) {
+        std::string names;
+        for (size_t b = 0; b < n; ++b) {
+          if (!placed[b]) {
+            for (const std::string& d : deps[b].defines) names += " " + d;
+          }
+        }
+        throw Error(errorMessage("cannot order the loop nests computing", names,
+                                 ": their compute-at positions make them depend on each "
+                                 "other; lower the compute position of one of them"));
+      }
+      placed[pick] = true;
+      ordered.push_back(std::move(body[pick]));
+    }
+    body = std::move(ordered);
+  }
+
+  LoweringContext& ctx_;
+  std::unordered_map<const kir::Stmt*, Deps> deps_;
+};
+
+}  // namespace
+
+void buildLoopNest(LoweringContext& ctx) { LoopNestBuilder(ctx).build(); }
+
+}  // namespace smelt

@@ -1,0 +1,78 @@
+#include "lower/passes.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "fusion/error.h"
+#include "fusion/transform_replay.h"
+#include "lower/lower.h"
+#include "lower/transform_index.h"
+
+namespace smelt {
+
+const std::vector<LoweringPass>& loweringPasses() {
+  static const std::vector<LoweringPass> passes = {
+      {"validate_schedule", validateSchedule},
+      {"loop_nest", buildLoopNest},
+      {"allocation", insertAllocations},
+      {"indexing", computeIndices},
+      {"predicates", insertPredicates},
+      {"syncs", insertSyncs},
+      {"smem_addresses", assignSharedAddresses},
+  };
+  return passes;
+}
+
+bool dumpEnabled(const std::string& what) {
+  const char* env = std::getenv("SMELT_DUMP");
+  if (env == nullptr) return false;
+  std::stringstream items(env);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item == what) return true;
+  }
+  return false;
+}
+
+kir::ForLoop* LoweringContext::loopOf(const TensorView* tv, int64_t axis) const {
+  auto owner = loopOwner(tv, axis);
+  auto it = loops.find(owner);
+  SMELT_INTERNAL_CHECK(it != loops.end(), "no loop for axis ", axis, " of ", tv->name());
+  return it->second;
+}
+
+IntExpr LoweringContext::loopIndex(const TensorView* tv, int64_t axis) const {
+  return loopIndexValue(*loopOf(tv, axis));
+}
+
+kir::Buffer* LoweringContext::bufferOf(const TensorView* tv) const {
+  auto it = buffers.find(tv);
+  SMELT_INTERNAL_CHECK(it != buffers.end(), "no buffer for ", tv->name());
+  return it->second;
+}
+
+GpuLower::GpuLower(Fusion* fusion, LowerOptions options) {
+  SMELT_CHECK(fusion != nullptr, "GpuLower: fusion is null");
+  ctx_.fusion = fusion;
+  ctx_.options = options;
+}
+
+const kir::Kernel& GpuLower::run() {
+  SMELT_CHECK(!ran_, "GpuLower::run: this fusion was already lowered");
+  ran_ = true;
+  FusionGuard guard(ctx_.fusion);
+  if (dumpEnabled("fusion")) std::cout << ctx_.fusion->toString();
+  for (const LoweringPass& pass : loweringPasses()) {
+    pass.run(ctx_);
+    if (dumpEnabled(std::string("after:") + pass.name)) {
+      std::cout << "=== kernel IR after " << pass.name << " ===\n" << ctx_.kernel.toString();
+    }
+  }
+  if (dumpEnabled("kernel_ir")) {
+    std::cout << "=== kernel IR ===\n" << ctx_.kernel.toString() << ctx_.kernel.summary();
+  }
+  return ctx_.kernel;
+}
+
+}  // namespace smelt

@@ -1,0 +1,102 @@
+// Pass predicates: guards on every computing statement. Guarantees:
+//   * no access beyond a tensor's logical extent: axes that reach a loop
+//     through a split that may overrun (non-divisible or symbolic) are bounded;
+//   * a loop bound to a thread/block index with a smaller extent than the
+//     launch's runs only for indices below its extent;
+//   * a Shared or Global element is written by exactly one thread: when the
+//     launch has more than one thread (block) along a dimension the writer's
+//     loops do not bind, only index 0 along it writes. Readers on other
+//     threads then need a barrier, which the syncs pass provides.
+// Block reductions keep every thread participating; their predicate only says
+// which threads contribute a value.
+#include "fusion/error.h"
+#include "lower/passes.h"
+#include "lower/transform_index.h"
+
+namespace smelt {
+
+namespace {
+
+using Term = kir::Predicate::Term;
+
+struct Dim {
+  ParallelType pt;
+  const char* symbol;
+  bool is_block;
+  int slot;
+};
+const Dim kDims[] = {
+    {ParallelType::TIDx, "threadIdx.x", false, 0}, {ParallelType::TIDy, "threadIdx.y", false, 1},
+    {ParallelType::TIDz, "threadIdx.z", false, 2}, {ParallelType::BIDx, "blockIdx.x", true, 0},
+    {ParallelType::BIDy, "blockIdx.y", true, 1},   {ParallelType::BIDz, "blockIdx.z", true, 2},
+};
+
+class Predicator {
+ public:
+  explicit Predicator(LoweringContext& ctx) : ctx_(ctx) {}
+
+  void run(kir::StmtList& body) {
+    for (auto& stmt : body) {
+      if (auto* loop = dynamic_cast<kir::ForLoop*>(stmt.get())) {
+        run(loop->body);
+      } else if (auto* c = dynamic_cast<kir::Compute*>(stmt.get())) {
+        c->predicate = predicateFor(c->expr->output(), /*with_reduction_axes=*/false, true);
+      } else if (auto* init = dynamic_cast<kir::ReduceInit*>(stmt.get())) {
+        init->predicate = predicateFor(init->expr->output(), false, true);
+      } else if (auto* step = dynamic_cast<kir::ReduceStep*>(stmt.get())) {
+        step->predicate = predicateFor(step->expr->output(), true, true);
+      } else if (auto* reduce = dynamic_cast<kir::BlockReduce*>(stmt.get())) {
+        // After serial steps, out-of-range elements already hold the init
+        // value; only a reduction reading its input directly bounds it.
+        bool reads_input = reduce->in.buffer != reduce->out.buffer;
+        reduce->predicate = predicateFor(reduce->expr->output(), reads_input, false);
+      }
+    }
+  }
+
+ private:
+  kir::Predicate predicateFor(const TensorView* tv, bool with_reduction_axes,
+                              bool single_writer) {
+    kir::Predicate pred;
+    std::vector<IntExpr> loop_indices;
+    for (int64_t k = 0; k < tv->nDims(); ++k) loop_indices.push_back(ctx_.loopIndex(tv, k));
+    IndexMap logical = logicalIndices(tv, loop_indices);
+    for (const IterDomain* id : tv->logicalDomain()) {
+      if (id->isReduction() && !with_reduction_axes) continue;
+      if (needsBoundsCheck(tv, id)) {
+        pred.terms.push_back({logical.at(id), Term::Kind::LessThan, id->extent()});
+      }
+    }
+    const kir::LaunchDims& launch = ctx_.kernel.launch;
+    for (const Dim& dim : kDims) {
+      const IntExpr& launch_extent = dim.is_block ? launch.grid[dim.slot] : launch.block[dim.slot];
+      // Bound by one of the tensor's loops (the statement may sit outside
+      // trivial thread loops, as a reduction's init does, and still use the
+      // thread index).
+      const kir::ForLoop* bound = nullptr;
+      for (int64_t k = 0; k < tv->nDims(); ++k) {
+        if (ctx_.loopOf(tv, k)->parallel_type == dim.pt) bound = ctx_.loopOf(tv, k);
+      }
+      if (bound != nullptr) {
+        if (!bound->extent.sameAs(launch_extent)) {
+          pred.terms.push_back({IntExpr::symbol(dim.symbol), Term::Kind::LessThan, bound->extent});
+        }
+        continue;
+      }
+      bool writes_shared_state = tv->memoryType() == MemoryType::Global ||
+                                 (tv->memoryType() == MemoryType::Shared && !dim.is_block);
+      if (single_writer && writes_shared_state && launch_extent.constant() != 1) {
+        pred.terms.push_back({IntExpr::symbol(dim.symbol), Term::Kind::Equal, 0});
+      }
+    }
+    return pred;
+  }
+
+  LoweringContext& ctx_;
+};
+
+}  // namespace
+
+void insertPredicates(LoweringContext& ctx) { Predicator(ctx).run(ctx.kernel.body); }
+
+}  // namespace smelt

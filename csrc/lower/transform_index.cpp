@@ -1,0 +1,95 @@
+#include "lower/transform_index.h"
+
+#include <algorithm>
+
+#include "fusion/error.h"
+#include "fusion/transform_replay.h"
+
+namespace smelt {
+
+IntExpr loopIndexValue(const kir::ForLoop& loop) {
+  if (loop.extent.constant() == 1) return 0;
+  return IntExpr::symbol(loop.index);
+}
+
+namespace {
+IntExpr lookup(const IndexMap& map, const IterDomain* id) {
+  if (id->isBroadcast()) return 0;
+  auto it = map.find(id);
+  return it == map.end() ? IntExpr(0) : it->second;
+}
+}  // namespace
+
+IndexMap logicalIndices(const TensorView* tv, const std::vector<IntExpr>& loop_indices) {
+  SMELT_INTERNAL_CHECK(static_cast<int64_t>(loop_indices.size()) == tv->nDims());
+  IndexMap index;
+  for (int64_t k = 0; k < tv->nDims(); ++k) index[tv->axis(k)] = loop_indices[k];
+  std::vector<const IdTransform*> history = transformHistory(tv);
+  for (auto it = history.rbegin(); it != history.rend(); ++it) {
+    const IdTransform* t = *it;
+    if (t->kind == IdTransform::Kind::Split) {
+      const IterDomain* outer = t->outputs[0];
+      const IterDomain* inner = t->outputs[1];
+      index[t->inputs[0]] = lookup(index, outer) * inner->extent() + lookup(index, inner);
+    } else {
+      const IterDomain* outer = t->inputs[0];
+      const IterDomain* inner = t->inputs[1];
+      IntExpr merged = lookup(index, t->outputs[0]);
+      if (outer->isBroadcast()) {
+        index[inner] = merged;
+      } else if (inner->isBroadcast()) {
+        index[outer] = merged;
+      } else {
+        index[outer] = merged / inner->extent();
+        index[inner] = merged % inner->extent();
+      }
+    }
+  }
+  for (const IterDomain* id : tv->logicalDomain()) {
+    if (id->isBroadcast()) index[id] = 0;
+  }
+  return index;
+}
+
+std::vector<IntExpr> loopIndicesFromLogical(const TensorView* tv, const IndexMap& logical) {
+  IndexMap index = logical;
+  for (const IdTransform* t : transformHistory(tv)) {
+    if (t->kind == IdTransform::Kind::Split) {
+      IntExpr in = lookup(index, t->inputs[0]);
+      IntExpr inner_extent = t->outputs[1]->extent();
+      index[t->outputs[0]] = in / inner_extent;
+      index[t->outputs[1]] = in % inner_extent;
+    } else {
+      const IterDomain* outer = t->inputs[0];
+      const IterDomain* inner = t->inputs[1];
+      index[t->outputs[0]] = outer->isBroadcast()   ? lookup(index, inner)
+                             : inner->isBroadcast() ? lookup(index, outer)
+                                                    : lookup(index, outer) * inner->extent() +
+                                                          lookup(index, inner);
+    }
+  }
+  std::vector<IntExpr> result;
+  for (const IterDomain* id : tv->loopDomain()) result.push_back(lookup(index, id));
+  return result;
+}
+
+bool needsBoundsCheck(const TensorView* tv, const IterDomain* id) {
+  if (id->isBroadcast()) return false;
+  std::vector<const IdTransform*> history = transformHistory(tv);
+  std::vector<const IterDomain*> frontier{id};
+  for (const IdTransform* t : history) {
+    bool touches = std::any_of(t->inputs.begin(), t->inputs.end(), [&](const IterDomain* in) {
+      return std::find(frontier.begin(), frontier.end(), in) != frontier.end();
+    });
+    if (!touches) continue;
+    if (t->kind == IdTransform::Kind::Split) {
+      auto extent = t->inputs[0]->extent().constant();
+      auto factor = t->factor.constant();
+      if (!extent || !factor || *extent % *factor != 0) return true;
+    }
+    frontier.insert(frontier.end(), t->outputs.begin(), t->outputs.end());
+  }
+  return false;
+}
+
+}  // namespace smelt

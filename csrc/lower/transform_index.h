@@ -1,0 +1,34 @@
+// Index arithmetic through a tensor's splits and merges:
+//   loop indices -> logical indices (to address a consumer's element), and
+//   logical indices -> loop indices (to find that element in a producer's
+//   allocation, which is laid out over its loop axes).
+// Broadcast axes always have index 0.
+#pragma once
+
+#include <unordered_map>
+#include <vector>
+
+#include "fusion/ir.h"
+#include "lower/kir.h"
+
+namespace smelt {
+
+using IndexMap = std::unordered_map<const IterDomain*, IntExpr>;
+
+// The value of a loop's index: its variable, the thread/block index it is
+// bound to, or 0 when it runs once.
+IntExpr loopIndexValue(const kir::ForLoop& loop);
+
+// Logical-axis indices of `tv` given the index of each of its loop axes.
+IndexMap logicalIndices(const TensorView* tv, const std::vector<IntExpr>& loop_indices);
+
+// Loop-axis indices of `tv` given indices of its logical axes (axes absent
+// from the map, e.g. reduction axes, count as 0).
+std::vector<IntExpr> loopIndicesFromLogical(const TensorView* tv, const IndexMap& logical);
+
+// True when the logical axis `id` of `tv` reaches the loop domain through a
+// split that may overrun its extent (non-divisible or symbolic), so accesses
+// need a bounds predicate on it.
+bool needsBoundsCheck(const TensorView* tv, const IterDomain* id);
+
+}  // namespace smelt

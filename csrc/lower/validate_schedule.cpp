@@ -1,0 +1,81 @@
+// Pass validate_schedule: rejects schedules the later passes cannot lower,
+// with a smelt::Error naming the tensor and axis. After it:
+//   * every compute position still maps onto the consumers' loops (a consumer
+//     re-scheduled after computeAt is caught here);
+//   * an axis sharing a consumer's loop is not bound to a different parallel
+//     type than that loop;
+//   * reductions are not bound to block indices (no grid reductions yet) and
+//     keep their iteration axes outside their serial reduction loops;
+//   * vectorized axes are innermost with constant extents.
+#include <algorithm>
+
+#include "fusion/error.h"
+#include "fusion/transform_replay.h"
+#include "lower/passes.h"
+
+namespace smelt {
+
+namespace {
+
+void checkComputePosition(const TensorView* tv) {
+  int64_t max_pos = tv->maxInlinePosition();
+  SMELT_CHECK(tv->computePosition() <= max_pos, "tensor ", tv->name(), " is computed at position ",
+              tv->computePosition(), " but only its first ", max_pos,
+              " loop axes map onto its consumers' loops (was a consumer re-scheduled after "
+              "computeAt/inlineAt?)");
+  for (int64_t k = 0; k < tv->computePosition(); ++k) {
+    auto [owner, owner_axis] = loopOwner(tv, k);
+    ParallelType mine = tv->axis(k)->parallelType();
+    ParallelType shared = owner->axis(owner_axis)->parallelType();
+    SMELT_CHECK(mine == ParallelType::Serial || mine == shared,
+                "inconsistent parallelization across compute-at: tensor ", tv->name(), " axis ",
+                k, " (", tv->axis(k)->toString(), ") is ", mine, " but runs in the loop of ",
+                owner->name(), " axis ", owner_axis, ", which is ", shared);
+  }
+}
+
+void checkReduction(const TensorView* tv) {
+  int64_t first_serial_reduction = -1;
+  for (int64_t k = 0; k < tv->nDims(); ++k) {
+    const IterDomain* id = tv->axis(k);
+    ParallelType pt = id->parallelType();
+    if (id->isReduction()) {
+      SMELT_CHECK(!isBlockDim(pt), "tensor ", tv->name(), " axis ", k, " (", id->toString(),
+                  ") is a reduction bound to ", pt,
+                  "; reductions across blocks (grid reductions) are not supported");
+      if (!isThreadDim(pt) && first_serial_reduction < 0) first_serial_reduction = k;
+      continue;
+    }
+    bool runs_once = isParallelDim(pt) || id->loopExtent().constant() == 1;
+    SMELT_CHECK(first_serial_reduction < 0 || runs_once, "tensor ", tv->name(), " axis ", k,
+                " (", id->toString(), ") iterates inside its reduction axis ",
+                first_serial_reduction,
+                "; reorder the serial reduction axes to the inside of the iteration axes");
+  }
+}
+
+void checkVectorize(const TensorView* tv) {
+  for (int64_t k = 0; k < tv->nDims(); ++k) {
+    if (tv->axis(k)->parallelType() != ParallelType::Vectorize) continue;
+    SMELT_CHECK(k == tv->nDims() - 1, "tensor ", tv->name(), " axis ", k,
+                " is vectorized but is not the innermost loop axis");
+    SMELT_CHECK(tv->memoryType() != MemoryType::Global || tv->axis(k)->extent().isConstant(),
+                "tensor ", tv->name(), " axis ", k, " is vectorized with a symbolic extent");
+  }
+}
+
+}  // namespace
+
+void validateSchedule(LoweringContext& ctx) {
+  SMELT_CHECK(!ctx.fusion->outputs().empty(), "cannot lower a fusion without outputs");
+  for (TensorView* tv : ctx.fusion->allTensors()) {
+    if (tv->isFusionInput()) continue;
+    checkComputePosition(tv);
+    if (tv->hasReduction()) checkReduction(tv);
+    checkVectorize(tv);
+    SMELT_CHECK(!tv->shouldPromoteReuse() || tv->memoryType() == MemoryType::Shared,
+                "promoteReuse: tensor ", tv->name(), " is not in Shared memory");
+  }
+}
+
+}  // namespace smelt
