@@ -1,0 +1,60 @@
+#include "runtime/kernel_cache.h"
+
+namespace smelt {
+
+CUfunction CachedKernel::function(int device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (module_ == nullptr || module_->device() != device) {
+    module_ = std::make_unique<cuda::Module>(compiled_.cubin, device);
+    function_ = module_->function(compiled_.kernel_name);
+  }
+  return function_;
+}
+
+void CachedKernel::launch(const cuda::LaunchConfig& config, const std::vector<void*>& args, int device) {
+  cuda::launchKernel(function(device), config, args);
+}
+
+std::shared_ptr<CachedKernel> KernelCache::getOrCompile(const std::string& key, const Compile& compile) {
+  // Compiling under the lock: two callers missing on one key compile once.
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = kernels_.find(key);
+  if (it != kernels_.end()) {
+    ++hits_;
+    return it->second;
+  }
+  ++misses_;
+  auto kernel = std::make_shared<CachedKernel>(compile());
+  kernels_.emplace(key, kernel);
+  return kernel;
+}
+
+std::shared_ptr<CachedKernel> KernelCache::find(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = kernels_.find(key);
+  return it == kernels_.end() ? nullptr : it->second;
+}
+
+size_t KernelCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return kernels_.size();
+}
+
+int64_t KernelCache::hits() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return hits_;
+}
+
+int64_t KernelCache::misses() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return misses_;
+}
+
+void KernelCache::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  kernels_.clear();
+  hits_ = 0;
+  misses_ = 0;
+}
+
+}  // namespace smelt

@@ -1,0 +1,61 @@
+// Compiled kernels by a key the caller builds from everything that changes
+// the generated code: the fusion's structure and schedule, the inputs'
+// dtypes, ranks and contiguity, and the target architecture. A hit returns
+// the kernel compiled (and, once launched, loaded) before: no re-lowering,
+// no NVRTC, no module load.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/cuda_driver.h"
+#include "runtime/nvrtc_compiler.h"
+
+namespace smelt {
+
+// One compiled kernel; its module is loaded into the device on first use.
+class CachedKernel {
+ public:
+  explicit CachedKernel(CompiledKernel compiled) : compiled_(std::move(compiled)) {}
+  const CompiledKernel& compiled() const { return compiled_; }
+
+  // The kernel's function on `device`, loading the cubin the first time
+  // (throws "no CUDA device: ..." without one).
+  CUfunction function(int device = 0);
+  void launch(const cuda::LaunchConfig& config, const std::vector<void*>& args, int device = 0);
+
+ private:
+  CompiledKernel compiled_;
+  std::mutex mutex_;
+  std::unique_ptr<cuda::Module> module_;
+  CUfunction function_ = nullptr;
+};
+
+class KernelCache {
+ public:
+  using Compile = std::function<CompiledKernel()>;
+
+  // The kernel cached under `key`; on a miss, calls `compile` once and caches
+  // its result (a throwing compile caches nothing).
+  std::shared_ptr<CachedKernel> getOrCompile(const std::string& key, const Compile& compile);
+  // nullptr when `key` is not cached.
+  std::shared_ptr<CachedKernel> find(const std::string& key) const;
+
+  size_t size() const;
+  int64_t hits() const;
+  int64_t misses() const;
+  void clear();
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<CachedKernel>> kernels_;
+  int64_t hits_ = 0;
+  int64_t misses_ = 0;
+};
+
+}  // namespace smelt

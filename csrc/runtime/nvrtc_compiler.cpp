@@ -1,0 +1,152 @@
+#include "runtime/nvrtc_compiler.h"
+
+#include <nvrtc.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <regex>
+#include <sstream>
+
+#include "fusion/error.h"
+
+namespace smelt {
+namespace {
+
+void checkNvrtc(nvrtcResult result, const char* call) {
+  SMELT_CHECK(result == NVRTC_SUCCESS, "NVRTC: ", call, " failed: ", nvrtcGetErrorString(result));
+}
+
+// True when SMELT_DUMP (comma-separated) names `what`.
+bool dumpEnabled(const std::string& what) {
+  const char* env = std::getenv("SMELT_DUMP");
+  if (env == nullptr) return false;
+  std::stringstream list(env);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    if (item == what) return true;
+  }
+  return false;
+}
+
+std::string programLog(nvrtcProgram program) {
+  size_t size = 0;
+  checkNvrtc(nvrtcGetProgramLogSize(program, &size), "nvrtcGetProgramLogSize");
+  std::string log(size, '\0');
+  checkNvrtc(nvrtcGetProgramLog(program, log.data()), "nvrtcGetProgramLog");
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+int64_t capture(const std::string& text, const std::regex& pattern) {
+  std::smatch match;
+  return std::regex_search(text, match, pattern) ? std::stoll(match[1].str()) : 0;
+}
+
+}  // namespace
+
+std::string cudaIncludeDir() {
+  const char* env = std::getenv("SMELT_CUDA_INCLUDE");
+  if (env != nullptr && *env != '\0') return env;
+  return SMELT_CUDA_INCLUDE_DIR;
+}
+
+std::string numberedSource(const std::string& source) {
+  std::ostringstream os;
+  std::istringstream lines(source);
+  std::string text;
+  for (int number = 1; std::getline(lines, text); ++number) {
+    os << std::setw(4) << number << " | " << text << "\n";
+  }
+  return os.str();
+}
+
+std::vector<int> nvrtcSupportedArchs() {
+  int count = 0;
+  checkNvrtc(nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
+  std::vector<int> archs(count);
+  checkNvrtc(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs");
+  return archs;
+}
+
+PtxasInfo parsePtxasInfo(const std::string& log, const std::string& kernel_name) {
+  // ptxas reports each entry function as a block starting with
+  //   ptxas info    : Compiling entry function 'NAME' for 'sm_90'
+  // followed by "Function properties for NAME" (stack frame, spills) and
+  // "Used N registers, used B barriers, S bytes smem, ..." lines.
+  const std::string header = "Compiling entry function '" + kernel_name + "'";
+  const size_t begin = log.find(header);
+  SMELT_CHECK(begin != std::string::npos, "ptxas: no report for kernel '", kernel_name,
+              "' in the compilation log:\n", log);
+  size_t end = log.find("Compiling entry function", begin + header.size());
+  const std::string block = log.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  PtxasInfo info;
+  info.registers = capture(block, std::regex(R"(Used (\d+) registers)"));
+  info.barriers = capture(block, std::regex(R"(used (\d+) barriers)"));
+  info.static_smem_bytes = capture(block, std::regex(R"((\d+) bytes smem)"));
+  info.stack_frame_bytes = capture(block, std::regex(R"((\d+) bytes stack frame)"));
+  info.spill_store_bytes = capture(block, std::regex(R"((\d+) bytes spill stores)"));
+  info.spill_load_bytes = capture(block, std::regex(R"((\d+) bytes spill loads)"));
+  SMELT_CHECK(block.find("registers") != std::string::npos, "ptxas: the report for '", kernel_name,
+              "' has no register count:\n", block);
+  return info;
+}
+
+CompiledKernel compileCuda(const std::string& source, const std::string& kernel_name,
+                           const NvrtcOptions& options) {
+  if (dumpEnabled("cuda")) std::cout << "=== CUDA " << kernel_name << " ===\n" << source;
+  const auto start = std::chrono::steady_clock::now();
+
+  nvrtcProgram raw = nullptr;
+  checkNvrtc(nvrtcCreateProgram(&raw, source.c_str(), (kernel_name + ".cu").c_str(), 0, nullptr, nullptr),
+             "nvrtcCreateProgram");
+  std::unique_ptr<_nvrtcProgram, void (*)(_nvrtcProgram*)> program(raw, [](_nvrtcProgram* p) {
+    nvrtcDestroyProgram(&p);
+  });
+
+  // sm_XX (not compute_XX) makes NVRTC run ptxas and produce a cubin, which
+  // is what lets ptxas -v report registers and shared memory.
+  std::vector<std::string> args = {
+      "--gpu-architecture=sm_" + std::to_string(options.arch),
+      "-std=c++17",
+      "-I" + cudaIncludeDir(),
+      "--ptxas-options=-v",
+  };
+  args.insert(args.end(), options.extra_options.begin(), options.extra_options.end());
+  std::vector<const char*> argv;
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+
+  const nvrtcResult result = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  CompiledKernel compiled;
+  compiled.kernel_name = kernel_name;
+  compiled.arch = options.arch;
+  compiled.log = programLog(program.get());
+  if (result != NVRTC_SUCCESS) {
+    std::ostringstream options_text;
+    for (const std::string& arg : args) options_text << " " << arg;
+    throw Error(errorMessage("NVRTC failed to compile kernel '", kernel_name, "' (",
+                             nvrtcGetErrorString(result), ") with options", options_text.str(),
+                             "\n--- NVRTC log ---\n", compiled.log, "\n--- source ---\n",
+                             numberedSource(source)));
+  }
+  size_t size = 0;
+  checkNvrtc(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
+  compiled.cubin.resize(size);
+  checkNvrtc(nvrtcGetCUBIN(program.get(), compiled.cubin.data()), "nvrtcGetCUBIN");
+  compiled.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  compiled.ptxas = parsePtxasInfo(compiled.log, kernel_name);
+  if (dumpEnabled("ptxas")) {
+    const PtxasInfo& p = compiled.ptxas;
+    std::cout << "=== ptxas " << kernel_name << " sm_" << options.arch << " ===\n"
+              << "registers " << p.registers << ", spill stores " << p.spill_store_bytes
+              << " B, spill loads " << p.spill_load_bytes << " B, stack " << p.stack_frame_bytes
+              << " B, static smem " << p.static_smem_bytes << " B, barriers " << p.barriers
+              << ", compile " << compiled.compile_ms << " ms\n";
+  }
+  return compiled;
+}
+
+}  // namespace smelt

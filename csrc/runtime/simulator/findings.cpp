@@ -1,0 +1,131 @@
+#include "runtime/simulator/findings.h"
+
+#include <sstream>
+
+namespace smelt::sim {
+
+ThreadIndex Findings::thread(int32_t linear) const {
+  ThreadIndex t;
+  t.x = linear % bdx_;
+  t.y = (linear / bdx_) % bdy_;
+  t.z = linear / (bdx_ * bdy_);
+  return t;
+}
+
+std::string Findings::where(const AccessEvent& a) const {
+  std::ostringstream os;
+  os << "position " << program_.instrs[a.pc].position << " (" << program_.stmt_text[a.pc]
+     << ") by thread " << thread(a.thread).toString() << " of block " << block_.toString();
+  return os.str();
+}
+
+bool Findings::admit(const std::tuple<int, int, int, int, int>& key) {
+  auto [it, inserted] = seen_.emplace(key, -1);
+  if (!inserted) return false;
+  if (kept_ >= options_.max_findings) {
+    ++report_.dropped_findings;
+    return false;
+  }
+  ++kept_;
+  return true;
+}
+
+void Findings::race(RaceKind kind, const AccessEvent& first, bool first_write,
+                    const AccessEvent& second, bool second_write, int64_t byte) {
+  auto key = std::make_tuple(static_cast<int>(kind), first.pc, second.pc, first.buffer,
+                             second.buffer);
+  auto it = seen_.find(key);
+  if (it != seen_.end()) {
+    if (it->second < 0) return;
+    RaceReport& r = report_.races[it->second];
+    ++r.bytes;
+    r.min_byte = std::min(r.min_byte, byte);
+    r.max_byte = std::max(r.max_byte, byte);
+    return;
+  }
+  if (!admit(key)) return;
+  auto side = [&](const AccessEvent& a, bool is_write) {
+    RaceAccess ra;
+    ra.thread = thread(a.thread);
+    ra.is_write = is_write;
+    ra.position = program_.instrs[a.pc].position;
+    ra.statement = program_.stmt_text[a.pc];
+    ra.buffer = program_.buffers[a.buffer].name;
+    ra.byte_offset = byte;
+    ra.buffer_byte = byte - shared_address_[a.buffer];
+    return ra;
+  };
+  RaceReport r;
+  r.kind = kind;
+  r.block = block_;
+  r.first = side(first, first_write);
+  r.second = side(second, second_write);
+  r.bytes = 1;
+  r.min_byte = r.max_byte = byte;
+  seen_[key] = static_cast<int64_t>(report_.races.size());
+  report_.races.push_back(std::move(r));
+}
+
+void Findings::outOfBounds(const AccessEvent& a, bool is_write, int64_t index,
+                           int64_t elements) {
+  auto key = std::make_tuple(100 + static_cast<int>(SimError::Kind::OutOfBounds), a.pc,
+                             a.buffer, is_write ? 1 : 0, 0);
+  auto it = seen_.find(key);
+  if (it != seen_.end()) {
+    if (it->second >= 0) ++report_.errors[it->second].occurrences;
+    return;
+  }
+  if (!admit(key)) return;
+  std::ostringstream os;
+  os << "out-of-bounds " << (is_write ? "write" : "read") << " of "
+     << program_.buffers[a.buffer].name << "[" << index << "] (" << elements
+     << " elements) at " << where(a);
+  seen_[key] = static_cast<int64_t>(report_.errors.size());
+  report_.errors.push_back({SimError::Kind::OutOfBounds, program_.instrs[a.pc].position,
+                            program_.buffers[a.buffer].name, os.str(), 1});
+}
+
+void Findings::uninitialized(const AccessEvent& a, int64_t byte) {
+  auto key = std::make_tuple(100 + static_cast<int>(SimError::Kind::UninitializedRead), a.pc,
+                             a.buffer, 0, 0);
+  auto it = seen_.find(key);
+  if (it != seen_.end()) {
+    if (it->second >= 0) ++report_.errors[it->second].occurrences;
+    return;
+  }
+  if (!admit(key)) return;
+  std::ostringstream os;
+  os << "read of never-written shared memory: " << program_.buffers[a.buffer].name << " byte "
+     << byte - shared_address_[a.buffer] << " (shared byte " << byte << ") at " << where(a);
+  seen_[key] = static_cast<int64_t>(report_.errors.size());
+  report_.errors.push_back({SimError::Kind::UninitializedRead, program_.instrs[a.pc].position,
+                            program_.buffers[a.buffer].name, os.str(), 1});
+}
+
+void Findings::divergentBarrier(int32_t thread_a, int32_t pc_a, int32_t thread_b,
+                                int32_t pc_b) {
+  auto key = std::make_tuple(100 + static_cast<int>(SimError::Kind::DivergentBarrier), pc_a,
+                             pc_b, 0, 0);
+  auto it = seen_.find(key);
+  if (it != seen_.end()) {
+    if (it->second >= 0) ++report_.errors[it->second].occurrences;
+    return;
+  }
+  if (!admit(key)) return;
+  std::ostringstream os;
+  os << "divergent barrier in block " << block_.toString() << ": thread "
+     << thread(thread_a).toString() << " waits at position " << program_.instrs[pc_a].position
+     << " (" << program_.stmt_text[pc_a] << ") but thread " << thread(thread_b).toString();
+  if (pc_b < 0) {
+    os << " has exited";
+  } else {
+    os << " waits at position " << program_.instrs[pc_b].position << " ("
+       << program_.stmt_text[pc_b] << ")";
+  }
+  os << "; the rest of the block was not simulated";
+  seen_[key] = static_cast<int64_t>(report_.errors.size());
+  report_.errors.push_back(
+      {SimError::Kind::DivergentBarrier, program_.instrs[pc_a].position, "", os.str(), 1});
+}
+
+}  // namespace smelt::sim

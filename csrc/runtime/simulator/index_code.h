@@ -1,0 +1,65 @@
+// IntExpr compiled for the simulator's inner loop. IntExpr::evaluate walks a
+// tree of shared_ptr nodes and looks symbols up in a std::map; the simulator
+// evaluates every index of every statement of every thread, so each IntExpr is
+// compiled once into postfix code over a flat array of symbol slots.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fusion/int_expr.h"
+
+namespace smelt::sim {
+
+// Symbol name -> slot in the per-thread value array.
+class SymbolTable {
+ public:
+  int slot(const std::string& name);  // adds the symbol when absent
+  int find(const std::string& name) const;  // -1 when absent
+  int size() const { return static_cast<int>(names_.size()); }
+  const std::string& name(int slot) const { return names_[slot]; }
+
+ private:
+  std::unordered_map<std::string, int> slots_;
+  std::vector<std::string> names_;
+};
+
+// All compiled expressions of one kernel, addressed by the handle add() returns.
+class IndexCode {
+ public:
+  int add(const IntExpr& expr, SymbolTable& symbols);
+  int64_t eval(int handle, const int64_t* slots) const {
+    const Header& h = headers_[handle];
+    // Most indices are a constant or a bare loop index: skip the stack machine.
+    if (h.form == Form::Constant) return h.value;
+    if (h.form == Form::Symbol) return slots[h.value];
+    return run(h, slots);
+  }
+
+ private:
+  enum class Form : uint8_t { Constant, Symbol, Code };
+  enum class Op : uint8_t { Push, Add, Sub, Mul, Div, CeilDiv, Mod, Min, Max };
+  // Where an instruction's (right) operand comes from.
+  enum class Src : uint8_t { Stack, Const, Slot };
+  struct Instr {
+    Op op;
+    Src src;
+    int64_t arg;  // the constant or the slot
+  };
+  struct Header {
+    Form form;
+    int64_t value;  // Constant: the value; Symbol: the slot
+    uint32_t begin, end;  // Code: instruction range
+  };
+  static constexpr int kMaxDepth = 64;
+
+  void emit(const IntExpr& expr, SymbolTable& symbols, int depth);
+  int64_t run(const Header& h, const int64_t* slots) const;
+
+  std::vector<Header> headers_;
+  std::vector<Instr> code_;
+};
+
+}  // namespace smelt::sim

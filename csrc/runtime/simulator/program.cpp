@@ -1,0 +1,351 @@
+#include "runtime/simulator/program.h"
+
+#include "fusion/error.h"
+#include "fusion/ir.h"
+
+namespace smelt::sim {
+namespace {
+
+const char* const kBuiltinNames[kNumBuiltins] = {
+    "threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z",
+    "blockDim.x",  "blockDim.y",  "blockDim.z",  "gridDim.x",  "gridDim.y",  "gridDim.z"};
+
+int builtinSlot(ParallelType pt) {
+  switch (pt) {
+    case ParallelType::TIDx: return kThreadIdx + 0;
+    case ParallelType::TIDy: return kThreadIdx + 1;
+    case ParallelType::TIDz: return kThreadIdx + 2;
+    case ParallelType::BIDx: return kBlockIdx + 0;
+    case ParallelType::BIDy: return kBlockIdx + 1;
+    case ParallelType::BIDz: return kBlockIdx + 2;
+    default: SMELT_INTERNAL_CHECK(false, "not a grid/block parallel type");
+  }
+  return -1;
+}
+
+uint8_t threadAxisMask(const std::vector<ParallelType>& axes, int64_t position) {
+  uint8_t mask = 0;
+  for (ParallelType pt : axes) {
+    SMELT_CHECK(isThreadDim(pt), "simulator: statement ", position,
+                " reduces/broadcasts over ", pt, ", which is not a thread axis");
+    mask |= static_cast<uint8_t>(1u << (builtinSlot(pt) - kThreadIdx));
+  }
+  return mask;
+}
+
+std::string statementText(const kir::Stmt* stmt) {
+  auto exprText = [](const Expr* e) { return e ? " " + e->toString() : std::string(); };
+  switch (stmt->kind()) {
+    case kir::StmtKind::Compute:
+      return "Compute" + exprText(static_cast<const kir::Compute*>(stmt)->expr);
+    case kir::StmtKind::ReduceInit:
+      return "ReduceInit" + exprText(static_cast<const kir::ReduceInit*>(stmt)->expr);
+    case kir::StmtKind::ReduceStep:
+      return "ReduceStep" + exprText(static_cast<const kir::ReduceStep*>(stmt)->expr);
+    case kir::StmtKind::BlockReduce:
+      return "BlockReduce" + exprText(static_cast<const kir::BlockReduce*>(stmt)->expr);
+    case kir::StmtKind::BlockBroadcast:
+      return "BlockBroadcast" + exprText(static_cast<const kir::BlockBroadcast*>(stmt)->expr);
+    case kir::StmtKind::BlockSync: {
+      const auto* sync = static_cast<const kir::BlockSync*>(stmt);
+      return sync->reason.empty() ? "BlockSync" : "BlockSync (" + sync->reason + ")";
+    }
+    case kir::StmtKind::ForLoop:
+      return "for " + static_cast<const kir::ForLoop*>(stmt)->index;
+    case kir::StmtKind::IfThenElse: return "if";
+    case kir::StmtKind::Allocate:
+      return "Allocate " + static_cast<const kir::Allocate*>(stmt)->buffer->name;
+  }
+  return "?";
+}
+
+class Compiler {
+ public:
+  Compiler(Program& program, const std::map<std::string, double>& scalars)
+      : p_(program), scalars_(scalars) {
+    for (const char* name : kBuiltinNames) p_.symbols.slot(name);
+  }
+
+  void compile(const kir::Kernel& kernel) {
+    positions_ = kir::numberPositions(kernel.body);
+    // Kernel buffers first, so ids follow the kernel's own order.
+    for (const auto& b : kernel.buffers) bufferId(b.get());
+    for (const kir::Buffer* b : kernel.inputs) bufferId(b);
+    for (const kir::Buffer* b : kernel.outputs) bufferId(b);
+    compileList(kernel.body);
+    Instr end;
+    end.op = Op::End;
+    end.position = static_cast<int32_t>(positions_.count);
+    emit(end, nullptr);
+    p_.runtime_slot.assign(p_.symbols.size(), false);
+    for (int s = 0; s < kNumBuiltins; ++s) p_.runtime_slot[s] = true;
+    for (int s : loop_slots_) p_.runtime_slot[s] = true;
+  }
+
+ private:
+  int32_t bufferId(const kir::Buffer* b) {
+    SMELT_CHECK(b != nullptr, "simulator: an access has no buffer");
+    auto it = p_.buffer_ids.find(b);
+    if (it != p_.buffer_ids.end()) return it->second;
+    if (b->alias_of) bufferId(b->alias_of);
+    RtBuffer rb;
+    rb.kir = b;
+    rb.name = b->name;
+    rb.memory = b->memory;
+    rb.dtype = b->dtype;
+    rb.elem_size = dataTypeSize(b->dtype);
+    auto id = static_cast<int32_t>(p_.buffers.size());
+    p_.buffers.push_back(rb);
+    p_.buffer_ids.emplace(b, id);
+    return id;
+  }
+
+  int32_t emit(const Instr& instr, const kir::Stmt* stmt) {
+    p_.instrs.push_back(instr);
+    p_.stmt_text.push_back(stmt ? statementText(stmt) : "end of kernel");
+    return static_cast<int32_t>(p_.instrs.size()) - 1;
+  }
+
+  int32_t index(const IntExpr& e) { return p_.code.add(e, p_.symbols); }
+
+  RtAccess access(const kir::Access& a) { return {bufferId(a.buffer), index(a.index)}; }
+
+  RtPredicate predicate(const kir::Predicate& pred) {
+    RtPredicate r;
+    r.begin = static_cast<uint32_t>(p_.terms.size());
+    for (const auto& t : pred.terms) p_.terms.push_back({index(t.lhs), index(t.rhs), t.kind});
+    r.end = static_cast<uint32_t>(p_.terms.size());
+    return r;
+  }
+
+  double scalarValue(const Val* v, int64_t position) {
+    const auto* s = dynamic_cast<const Scalar*>(v);
+    SMELT_CHECK(s != nullptr, "simulator: statement ", position,
+                " uses a tensor where a scalar is expected");
+    if (s->isConstant()) return s->value();
+    auto it = scalars_.find(s->symbol());
+    SMELT_CHECK(it != scalars_.end(), "simulator: scalar '", s->symbol(), "' used by statement ",
+                position, " has no value; pass it in `scalars`");
+    return it->second;
+  }
+
+  RtOperand operand(const kir::Operand& op, int64_t position) {
+    RtOperand r;
+    if (op.access) {
+      r.access = access(*op.access);
+    } else {
+      SMELT_CHECK(op.scalar != nullptr, "simulator: statement ", position,
+                  " has an operand that is neither an access nor a scalar");
+      r.constant = scalarValue(op.scalar, position);
+    }
+    r.in_bounds = predicate(op.in_bounds);
+    if (!op.in_bounds.alwaysTrue()) {
+      SMELT_CHECK(op.out_of_bounds_value != nullptr, "simulator: statement ", position,
+                  " has an operand bound predicate but no out-of-bounds value");
+      r.out_of_bounds_value = scalarValue(op.out_of_bounds_value, position);
+    }
+    return r;
+  }
+
+  // The function and operand count of an element-wise statement's expression.
+  static std::pair<Fn, size_t> computeFn(const Expr* expr, int64_t position) {
+    SMELT_CHECK(expr != nullptr, "simulator: Compute statement ", position, " has no expr");
+    switch (expr->type()) {
+      case ExprType::Unary:
+        switch (static_cast<const UnaryOp*>(expr)->op()) {
+          case UnaryOpType::Neg: return {Fn::Neg, 1};
+          case UnaryOpType::Exp: return {Fn::Exp, 1};
+          case UnaryOpType::Tanh: return {Fn::Tanh, 1};
+          case UnaryOpType::Abs: return {Fn::Abs, 1};
+          case UnaryOpType::Relu: return {Fn::Relu, 1};
+          case UnaryOpType::Cast: return {Fn::Copy, 1};
+        }
+        break;
+      case ExprType::Binary:
+        switch (static_cast<const BinaryOp*>(expr)->op()) {
+          case BinaryOpType::Add: return {Fn::Add, 2};
+          case BinaryOpType::Sub: return {Fn::Sub, 2};
+          case BinaryOpType::Mul: return {Fn::Mul, 2};
+          case BinaryOpType::Div: return {Fn::Div, 2};
+          case BinaryOpType::Maximum: return {Fn::Maximum, 2};
+          case BinaryOpType::Minimum: return {Fn::Minimum, 2};
+        }
+        break;
+      case ExprType::Where: return {Fn::Where, 3};
+      case ExprType::Full:
+      case ExprType::Set:
+      case ExprType::Broadcast:
+      case ExprType::Expand:
+      case ExprType::Pad: return {Fn::Copy, 1};
+      case ExprType::Reduction: break;
+    }
+    SMELT_CHECK(false, "simulator: statement ", position, " computes ", expr->toString(),
+                ", which is not an element-wise op");
+    return {Fn::Copy, 0};
+  }
+
+  static const ReductionOp* reduction(const Expr* expr, int64_t position) {
+    const auto* r = dynamic_cast<const ReductionOp*>(expr);
+    SMELT_CHECK(r != nullptr, "simulator: reduction statement ", position,
+                " has no ReductionOp expr");
+    return r;
+  }
+
+  static Fn reductionFn(const ReductionOp* r) {
+    return r->op() == ReductionOpType::Sum ? Fn::Sum : Fn::Max;
+  }
+
+  void compileList(const kir::StmtList& list) {
+    for (const auto& stmt : list) compileStmt(stmt.get());
+  }
+
+  void compileStmt(const kir::Stmt* stmt) {
+    const auto position = static_cast<int32_t>(positions_.start.at(stmt));
+    Instr in;
+    in.position = position;
+    switch (stmt->kind()) {
+      case kir::StmtKind::ForLoop: {
+        const auto* loop = static_cast<const kir::ForLoop*>(stmt);
+        int idx = p_.symbols.slot(loop->index);
+        loop_slots_.push_back(idx);
+        if (isParallelDim(loop->parallel_type)) {
+          // Bound to a thread/block index: no iteration, the index is the
+          // hardware one (predicates in the body guard extents below the dim).
+          int src = builtinSlot(loop->parallel_type);
+          if (src != idx) {
+            in.op = Op::Bind;
+            in.slot = idx;
+            in.extent_slot = src;
+            emit(in, stmt);
+          }
+          compileList(loop->body);
+        } else {
+          // Serial, unrolled and vectorized loops iterate; the extent is kept
+          // in a hidden slot so LoopEnd need not re-evaluate it.
+          in.op = Op::LoopBegin;
+          in.slot = idx;
+          in.extent_slot = p_.symbols.slot("$extent" + std::to_string(position));
+          loop_slots_.push_back(in.extent_slot);
+          in.extent = index(loop->extent);
+          int32_t begin = emit(in, stmt);
+          compileList(loop->body);
+          Instr end = in;
+          end.op = Op::LoopEnd;
+          end.target = begin + 1;
+          int32_t end_pc = emit(end, stmt);
+          p_.instrs[begin].target = end_pc + 1;
+        }
+        return;
+      }
+      case kir::StmtKind::IfThenElse: {
+        const auto* ite = static_cast<const kir::IfThenElse*>(stmt);
+        in.op = Op::If;
+        in.pred = predicate(ite->predicate);
+        int32_t if_pc = emit(in, stmt);
+        compileList(ite->then_body);
+        if (!ite->else_body.empty()) {
+          Instr jump;
+          jump.op = Op::Jump;
+          jump.position = position;
+          int32_t jump_pc = emit(jump, stmt);
+          p_.instrs[if_pc].target = jump_pc + 1;
+          compileList(ite->else_body);
+          p_.instrs[jump_pc].target = static_cast<int32_t>(p_.instrs.size());
+        } else {
+          p_.instrs[if_pc].target = static_cast<int32_t>(p_.instrs.size());
+        }
+        return;
+      }
+      case kir::StmtKind::Allocate:
+        bufferId(static_cast<const kir::Allocate*>(stmt)->buffer);
+        return;
+      case kir::StmtKind::Compute: {
+        const auto* c = static_cast<const kir::Compute*>(stmt);
+        auto [fn, arity] = computeFn(c->expr, position);
+        in.op = Op::Compute;
+        in.fn = fn;
+        in.out = access(c->out);
+        in.pred = predicate(c->predicate);
+        in.operand_begin = static_cast<uint32_t>(p_.operands.size());
+        if (c->operands.empty() && c->expr->type() == ExprType::Full) {
+          // full() may carry its fill value only in the fusion expression.
+          RtOperand fill;
+          fill.constant = scalarValue(static_cast<const FullOp*>(c->expr)->fillValue(), position);
+          p_.operands.push_back(fill);
+        } else {
+          SMELT_CHECK(c->operands.size() == arity, "simulator: statement ", position, " (",
+                      c->expr->toString(), ") has ", c->operands.size(), " operands, expected ",
+                      arity);
+          for (const auto& op : c->operands) p_.operands.push_back(operand(op, position));
+        }
+        in.operand_end = static_cast<uint32_t>(p_.operands.size());
+        emit(in, stmt);
+        return;
+      }
+      case kir::StmtKind::ReduceInit: {
+        const auto* r = static_cast<const kir::ReduceInit*>(stmt);
+        in.op = Op::ReduceInit;
+        in.init = reduction(r->expr, position)->initValue();
+        in.out = access(r->out);
+        in.pred = predicate(r->predicate);
+        emit(in, stmt);
+        return;
+      }
+      case kir::StmtKind::ReduceStep: {
+        const auto* r = static_cast<const kir::ReduceStep*>(stmt);
+        in.op = Op::ReduceStep;
+        in.fn = reductionFn(reduction(r->expr, position));
+        in.out = access(r->out);
+        in.pred = predicate(r->predicate);
+        in.operand_begin = static_cast<uint32_t>(p_.operands.size());
+        p_.operands.push_back(operand(r->in, position));
+        in.operand_end = in.operand_begin + 1;
+        emit(in, stmt);
+        return;
+      }
+      case kir::StmtKind::BlockReduce: {
+        const auto* r = static_cast<const kir::BlockReduce*>(stmt);
+        const ReductionOp* red = reduction(r->expr, position);
+        in.op = Op::BlockReduce;
+        in.fn = reductionFn(red);
+        in.init = red->initValue();
+        in.out = access(r->out);
+        in.in = access(r->in);
+        in.pred = predicate(r->predicate);
+        in.thread_axes = threadAxisMask(r->thread_axes, position);
+        if (r->workspace) in.workspace = bufferId(r->workspace);
+        emit(in, stmt);
+        return;
+      }
+      case kir::StmtKind::BlockBroadcast: {
+        const auto* b = static_cast<const kir::BlockBroadcast*>(stmt);
+        in.op = Op::BlockBroadcast;
+        in.out = access(b->out);
+        in.in = access(b->in);
+        in.thread_axes = threadAxisMask(b->thread_axes, position);
+        if (b->workspace) in.workspace = bufferId(b->workspace);
+        emit(in, stmt);
+        return;
+      }
+      case kir::StmtKind::BlockSync:
+        in.op = Op::Sync;
+        emit(in, stmt);
+        return;
+    }
+  }
+
+  Program& p_;
+  const std::map<std::string, double>& scalars_;
+  kir::ProgramPositions positions_;
+  std::vector<int> loop_slots_;
+};
+
+}  // namespace
+
+Program compileKernel(const kir::Kernel& kernel, const std::map<std::string, double>& scalars) {
+  Program program;
+  Compiler(program, scalars).compile(kernel);
+  return program;
+}
+
+}  // namespace smelt::sim

@@ -1,0 +1,115 @@
+// A kir::Kernel compiled into a flat instruction list for the simulator.
+//
+// Why flat: a thread must stop at a barrier and resume there after the other
+// threads of its block have arrived. With loops turned into LoopBegin/LoopEnd
+// jumps, a thread's whole resumable state is its program counter and its slot
+// array (loop indices live in slots), so suspending is just returning.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fusion/types.h"
+#include "lower/kir.h"
+#include "runtime/simulator/index_code.h"
+
+namespace smelt::sim {
+
+enum class Op : uint8_t {
+  LoopBegin,  // slot = 0, extent_slot = eval(extent); empty loop jumps to target
+  LoopEnd,    // ++slot; loops back to target while slot < extent_slot
+  Bind,       // slot = value of slot `extent_slot` (a loop bound to a thread/block index)
+  If,         // falls through when pred holds, else jumps to target
+  Jump,
+  Compute,
+  ReduceInit,
+  ReduceStep,
+  Sync,
+  BlockReduce,
+  BlockBroadcast,
+  End,
+};
+
+// What a Compute/Reduce statement computes.
+enum class Fn : uint8_t {
+  Copy,  // set, cast, broadcast, expand, pad, full: the value, rounded on store
+  Neg, Exp, Tanh, Abs, Relu,
+  Add, Sub, Mul, Div, Maximum, Minimum,
+  Where,
+  Sum, Max,  // reductions
+};
+
+struct RtAccess {
+  int32_t buffer = -1;  // into Program::buffers
+  int32_t index = -1;   // IndexCode handle
+};
+
+struct RtTerm {
+  int32_t lhs, rhs;  // IndexCode handles
+  kir::Predicate::Term::Kind kind;
+};
+
+struct RtPredicate {  // a conjunction: Program::terms[begin, end)
+  uint32_t begin = 0, end = 0;
+};
+
+struct RtOperand {
+  RtAccess access;      // buffer < 0: the constant
+  double constant = 0;  // constants and scalars (symbolic ones bound at compile time)
+  RtPredicate in_bounds;
+  double out_of_bounds_value = 0;
+};
+
+struct Instr {
+  Op op = Op::End;
+  Fn fn = Fn::Copy;
+  int32_t position = -1;  // program position of the kir statement (see sim_report.h)
+  int32_t slot = -1;
+  int32_t extent_slot = -1;
+  int32_t extent = -1;  // IndexCode handle
+  int32_t target = -1;
+  RtPredicate pred;
+  RtAccess out;
+  RtAccess in;  // BlockReduce / BlockBroadcast input
+  uint32_t operand_begin = 0, operand_end = 0;  // Compute operands; ReduceStep: its `in`
+  uint8_t thread_axes = 0;  // bit 0/1/2: TIDx/y/z
+  int32_t workspace = -1;   // buffer id, -1 when the statement has none
+  double init = 0;          // reduction init value
+};
+
+struct RtBuffer {
+  const kir::Buffer* kir = nullptr;
+  std::string name;
+  MemoryType memory = MemoryType::Local;
+  DataType dtype = DataType::Float;
+  int64_t elem_size = 4;
+};
+
+// Slots 0..11 hold the CUDA built-ins, in this order.
+enum BuiltinSlot : int {
+  kThreadIdx = 0,  // + 0/1/2 for x/y/z
+  kBlockIdx = 3,
+  kBlockDim = 6,
+  kGridDim = 9,
+  kNumBuiltins = 12,
+};
+
+struct Program {
+  SymbolTable symbols;
+  IndexCode code;
+  std::vector<Instr> instrs;
+  std::vector<std::string> stmt_text;  // per instruction
+  std::vector<RtTerm> terms;
+  std::vector<RtOperand> operands;
+  std::vector<RtBuffer> buffers;
+  std::unordered_map<const kir::Buffer*, int32_t> buffer_ids;
+  std::vector<bool> runtime_slot;  // set by the program itself (loop indices, extents, built-ins)
+};
+
+// Symbolic scalars (operands and index symbols) take their values from `scalars`.
+Program compileKernel(const kir::Kernel& kernel, const std::map<std::string, double>& scalars);
+
+}  // namespace smelt::sim
