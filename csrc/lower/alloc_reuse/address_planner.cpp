@@ -125,19 +125,19 @@ enum class Fit { Best, First };
 Layout placeGreedy(const Problem& p, const std::vector<int>& order, Fit fit) {
   Layout layout;
   layout.offsets.assign(p.size(), -1);
-  std::vector<std::pair<int64_t, int64_t>> taken;  // [start, end) of placed conflicts
+  std::vector<int> by_offset;  // placed buffers sorted by offset
+  by_offset.reserve(p.size());
+  std::vector<char> conflicting(p.size(), 0);
   for (int i : order) {
-    taken.clear();
-    for (int j : p.neighbors[i]) {
-      if (layout.offsets[j] >= 0) taken.emplace_back(layout.offsets[j], layout.offsets[j] + p.bytes[j]);
-    }
-    std::sort(taken.begin(), taken.end());
+    for (int j : p.neighbors[i]) conflicting[j] = 1;
     const int64_t size = p.bytes[i];
     const int64_t align = p.align[i];
     int64_t chosen = -1;
     int64_t chosen_gap = std::numeric_limits<int64_t>::max();
-    int64_t cursor = 0;
-    for (const auto& [start, end] : taken) {
+    int64_t cursor = 0;  // end of the conflicting bytes seen so far
+    for (int j : by_offset) {
+      if (!conflicting[j]) continue;
+      const int64_t start = layout.offsets[j];
       int64_t candidate = alignUpConstant(cursor, align);
       if (candidate + size <= start) {
         int64_t gap = start - cursor;
@@ -147,11 +147,15 @@ Layout placeGreedy(const Problem& p, const std::vector<int>& order, Fit fit) {
           if (fit == Fit::First) break;
         }
       }
-      cursor = std::max(cursor, end);
+      cursor = std::max(cursor, start + p.bytes[j]);
     }
     if (chosen < 0) chosen = alignUpConstant(cursor, align);
+    for (int j : p.neighbors[i]) conflicting[j] = 0;
     layout.offsets[i] = chosen;
     layout.total = std::max(layout.total, chosen + size);
+    auto at = std::upper_bound(by_offset.begin(), by_offset.end(), chosen,
+                               [&](int64_t offset, int j) { return offset < layout.offsets[j]; });
+    by_offset.insert(at, i);
   }
   return layout;
 }
