@@ -1,0 +1,142 @@
+// smelt kernel shared_tiles, generated from kernel IR.
+typedef long long int64_t;
+
+namespace smelt {
+
+// A tensor kernel parameter: sizes and strides in elements.
+template <typename T, int N>
+struct Tensor {
+  T* data;
+  int64_t size[N];
+  int64_t stride[N];
+};
+
+template <typename T>
+struct Tensor<T, 0> {
+  T* data;
+};
+
+// Index arithmetic helpers (IntExpr's ceilDiv, min and max). Qualified calls
+// avoid CUDA's overloaded ::min/::max, which are ambiguous for int64_t.
+__device__ inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+__device__ inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
+__device__ inline int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// torch.maximum / torch.minimum / relu: NaN propagates.
+template <typename T>
+__device__ inline T maximum(T a, T b) { return (a != a || a > b) ? a : b; }
+template <typename T>
+__device__ inline T minimum(T a, T b) { return (a != a || a < b) ? a : b; }
+template <typename T>
+__device__ inline T relu(T a) { return (a != a || a > T(0)) ? a : T(0); }
+
+template <typename T>
+__device__ inline T infinity();
+template <>
+__device__ inline float infinity<float>() { return __int_as_float(0x7f800000); }
+template <>
+__device__ inline double infinity<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+template <typename T>
+__device__ inline T quietNaN();
+template <>
+__device__ inline float quietNaN<float>() { return __int_as_float(0x7fc00000); }
+template <>
+__device__ inline double quietNaN<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
+
+struct Sum {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct Max {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return maximum(a, b); }
+};
+
+// Threads with equal indices on the axes not flagged (X, Y, Z) form a group;
+// `lane` is the position in the group (x fastest), `group` the group's number.
+template <bool X, bool Y, bool Z>
+__device__ inline unsigned groupSize() {
+  return (X ? blockDim.x : 1) * (Y ? blockDim.y : 1) * (Z ? blockDim.z : 1);
+}
+template <bool X, bool Y, bool Z>
+__device__ inline unsigned laneInGroup() {
+  return ((Z ? threadIdx.z : 0) * (Y ? blockDim.y : 1) + (Y ? threadIdx.y : 0)) *
+             (X ? blockDim.x : 1) +
+         (X ? threadIdx.x : 0);
+}
+template <bool X, bool Y, bool Z>
+__device__ inline unsigned groupIndex() {
+  return ((Z ? 0 : threadIdx.z) * (Y ? 1 : blockDim.y) + (Y ? 0 : threadIdx.y)) *
+             (X ? 1 : blockDim.x) +
+         (X ? 0 : threadIdx.x);
+}
+
+// Reduces `value` over the flagged thread axes; every thread of the block
+// must call it and each gets its group's result. `workspace` holds one
+// element per thread. Ends with a barrier so the workspace is free again.
+template <bool X, bool Y, bool Z, typename T, typename Op>
+__device__ T blockReduce(T value, T* workspace, Op op) {
+  const unsigned size = groupSize<X, Y, Z>();
+  const unsigned lane = laneInGroup<X, Y, Z>();
+  T* mine = workspace + groupIndex<X, Y, Z>() * size;
+  mine[lane] = value;
+  __syncthreads();
+  unsigned span = 1;
+  while (span < size) span *= 2;
+  for (unsigned stride = span / 2; stride > 0; stride /= 2) {
+    if (lane < stride && lane + stride < size) mine[lane] = op(mine[lane], mine[lane + stride]);
+    __syncthreads();
+  }
+  const T result = mine[0];
+  __syncthreads();
+  return result;
+}
+
+// Every thread gets the value of the thread with index 0 on the flagged axes
+// in its group. `workspace` holds one element per group. Ends with a barrier.
+template <bool X, bool Y, bool Z, typename T>
+__device__ T blockBroadcast(T value, T* workspace) {
+  const unsigned group = groupIndex<X, Y, Z>();
+  if (laneInGroup<X, Y, Z>() == 0) workspace[group] = value;
+  __syncthreads();
+  const T result = workspace[group];
+  __syncthreads();
+  return result;
+}
+
+}  // namespace smelt
+
+extern "C" __global__ void __launch_bounds__(128) shared_tiles(
+    smelt::Tensor<float, 1> T0,
+    smelt::Tensor<float, 1> T4) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  float* T1 = reinterpret_cast<float*>(smem + 0);  // 512 bytes
+  float* T2 = reinterpret_cast<float*>(smem + 512);  // 512 bytes
+  float* T3 = reinterpret_cast<float*>(smem + 0);  // 512 bytes, alias of T1
+  {  // i0 over [0, smelt::ceilDiv(T0.size[0], 128)) bound to blockIdx.x
+    const int64_t i0 = blockIdx.x;
+    {  // i1 over [0, 128) bound to threadIdx.x
+      const int64_t i1 = threadIdx.x;
+      if ((i0 * 128) + i1 < T0.size[0]) {
+        T1[i1] = T0.data[((i0 * 128) + i1) * T0.stride[0]];
+      }
+    }
+    __syncthreads();  // RAW T1
+    {  // i1 over [0, 128) bound to threadIdx.x
+      const int64_t i1 = threadIdx.x;
+      T2[i1] = T1[127 - i1] * 2.0f;
+    }
+    __syncthreads();  // RAW T2
+    {  // i1 over [0, 128) bound to threadIdx.x
+      const int64_t i1 = threadIdx.x;
+      T3[i1] = T2[(i1 + 1) % 128];
+    }
+    __syncthreads();  // RAW T3
+    {  // i1 over [0, 128) bound to threadIdx.x
+      const int64_t i1 = threadIdx.x;
+      if ((i0 * 128) + i1 < T0.size[0]) {
+        T4.data[((i0 * 128) + i1) * T4.stride[0]] = T3[127 - i1];
+      }
+    }
+  }
+}

@@ -1,0 +1,200 @@
+// CUDA generation from hand-built kernel IR: golden text for two kernels,
+// the constructs of the others, stability, shared-memory sizes and errors.
+// (NVRTC compiles all of them in tests/cpp/runtime.)
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/cuda_codegen.h"
+#include "codegen/test_kernels.h"
+#include "fusion/error.h"
+
+namespace smelt {
+namespace {
+
+using namespace codegen_testing;
+
+// Compares with golden/<name>.cu; SMELT_UPDATE_GOLDEN=1 rewrites the file.
+void expectGolden(const std::string& name, const std::string& text) {
+  const std::string path = std::string(SMELT_GOLDEN_DIR) + "/" + name + ".cu";
+  const char* update = std::getenv("SMELT_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    std::ofstream(path) << text;
+    return;
+  }
+  std::ifstream file(path);
+  ASSERT_TRUE(file.good()) << "missing golden file " << path << " (run with SMELT_UPDATE_GOLDEN=1)";
+  std::stringstream golden;
+  golden << file.rdbuf();
+  EXPECT_EQ(text, golden.str()) << "generated CUDA differs from " << path
+                                << " (if intended, rerun with SMELT_UPDATE_GOLDEN=1)";
+}
+
+// The kernel without the shared prelude, for readable expectations.
+std::string kernelPart(const std::string& text) {
+  const size_t begin = text.find("extern \"C\"");
+  return begin == std::string::npos ? text : text.substr(begin);
+}
+
+TEST(CudaCodegen, PointwiseGolden) {
+  auto t = pointwiseKernel();
+  expectGolden("pointwise", generateCuda(t->kernel, t->name));
+}
+
+TEST(CudaCodegen, SharedTilesGolden) {
+  auto t = sharedTilesKernel();
+  expectGolden("shared_tiles", generateCuda(t->kernel, t->name));
+}
+
+TEST(CudaCodegen, PointwiseSignatureAndBindings) {
+  auto t = pointwiseKernel();
+  const std::string cuda = kernelPart(generateCuda(t->kernel, t->name));
+  EXPECT_NE(cuda.find("extern \"C\" __global__ void __launch_bounds__(128) pointwise(\n"
+                      "    smelt::Tensor<float, 2> T0,\n"
+                      "    smelt::Tensor<float, 2> T1,\n"
+                      "    smelt::Tensor<float, 2> T4,\n"
+                      "    float s0) {"),
+            std::string::npos)
+      << cuda;
+  EXPECT_NE(cuda.find("const int64_t i0 = blockIdx.x;"), std::string::npos);
+  EXPECT_NE(cuda.find("const int64_t i1 = threadIdx.x;"), std::string::npos);
+  EXPECT_NE(cuda.find("float T3[1];"), std::string::npos);
+  EXPECT_EQ(cuda.find("for ("), std::string::npos) << "trivial loops must not be for loops";
+  EXPECT_EQ(cuda.find("smem"), std::string::npos) << "no shared buffers, no smem";
+}
+
+TEST(CudaCodegen, BlockReduceThroughWorkspace) {
+  auto t = reductionKernel();
+  const std::string cuda = kernelPart(generateCuda(t->kernel, t->name));
+  EXPECT_NE(cuda.find("extern __shared__ __align__(128) unsigned char smem[];"), std::string::npos);
+  EXPECT_NE(cuda.find("float* T5 = reinterpret_cast<float*>(smem + 0);  // 512 bytes"), std::string::npos)
+      << cuda;
+  EXPECT_NE(cuda.find("T3[0] = 0.0f;"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("for (int64_t i2 = 0; i2 < smelt::ceilDiv(T0.size[1], 128); ++i2) {"),
+            std::string::npos)
+      << cuda;
+  EXPECT_NE(cuda.find("T3[0] = T3[0] + T0.data[(i0 * T0.stride[0]) + (((i2 * 128) + i1) * T0.stride[1])];"),
+            std::string::npos)
+      << cuda;
+  EXPECT_NE(cuda.find("T4[0] = smelt::blockReduce<true, false, false>(T3[0], T5, smelt::Sum());"),
+            std::string::npos)
+      << cuda;
+  EXPECT_NE(cuda.find("if (i1 == 0) {"), std::string::npos) << cuda;
+  EXPECT_EQ(sharedMemoryBytes(t->kernel).constant(), 512);
+}
+
+TEST(CudaCodegen, HalfAndBFloat16ComputeInFloat) {
+  auto t = halfCastKernel();
+  const std::string cuda = generateCuda(t->kernel, t->name);
+  EXPECT_EQ(cuda.find("#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"), cuda.find("#include"));
+  EXPECT_NE(cuda.find("smelt::Tensor<__half, 1> T0"), std::string::npos);
+  EXPECT_NE(cuda.find("smelt::Tensor<__nv_bfloat16, 1> T3"), std::string::npos);
+  EXPECT_NE(cuda.find("T2[i2] = __half2float(T0.data["), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("T2[i2] = tanhf(T2[i2]);"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("= __float2bfloat16(T2[i2]);"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("= __float2half(__bfloat162float(T3.data["), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("#pragma unroll\n"), std::string::npos);
+
+  auto p = pointwiseKernel();
+  EXPECT_EQ(generateCuda(p->kernel, p->name).find("#include"), std::string::npos)
+      << "float-only kernels include no headers";
+}
+
+TEST(CudaCodegen, PaddedReadIsGuarded) {
+  auto t = padKernel();
+  const std::string cuda = kernelPart(generateCuda(t->kernel, t->name));
+  // The index spelled threadIdx.x is bound by the loop itself and widened to
+  // 64 bits, so `- 2` cannot wrap around.
+  EXPECT_NE(cuda.find("{  // threadIdx.x over [0, 64) bound to threadIdx.x\n"), std::string::npos) << cuda;
+  EXPECT_EQ(cuda.find("const int64_t threadIdx.x"), std::string::npos);
+  EXPECT_NE(cuda.find("T1.data[((i0 * 64) + int64_t(threadIdx.x)) * T1.stride[0]] = "
+                      "(((i0 * 64) + int64_t(threadIdx.x)) - 2 >= 0 && "
+                      "((i0 * 64) + int64_t(threadIdx.x)) - 2 < T0.size[0] ? "
+                      "T0.data[(((i0 * 64) + int64_t(threadIdx.x)) - 2) * T0.stride[0]] : 0.5f);"),
+            std::string::npos)
+      << cuda;
+}
+
+TEST(CudaCodegen, EveryOpEmits) {
+  auto t = everyOpKernel();
+  const std::string cuda = kernelPart(generateCuda(t->kernel, t->name));
+  for (const char* piece : {"= -T0.data[0];", "expf(T0.data[0])", "tanh(T1.data[0])", "fabsf(T0.data[0])",
+                            "llabs(T3.data[0])", "smelt::relu(T0.data[0])", "static_cast<int>(T0.data[0])",
+                            "static_cast<double>(T0.data[0]) + T1.data[0]", "T3.data[0] - T3.data[0]",
+                            "T0.data[0] * 3.0f", "T1.data[0] / T1.data[0]",
+                            "smelt::maximum(T0.data[0], T0.data[0])", "smelt::minimum(T3.data[0], T3.data[0])",
+                            "T2.data[0] ? T0.data[0] : T0.data[0]", "= -1.5f;", "= -smelt::infinity<float>();",
+                            "smelt::maximum(", "bool "}) {
+    EXPECT_NE(cuda.find(piece), std::string::npos) << "missing `" << piece << "` in\n" << cuda;
+  }
+}
+
+TEST(CudaCodegen, OutputIsStable) {
+  auto a = sharedTilesKernel();
+  auto b = sharedTilesKernel();
+  const std::string first = generateCuda(a->kernel, "k");
+  EXPECT_EQ(first, generateCuda(a->kernel, "k"));
+  EXPECT_EQ(first, generateCuda(b->kernel, "k"));
+}
+
+TEST(CudaCodegen, SharedBuffersAtPlannedAddresses) {
+  auto t = sharedTilesKernel();
+  const std::string cuda = kernelPart(generateCuda(t->kernel, t->name));
+  EXPECT_NE(cuda.find("float* T1 = reinterpret_cast<float*>(smem + 0);  // 512 bytes\n"), std::string::npos);
+  EXPECT_NE(cuda.find("float* T2 = reinterpret_cast<float*>(smem + 512);  // 512 bytes\n"), std::string::npos);
+  EXPECT_NE(cuda.find("float* T3 = reinterpret_cast<float*>(smem + 0);  // 512 bytes, alias of T1\n"),
+            std::string::npos);
+  EXPECT_NE(cuda.find("__syncthreads();  // RAW T1"), std::string::npos);
+  EXPECT_EQ(sharedMemoryBytes(t->kernel).constant(), 1024);
+
+  CodegenOptions options;
+  options.static_shared_memory = true;
+  const std::string fixed = generateCuda(t->kernel, t->name, options);
+  EXPECT_NE(fixed.find("  __shared__ __align__(128) unsigned char smem[1024];\n"), std::string::npos);
+  EXPECT_EQ(fixed.find("extern __shared__"), std::string::npos);
+}
+
+TEST(CudaCodegen, SymbolicSharedMemorySize) {
+  auto t = sharedTilesKernel();
+  kir::Buffer* t2 = t->kernel.buffers[3].get();
+  ASSERT_EQ(t2->name, "T2");
+  t2->address = IntExpr::symbol("T0.size[0]") * 4;
+  const IntExpr bytes = sharedMemoryBytes(t->kernel);
+  EXPECT_FALSE(bytes.isConstant());
+  EXPECT_EQ(bytes.evaluate({{"T0.size[0]", 1000}}), 4512);
+  EXPECT_NE(generateCuda(t->kernel, "k").find("reinterpret_cast<float*>(smem + T0.size[0] * 4);"),
+            std::string::npos);
+  CodegenOptions options;
+  options.static_shared_memory = true;
+  EXPECT_THROW(generateCuda(t->kernel, "k", options), Error);
+}
+
+TEST(CudaCodegen, SharedBufferWithoutAddressIsAnError) {
+  auto t = reductionKernel();
+  for (auto& b : t->kernel.buffers) b->address.reset();
+  try {
+    generateCuda(t->kernel, t->name);
+    FAIL() << "expected smelt::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shared buffer T5 has no planned address"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CudaCodegen, SymbolicLocalBufferIsAnError) {
+  auto t = reductionKernel();
+  kir::Buffer* partial = t->kernel.buffers[2].get();
+  ASSERT_EQ(partial->name, "T3");
+  partial->elements = IntExpr::symbol("T0.size[1]");
+  try {
+    generateCuda(t->kernel, t->name);
+    FAIL() << "expected smelt::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("local buffer T3 has symbolic size"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace smelt
