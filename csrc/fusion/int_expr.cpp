@@ -119,12 +119,23 @@ IntExpr IntExpr::binary(Kind kind, const IntExpr& a, const IntExpr& b) {
       if (cb == 1) return a;
       break;
     case Kind::Div:
+      // (u * c + v) / c -> u + v / c (non-negative values).
+      if (cb && a.kind() == Kind::Add && a.lhs().kind() == Kind::Mul &&
+          a.lhs().rhs().constant() == cb) {
+        return a.lhs().lhs() + a.rhs() / b;
+      }
+      [[fallthrough]];
     case Kind::CeilDiv:
       if (cb == 1) return a;
       if (ca == 0) return IntExpr(0);
       break;
     case Kind::Mod:
       if (cb == 1 || ca == 0) return IntExpr(0);
+      // (u * k + v) % c -> v % c when c divides k (all values are non-negative).
+      if (cb && a.kind() == Kind::Add && a.lhs().kind() == Kind::Mul) {
+        auto k = a.lhs().rhs().constant();
+        if (k && *k % *cb == 0) return a.rhs() % b;
+      }
       break;
     case Kind::Min:
     case Kind::Max:

@@ -131,7 +131,12 @@ std::string toString(ReductionOpType t) {
 
 Expr::Expr(ExprType type, std::vector<Val*> inputs, std::vector<Val*> outputs)
     : type_(type), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
-  for (Val* in : inputs_) in->uses_.push_back(this);
+  for (Val* in : inputs_) {
+    // add(x, x) is one use of x.
+    if (std::find(in->uses_.begin(), in->uses_.end(), this) == in->uses_.end()) {
+      in->uses_.push_back(this);
+    }
+  }
   for (Val* out : outputs_) {
     SMELT_INTERNAL_CHECK(out->definition_ == nullptr, "value ", out->toString(),
                          " already has a definition");
@@ -176,7 +181,10 @@ void Expr::replaceInput(Val* old_val, Val* new_val) {
                        toString());
   auto& old_uses = old_val->uses_;
   old_uses.erase(std::remove(old_uses.begin(), old_uses.end(), this), old_uses.end());
-  new_val->uses_.push_back(this);
+  auto& new_uses = new_val->uses_;
+  if (std::find(new_uses.begin(), new_uses.end(), this) == new_uses.end()) {
+    new_uses.push_back(this);
+  }
 }
 
 void Expr::replaceOutput(Val* old_val, Val* new_val) {

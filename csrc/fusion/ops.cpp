@@ -25,13 +25,14 @@ std::string describe(const Val* v) {
 std::vector<IterDomain*> elementwiseDomain(const std::string& op,
                                            const std::vector<Val*>& operands) {
   Fusion* f = Fusion::current();
+  // Rank-0 tensors (full reductions) combine with any rank, like scalars.
   const TensorView* first = nullptr;
   for (Val* v : operands) {
     SMELT_CHECK(v != nullptr, op, ": an operand is null");
     SMELT_CHECK(v->fusion() == f, op, ": operand ", describe(v),
                 " belongs to another fusion than the active one");
     const TensorView* tv = v->asTensor();
-    if (tv == nullptr) continue;
+    if (tv == nullptr || tv->logicalNoReductions().empty()) continue;
     if (first == nullptr) {
       first = tv;
       continue;
@@ -40,7 +41,10 @@ std::vector<IterDomain*> elementwiseDomain(const std::string& op,
                 ": ", first->name(), " has rank ", first->logicalNoReductions().size(), " but ",
                 tv->name(), " has rank ", tv->logicalNoReductions().size());
   }
-  SMELT_CHECK(first != nullptr, op, ": needs at least one tensor operand");
+  bool any_tensor = std::any_of(operands.begin(), operands.end(),
+                                [](Val* v) { return v->asTensor() != nullptr; });
+  SMELT_CHECK(any_tensor, op, ": needs at least one tensor operand");
+  if (first == nullptr) return {};
   size_t rank = first->logicalNoReductions().size();
   std::vector<IterDomain*> out;
   for (size_t d = 0; d < rank; ++d) {
@@ -48,7 +52,7 @@ std::vector<IterDomain*> elementwiseDomain(const std::string& op,
     const TensorView* chosen_tv = nullptr;
     for (Val* v : operands) {
       const TensorView* tv = v->asTensor();
-      if (tv == nullptr) continue;
+      if (tv == nullptr || tv->logicalNoReductions().empty()) continue;
       const IterDomain* id = tv->logicalNoReductions()[d];
       if (chosen == nullptr || (chosen->isBroadcast() && !chosen->hasExpandedExtent())) {
         chosen = id;
@@ -298,7 +302,10 @@ TensorView* expand(TensorView* in, const std::vector<IntExpr>& shape) {
       out_axes.push_back(out);
       continue;
     }
-    SMELT_CHECK(keep || shape[d].sameAs(id->loopExtent()), "expand: dimension ", d, " of ",
+    // A symbolic extent may be given as the constant it will have at run time.
+    bool compatible = keep || shape[d].sameAs(id->loopExtent()) ||
+                      (!id->loopExtent().isConstant() && shape[d].isConstant());
+    SMELT_CHECK(compatible, "expand: dimension ", d, " of ",
                 in->name(), " has extent ", id->loopExtent(), " and is not a broadcast, so it cannot expand to ",
                 shape[d]);
     IterDomain* out = f->newIterDomain(id->extent(), id->iterType());

@@ -27,6 +27,7 @@ IdMap pairwiseLogicalMap(const TensorView* producer, const TensorView* consumer)
     }
     return map;
   }
+  if (p_axes.empty()) return map;  // a rank-0 producer maps to nothing
   SMELT_INTERNAL_CHECK(p_axes.size() == c_axes.size(), "rank mismatch between ",
                        producer->name(), " and ", consumer->name());
   const PadOp* pad = def->type() == ExprType::Pad ? static_cast<const PadOp*>(def) : nullptr;

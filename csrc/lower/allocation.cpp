@@ -10,7 +10,8 @@
 //     compute position: those loops run concurrently, not one after another;
 //   * its Allocate sits in the loop where its own loops begin, just before its
 //     first write;
-//   * every block reduction gets a Shared workspace of one element per thread;
+//   * every block reduction gets a Shared workspace of one element per thread
+//     (no Allocate: scratch is placed after the planned tensors);
 //   * the launch takes, per parallel type, the largest extent bound to it.
 // Errors: a Local buffer of symbolic size; a Shared buffer larger than the
 // per-block limit.
@@ -69,8 +70,9 @@ void insertBeforeFirstWrite(kir::StmtList& body, std::unique_ptr<kir::Allocate> 
   body.insert(pos, std::move(alloc));
 }
 
-// A Shared workspace of one element per thread for each block reduction,
-// allocated right before it.
+// A Shared workspace of one element per thread for each block reduction. It
+// has no Allocate statement: like nvFuser, smelt does not plan scratch space
+// together with the tensors but places it after them (smem_addresses).
 void addBlockReduceWorkspaces(LoweringContext& ctx, kir::StmtList& body) {
   for (size_t i = 0; i < body.size(); ++i) {
     kir::Stmt* stmt = body[i].get();
@@ -89,8 +91,6 @@ void addBlockReduceWorkspaces(LoweringContext& ctx, kir::StmtList& body) {
     buffer->shape = {block[0] * block[1] * block[2]};
     buffer->elements = buffer->shape[0];
     reduce->workspace = buffer.get();
-    body.insert(body.begin() + i, std::make_unique<kir::Allocate>(buffer.get()));
-    ++i;
     ctx.kernel.buffers.push_back(std::move(buffer));
   }
 }

@@ -171,8 +171,9 @@ class BlockReduce : public Stmt {
   // Threads failing it contribute the init value and do not write `out`;
   // every thread still takes part in the (synchronizing) reduction.
   Predicate predicate;
-  // Shared scratch of one element per thread of the block, planned like any
-  // other shared buffer (its lifetime is this statement).
+  // Shared scratch of one element per thread of the block. Scratch buffers
+  // have no Allocate statement: they are not planned with the tensors but
+  // placed after them (as nvFuser does), so tensor plans match nvFuser's.
   const Buffer* workspace = nullptr;
 };
 

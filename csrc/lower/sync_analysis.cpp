@@ -39,6 +39,9 @@ std::string crossThreadReason(const LoweringContext& ctx, const TensorView* prod
     auto [r_axis, r_loop] = boundAxis(ctx, consumer, pt);
     std::string name = toString(pt);
     if (w_loop == nullptr && r_loop == nullptr) {
+      // The writer is guarded to thread 0 along pt; so is a reader that
+      // writes Shared or Global memory itself (see the predicates pass).
+      if (consumer->memoryType() != MemoryType::Local) continue;
       return name + ": written by thread 0 only, read by every thread";
     }
     if (w_loop == nullptr || r_loop == nullptr) {

@@ -1,0 +1,183 @@
+#include "common/smem_case_fusions.h"
+
+#include "fusion/ops.h"
+#include "fusion/transform_replay.h"
+
+namespace smelt::cases {
+
+namespace {
+TensorView* ones(std::vector<IntExpr> shape) { return full(std::move(shape), 1.0); }
+TensorView* shared(TensorView* tv) { return tv->setMemoryType(MemoryType::Shared); }
+}  // namespace
+
+SimpleCase buildSimpleCase(int64_t h, int64_t w) {
+  Fusion* fusion = Fusion::current();
+  TensorView* tv0 = ones({h});
+  TensorView* tv1 = shared(set(tv0));
+  TensorView* tv2 = set(tv1);
+  fusion->addOutput(tv2);
+  TensorView* tv3 = sum(tv2, {0});
+  fusion->addOutput(tv3);
+  TensorView* tv4 = ones({w});
+  TensorView* tv5 = shared(mul(tv3, tv4));
+  TensorView* tv6 = set(tv5);
+  fusion->addOutput(tv6);
+  return {tv1, tv5, tv3};
+}
+
+NeedsReorderedPush buildNeedsReorderedPush(int64_t h) {
+  Fusion* fusion = Fusion::current();
+  TensorView* tv0 = shared(ones({h}));
+  TensorView* tv1 = shared(pad(tv0, {0, 1}));
+  TensorView* tv2 = mul(tv1, tv1);
+  TensorView* tv3 = sum(tv2, {0});
+  TensorView* tv4 = broadcast(tv3, {true});
+  TensorView* tv5 = shared(mul(tv4, tv1));
+  fusion->addOutput(add(tv1, tv1));
+  fusion->addOutput(neg(tv5));
+  return {tv0, tv1, tv5, tv3};
+}
+
+MultipleDownstream buildPromoteReuseMultipleDownstream(int64_t h) {
+  Fusion* fusion = Fusion::current();
+  TensorView* tv0 = shared(ones({h}));
+  TensorView* tv2 = shared(pad(neg(tv0), {0, 1}));
+  TensorView* tv4 = shared(pad(neg(tv2), {0, 1}));
+  fusion->addOutput(neg(tv4));
+  return {tv0, tv2, tv4};
+}
+
+MultiplePromote buildMultiplePromoteReuse(int64_t h) {
+  Fusion* fusion = Fusion::current();
+  TensorView* tv0 = shared(ones({h}));
+  TensorView* tv2 = shared(pad(neg(neg(tv0)), {0, 1}));
+  TensorView* tv4 = shared(pad(neg(neg(tv2)), {0, 1}));
+  TensorView* tv6 = shared(pad(neg(neg(tv4)), {0, 1}));
+  fusion->addOutput(neg(tv6));
+  return {tv0, tv2, tv4, tv6};
+}
+
+SkippedSync buildSkippedSyncInterval(int64_t d, int64_t h, int64_t w) {
+  Fusion* fusion = Fusion::current();
+  TensorView* tv0 = shared(ones({d, h, w}));
+  TensorView* tv1 = neg(tv0);
+  TensorView* tv2 = shared(pad(tv1, {0, 1}));
+  TensorView* tv3 = set(tv2);
+  fusion->addOutput(tv3);
+  for (TensorView* tv : {tv0, tv1, tv2, tv3}) tv->axis(0)->parallelize(ParallelType::TIDx);
+  tv0->inlineMost();
+  return {tv0, tv2};
+}
+
+VectorChain buildSmemVectorizationChain() {
+  Fusion* fusion = Fusion::current();
+  TensorView* tv0 = makeConcreteTensor({16});
+  fusion->addInput(tv0);
+  TensorView* tv1 = set(tv0);
+  TensorView* tv2 = set(tv1);
+  TensorView* tv3 = set(tv2);
+  fusion->addOutput(set(tv3));
+  tv1->split(-1, 2)->axis(-1)->parallelize(ParallelType::Vectorize);
+  shared(tv1);
+  tv2->split(-1, 4);
+  tv3->split(-1, 4)->axis(-1)->parallelize(ParallelType::Vectorize);
+  shared(tv3);
+  inlineMost(fusion);
+  return {tv1, tv3};
+}
+
+VectorChain buildRegisterVectorizationChain(int64_t vf1, int64_t vf2) {
+  Fusion* fusion = Fusion::current();
+  TensorView* tv0 = makeConcreteTensor({16});
+  fusion->addInput(tv0);
+  TensorView* tv1 = set(tv0);
+  TensorView* tv2 = set(tv1);
+  TensorView* tv3 = set(tv2);
+  fusion->addOutput(set(tv3));
+  tv1->split(-1, vf1);
+  if (vf1 > 1) tv1->axis(-1)->parallelize(ParallelType::Vectorize);
+  tv2->split(-1, vf2);
+  tv3->split(-1, vf2);
+  if (vf2 > 1) tv3->axis(-1)->parallelize(ParallelType::Vectorize);
+  return {tv1, tv3};
+}
+
+ExpandChain buildExpandBetweenAliases(bool concrete) {
+  Fusion* fusion = Fusion::current();
+  TensorView* tv0 = concrete ? makeConcreteTensor({4}) : makeContigTensor(1);
+  fusion->addInput(tv0);
+  TensorView* tv1 = shared(set(tv0));
+  TensorView* tv2 = shared(broadcast(tv1, {true, false}));
+  TensorView* tv3 = shared(expand(tv2, {3, 4}));
+  fusion->addOutput(set(tv3));
+  return {tv1, tv3};
+}
+
+TiledGemm buildTiledGemm(int64_t m, int64_t n, int64_t k, int64_t batch) {
+  Fusion* fusion = Fusion::current();
+  bool batched = batch > 0;
+  TensorView* a = batched ? makeConcreteTensor({batch, m, k}) : makeConcreteTensor({m, k});
+  TensorView* b = batched ? makeConcreteTensor({batch, k, n}) : makeConcreteTensor({k, n});
+  fusion->addInput(a);
+  fusion->addInput(b);
+  // [(B,) M, K, 1] * [(B,) 1, K, N] summed over K.
+  std::vector<bool> a_new = batched ? std::vector<bool>{false, false, false, true}
+                                    : std::vector<bool>{false, false, true};
+  std::vector<bool> b_new = batched ? std::vector<bool>{false, true, false, false}
+                                    : std::vector<bool>{true, false, false};
+  int64_t k_axis = batched ? 2 : 1;
+  TensorView* c = sum(mul(broadcast(a, a_new), broadcast(b, b_new)), {k_axis});
+  fusion->addOutput(c);
+  TensorView* acc = c->cacheBefore();                 // the accumulator (Local)
+  TensorView* c_sub = shared(c->cacheBefore());       // the epilogue tile
+  TensorView* a_sub = shared(a->cacheAfter());
+  TensorView* b_sub = shared(b->cacheAfter());
+  a_sub->setName("Asub");
+  b_sub->setName("Bsub");
+  c_sub->setName("Csub");
+  int64_t o = batched ? 1 : 0;  // first non-batch axis
+  // Output and epilogue tile: [(B,) Mo, No, Mi, Ni].
+  for (TensorView* tv : {c, c_sub}) {
+    tv->split(o, 32)->split(o + 2, 32);  // [Mo, Mi, No, Ni]
+    tv->reorder({{o + 1, o + 2}, {o + 2, o + 1}});
+    tv->axis(o)->parallelize(ParallelType::BIDy);
+    tv->axis(o + 1)->parallelize(ParallelType::BIDx);
+    tv->axis(o + 2)->parallelize(ParallelType::TIDy);
+    tv->axis(o + 3)->parallelize(ParallelType::TIDx);
+  }
+  // Accumulator: [(B,) Mo, No, rKo, Mi, Ni, rKi].
+  acc->split(o, 32)->split(o + 2, 32)->split(o + 4, 32);  // [Mo, Mi, rKo, rKi, No, Ni]
+  acc->reorder({{o + 4, o + 1}, {o + 2, o + 2}, {o + 1, o + 3}, {o + 5, o + 4}, {o + 3, o + 5}});
+  acc->axis(o)->parallelize(ParallelType::BIDy);
+  acc->axis(o + 1)->parallelize(ParallelType::BIDx);
+  acc->axis(o + 3)->parallelize(ParallelType::TIDy);
+  acc->axis(o + 4)->parallelize(ParallelType::TIDx);
+  // Operand tiles: one element per thread in each K step.
+  a_sub->computeAt(acc, o + 3);
+  b_sub->computeAt(acc, o + 3);
+  a_sub->axis(-1)->parallelize(ParallelType::TIDx);
+  b_sub->axis(-1)->parallelize(ParallelType::TIDy);
+  inlineMost(fusion);
+  return {a_sub, b_sub, c_sub, c};
+}
+
+PersistentSlice buildPersistentRnnSlice(int64_t m, int64_t n, int64_t parts) {
+  Fusion* fusion = Fusion::current();
+  TensorView* w = makeConcreteTensor({m, n});
+  fusion->addInput(w);
+  TensorView* y = add(w, w);
+  fusion->addOutput(y);
+  TensorView* w_shared = shared(w->cacheAfter());
+  TensorView* w_local = w_shared->cacheAfter();
+  w_shared->setName("w_s");
+  w_local->setName("w_l");
+  y->split(0, parts, /*inner_split=*/false);  // [parts, m / parts, n]
+  y->axis(0)->parallelize(ParallelType::BIDx);
+  y->axis(2)->parallelize(ParallelType::TIDx);
+  propagateSchedule(y);
+  w_shared->inlineAt(1);
+  w_local->inlineAt(1);
+  return {w_shared, w_local};
+}
+
+}  // namespace smelt::cases
