@@ -50,6 +50,14 @@ class LoopNestBuilder {
   void build() {
     for (Expr* expr : ctx_.fusion->exprs()) place(expr);
     orderBody(ctx_.kernel.body);
+    // Name loop variables in program order, so the IR reads top to bottom.
+    int64_t next = 0;
+    kir::forEachStmt(ctx_.kernel.body, [&](kir::Stmt* s, int) {
+      auto* loop = dynamic_cast<kir::ForLoop*>(s);
+      if (loop != nullptr && !isParallelDim(loop->parallel_type)) {
+        loop->index = "i" + std::to_string(next++);
+      }
+    });
   }
 
  private:
@@ -68,8 +76,7 @@ class LoopNestBuilder {
     loop->parallel_type = id->parallelType();
     loop->extent = id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1) : id->loopExtent();
     std::string parallel_name = parallelIndexName(loop->parallel_type);
-    loop->index = parallel_name.empty() ? "i" + std::to_string(ctx_.next_loop_number++)
-                                        : parallel_name;
+    loop->index = parallel_name;  // serial loops are named once ordered (build)
     loop->trivial = isParallelDim(loop->parallel_type) ||
                     loop->parallel_type == ParallelType::Vectorize ||
                     loop->extent.constant() == 1;

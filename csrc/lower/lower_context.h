@@ -27,7 +27,6 @@ struct LoweringContext {
   // The loop that runs loop axis `axis` of a tensor that owns it (see loopOwner).
   std::map<std::pair<const TensorView*, int64_t>, kir::ForLoop*> loops;
   std::map<const TensorView*, kir::Buffer*> buffers;
-  int64_t next_loop_number = 0;
 
   // The loop of `tv`'s loop axis `axis` (following compute-at sharing).
   kir::ForLoop* loopOf(const TensorView* tv, int64_t axis) const;

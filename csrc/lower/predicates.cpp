@@ -63,8 +63,12 @@ class Predicator {
     IndexMap logical = logicalIndices(tv, loop_indices);
     for (const IterDomain* id : tv->logicalDomain()) {
       if (id->isReduction() && !with_reduction_axes) continue;
-      if (needsBoundsCheck(tv, id)) {
-        pred.terms.push_back({logical.at(id), Term::Kind::LessThan, id->extent()});
+      const IntExpr& index = logical.at(id);
+      // x % extent is in range by construction (a merge's inner index).
+      bool in_range_by_construction =
+          index.kind() == IntExpr::Kind::Mod && index.rhs().sameAs(id->extent());
+      if (needsBoundsCheck(tv, id) && !in_range_by_construction) {
+        pred.terms.push_back({index, Term::Kind::LessThan, id->extent()});
       }
     }
     const kir::LaunchDims& launch = ctx_.kernel.launch;

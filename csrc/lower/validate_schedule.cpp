@@ -19,6 +19,20 @@ namespace {
 
 void checkComputePosition(const TensorView* tv) {
   int64_t max_pos = tv->maxInlinePosition();
+  if (tv->computePosition() > max_pos) {
+    // A conflicting parallel type is the usual reason; name it.
+    const TensorView* consumer = tv->fusion()->consumersOf(tv).at(0);
+    std::vector<int64_t> match = matchLoopAxes(tv, consumer);
+    int64_t c_axis = match.empty() ? max_pos : match.back() + 1;
+    ParallelType mine = tv->axis(max_pos)->parallelType();
+    if (c_axis < consumer->nDims() && mine != ParallelType::Serial) {
+      ParallelType theirs = consumer->axis(c_axis)->parallelType();
+      SMELT_CHECK(mine == theirs, "inconsistent parallelization across compute-at: tensor ",
+                  tv->name(), " axis ", max_pos, " (", tv->axis(max_pos)->toString(), ") is ",
+                  mine, " but runs in the loop of ", consumer->name(), " axis ", c_axis,
+                  ", which is ", theirs);
+    }
+  }
   SMELT_CHECK(tv->computePosition() <= max_pos, "tensor ", tv->name(), " is computed at position ",
               tv->computePosition(), " but only its first ", max_pos,
               " loop axes map onto its consumers' loops (was a consumer re-scheduled after "

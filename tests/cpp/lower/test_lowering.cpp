@@ -1,0 +1,411 @@
+// Lowering: golden kernel IR for small schedules, trivial-loop flags,
+// allocation sizes, barrier placement, errors, and the acceptance-case fusions.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "common/smem_case_fusions.h"
+#include "fusion/error.h"
+#include "fusion/ops.h"
+#include "fusion/transform_replay.h"
+#include "lower/lower.h"
+#include "lower/sync_analysis.h"
+
+namespace smelt {
+namespace {
+
+// Lowers the active fusion and returns its kernel IR text.
+std::string lowered(Fusion& fusion, LowerOptions options = {}) {
+  GpuLower lower(&fusion, options);
+  return lower.run().toString();
+}
+
+const kir::Buffer* bufferNamed(const kir::Kernel& kernel, const std::string& name) {
+  for (const auto& b : kernel.buffers) {
+    if (b->name == name) return b.get();
+  }
+  return nullptr;
+}
+
+std::vector<std::string> syncReasons(const kir::Kernel& kernel) {
+  std::vector<std::string> reasons;
+  kir::forEachStmt(kernel.body, [&](const kir::Stmt* s, int) {
+    if (auto* sync = dynamic_cast<const kir::BlockSync*>(s)) reasons.push_back(sync->reason);
+  });
+  return reasons;
+}
+
+#define EXPECT_SMELT_ERROR(statement, ...)                                 \
+  do {                                                                     \
+    try {                                                                  \
+      statement;                                                           \
+      ADD_FAILURE() << "expected smelt::Error from " #statement;           \
+    } catch (const ::smelt::Error& e) {                                    \
+      for (const char* piece : {__VA_ARGS__}) {                            \
+        EXPECT_NE(std::string(e.what()).find(piece), std::string::npos)    \
+            << "message \"" << e.what() << "\" lacks \"" << piece << "\""; \
+      }                                                                    \
+    }                                                                      \
+  } while (false)
+
+TEST(LoweringGolden, PointwiseWithNonDivisibleSplit) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor({10, 100});
+  TensorView* b = makeConcreteTensor({10, 100});
+  fusion.addInput(a);
+  fusion.addInput(b);
+  TensorView* c = relu(add(a, b));
+  fusion.addOutput(c);
+  c->merge(0)->split(0, 128);
+  c->axis(0)->parallelize(ParallelType::BIDx);
+  c->axis(1)->parallelize(ParallelType::TIDx);
+  propagateSchedule(c);
+  inlineMost(&fusion);
+  EXPECT_EQ(lowered(fusion),
+            "0: for blockIdx.x in 0..8 (BIDx) trivial\n"
+            "1:   for threadIdx.x in 0..128 (TIDx) trivial\n"
+            "2:     alloc T2 Local float[1]\n"
+            "3:     if ((((blockIdx.x * 128) + threadIdx.x) / 100) < 10) T2[0] = "
+            "add(T0[(((((blockIdx.x * 128) + threadIdx.x) / 100) * T0.stride[0]) + "
+            "((((blockIdx.x * 128) + threadIdx.x) % 100) * T0.stride[1]))], "
+            "T1[(((((blockIdx.x * 128) + threadIdx.x) / 100) * T1.stride[0]) + "
+            "((((blockIdx.x * 128) + threadIdx.x) % 100) * T1.stride[1]))])\n"
+            "4:     if ((((blockIdx.x * 128) + threadIdx.x) / 100) < 10) "
+            "T3[(((((blockIdx.x * 128) + threadIdx.x) / 100) * T3.stride[0]) + "
+            "((((blockIdx.x * 128) + threadIdx.x) % 100) * T3.stride[1]))] = relu(T2[0])\n");
+}
+
+TEST(LoweringGolden, InnerReductionWithBlockReduce) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({8, 500});
+  fusion.addInput(x);
+  TensorView* s = sum(x, {1});
+  fusion.addOutput(s);
+  s->split(1, 128);
+  s->axis(0)->parallelize(ParallelType::BIDx);
+  s->axis(2)->parallelize(ParallelType::TIDx);
+  TensorView* partial = s->cacheBefore();
+  partial->inlineAt(1);
+  EXPECT_EQ(lowered(fusion),
+            "0: for blockIdx.x in 0..8 (BIDx) trivial\n"
+            "1:   alloc T2 Local float[1]\n"
+            "2:   T2[0] = 0.0\n"
+            "3:   for i0 in 0..4\n"
+            "4:     for threadIdx.x in 0..128 (TIDx) trivial\n"
+            "5:       if (((i0 * 128) + threadIdx.x) < 500) T2[0] = sum(T2[0], "
+            "T0[((blockIdx.x * T0.stride[0]) + (((i0 * 128) + threadIdx.x) * T0.stride[1]))])\n"
+            "6:   end for i0\n"
+            "7:   T2[0] = block_sum<TIDx>(T2[0])\n"
+            "8:   if (threadIdx.x == 0) T1[(blockIdx.x * T1.stride[0])] = set(T2[0])\n");
+}
+
+TEST(LoweringGolden, OuterReductionAcrossThreads) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor({64, 32});
+  fusion.addInput(a);
+  TensorView* s = sum(a, {0});
+  fusion.addOutput(s);
+  s->axis(1)->parallelize(ParallelType::TIDx);
+  EXPECT_EQ(lowered(fusion),
+            "0: T1[(threadIdx.x * T1.stride[0])] = 0.0\n"
+            "1: for i0 in 0..64\n"
+            "2:   for threadIdx.x in 0..32 (TIDx) trivial\n"
+            "3:     T1[(threadIdx.x * T1.stride[0])] = sum(T1[(threadIdx.x * T1.stride[0])], "
+            "T0[((i0 * T0.stride[0]) + (threadIdx.x * T0.stride[1]))])\n"
+            "4: end for i0\n");
+}
+
+TEST(LoweringGolden, BroadcastAndPad) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor({4, 6});
+  fusion.addInput(a);
+  TensorView* row = broadcast(sum(a, {1}), {false, true});
+  TensorView* p = pad(a, {1, 1}, 2.0);  // [4, 8]
+  TensorView* out = add(p, row);
+  fusion.addOutput(out);
+  inlineMost(&fusion);
+  EXPECT_EQ(lowered(fusion),
+            "0: for i0 in 0..4\n"
+            "1:   alloc T1 Local float[1]\n"
+            "2:   T1[0] = 0.0\n"
+            "3:   for i1 in 0..6\n"
+            "4:     T1[0] = sum(T1[0], T0[((i0 * T0.stride[0]) + (i1 * T0.stride[1]))])\n"
+            "5:   end for i1\n"
+            "6:   for i2 in 0..8\n"
+            "7:     alloc T3 Local float[1]\n"
+            "8:     T3[0] = pad((i2 >= 1 && i2 < 7 ? "
+            "T0[((i0 * T0.stride[0]) + ((i2 - 1) * T0.stride[1]))] : 2.0))\n"
+            "9:     alloc T2 Local float[1]\n"
+            "10:     T2[0] = broadcast(T1[0])\n"
+            "11:     T4[((i0 * T4.stride[0]) + (i2 * T4.stride[1]))] = add(T3[0], T2[0])\n"
+            "12:   end for i2\n"
+            "13: end for i0\n");
+}
+
+// A 32x32 tile written by thread (y, x) at [y][x] and read transposed.
+struct TransposeFusion {
+  TensorView* tile;
+  TensorView* out;
+};
+TransposeFusion buildTranspose(Fusion& fusion) {
+  TensorView* a = makeConcreteTensor({32, 32});
+  fusion.addInput(a);
+  TensorView* tile = set(a)->setMemoryType(MemoryType::Shared);
+  TensorView* out = set(tile);
+  fusion.addOutput(out);
+  tile->axis(0)->parallelize(ParallelType::TIDy);
+  tile->axis(1)->parallelize(ParallelType::TIDx);
+  out->reorder({{0, 1}});  // [j, i]
+  out->axis(0)->parallelize(ParallelType::TIDy);
+  out->axis(1)->parallelize(ParallelType::TIDx);
+  return {tile, out};
+}
+
+TEST(LoweringGolden, TiledCopyWithTransposedRead) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildTranspose(fusion);
+  EXPECT_EQ(lowered(fusion),
+            "0: alloc T1 Shared float[1024]\n"
+            "1: for threadIdx.y in 0..32 (TIDy) trivial\n"
+            "2:   for threadIdx.x in 0..32 (TIDx) trivial\n"
+            "3:     T1[((threadIdx.y * 32) + threadIdx.x)] = "
+            "set(T0[((threadIdx.y * T0.stride[0]) + (threadIdx.x * T0.stride[1]))])\n"
+            "4: __syncthreads()  // RAW T1\n"
+            "5: for threadIdx.y in 0..32 (TIDy) trivial\n"
+            "6:   for threadIdx.x in 0..32 (TIDx) trivial\n"
+            "7:     T2[((threadIdx.x * T2.stride[0]) + (threadIdx.y * T2.stride[1]))] = "
+            "set(T1[((threadIdx.x * 32) + threadIdx.y)])\n");
+}
+
+TEST(LoweringLoops, TrivialFlags) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor({4, 64, 8});
+  fusion.addInput(a);
+  TensorView* b = set(a);
+  fusion.addOutput(b);
+  b->split(2, 4);  // [4, 64, 2, 4]
+  b->axis(0)->parallelize(ParallelType::BIDx);
+  b->axis(1)->parallelize(ParallelType::TIDx);
+  b->axis(3)->parallelize(ParallelType::Vectorize);
+  TensorView* one = set(makeConcreteTensor({1, 3}));
+  fusion.addOutput(one);
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  std::vector<std::pair<std::string, bool>> flags;
+  kir::forEachStmt(kernel.body, [&](const kir::Stmt* s, int) {
+    if (auto* loop = dynamic_cast<const kir::ForLoop*>(s)) {
+      flags.push_back({loop->index + "/" + loop->extent.toString(), loop->trivial});
+    }
+  });
+  std::vector<std::pair<std::string, bool>> expected = {
+      {"blockIdx.x/4", true}, {"threadIdx.x/64", true}, {"i0/2", false},
+      {"i1/4", true},         {"i2/1", true},           {"i3/3", false}};
+  EXPECT_EQ(flags, expected);
+}
+
+TEST(LoweringAllocation, BlockBoundSliceOfCaseC1) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  cases::buildPersistentRnnSlice();
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  const kir::Buffer* w_s = bufferNamed(kernel, "w_s");
+  const kir::Buffer* w_l = bufferNamed(kernel, "w_l");
+  ASSERT_NE(w_s, nullptr);
+  ASSERT_NE(w_l, nullptr);
+  EXPECT_EQ(w_s->bytes().constant(), 32768);  // 256/8 x 256 x 4, not 262144
+  EXPECT_EQ(w_l->bytes().constant(), 128);    // thread-bound columns excluded too
+  EXPECT_EQ(kernel.launch.grid[0].constant(), 8);
+  EXPECT_EQ(kernel.launch.block[0].constant(), 256);
+}
+
+TEST(LoweringAllocation, ComputeAtPositionsShrinkBuffers) {
+  for (int64_t pos : {0, 1, 2}) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor({6, 10});
+    fusion.addInput(a);
+    TensorView* t = neg(a);
+    TensorView* s = t->setMemoryType(MemoryType::Shared);
+    TensorView* l = exp(t);
+    TensorView* out = set(l);
+    fusion.addOutput(out);
+    s->computeAt(out, pos);
+    GpuLower lower(&fusion);
+    const kir::Kernel& kernel = lower.run();
+    int64_t expected = pos == 0 ? 60 : pos == 1 ? 10 : 1;
+    EXPECT_EQ(bufferNamed(kernel, s->name())->elements.constant(), expected) << "pos " << pos;
+    EXPECT_EQ(bufferNamed(kernel, l->name())->elements.constant(), expected) << "pos " << pos;
+  }
+}
+
+TEST(LoweringSyncs, TransposeHasExactlyOneRawBarrier) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TransposeFusion t = buildTranspose(fusion);
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  EXPECT_EQ(syncReasons(kernel), std::vector<std::string>{"RAW T1"});
+  (void)t;
+}
+
+TEST(LoweringSyncs, KLoopStagingGetsRawAndWarBarriers) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  cases::buildTiledGemm();
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  EXPECT_EQ(syncReasons(kernel),
+            (std::vector<std::string>{"RAW Asub", "RAW Bsub", "WAR Asub"}));
+  // The WAR barrier is the last statement of the K loop body.
+  bool war_ends_k_loop = false;
+  kir::forEachStmt(kernel.body, [&](const kir::Stmt* s, int) {
+    auto* loop = dynamic_cast<const kir::ForLoop*>(s);
+    if (loop == nullptr || loop->trivial || loop->body.empty()) return;
+    auto* last = dynamic_cast<const kir::BlockSync*>(loop->body.back().get());
+    if (last != nullptr && last->reason == "WAR Asub") war_ends_k_loop = true;
+  });
+  EXPECT_TRUE(war_ends_k_loop);
+}
+
+TEST(LoweringSyncs, ThreadPrivateChainNeedsNone) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor({128});
+  fusion.addInput(a);
+  TensorView* s1 = neg(a)->setMemoryType(MemoryType::Shared);
+  TensorView* s2 = exp(s1)->setMemoryType(MemoryType::Shared);
+  TensorView* out = set(s2);
+  fusion.addOutput(out);
+  for (TensorView* tv : {s1, s2, out}) tv->axis(0)->parallelize(ParallelType::TIDx);
+  GpuLower lower(&fusion);
+  EXPECT_TRUE(syncReasons(lower.run()).empty());
+}
+
+TEST(LoweringErrors, InconsistentParallelizationAcrossComputeAt) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor({8, 8});
+  fusion.addInput(a);
+  TensorView* b = neg(a);
+  TensorView* c = exp(b);
+  fusion.addOutput(c);
+  b->computeAt(c, 1);
+  c->axis(0)->parallelize(ParallelType::BIDx);
+  b->axis(0)->parallelize(ParallelType::TIDx);
+  GpuLower lower(&fusion);
+  EXPECT_SMELT_ERROR(lower.run(), "tensor T1", "axis 0", "is TIDx", "T2 axis 0", "BIDx");
+}
+
+TEST(LoweringErrors, ConsumerRescheduledAfterComputeAt) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor({8, 8});
+  fusion.addInput(a);
+  TensorView* b = neg(a);
+  TensorView* c = exp(b);
+  fusion.addOutput(c);
+  b->computeAt(c, 2);
+  c->split(0, 4);
+  GpuLower lower(&fusion);
+  EXPECT_SMELT_ERROR(lower.run(), "tensor T1", "computed at position 2", "re-scheduled");
+}
+
+TEST(LoweringErrors, SharedTensorOverTheLimit) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor({128, 128});
+  fusion.addInput(a);
+  TensorView* s = set(a)->setMemoryType(MemoryType::Shared);
+  fusion.addOutput(set(s));
+  LowerOptions static_only;
+  static_only.max_shared_memory_bytes = 48 * 1024;  // no dynamic shared memory
+  GpuLower lower(&fusion, static_only);
+  EXPECT_SMELT_ERROR(lower.run(), "Shared tensor T1", "65536 B", "49152 B");
+}
+
+TEST(LoweringErrors, SymbolicRegisterBufferAndGridReduction) {
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeContigTensor(1);
+    fusion.addInput(a);
+    fusion.addOutput(set(neg(a)));
+    GpuLower lower(&fusion);
+    EXPECT_SMELT_ERROR(lower.run(), "Local tensor T1", "T0.size[0]", "constant size");
+  }
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor({1024});
+    fusion.addInput(a);
+    TensorView* s = sum(a, {0});
+    fusion.addOutput(s);
+    s->split(0, 128)->axis(0)->parallelize(ParallelType::BIDx);
+    GpuLower lower(&fusion);
+    EXPECT_SMELT_ERROR(lower.run(), "tensor T1", "axis 0", "reduction bound to BIDx",
+                       "grid reductions");
+  }
+}
+
+// Every acceptance case lowers, with the shared buffers and sizes it describes.
+TEST(LoweringCases, SharedBuffersMatchTheCaseTable) {
+  struct Expectation {
+    const char* name;
+    std::function<void()> build;
+    std::vector<std::pair<std::string, int64_t>> shared;  // name, bytes
+  };
+  std::vector<Expectation> table = {
+      {"A1", [] { cases::buildSimpleCase(); }, {{"T1", 20}, {"T5", 24}}},
+      {"A2", [] { cases::buildNeedsReorderedPush(); }, {{"T0", 20}, {"T1", 24}, {"T5", 24}}},
+      {"A4", [] { cases::buildPromoteReuseMultipleDownstream(); },
+       {{"T0", 28}, {"T2", 32}, {"T4", 36}}},
+      {"A5", [] { cases::buildMultiplePromoteReuse(); },
+       {{"T0", 28}, {"T3", 32}, {"T6", 36}, {"T9", 40}}},
+      {"A6", [] { cases::buildSkippedSyncInterval(); }, {{"T0", 20}, {"T2", 960}}},
+      {"A7", [] { cases::buildSmemVectorizationChain(); }, {{"T1", 64}, {"T3", 64}}},
+      {"A9", [] { cases::buildExpandBetweenAliases(true); },
+       {{"T1", 16}, {"T2", 16}, {"T3", 16}}},
+      {"B1", [] { cases::buildTiledGemm(); }, {{"Asub", 4096}, {"Bsub", 4096}, {"Csub", 4096}}},
+      {"B2", [] { cases::buildTiledGemm(64, 64, 64, 2); },
+       {{"Asub", 4096}, {"Bsub", 4096}, {"Csub", 4096}}},
+      {"C1", [] { cases::buildPersistentRnnSlice(); }, {{"w_s", 32768}}},
+  };
+  for (const Expectation& e : table) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    e.build();
+    GpuLower lower(&fusion);
+    const kir::Kernel& kernel = lower.run();
+    std::vector<std::pair<std::string, int64_t>> shared;
+    for (const kir::Buffer* b : kernel.sharedBuffers()) {
+      if (b->name.find("_workspace") == std::string::npos) {
+        shared.push_back({b->name, *b->bytes().constant()});
+      }
+    }
+    EXPECT_EQ(shared, e.shared) << e.name;
+  }
+}
+
+TEST(LoweringCases, BatchLoopWrapsTheWholeGemm) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  cases::buildTiledGemm(64, 64, 64, 3);
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  ASSERT_EQ(kernel.body.size(), 1u);
+  auto* batch = dynamic_cast<const kir::ForLoop*>(kernel.body[0].get());
+  ASSERT_NE(batch, nullptr);
+  EXPECT_FALSE(batch->trivial);
+  EXPECT_EQ(batch->extent.constant(), 3);
+}
+
+}  // namespace
+}  // namespace smelt
