@@ -1,20 +1,29 @@
-// smelt_demo: the main job. For now it builds two fusions (a softmax and a
-// tiled matmul with operands staged through shared memory), schedules them
-// with the C++ primitives and prints the math and every tensor's schedule.
-// Later stages extend it to lowering, shared-memory plans and execution.
+// smelt_demo: the main job. It builds two fusions (a softmax and a tiled
+// matmul with operands staged through shared memory), schedules them with the
+// C++ primitives, prints the math and every tensor's schedule, lowers them and
+// prints the kernel IR (loop nest, allocations, barriers) and its summary.
+// Later stages extend it to shared-memory plans, CUDA and execution.
 #include <iostream>
 
 #include "fusion/error.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
+#include "lower/lower.h"
 
 namespace {
+
+void printKernel(smelt::Fusion& fusion) {
+  smelt::GpuLower lower(&fusion);
+  const smelt::kir::Kernel& kernel = lower.run();
+  std::cout << "--- kernel IR ---\n" << kernel.toString() << "--- summary ---\n"
+            << kernel.summary() << "\n";
+}
 
 void softmax() {
   using namespace smelt;
   Fusion fusion;
   FusionGuard guard(&fusion);
-  TensorView* x = makeContigTensor(2);
+  TensorView* x = makeConcreteTensor({1024, 500});
   fusion.addInput(x);
   TensorView* row_max = broadcast(max(x, {1}), {false, true});
   TensorView* e = exp(sub(x, row_max));
@@ -26,7 +35,8 @@ void softmax() {
   y->axis(2)->parallelize(ParallelType::TIDx);
   propagateSchedule(y);
   inlineMost(&fusion);
-  std::cout << "=== softmax over rows, one row per block ===\n" << fusion.toString() << "\n";
+  std::cout << "=== softmax over rows, one row per block ===\n" << fusion.toString();
+  printKernel(fusion);
 }
 
 void tiledMatmul() {
@@ -53,8 +63,10 @@ void tiledMatmul() {
   // Each thread of the 32x32 block loads one element of each tile.
   a_s->axis(-1)->parallelize(ParallelType::TIDx);
   b_s->axis(-1)->parallelize(ParallelType::TIDy);
+  inlineMost(&fusion);
   std::cout << "=== tiled matmul, A and B staged through shared memory ===\n"
-            << fusion.toString() << "\n";
+            << fusion.toString();
+  printKernel(fusion);
 }
 
 }  // namespace

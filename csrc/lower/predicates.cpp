@@ -82,7 +82,10 @@ class Predicator {
         if (ctx_.loopOf(tv, k)->parallel_type == dim.pt) bound = ctx_.loopOf(tv, k);
       }
       if (bound != nullptr) {
-        if (!bound->extent.sameAs(launch_extent)) {
+        // A broadcast axis bound to a thread index is computed by every
+        // thread alike: no guard (a Local value must exist in each thread).
+        bool broadcast_axis = bound->iter_domain != nullptr && bound->iter_domain->isBroadcast();
+        if (!bound->extent.sameAs(launch_extent) && !broadcast_axis) {
           pred.terms.push_back({IntExpr::symbol(dim.symbol), Term::Kind::LessThan, bound->extent});
         }
         continue;
