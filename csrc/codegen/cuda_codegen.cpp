@@ -556,7 +556,6 @@ class Emitter {
       case ExprType::Where:
         value = operandValue(operandAt(c, 0), DataType::Bool) + " ? " +
                 operandValue(operandAt(c, 1), ct) + " : " + operandValue(operandAt(c, 2), ct);
-        if (ct != c.out.buffer->dtype) value = "(" + value + ")";
         break;
       case ExprType::Reduction:
         SMELT_CHECK(false, "codegen: reduction ", c.expr->toString(),
