@@ -14,10 +14,24 @@
 
 namespace smelt {
 
+// When two shared buffers may share bytes without a new barrier (DESIGN §3.2).
+enum class SmemHazards {
+  Precise,       // a barrier between them, or the reuse is provably thread-private
+  Conservative,  // a barrier between them (nvFuser's rule)
+};
+
+// How shared-memory addresses are assigned (DESIGN §3.3, §3.4).
+enum class SmemAllocator {
+  Best,   // best-fit over several orderings + exact search, never worse than Stack
+  Stack,  // nvFuser's stack allocator and promoteReuse rule, reproduced exactly
+};
+
 struct LowerOptions {
   // The per-block shared-memory limit (sm_90: 227 KiB). Set to 48 KiB to
   // forbid the opt-in dynamic shared memory above the static limit.
   int64_t max_shared_memory_bytes = 232448;
+  SmemHazards smem_hazards = SmemHazards::Precise;
+  SmemAllocator smem_allocator = SmemAllocator::Best;
 };
 
 struct LoweringContext {

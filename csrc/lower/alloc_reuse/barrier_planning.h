@@ -1,0 +1,44 @@
+// Transformation: the barriers promoteReuse() asks for (DESIGN §3.2, §3.4).
+// For each Shared tensor flagged with promoteReuse (non-alias, accessed), in
+// Allocate order, with liveness recomputed after every insertion:
+//   L = its outer last read (aliases included); F = the smallest outer first
+//   write after L among the other non-alias Shared tensor buffers (block-op
+//   workspaces are not candidates, as in nvFuser).
+// SmemAllocator::Best:
+//   * nothing when no buffer is first written after L (no reuse needs it),
+//     when in Precise mode the block has one thread (the reuse is
+//     thread-private), or when a barrier already sits in [L, F);
+//   * otherwise one kir::BlockSync (inserted_for_reuse, reason "promoteReuse
+//     X -> Y") at the latest legal point before F outside inner loops: in the
+//     innermost body holding both X's last read and F's statement, right
+//     before the child that leads to F, descending into trivial loops (a
+//     TIDx-bound loop runs once per thread: case A6) but never into a
+//     non-trivial loop or an IfThenElse. No barrier is inserted under an
+//     IfThenElse (divergent control flow): the request is then recorded as
+//     unmet.
+// SmemAllocator::Stack (nvFuser, exactly): a barrier at a position in (L, F)
+//   (loop-end positions included; one exactly at L does not count) meets the
+//   request; otherwise a BlockSync goes immediately before the statement at F,
+//   in whatever scope it sits.
+// At most one barrier per flagged tensor; every inserted one is reported.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lower/kir.h"
+#include "lower/lower_context.h"
+
+namespace smelt::alloc_reuse {
+
+struct ReuseBarrier {
+  const kir::Buffer* buffer = nullptr;  // the promoted buffer
+  const kir::Buffer* next = nullptr;    // first written after it (nullptr: none)
+  const kir::BlockSync* inserted = nullptr;  // nullptr when no barrier was inserted
+  std::string outcome;                  // why inserted, or why not
+};
+
+std::vector<ReuseBarrier> insertReuseBarriers(kir::Kernel& kernel, SmemHazards hazards,
+                                              SmemAllocator allocator);
+
+}  // namespace smelt::alloc_reuse

@@ -1,0 +1,59 @@
+// The shared-memory plan of one kernel (DESIGN §3), as the plan_shared_memory
+// pass (smem_addresses.cpp) builds it and stores it in kir::Kernel::smem_plan:
+//   liveness -> aliasing (alias_of, Shared and Local) -> promoteReuse barriers
+//   -> liveness again -> conflicts (hazards) -> addresses -> verification.
+//
+// Guarantees of planKernelSharedMemory():
+// - every Shared buffer gets an aligned address; an alias gets its base's
+//   address and alias_of; Local aliases get alias_of;
+// - addresses: SmemAllocator::Best plans the fusion tensors' buffers with
+//   planAddresses() over the hazard conflicts, with the stack allocator's plan
+//   of the same buffers as the baseline to beat wherever that plan is valid
+//   under these conflicts (it ignores loop back edges); SmemAllocator::Stack
+//   uses planStackAddresses() as nvFuser would. Block-op workspaces (which
+//   nvFuser keeps outside its allocator) are then placed at the lowest
+//   aligned offset free of every conflicting buffer; with symbolic sizes they
+//   join the tensors in one plan instead;
+// - verification always runs on the final IR (verifyKernelSharedMemory): a
+//   smelt::Error lists the buffers when two conflicting ones overlap, an
+//   address is misaligned, or the total exceeds the device limit.
+// - SMELT_DUMP=smem_plan prints the text report.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lower/alloc_reuse/aliasing.h"
+#include "lower/alloc_reuse/barrier_planning.h"
+#include "lower/alloc_reuse/buffer_set.h"
+#include "lower/lower_context.h"
+
+namespace smelt::alloc_reuse {
+
+struct SharedMemoryPlan {
+  SmemHazards hazards = SmemHazards::Precise;
+  SmemAllocator allocator = SmemAllocator::Best;
+  // Planned buffers (non-alias Shared buffers that are accessed), Allocate
+  // order; `buffers[i]` is the abstract form of `planned[i]` (outer interval).
+  std::vector<const kir::Buffer*> planned;
+  std::vector<Buffer> buffers;
+  ConflictGraph conflicts;
+  AddressPlan plan;  // addresses of `planned`, total, lower bound, no-reuse total
+  // max(address + bytes) over the fusion tensors' buffers (no workspaces): the
+  // figure nvFuser's allocator reports.
+  IntExpr tensor_bytes;
+  std::vector<AliasDecision> aliases;
+  std::vector<ReuseBarrier> reuse_barriers;
+  std::string report_text;
+  std::string report_json;
+  std::string report_svg;  // empty when sizes are symbolic
+};
+
+void planKernelSharedMemory(LoweringContext& ctx);
+
+// Recomputes liveness and conflicts on `kernel` as it stands and checks the
+// Shared addresses written into its buffers (smelt::Error when invalid).
+void verifyKernelSharedMemory(const kir::Kernel& kernel, SmemHazards hazards,
+                              int64_t device_limit_bytes);
+
+}  // namespace smelt::alloc_reuse

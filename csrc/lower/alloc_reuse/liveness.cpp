@@ -1,0 +1,173 @@
+#include "lower/alloc_reuse/liveness.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_set>
+
+#include "fusion/error.h"
+
+namespace smelt::alloc_reuse {
+
+std::vector<BufferAccess> accessesOf(const kir::Stmt* stmt) {
+  std::vector<BufferAccess> result;
+  auto add = [&](const kir::Access& a, bool write, bool read, const kir::Predicate* guard,
+                 const kir::Predicate* in_bounds = nullptr) {
+    result.push_back({stmt, a.buffer, write, read, &a.index, guard, in_bounds});
+  };
+  auto workspace = [&](const kir::Buffer* ws) {
+    if (ws != nullptr) result.push_back({stmt, ws, true, true, nullptr, nullptr, nullptr});
+  };
+  switch (stmt->kind()) {
+    case kir::StmtKind::Compute: {
+      auto* c = static_cast<const kir::Compute*>(stmt);
+      for (const kir::Operand& op : c->operands) {
+        if (op.access) add(*op.access, false, true, &c->predicate, &op.in_bounds);
+      }
+      add(c->out, true, false, &c->predicate);
+      break;
+    }
+    case kir::StmtKind::ReduceInit: {
+      auto* r = static_cast<const kir::ReduceInit*>(stmt);
+      add(r->out, true, true, &r->predicate);
+      break;
+    }
+    case kir::StmtKind::ReduceStep: {
+      auto* r = static_cast<const kir::ReduceStep*>(stmt);
+      if (r->in.access) add(*r->in.access, false, true, &r->predicate, &r->in.in_bounds);
+      add(r->out, true, true, &r->predicate);
+      break;
+    }
+    case kir::StmtKind::BlockReduce: {
+      auto* r = static_cast<const kir::BlockReduce*>(stmt);
+      add(r->in, false, true, nullptr);
+      workspace(r->workspace);
+      add(r->out, true, true, &r->predicate);
+      break;
+    }
+    case kir::StmtKind::BlockBroadcast: {
+      auto* b = static_cast<const kir::BlockBroadcast*>(stmt);
+      add(b->in, false, true, nullptr);
+      workspace(b->workspace);
+      add(b->out, true, false, nullptr);
+      break;
+    }
+    default:
+      break;
+  }
+  return result;
+}
+
+const BufferLiveness& Liveness::of(const kir::Buffer* buffer) const {
+  auto it = index_.find(buffer);
+  SMELT_INTERNAL_CHECK(it != index_.end(), "liveness: no Allocate for buffer ", buffer->name);
+  return buffers[it->second];
+}
+
+std::vector<const kir::Stmt*> Liveness::ancestors(const kir::Stmt* stmt) const {
+  std::vector<const kir::Stmt*> chain;
+  for (const kir::Stmt* p = parent.at(stmt); p != nullptr; p = parent.at(p)) chain.push_back(p);
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+const kir::ForLoop* Liveness::commonLoop(const kir::Stmt* a, const kir::Stmt* b) const {
+  std::vector<const kir::Stmt*> ca = ancestors(a);
+  ca.push_back(a);
+  std::vector<const kir::Stmt*> cb = ancestors(b);
+  cb.push_back(b);
+  const kir::ForLoop* result = nullptr;
+  for (size_t i = 0; i < ca.size() && i < cb.size() && ca[i] == cb[i]; ++i) {
+    auto* loop = dynamic_cast<const kir::ForLoop*>(ca[i]);
+    if (loop != nullptr && !loop->trivial) result = loop;
+  }
+  return result;
+}
+
+bool Liveness::syncIn(int64_t from, int64_t to) const {
+  auto it = std::lower_bound(sync_positions.begin(), sync_positions.end(), from);
+  return it != sync_positions.end() && *it < to;
+}
+
+Liveness computeLiveness(const kir::Kernel& kernel) {
+  Liveness live;
+  live.positions = kir::numberPositions(kernel.body);
+  live.stmt_at.assign(static_cast<size_t>(live.positions.count), nullptr);
+  live.end_position = std::max<int64_t>(live.positions.count - 1, 0);
+
+  std::vector<const kir::Allocate*> allocates;
+  std::function<void(const kir::StmtList&, const kir::Stmt*)> walk =
+      [&](const kir::StmtList& list, const kir::Stmt* owner) {
+        for (const auto& stmt : list) {
+          const kir::Stmt* s = stmt.get();
+          live.parent[s] = owner;
+          live.stmt_at[live.positions.start.at(s)] = s;
+          if (s->synchronizesBlock()) live.sync_positions.push_back(live.positions.start.at(s));
+          if (auto* alloc = dynamic_cast<const kir::Allocate*>(s)) allocates.push_back(alloc);
+          if (auto* loop = dynamic_cast<const kir::ForLoop*>(s)) {
+            walk(loop->body, s);
+            if (!loop->trivial) live.stmt_at[live.positions.loop_end.at(loop)] = s;
+          } else if (auto* ite = dynamic_cast<const kir::IfThenElse*>(s)) {
+            walk(ite->then_body, s);
+            walk(ite->else_body, s);
+          }
+        }
+      };
+  walk(kernel.body, nullptr);
+  std::sort(live.sync_positions.begin(), live.sync_positions.end());
+
+  auto addBuffer = [&](const kir::Buffer* buffer, const kir::Stmt* anchor) {
+    BufferLiveness b;
+    b.buffer = buffer;
+    b.allocate = anchor;
+    b.creation_order = static_cast<int64_t>(live.buffers.size());
+    live.index_[buffer] = live.buffers.size();
+    live.buffers.push_back(std::move(b));
+  };
+  for (const kir::Allocate* alloc : allocates) {
+    if (alloc->buffer->memory != MemoryType::Global) addBuffer(alloc->buffer, alloc);
+  }
+  kir::forEachStmt(kernel.body, [&](const kir::Stmt* s, int) {
+    for (const BufferAccess& a : accessesOf(s)) {
+      if (a.index == nullptr && !live.index_.count(a.buffer)) addBuffer(a.buffer, s);
+      auto it = live.index_.find(a.buffer);
+      if (it != live.index_.end()) live.buffers[it->second].accesses.push_back(a);
+    }
+  });
+
+  for (BufferLiveness& b : live.buffers) {
+    std::vector<const kir::Stmt*> alloc_chain = live.ancestors(b.allocate);
+    std::unordered_set<const kir::Stmt*> around_alloc(alloc_chain.begin(), alloc_chain.end());
+    for (const BufferAccess& a : b.accesses) {
+      int64_t pos = live.positions.start.at(a.stmt);
+      int64_t start = pos;
+      int64_t end = pos;
+      for (const kir::Stmt* anc : live.ancestors(a.stmt)) {
+        auto* loop = dynamic_cast<const kir::ForLoop*>(anc);
+        if (loop == nullptr || loop->trivial || around_alloc.count(loop)) continue;
+        start = live.positions.start.at(loop);
+        end = live.positions.loop_end.at(loop);
+        break;
+      }
+      if (!b.inner.valid()) {
+        b.inner = {pos, pos};
+        b.outer = {start, end};
+      }
+      b.inner = {std::min(b.inner.first, pos), std::max(b.inner.last, pos)};
+      b.outer = {std::min(b.outer.first, start), std::max(b.outer.last, end)};
+    }
+  }
+  for (BufferLiveness& b : live.buffers) {
+    if (b.buffer->alias_of == nullptr || !b.inner.valid()) continue;
+    BufferLiveness& base = live.buffers[live.index_.at(b.buffer->alias_of)];
+    if (!base.inner.valid()) {
+      base.inner = b.inner;
+      base.outer = b.outer;
+      continue;
+    }
+    base.inner = {std::min(base.inner.first, b.inner.first), std::max(base.inner.last, b.inner.last)};
+    base.outer = {std::min(base.outer.first, b.outer.first), std::max(base.outer.last, b.outer.last)};
+  }
+  return live;
+}
+
+}  // namespace smelt::alloc_reuse
