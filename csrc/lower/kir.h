@@ -23,6 +23,10 @@
 #include "fusion/ir.h"
 #include "fusion/types.h"
 
+namespace smelt::alloc_reuse {
+struct SharedMemoryPlan;  // lower/alloc_reuse/kernel_plan.h
+}  // namespace smelt::alloc_reuse
+
 namespace smelt::kir {
 
 // One allocated buffer: a Shared or Local intermediate, or a Global tensor
@@ -210,6 +214,9 @@ struct Kernel {
   std::vector<const Scalar*> scalar_inputs;
   StmtList body;
   LaunchDims launch;
+  // The shared-memory plan (buffers, conflicts, addresses, inserted barriers,
+  // report), set by the plan_shared_memory pass (smem_addresses.cpp).
+  std::shared_ptr<const alloc_reuse::SharedMemoryPlan> smem_plan;
 
   std::vector<const Buffer*> sharedBuffers() const;
   std::vector<const Buffer*> localBuffers() const;
