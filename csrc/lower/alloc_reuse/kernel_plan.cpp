@@ -132,7 +132,6 @@ AddressPlan assignAddresses(const std::vector<Buffer>& buffers,
   plan.notes = sub.notes;
   plan.symbolic = sub.symbolic;
   plan.total_bytes = planTotalBytes(buffers, plan.addresses, plan.stacked_on);
-  plan.no_reuse_bytes = noReuseBytes(buffers);
   plan.lower_bound_bytes = lowerBoundBytes(buffers, conflicts);
   auto total = plan.total_bytes.constant();
   plan.lower_bound_reached = total && *total <= plan.lower_bound_bytes;
@@ -169,8 +168,9 @@ kir::Buffer* mutableBuffer(kir::Kernel& kernel, const kir::Buffer* buffer) {
   return nullptr;
 }
 
+// The report lists planned buffers, then Shared aliases at their base's
+// bytes; the no-reuse total counts every one of them.
 void writeReports(SharedMemoryPlan& result, const Liveness& live) {
-  // The report lists planned buffers, then Shared aliases at their base's bytes.
   std::vector<Buffer> buffers = result.buffers;
   AddressPlan plan = result.plan;
   ReportContext context;
@@ -191,6 +191,8 @@ void writeReports(SharedMemoryPlan& result, const Liveness& live) {
     plan.stacked_on.push_back(AddressPlan::kNotStacked);
     context.aliased_to.push_back(d.base->name + " (" + d.rule + ")");
   }
+  result.plan.no_reuse_bytes = noReuseBytes(buffers);
+  plan.no_reuse_bytes = result.plan.no_reuse_bytes;
   for (int64_t p : live.sync_positions) {
     auto* sync = dynamic_cast<const kir::BlockSync*>(live.stmt_at[p]);
     if (sync != nullptr && sync->inserted_for_reuse) {

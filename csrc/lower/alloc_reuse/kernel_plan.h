@@ -38,7 +38,9 @@ struct SharedMemoryPlan {
   std::vector<const kir::Buffer*> planned;
   std::vector<Buffer> buffers;
   ConflictGraph conflicts;
-  AddressPlan plan;  // addresses of `planned`, total, lower bound, no-reuse total
+  // Addresses of `planned`, total, lower bound, and the no-reuse total of
+  // every accessed Shared buffer (aliases included).
+  AddressPlan plan;
   // max(address + bytes) over the fusion tensors' buffers (no workspaces): the
   // figure nvFuser's allocator reports.
   IntExpr tensor_bytes;

@@ -1,0 +1,227 @@
+// The kernel-level analyses on their own (liveness, hazards, aliasing rules,
+// footprints), the verification that always runs, and the mutation test:
+// deleting any barrier promoteReuse inserted makes the verifier fail.
+#include <gtest/gtest.h>
+
+#include "alloc_reuse/kernel_plan_test_util.h"
+#include "common/smem_case_fusions.h"
+#include "fusion/ops.h"
+#include "lower/alloc_reuse/access_footprint.h"
+#include "lower/alloc_reuse/hazards.h"
+#include "lower/alloc_reuse/liveness.h"
+
+namespace smelt::alloc_reuse {
+namespace {
+
+using testing::LoweredKernel;
+using testing::lowerWith;
+
+// ---- liveness ----
+
+TEST(KernelLiveness, AccessInLoopWidensToThatLoop) {
+  cases::SimpleCase c{};
+  LoweredKernel k = lowerWith([&] { c = cases::buildSimpleCase(); }, SmemHazards::Precise);
+  Liveness live = computeLiveness(*k.kernel);
+  const BufferLiveness& a = live.of(k.buffer(c.a));
+  // Written at statement 6 in loop [5, 7], read at 9 in loop [8, 10].
+  EXPECT_EQ(a.inner.first, 6);
+  EXPECT_EQ(a.inner.last, 9);
+  EXPECT_EQ(a.outer.first, 5);
+  EXPECT_EQ(a.outer.last, 10);
+}
+
+TEST(KernelLiveness, TrivialLoopsNeverWiden) {
+  cases::SkippedSync c{};
+  LoweredKernel k = lowerWith([&] { c = cases::buildSkippedSyncInterval(); },
+                              SmemHazards::Precise);
+  Liveness live = computeLiveness(*k.kernel);
+  const BufferLiveness& t2 = live.of(k.buffer(c.tv2));
+  // tv2's first write widens to its serial loop, not to the TIDx loop around it.
+  const kir::Stmt* at = live.stmt_at[t2.outer.first];
+  auto* loop = dynamic_cast<const kir::ForLoop*>(at);
+  ASSERT_NE(loop, nullptr);
+  EXPECT_FALSE(loop->trivial);
+}
+
+TEST(KernelLiveness, ReductionOutputIsReadWhereWritten) {
+  LoweredKernel k = lowerWith(
+      [] {
+        Fusion* f = Fusion::current();
+        TensorView* in = makeConcreteTensor({8});
+        f->addInput(in);
+        TensorView* s = sum(in, {0});
+        s->setMemoryType(MemoryType::Shared);
+        f->addOutput(set(s));
+      },
+      SmemHazards::Precise);
+  Liveness live = computeLiveness(*k.kernel);
+  for (const BufferLiveness& b : live.buffers) {
+    if (b.buffer->memory != MemoryType::Shared) continue;
+    for (const BufferAccess& a : b.accesses) {
+      if (a.stmt->kind() == kir::StmtKind::ReduceStep) {
+        EXPECT_TRUE(a.read && a.write);
+      }
+    }
+  }
+}
+
+TEST(KernelLiveness, BatchLoopDoesNotStretchTileLifetimes) {
+  cases::TiledGemm c{};
+  LoweredKernel k =
+      lowerWith([&] { c = cases::buildTiledGemm(64, 64, 64, 3); }, SmemHazards::Conservative);
+  Liveness live = computeLiveness(*k.kernel);
+  const BufferLiveness& a = live.of(k.buffer(c.a_sub));
+  const BufferLiveness& csub = live.of(k.buffer(c.c_sub));
+  // The operand tile dies before the epilogue tile is written, although a
+  // serial batch loop runs around both.
+  EXPECT_LT(a.outer.last, csub.outer.first);
+}
+
+// ---- hazards ----
+
+TEST(KernelHazards, ModesDisagreeOnlyOnThreadPrivateReuse) {
+  cases::SimpleCase c{};
+  LoweredKernel k = lowerWith([&] { c = cases::buildSimpleCase(); }, SmemHazards::Precise);
+  Liveness live = computeLiveness(*k.kernel);
+  const kir::Buffer* a = k.buffer(c.a);
+  const kir::Buffer* b = k.buffer(c.b);
+  EXPECT_EQ(relate(live, *k.kernel, a, b, SmemHazards::Precise), PairRelation::ThreadPrivate);
+  EXPECT_EQ(relate(live, *k.kernel, a, b, SmemHazards::Conservative), PairRelation::NeedsBarrier);
+}
+
+TEST(KernelHazards, BlockReductionSeparatesBuffers) {
+  cases::SimpleCase c{};
+  LoweredKernel k = lowerWith(
+      [&] {
+        c = cases::buildSimpleCase();
+        c.sum->axis(0)->parallelize(ParallelType::TIDx);
+      },
+      SmemHazards::Conservative);
+  Liveness live = computeLiveness(*k.kernel);
+  EXPECT_EQ(relate(live, *k.kernel, k.buffer(c.b), k.buffer(c.a), SmemHazards::Conservative),
+            PairRelation::BarrierBetween);
+}
+
+TEST(KernelHazards, PadReadingWhileWritingIsLiveTogether) {
+  cases::NeedsReorderedPush c{};
+  LoweredKernel k =
+      lowerWith([&] { c = cases::buildNeedsReorderedPush(); }, SmemHazards::Precise);
+  Liveness live = computeLiveness(*k.kernel);
+  EXPECT_EQ(relate(live, *k.kernel, k.buffer(c.a), k.buffer(c.b), SmemHazards::Precise),
+            PairRelation::LiveTogether);
+}
+
+TEST(KernelHazards, DifferentPerThreadBytesAreNotThreadPrivate) {
+  cases::SkippedSync c{};
+  LoweredKernel k = lowerWith([&] { c = cases::buildSkippedSyncInterval(); },
+                              SmemHazards::Precise);
+  Liveness live = computeLiveness(*k.kernel);
+  std::vector<BufferAccess> reads, writes;
+  for (const BufferAccess& a : live.of(k.buffer(c.tv0)).accesses) {
+    if (a.read) reads.push_back(a);
+  }
+  for (const BufferAccess& a : live.of(k.buffer(c.tv2)).accesses) {
+    if (a.write) writes.push_back(a);
+  }
+  EXPECT_FALSE(overwritesFollowOwnReads(live, *k.kernel, reads, writes, {}, true));
+  EXPECT_EQ(relate(live, *k.kernel, k.buffer(c.tv0), k.buffer(c.tv2), SmemHazards::Precise),
+            PairRelation::NeedsBarrier);
+  // Each thread touches its own row of tv2: 48 floats per thread.
+  auto fp = footprint(live, *k.kernel, writes, {}, true);
+  ASSERT_TRUE(fp.has_value());
+  EXPECT_EQ(fp->size(), 5u);
+  for (const auto& [thread, elements] : *fp) EXPECT_EQ(elements.size(), 48u);
+}
+
+// ---- aliasing rules ----
+
+TEST(KernelAliasing, InPlaceAndDisjointRules) {
+  LoweredKernel smem = lowerWith([] { cases::buildSmemVectorizationChain(); },
+                                 SmemHazards::Precise);
+  ASSERT_EQ(smem.plan().aliases.size(), 1u);
+  EXPECT_EQ(smem.plan().aliases[0].rule, "inner");
+  LoweredKernel regs = lowerWith([] { cases::buildRegisterVectorizationChain(4, 2); },
+                                 SmemHazards::Precise);
+  ASSERT_EQ(regs.plan().aliases.size(), 1u);
+  EXPECT_EQ(regs.plan().aliases[0].rule, "outer");
+}
+
+// ---- verification and report ----
+
+TEST(KernelPlanVerify, OverTheLimitNamesTheBuffers) {
+  try {
+    lowerWith([] { cases::buildSkippedSyncInterval(); }, SmemHazards::Precise,
+              SmemAllocator::Best, 970);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("T2"), std::string::npos) << what;
+    EXPECT_NE(what.find("970"), std::string::npos) << what;
+  }
+}
+
+TEST(KernelPlanVerify, ReportListsInsertedBarriersAndAliases) {
+  LoweredKernel k = lowerWith([] { cases::buildSkippedSyncInterval().tv0->promoteReuse(); },
+                              SmemHazards::Conservative);
+  EXPECT_NE(k.plan().report_text.find("promoteReuse T0 -> T2"), std::string::npos)
+      << k.plan().report_text;
+  EXPECT_FALSE(k.plan().report_json.empty());
+  EXPECT_NE(k.plan().report_svg.find("<svg"), std::string::npos);
+  LoweredKernel a7 = lowerWith([] { cases::buildSmemVectorizationChain(); },
+                               SmemHazards::Precise);
+  EXPECT_NE(a7.plan().report_text.find("T1 (inner)"), std::string::npos)
+      << a7.plan().report_text;
+}
+
+// Deletes the `index`-th barrier that promoteReuse inserted.
+void deleteInsertedBarrier(const kir::Kernel& kernel, int index) {
+  int seen = 0;
+  std::function<bool(kir::StmtList&)> walk = [&](kir::StmtList& body) {
+    for (size_t i = 0; i < body.size(); ++i) {
+      auto* sync = dynamic_cast<kir::BlockSync*>(body[i].get());
+      if (sync != nullptr && sync->inserted_for_reuse && seen++ == index) {
+        body.erase(body.begin() + static_cast<std::ptrdiff_t>(i));
+        return true;
+      }
+      if (auto* loop = dynamic_cast<kir::ForLoop*>(body[i].get())) {
+        if (walk(loop->body)) return true;
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(walk(const_cast<kir::Kernel&>(kernel).body));
+}
+
+TEST(KernelPlanVerify, DeletingAnyPromoteReuseBarrierFailsVerification) {
+  std::vector<std::function<void()>> builds = {
+      [] { cases::buildNeedsReorderedPush().a->promoteReuse(); },
+      [] { cases::buildPromoteReuseMultipleDownstream().tv0->promoteReuse(); },
+      [] {
+        cases::MultiplePromote c = cases::buildMultiplePromoteReuse();
+        c.tv0->promoteReuse();
+        c.tv4->promoteReuse();
+      },
+      [] { cases::buildSkippedSyncInterval().tv0->promoteReuse(); },
+  };
+  int mutants = 0;
+  for (size_t b = 0; b < builds.size(); ++b) {
+    for (SmemAllocator allocator : {SmemAllocator::Best, SmemAllocator::Stack}) {
+      int inserted = lowerWith(builds[b], SmemHazards::Conservative, allocator).insertedBarriers();
+      EXPECT_GE(inserted, 1) << "build " << b;
+      for (int i = 0; i < inserted; ++i) {
+        LoweredKernel k = lowerWith(builds[b], SmemHazards::Conservative, allocator);
+        EXPECT_NO_THROW(verifyKernelSharedMemory(*k.kernel, SmemHazards::Conservative, 232448));
+        deleteInsertedBarrier(*k.kernel, i);
+        EXPECT_THROW(verifyKernelSharedMemory(*k.kernel, SmemHazards::Conservative, 232448),
+                     Error)
+            << "build " << b << " barrier " << i << "\n"
+            << k.kernel->toString();
+        ++mutants;
+      }
+    }
+  }
+  EXPECT_EQ(mutants, 2 * (1 + 1 + 2 + 1));
+}
+
+}  // namespace
+}  // namespace smelt::alloc_reuse
