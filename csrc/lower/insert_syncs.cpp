@@ -1,9 +1,10 @@
 // Pass syncs: inserts the block barriers that cross-thread accesses of Shared
 // tensors need (see sync_analysis.h). Guarantees:
 //   * RAW: between a write and a cross-thread read there is a barrier (an
-//     existing BlockSync or block reduction counts), placed in the innermost
-//     body holding both, just before the subtree that reads — the outermost
-//     legal point, never inside a loop the write is not in;
+//     existing BlockSync or block reduction counts), placed after the
+//     subtree that writes, as late as trivial loops allow but never inside a
+//     non-trivial loop the write is not in (so it runs once per write, and
+//     one barrier serves tiles staged one after another);
 //   * WAR: when a serial loop holds both, the next iteration's write cannot
 //     overtake the previous iteration's reads: a barrier after the reads (at
 //     the end of the loop body) unless one already lies after the reads or
@@ -69,12 +70,19 @@ void insertRaw(kir::Kernel& kernel, const CrossThreadAccess& access) {
   SMELT_INTERNAL_CHECK(findPath(kernel.body, nullptr, access.write, w));
   SMELT_INTERNAL_CHECK(findPath(kernel.body, nullptr, access.read, r));
   size_t d = commonDepth(w, r);
-  kir::StmtList& body = *w[d].body;
   size_t cw = w[d].index;
   size_t cr = r[d].index;
   if (cw >= cr) return;  // read before write in this body: not a RAW pair here
-  if (hasSync(body, cw + 1, cr)) return;
-  body.insert(body.begin() + cr, makeSync("RAW " + access.tv->name()));
+  if (hasSync(*r[d].body, cw + 1, cr)) return;
+  // Go as late as trivial loops allow (they are not loops in CUDA), so one
+  // barrier can serve several tiles staged one after another.
+  while (d + 1 < r.size() && r[d + 1].index > 0) {
+    auto* loop = dynamic_cast<kir::ForLoop*>((*r[d].body)[r[d].index].get());
+    if (loop == nullptr || !loop->trivial) break;
+    ++d;
+    if (hasSync(*r[d].body, 0, r[d].index)) return;
+  }
+  r[d].body->insert(r[d].body->begin() + r[d].index, makeSync("RAW " + access.tv->name()));
 }
 
 void insertWar(kir::Kernel& kernel, const CrossThreadAccess& access) {

@@ -157,9 +157,8 @@ TEST(SimulatorLowered, RemovingAnyBarrierIsCaught) {
     Fusion fusion;
     FusionGuard guard(&fusion);
     cases::buildTiledGemm();
-    // "RAW Asub" sits between the Asub and Bsub staging copies; "RAW Bsub"
-    // follows before any read of either tile, so it orders Asub as well.
-    tried += expectEveryBarrierNeeded(fusion, {"RAW Asub"});
+    // One RAW barrier after both staging copies, one WAR barrier: both needed.
+    tried += expectEveryBarrierNeeded(fusion);
   }
   {
     Fusion fusion;
@@ -179,7 +178,7 @@ TEST(SimulatorLowered, RemovingAnyBarrierIsCaught) {
     cases::buildMultiplePromoteReuse();
     tried += expectEveryBarrierNeeded(fusion);
   }
-  EXPECT_GE(tried, 3u);
+  EXPECT_GE(tried, 2u);  // B1's RAW and WAR barriers
   RecordProperty("barriers_removed", static_cast<int>(tried));
 }
 
