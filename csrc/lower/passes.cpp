@@ -1,8 +1,6 @@
 #include "lower/passes.h"
 
-#include <cstdlib>
 #include <iostream>
-#include <sstream>
 
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
@@ -22,17 +20,6 @@ const std::vector<LoweringPass>& loweringPasses() {
       {"smem_addresses", assignSharedAddresses},
   };
   return passes;
-}
-
-bool dumpEnabled(const std::string& what) {
-  const char* env = std::getenv("SMELT_DUMP");
-  if (env == nullptr) return false;
-  std::stringstream items(env);
-  std::string item;
-  while (std::getline(items, item, ',')) {
-    if (item == what) return true;
-  }
-  return false;
 }
 
 kir::ForLoop* LoweringContext::loopOf(const TensorView* tv, int64_t axis) const {

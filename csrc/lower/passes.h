@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fusion/dump.h"
 #include "lower/lower_context.h"
 
 namespace smelt {
@@ -27,8 +28,5 @@ void computeIndices(LoweringContext& ctx);
 void insertPredicates(LoweringContext& ctx);
 void insertSyncs(LoweringContext& ctx);
 void assignSharedAddresses(LoweringContext& ctx);
-
-// True when SMELT_DUMP (comma-separated) names `what`.
-bool dumpEnabled(const std::string& what);
 
 }  // namespace smelt

@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "fusion/dump.h"
 #include "fusion/error.h"
 
 namespace smelt {
@@ -17,18 +18,6 @@ namespace {
 
 void checkNvrtc(nvrtcResult result, const char* call) {
   SMELT_CHECK(result == NVRTC_SUCCESS, "NVRTC: ", call, " failed: ", nvrtcGetErrorString(result));
-}
-
-// True when SMELT_DUMP (comma-separated) names `what`.
-bool dumpEnabled(const std::string& what) {
-  const char* env = std::getenv("SMELT_DUMP");
-  if (env == nullptr) return false;
-  std::stringstream list(env);
-  std::string item;
-  while (std::getline(list, item, ',')) {
-    if (item == what) return true;
-  }
-  return false;
 }
 
 std::string programLog(nvrtcProgram program) {
