@@ -72,6 +72,30 @@ std::optional<Step> latestLegalPoint(kir::Kernel& kernel, const kir::Stmt* last_
   return to_write[d];
 }
 
+// When x's Allocate sits in a non-trivial loop M, the Shared buffer also
+// allocated in M that M's next iteration writes first (the smallest first
+// write before x's), or nullptr.
+const kir::Buffer* nextIterationBuffer(const Liveness& live, const BufferLiveness& x) {
+  const kir::ForLoop* loop = nullptr;
+  for (const kir::Stmt* s : live.ancestors(x.allocate)) {
+    auto* l = dynamic_cast<const kir::ForLoop*>(s);
+    if (l != nullptr && !l->trivial) loop = l;
+  }
+  if (loop == nullptr) return nullptr;
+  const kir::Buffer* next = nullptr;
+  int64_t first = x.outer.first;
+  for (const BufferLiveness& y : live.buffers) {
+    if (y.buffer == x.buffer || y.buffer->memory != MemoryType::Shared || y.buffer->tv == nullptr ||
+        y.buffer->alias_of != nullptr || !y.outer.valid() || y.outer.first >= first ||
+        live.commonLoop(x.allocate, y.allocate) != loop) {
+      continue;
+    }
+    first = y.outer.first;
+    next = y.buffer;
+  }
+  return next;
+}
+
 }  // namespace
 
 std::vector<ReuseBarrier> insertReuseBarriers(kir::Kernel& kernel, SmemHazards hazards,
@@ -106,8 +130,17 @@ std::vector<ReuseBarrier> insertReuseBarriers(kir::Kernel& kernel, SmemHazards h
         entry.next = y.buffer;
       }
     }
+    bool wraps = false;  // `next` is written in the next iteration of a loop around both
+    if (entry.next == nullptr && allocator == SmemAllocator::Best) {
+      entry.next = nextIterationBuffer(live, x);
+      wraps = entry.next != nullptr;
+      if (wraps) first = live.of(entry.next).outer.first;
+    }
     if (entry.next == nullptr) {
       entry.outcome = "no shared buffer is first written after its last read";
+    } else if (wraps && !live.syncIn(live.of(entry.next).inner.last, x.inner.first)) {
+      entry.outcome = "not inserted: " + entry.next->name + " is written in the next iteration but " +
+                      "also conflicts with " + buffer->name + " within one iteration";
     } else if (allocator == SmemAllocator::Stack) {
       if (live.syncIn(last + 1, first)) {
         entry.outcome = "a barrier already lies between";
@@ -118,12 +151,13 @@ std::vector<ReuseBarrier> insertReuseBarriers(kir::Kernel& kernel, SmemHazards h
       }
     } else if (hazards == SmemHazards::Precise && singleThreadBlock(kernel)) {
       entry.outcome = "reuse is thread-private (one thread per block)";
-    } else if (live.syncIn(last, first)) {
+    } else if (wraps ? barrierSeparates(live, live.of(entry.next), x)
+                     : barrierSeparates(live, x, live.of(entry.next))) {
       entry.outcome = "a barrier already lies between";
     } else if (auto at = latestLegalPoint(kernel, live.stmt_at[last], live.stmt_at[first])) {
-      entry.inserted =
-          insertAt(*at, "promoteReuse " + buffer->name + " -> " + entry.next->name);
-      entry.outcome = "inserted before the first write of " + entry.next->name;
+      std::string target = entry.next->name + (wraps ? " (next iteration)" : "");
+      entry.inserted = insertAt(*at, "promoteReuse " + buffer->name + " -> " + target);
+      entry.outcome = "inserted before the first write of " + target;
     } else {
       entry.outcome = "not inserted: the only legal point is under divergent control flow";
     }

@@ -7,7 +7,8 @@
 // SmemAllocator::Best:
 //   * nothing when no buffer is first written after L (no reuse needs it),
 //     when in Precise mode the block has one thread (the reuse is
-//     thread-private), or when a barrier already sits in [L, F);
+//     thread-private), or when an existing barrier already separates the two
+//     (hazards.h: barrierSeparates);
 //   * otherwise one kir::BlockSync (inserted_for_reuse, reason "promoteReuse
 //     X -> Y") at the latest legal point before F outside inner loops: in the
 //     innermost body holding both X's last read and F's statement, right
@@ -15,7 +16,13 @@
 //     TIDx-bound loop runs once per thread: case A6) but never into a
 //     non-trivial loop or an IfThenElse. No barrier is inserted under an
 //     IfThenElse (divergent control flow): the request is then recorded as
-//     unmet.
+//     unmet;
+//   * when no buffer follows X but X's Allocate sits in a non-trivial loop M,
+//     the buffer also allocated in M that M's next iteration writes first
+//     takes the role of the next buffer (F is then its first write, before
+//     X's): the barrier covers M's back edge and goes at the latest legal
+//     point before F in the body, as above; not when that buffer and X also
+//     lack a barrier within one iteration (its own promotion would be needed).
 // SmemAllocator::Stack (nvFuser, exactly): a barrier at a position in (L, F)
 //   (loop-end positions included; one exactly at L does not count) meets the
 //   request; otherwise a BlockSync goes immediately before the statement at F,

@@ -25,12 +25,12 @@ bool singleThreadBlock(const kir::Kernel& kernel) {
 }
 
 bool barrierSeparates(const Liveness& live, const BufferLiveness& x, const BufferLiveness& y) {
-  if (!live.syncIn(x.outer.last, y.outer.first)) return false;
+  if (!live.syncIn(x.inner.last, y.inner.first)) return false;
   const kir::ForLoop* loop = live.commonLoop(x.allocate, y.allocate);
   if (loop == nullptr) return true;
   int64_t start = live.positions.start.at(loop);
   int64_t end = live.positions.loop_end.at(loop);
-  return live.syncIn(y.outer.last, end) || live.syncIn(start + 1, x.outer.first);
+  return live.syncIn(y.inner.last, end) || live.syncIn(start + 1, x.inner.first);
 }
 
 PairRelation relate(const Liveness& live, const kir::Kernel& kernel, const kir::Buffer* a,

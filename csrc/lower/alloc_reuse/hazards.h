@@ -4,10 +4,15 @@
 // For buffers X and Y whose outer intervals (liveness.h) do not overlap, X
 // the earlier one, sharing is safe when
 // - a synchronizing statement (BlockSync, BlockReduce, BlockBroadcast) sits
-//   in [X.last, Y.first) — one that is itself X's last read counts, it reads
-//   before it synchronizes — and, when a non-trivial loop M encloses both
-//   Allocates (both buffers live again in M's next iteration), one also sits
-//   on the back edge: in [Y.last, end of M) or in (start of M, X.first); or
+//   at a position in [X.inner.last, Y.inner.first): after X's last access in
+//   program order — one that is itself X's last read counts, it reads before
+//   it synchronizes — so even when X's interval widens to a loop, a barrier
+//   inside the loop after X's last access (a K loop's closing WAR barrier)
+//   is passed by every thread in the final iteration before any writes Y;
+//   and, when a non-trivial loop M encloses both Allocates (both buffers live
+//   again in M's next iteration), one also sits on the back edge: in
+//   [Y.inner.last, end of M) or in (start of M, X.inner.first). As in
+//   nvFuser, a barrier inside a loop is trusted to run (trip count >= 1); or
 // - in SmemHazards::Precise, the reuse is thread-private: the block has one
 //   thread (the only case that holds at any relative offset).
 // At one address (an alias, aliasing.h) Precise also accepts identical

@@ -202,10 +202,12 @@ TEST(KernelPlanVerify, DeletingAnyPromoteReuseBarrierFailsVerification) {
         c.tv4->promoteReuse();
       },
       [] { cases::buildSkippedSyncInterval().tv0->promoteReuse(); },
+      [] { cases::buildTiledGemm(64, 64, 64, 2).c_sub->promoteReuse(); },
   };
   int mutants = 0;
   for (size_t b = 0; b < builds.size(); ++b) {
     for (SmemAllocator allocator : {SmemAllocator::Best, SmemAllocator::Stack}) {
+      if (b == 4 && allocator == SmemAllocator::Stack) continue;  // nvFuser: no back-edge rule
       int inserted = lowerWith(builds[b], SmemHazards::Conservative, allocator).insertedBarriers();
       EXPECT_GE(inserted, 1) << "build " << b;
       for (int i = 0; i < inserted; ++i) {
@@ -220,7 +222,7 @@ TEST(KernelPlanVerify, DeletingAnyPromoteReuseBarrierFailsVerification) {
       }
     }
   }
-  EXPECT_EQ(mutants, 2 * (1 + 1 + 2 + 1));
+  EXPECT_EQ(mutants, 2 * (1 + 1 + 2 + 1) + 1);
 }
 
 }  // namespace
