@@ -118,15 +118,19 @@ std::vector<ReuseBarrier> insertReuseBarriers(kir::Kernel& kernel, SmemHazards h
       result.push_back(entry);
       continue;
     }
-    const int64_t last = x.outer.last;
+    // nvFuser sees every shared buffer at kernel scope.
+    auto span = [&](const BufferLiveness& b) {
+      return allocator == SmemAllocator::Stack ? b.kernel_scope : b.outer;
+    };
+    const int64_t last = span(x).last;
     int64_t first = -1;
     for (const BufferLiveness& y : live.buffers) {
       if (y.buffer == buffer || y.buffer->memory != MemoryType::Shared || y.buffer->tv == nullptr ||
-          y.buffer->alias_of != nullptr || !y.outer.valid() || y.outer.first <= last) {
+          y.buffer->alias_of != nullptr || !y.outer.valid() || span(y).first <= last) {
         continue;
       }
-      if (first < 0 || y.outer.first < first) {
-        first = y.outer.first;
+      if (first < 0 || span(y).first < first) {
+        first = span(y).first;
         entry.next = y.buffer;
       }
     }
@@ -152,7 +156,8 @@ std::vector<ReuseBarrier> insertReuseBarriers(kir::Kernel& kernel, SmemHazards h
     } else if (hazards == SmemHazards::Precise && singleThreadBlock(kernel)) {
       entry.outcome = "reuse is thread-private (one thread per block)";
     } else if (wraps ? barrierSeparates(live, live.of(entry.next), x)
-                     : barrierSeparates(live, x, live.of(entry.next))) {
+                     : live.syncIn(x.inner.last, live.of(entry.next).inner.first)) {
+      // (Not wrapping: a missing back-edge barrier is the later buffer's to ask for.)
       entry.outcome = "a barrier already lies between";
     } else if (auto at = latestLegalPoint(kernel, live.stmt_at[last], live.stmt_at[first])) {
       std::string target = entry.next->name + (wraps ? " (next iteration)" : "");

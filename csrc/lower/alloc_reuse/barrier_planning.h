@@ -3,12 +3,14 @@
 // Allocate order, with liveness recomputed after every insertion:
 //   L = its outer last read (aliases included); F = the smallest outer first
 //   write after L among the other non-alias Shared tensor buffers (block-op
-//   workspaces are not candidates, as in nvFuser).
+//   workspaces are not candidates, as in nvFuser). In Stack mode both use the
+//   kernel-scope intervals nvFuser sees (liveness.h).
 // SmemAllocator::Best:
 //   * nothing when no buffer is first written after L (no reuse needs it),
 //     when in Precise mode the block has one thread (the reuse is
-//     thread-private), or when an existing barrier already separates the two
-//     (hazards.h: barrierSeparates);
+//     thread-private), or when an existing barrier already lies after X's
+//     last access and before the next buffer's first (hazards.h; a barrier
+//     missing on a loop's back edge is the later buffer's to promote);
 //   * otherwise one kir::BlockSync (inserted_for_reuse, reason "promoteReuse
 //     X -> Y") at the latest legal point before F outside inner loops: in the
 //     innermost body holding both X's last read and F's statement, right

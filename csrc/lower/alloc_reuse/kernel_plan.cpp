@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <iostream>
-#include <limits>
 #include <memory>
 
 #include "fusion/error.h"
@@ -56,17 +55,6 @@ ConflictGraph induced(const ConflictGraph& graph, const std::vector<size_t>& sub
   return result;
 }
 
-// True when `plan` keeps every conflicting pair apart (its own verifier).
-bool validUnder(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts,
-                const AddressPlan& plan) {
-  try {
-    verifyPlan(buffers, conflicts, plan, std::numeric_limits<int64_t>::max());
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 // The lowest aligned constant offset where buffer i overlaps no placed
 // buffer it conflicts with (all of them constant).
 int64_t lowestFreeOffset(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts,
@@ -99,14 +87,23 @@ AddressPlan assignAddresses(const std::vector<Buffer>& buffers,
     if (symbolic || planned[i]->tv != nullptr) main.push_back(i);
   }
   std::vector<Buffer> main_buffers;
-  for (size_t i : main) main_buffers.push_back(buffers[i]);
-  ConflictGraph main_conflicts = induced(conflicts, main);
-  AddressPlan stack = planStackAddresses(main_buffers, live.sync_positions, live.end_position);
+  std::vector<Buffer> kernel_scope;  // as nvFuser's allocator sees them
+  for (size_t i : main) {
+    main_buffers.push_back(buffers[i]);
+    Buffer b = buffers[i];
+    const LiveInterval& span = live.of(planned[i]).kernel_scope;
+    b.first_write = span.first;
+    b.last_read = span.last;
+    kernel_scope.push_back(b);
+  }
+  // Valid under `conflicts`: kernel-scope intervals contain the outer ones,
+  // and the syncs it needs between them are a subset of ours.
+  AddressPlan stack = planStackAddresses(kernel_scope, live.sync_positions, live.end_position);
   AddressPlan sub = stack;
   if (allocator == SmemAllocator::Best) {
     PlannerOptions options;
-    if (validUnder(main_buffers, main_conflicts, stack)) options.baseline = &stack;
-    sub = planAddresses(main_buffers, main_conflicts, options);
+    options.baseline = &stack;
+    sub = planAddresses(main_buffers, induced(conflicts, main), options);
   }
 
   AddressPlan plan;

@@ -8,9 +8,9 @@
 //   address and alias_of; Local aliases get alias_of;
 // - addresses: SmemAllocator::Best plans the fusion tensors' buffers with
 //   planAddresses() over the hazard conflicts, with the stack allocator's plan
-//   of the same buffers as the baseline to beat wherever that plan is valid
-//   under these conflicts (it ignores loop back edges); SmemAllocator::Stack
-//   uses planStackAddresses() as nvFuser would. Block-op workspaces (which
+//   of the same buffers as the baseline to beat; SmemAllocator::Stack uses
+//   planStackAddresses() as nvFuser would, on kernel-scope intervals
+//   (liveness.h), which keeps it valid under the conflicts. Block-op workspaces (which
 //   nvFuser keeps outside its allocator) are then placed at the lowest
 //   aligned offset free of every conflicting buffer; with symbolic sizes they
 //   join the tensors in one plan instead;

@@ -137,35 +137,42 @@ Liveness computeLiveness(const kir::Kernel& kernel) {
   for (BufferLiveness& b : live.buffers) {
     std::vector<const kir::Stmt*> alloc_chain = live.ancestors(b.allocate);
     std::unordered_set<const kir::Stmt*> around_alloc(alloc_chain.begin(), alloc_chain.end());
+    auto widen = [](LiveInterval& interval, int64_t first, int64_t last) {
+      interval = interval.valid() ? LiveInterval{std::min(interval.first, first),
+                                                 std::max(interval.last, last)}
+                                  : LiveInterval{first, last};
+    };
     for (const BufferAccess& a : b.accesses) {
       int64_t pos = live.positions.start.at(a.stmt);
-      int64_t start = pos;
-      int64_t end = pos;
+      widen(b.inner, pos, pos);
+      bool outer_done = false;
+      bool kernel_scope_done = false;
       for (const kir::Stmt* anc : live.ancestors(a.stmt)) {
         auto* loop = dynamic_cast<const kir::ForLoop*>(anc);
-        if (loop == nullptr || loop->trivial || around_alloc.count(loop)) continue;
-        start = live.positions.start.at(loop);
-        end = live.positions.loop_end.at(loop);
-        break;
+        if (loop == nullptr || loop->trivial) continue;
+        int64_t start = live.positions.start.at(loop);
+        int64_t end = live.positions.loop_end.at(loop);
+        if (!kernel_scope_done) widen(b.kernel_scope, start, end);
+        kernel_scope_done = true;
+        if (!outer_done && !around_alloc.count(loop)) {
+          widen(b.outer, start, end);
+          outer_done = true;
+        }
       }
-      if (!b.inner.valid()) {
-        b.inner = {pos, pos};
-        b.outer = {start, end};
-      }
-      b.inner = {std::min(b.inner.first, pos), std::max(b.inner.last, pos)};
-      b.outer = {std::min(b.outer.first, start), std::max(b.outer.last, end)};
+      if (!outer_done) widen(b.outer, pos, pos);
+      if (!kernel_scope_done) widen(b.kernel_scope, pos, pos);
     }
   }
   for (BufferLiveness& b : live.buffers) {
     if (b.buffer->alias_of == nullptr || !b.inner.valid()) continue;
     BufferLiveness& base = live.buffers[live.index_.at(b.buffer->alias_of)];
-    if (!base.inner.valid()) {
-      base.inner = b.inner;
-      base.outer = b.outer;
-      continue;
+    for (auto member : {&BufferLiveness::inner, &BufferLiveness::outer,
+                        &BufferLiveness::kernel_scope}) {
+      LiveInterval& to = base.*member;
+      const LiveInterval& from = b.*member;
+      to = to.valid() ? LiveInterval{std::min(to.first, from.first), std::max(to.last, from.last)}
+                      : from;
     }
-    base.inner = {std::min(base.inner.first, b.inner.first), std::max(base.inner.last, b.inner.last)};
-    base.outer = {std::min(base.outer.first, b.outer.first), std::max(base.outer.last, b.outer.last)};
   }
   return live;
 }

@@ -15,6 +15,9 @@
 //   touch is attributed at the scope of the buffer's own Allocate, never at
 //   an outer loop around it (a serial loop around a whole GEMM body keeps
 //   each iteration's tiles separately reusable — case B2).
+// - kernel_scope interval = the outer interval as nvFuser sees a kernel-scope
+//   allocation: each access widened to the outermost non-trivial loop that
+//   contains it, wherever the Allocate is (the stack allocator's input).
 // - An alias (Buffer::alias_of) keeps its own intervals and extends its
 //   base's: the base's intervals cover every alias.
 // - Block-op workspaces have no Allocate: they are live at their statement
@@ -64,6 +67,7 @@ struct BufferLiveness {
   int64_t creation_order = 0;  // Allocates in kernel order, then workspaces
   LiveInterval inner;
   LiveInterval outer;
+  LiveInterval kernel_scope;
   std::vector<BufferAccess> accesses;  // program order
 };
 

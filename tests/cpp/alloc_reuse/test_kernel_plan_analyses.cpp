@@ -207,7 +207,8 @@ TEST(KernelPlanVerify, DeletingAnyPromoteReuseBarrierFailsVerification) {
   int mutants = 0;
   for (size_t b = 0; b < builds.size(); ++b) {
     for (SmemAllocator allocator : {SmemAllocator::Best, SmemAllocator::Stack}) {
-      if (b == 4 && allocator == SmemAllocator::Stack) continue;  // nvFuser: no back-edge rule
+      // nvFuser's rule never promotes across a loop's back edge (B2).
+      if (b == 4 && allocator == SmemAllocator::Stack) continue;
       int inserted = lowerWith(builds[b], SmemHazards::Conservative, allocator).insertedBarriers();
       EXPECT_GE(inserted, 1) << "build " << b;
       for (int i = 0; i < inserted; ++i) {

@@ -285,6 +285,15 @@ TEST(KernelPlanCases, B2BatchLoopAroundGemmKeepsReuse) {
     EXPECT_EQ(k.tensorBytes(), 12288);
     EXPECT_EQ(k.insertedBarriers(), 0);
   }
+  // nvFuser's allocator sees every tile live across the whole batch loop.
+  LoweredKernel stack = lowerWith(
+      [&] {
+        c = cases::buildTiledGemm(64, 64, 64, 3);
+        c.c_sub->promoteReuse();
+      },
+      kConservative, kStack);
+  EXPECT_EQ(stack.tensorBytes(), 12288);
+  EXPECT_EQ(stack.insertedBarriers(), 0);
 }
 
 // ---- C1 allocation under block binding ----
