@@ -67,18 +67,18 @@ class AliasFinder {
     return vectorAccessBytes(by) <= vectorAccessBytes(bx);
   }
 
-  // Reads of x's storage: x's own and its aliases'.
-  std::vector<BufferAccess> readsOf(size_t x) const {
-    std::vector<BufferAccess> reads;
+  // Reads (or writes) of x's storage: x's own and its aliases'.
+  std::vector<BufferAccess> accessesOf(size_t x, bool writes) const {
+    std::vector<BufferAccess> result;
     std::vector<size_t> all = {x};
     auto it = members_.find(x);
     if (it != members_.end()) all.insert(all.end(), it->second.begin(), it->second.end());
     for (size_t i : all) {
       for (const BufferAccess& a : state_[i].accesses) {
-        if (a.read) reads.push_back(a);
+        if (writes ? a.write : a.read) result.push_back(a);
       }
     }
-    return reads;
+    return result;
   }
 
   static std::vector<BufferAccess> writes(const BufferLiveness& b) {
@@ -89,19 +89,36 @@ class AliasFinder {
     return result;
   }
 
+  static std::vector<BufferAccess> reads(const BufferLiveness& b) {
+    std::vector<BufferAccess> result;
+    for (const BufferAccess& a : b.accesses) {
+      if (a.read) result.push_back(a);
+    }
+    return result;
+  }
+
+  // At one address, thread-private in Precise mode: one thread per block, or
+  // every overwritten element read only by the thread overwriting it.
+  bool privateAtOneAddress(const std::vector<BufferAccess>& old_reads,
+                           const std::vector<BufferAccess>& new_writes) const {
+    return mode_ == SmemHazards::Precise &&
+           (singleThreadBlock(kernel_) ||
+            overwritesFollowOwnReads(live_, kernel_, old_reads, new_writes, {}, true));
+  }
+
   // "outer", "inner", or "" when the lifetimes may overlap.
   std::string lifetimeRule(size_t x, size_t y) const {
     const BufferLiveness& bx = state_[x];
     const BufferLiveness& by = state_[y];
     if (bx.outer.last < by.outer.first) {
       if (bx.buffer->memory == MemoryType::Local) return "outer";
-      if (barrierSeparates(live_, bx, by)) return "outer";
-      if (mode_ == SmemHazards::Precise &&
-          (singleThreadBlock(kernel_) ||
-           overwritesFollowOwnReads(live_, kernel_, readsOf(x), writes(by), {}, true))) {
-        return "outer";
-      }
-      return "";
+      // y overwrites x's bytes after x's reads, and (in a loop around both)
+      // x's next iteration overwrites y's after y's reads.
+      bool forward = barrierAfter(live_, bx, by) ||
+                     privateAtOneAddress(accessesOf(x, false), writes(by));
+      bool back = backEdgeBarrier(live_, bx, by) ||
+                  privateAtOneAddress(reads(by), accessesOf(x, true));
+      return forward && back ? "outer" : "";
     }
     if (has_alias_.count(x) || bx.inner.last >= by.inner.first) return "";
     const kir::Stmt* last_read = live_.stmt_at[bx.inner.last];

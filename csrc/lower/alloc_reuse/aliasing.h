@@ -11,8 +11,12 @@
 // - their lifetimes do not overlap, by one of two rules:
 //   * outer: X's outer interval (extended by X's earlier aliases) ends before
 //     Y's begins. Local: always safe (registers are per thread). Shared: a
-//     barrier separates them (hazards.h), or in Precise mode the block has
-//     one thread or every element Y writes is read in X only by that thread;
+//     barrier lies after X's last access and before Y's first, or in Precise
+//     mode the block has one thread or every element Y writes is read in X
+//     only by the thread writing it; and, when a non-trivial loop encloses
+//     both Allocates, the same holds across its back edge from Y to X (a
+//     back-edge barrier, or X's writes overwrite only what the same thread
+//     read in Y — case B2: Csub shares Asub's per-thread layout);
 //   * inner (in place, as nvFuser): X's last read precedes Y's first write
 //     as statements inside the innermost non-trivial loop C holding both, and
 //     within C each element Y writes was read in X only in the same or an

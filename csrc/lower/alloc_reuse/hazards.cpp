@@ -24,13 +24,20 @@ bool singleThreadBlock(const kir::Kernel& kernel) {
   return true;
 }
 
-bool barrierSeparates(const Liveness& live, const BufferLiveness& x, const BufferLiveness& y) {
-  if (!live.syncIn(x.inner.last, y.inner.first)) return false;
+bool barrierAfter(const Liveness& live, const BufferLiveness& x, const BufferLiveness& y) {
+  return live.syncIn(x.inner.last, y.inner.first);
+}
+
+bool backEdgeBarrier(const Liveness& live, const BufferLiveness& x, const BufferLiveness& y) {
   const kir::ForLoop* loop = live.commonLoop(x.allocate, y.allocate);
   if (loop == nullptr) return true;
   int64_t start = live.positions.start.at(loop);
   int64_t end = live.positions.loop_end.at(loop);
   return live.syncIn(y.inner.last, end) || live.syncIn(start + 1, x.inner.first);
+}
+
+bool barrierSeparates(const Liveness& live, const BufferLiveness& x, const BufferLiveness& y) {
+  return barrierAfter(live, x, y) && backEdgeBarrier(live, x, y);
 }
 
 PairRelation relate(const Liveness& live, const kir::Kernel& kernel, const kir::Buffer* a,

@@ -57,8 +57,13 @@ bool overwritesFollowOwnReads(const Liveness& live, const kir::Kernel& kernel,
                               const std::vector<BufferAccess>& later_writes,
                               const std::vector<const kir::ForLoop*>& key_loops, bool by_thread);
 
-// The barrier rule above on explicit intervals (x before y).
+// The barrier rule above on explicit intervals (x before y), and its two
+// halves: a barrier after x's last access and before y's first; a barrier on
+// the back edge of a non-trivial loop enclosing both Allocates (true when
+// there is no such loop).
 bool barrierSeparates(const Liveness& live, const BufferLiveness& x, const BufferLiveness& y);
+bool barrierAfter(const Liveness& live, const BufferLiveness& x, const BufferLiveness& y);
+bool backEdgeBarrier(const Liveness& live, const BufferLiveness& x, const BufferLiveness& y);
 
 // Conflicts among `buffers` (Shared, non-alias): every pair whose relation
 // is LiveTogether or NeedsBarrier.

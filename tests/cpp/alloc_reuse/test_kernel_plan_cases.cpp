@@ -260,31 +260,34 @@ TEST(KernelPlanCases, B1TiledGemmReusesOperandTileForEpilogue) {
 TEST(KernelPlanCases, B2BatchLoopAroundGemmKeepsReuse) {
   // Touches are attributed inside the batch loop: the operand tiles die
   // before the epilogue tile is written in every iteration. What the batch
-  // loop adds is its back edge: the next iteration's tile loads (by other
-  // threads) would overwrite Csub's bytes while this iteration's threads may
-  // still read them, so the reuse needs one barrier there, which
-  // promoteReuse on Csub inserts.
+  // loop adds is its back edge: the next iteration's tile loads overwrite
+  // Csub's bytes. Precise: Csub aliases Asub, whose loads overwrite only what
+  // the same thread read of Csub — no barrier. Conservative: one back-edge
+  // barrier, which promoteReuse on Csub inserts; without it no reuse.
   cases::TiledGemm c{};
-  for (SmemHazards hazards : {kPrecise, kConservative}) {
-    LoweredKernel k = lowerWith(
-        [&] {
-          c = cases::buildTiledGemm(64, 64, 64, 3);
-          c.c_sub->promoteReuse();
-        },
-        hazards);
-    EXPECT_EQ(k.tensorBytes(), 8192);
-    EXPECT_EQ(k.noReuseBytes(), 12288);
-    EXPECT_EQ(k.insertedBarriers(), 1);
-    EXPECT_NE(k.plan().report_text.find("promoteReuse Csub -> Asub (next iteration)"),
-              std::string::npos)
-        << k.plan().report_text;
-  }
-  // Without it the back edge forbids the reuse, in both modes.
-  for (SmemHazards hazards : {kPrecise, kConservative}) {
-    LoweredKernel k = lowerWith([&] { c = cases::buildTiledGemm(64, 64, 64, 3); }, hazards);
-    EXPECT_EQ(k.tensorBytes(), 12288);
-    EXPECT_EQ(k.insertedBarriers(), 0);
-  }
+  LoweredKernel precise = lowerWith([&] { c = cases::buildTiledGemm(64, 64, 64, 3); }, kPrecise);
+  EXPECT_EQ(precise.tensorBytes(), 8192);
+  EXPECT_EQ(precise.noReuseBytes(), 12288);
+  EXPECT_EQ(precise.aliasOf(c.c_sub), precise.buffer(c.a_sub));
+  EXPECT_EQ(precise.insertedBarriers(), 0);
+
+  LoweredKernel promoted = lowerWith(
+      [&] {
+        c = cases::buildTiledGemm(64, 64, 64, 3);
+        c.c_sub->promoteReuse();
+      },
+      kConservative);
+  EXPECT_EQ(promoted.tensorBytes(), 8192);
+  EXPECT_EQ(promoted.insertedBarriers(), 1);
+  EXPECT_NE(promoted.plan().report_text.find("promoteReuse Csub -> Asub (next iteration)"),
+            std::string::npos)
+      << promoted.plan().report_text;
+
+  LoweredKernel plain =
+      lowerWith([&] { c = cases::buildTiledGemm(64, 64, 64, 3); }, kConservative);
+  EXPECT_EQ(plain.tensorBytes(), 12288);
+  EXPECT_EQ(plain.insertedBarriers(), 0);
+
   // nvFuser's allocator sees every tile live across the whole batch loop.
   LoweredKernel stack = lowerWith(
       [&] {
