@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/expect_error.h"
 #include "fusion/error.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
@@ -20,20 +21,6 @@ std::string loopExtents(const TensorView* tv) {
   }
   return s + "]";
 }
-
-// Expects `statement` to throw smelt::Error whose message contains every piece.
-#define EXPECT_SMELT_ERROR(statement, ...)                                       \
-  do {                                                                           \
-    try {                                                                        \
-      statement;                                                                 \
-      ADD_FAILURE() << "expected smelt::Error from " #statement;                 \
-    } catch (const ::smelt::Error& e) {                                          \
-      for (const char* piece : {__VA_ARGS__}) {                                  \
-        EXPECT_NE(std::string(e.what()).find(piece), std::string::npos)          \
-            << "message \"" << e.what() << "\" lacks \"" << piece << "\"";       \
-      }                                                                          \
-    }                                                                            \
-  } while (false)
 
 TEST(IntExpr, FoldsConstantsAndKeepsSymbols) {
   IntExpr n = IntExpr::symbol("T0.size[1]");

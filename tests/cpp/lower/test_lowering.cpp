@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/smem_case_fusions.h"
+#include "common/expect_error.h"
 #include "fusion/error.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
@@ -35,19 +36,6 @@ std::vector<std::string> syncReasons(const kir::Kernel& kernel) {
   });
   return reasons;
 }
-
-#define EXPECT_SMELT_ERROR(statement, ...)                                 \
-  do {                                                                     \
-    try {                                                                  \
-      statement;                                                           \
-      ADD_FAILURE() << "expected smelt::Error from " #statement;           \
-    } catch (const ::smelt::Error& e) {                                    \
-      for (const char* piece : {__VA_ARGS__}) {                            \
-        EXPECT_NE(std::string(e.what()).find(piece), std::string::npos)    \
-            << "message \"" << e.what() << "\" lacks \"" << piece << "\""; \
-      }                                                                    \
-    }                                                                      \
-  } while (false)
 
 TEST(LoweringGolden, PointwiseWithNonDivisibleSplit) {
   Fusion fusion;
