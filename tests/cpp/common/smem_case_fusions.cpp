@@ -180,4 +180,19 @@ PersistentSlice buildPersistentRnnSlice(int64_t m, int64_t n, int64_t parts) {
   return {w_shared, w_local};
 }
 
+void buildPointwiseNonDivisible() {
+  Fusion* fusion = Fusion::current();
+  TensorView* a = makeConcreteTensor({10, 100});
+  TensorView* b = makeConcreteTensor({10, 100});
+  fusion->addInput(a);
+  fusion->addInput(b);
+  TensorView* c = relu(add(a, b));
+  fusion->addOutput(c);
+  c->merge(0)->split(0, 128);
+  c->axis(0)->parallelize(ParallelType::BIDx);
+  c->axis(1)->parallelize(ParallelType::TIDx);
+  propagateSchedule(c);
+  inlineMost(fusion);
+}
+
 }  // namespace smelt::cases

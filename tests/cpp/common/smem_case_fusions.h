@@ -93,4 +93,8 @@ struct PersistentSlice {
 };
 PersistentSlice buildPersistentRnnSlice(int64_t m = 256, int64_t n = 256, int64_t parts = 8);
 
+// Not a case of the table: relu(a + b) over [10, 100] merged and split by 128
+// (non-divisible) into BIDx x TIDx, shared by the lowering and simulator tests.
+void buildPointwiseNonDivisible();
+
 }  // namespace smelt::cases

@@ -40,17 +40,7 @@ std::vector<std::string> syncReasons(const kir::Kernel& kernel) {
 TEST(LoweringGolden, PointwiseWithNonDivisibleSplit) {
   Fusion fusion;
   FusionGuard guard(&fusion);
-  TensorView* a = makeConcreteTensor({10, 100});
-  TensorView* b = makeConcreteTensor({10, 100});
-  fusion.addInput(a);
-  fusion.addInput(b);
-  TensorView* c = relu(add(a, b));
-  fusion.addOutput(c);
-  c->merge(0)->split(0, 128);
-  c->axis(0)->parallelize(ParallelType::BIDx);
-  c->axis(1)->parallelize(ParallelType::TIDx);
-  propagateSchedule(c);
-  inlineMost(&fusion);
+  cases::buildPointwiseNonDivisible();
   EXPECT_EQ(lowered(fusion),
             "0: for blockIdx.x in 0..8 (BIDx) trivial\n"
             "1:   for threadIdx.x in 0..128 (TIDx) trivial\n"

@@ -17,17 +17,7 @@ namespace {
 TEST(SimulatorLowered, PointwiseWithNonDivisibleSplit) {
   Fusion fusion;
   FusionGuard guard(&fusion);
-  TensorView* a = makeConcreteTensor({10, 100});
-  TensorView* b = makeConcreteTensor({10, 100});
-  fusion.addInput(a);
-  fusion.addInput(b);
-  TensorView* c = relu(add(a, b));
-  fusion.addOutput(c);
-  c->merge(0)->split(0, 128);
-  c->axis(0)->parallelize(ParallelType::BIDx);
-  c->axis(1)->parallelize(ParallelType::TIDx);
-  propagateSchedule(c);
-  inlineMost(&fusion);
+  cases::buildPointwiseNonDivisible();
   expectKernelCorrect(fusion, randomInputs(fusion));
 }
 
