@@ -14,15 +14,27 @@
 #include <vector>
 
 #include "runtime/cuda_driver.h"
+#include "runtime/launch_info.h"
 #include "runtime/nvrtc_compiler.h"
 
 namespace smelt {
 
+// What a cache entry holds: the cubin and what launching it needs. A plain
+// CompiledKernel converts (with an empty launch description).
+struct KernelEntry {
+  KernelEntry(CompiledKernel compiled, KernelLaunchInfo launch = {})  // NOLINT: implicit on purpose
+      : compiled(std::move(compiled)), launch(std::move(launch)) {}
+  CompiledKernel compiled;
+  KernelLaunchInfo launch;
+};
+
 // One compiled kernel; its module is loaded into the device on first use.
 class CachedKernel {
  public:
-  explicit CachedKernel(CompiledKernel compiled) : compiled_(std::move(compiled)) {}
+  explicit CachedKernel(KernelEntry entry)
+      : compiled_(std::move(entry.compiled)), launch_(std::move(entry.launch)) {}
   const CompiledKernel& compiled() const { return compiled_; }
+  const KernelLaunchInfo& launchInfo() const { return launch_; }
 
   // The kernel's function on `device`, loading the cubin the first time
   // (throws "no CUDA device: ..." without one).
@@ -31,6 +43,7 @@ class CachedKernel {
 
  private:
   CompiledKernel compiled_;
+  KernelLaunchInfo launch_;
   std::mutex mutex_;
   std::unique_ptr<cuda::Module> module_;
   CUfunction function_ = nullptr;
@@ -38,7 +51,7 @@ class CachedKernel {
 
 class KernelCache {
  public:
-  using Compile = std::function<CompiledKernel()>;
+  using Compile = std::function<KernelEntry()>;
 
   // The kernel cached under `key`; on a miss, calls `compile` once and caches
   // its result (a throwing compile caches nothing).

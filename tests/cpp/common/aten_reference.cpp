@@ -1,5 +1,7 @@
 #include "common/aten_reference.h"
 
+#include <map>
+#include <string>
 #include <unordered_map>
 
 #include "fusion/error.h"
@@ -21,18 +23,19 @@ at::ScalarType toScalarType(DataType dtype) {
 
 namespace {
 
-std::vector<int64_t> concreteShape(const std::vector<IterDomain*>& axes) {
+// Sizes of the tensor inputs by symbol ("T0.size[1]"), for symbolic extents.
+using Sizes = std::map<std::string, int64_t>;
+
+std::vector<int64_t> concreteShape(const std::vector<IterDomain*>& axes, const Sizes& sizes) {
   std::vector<int64_t> shape;
   for (const IterDomain* id : axes) {
-    auto extent = id->loopExtent().constant();
-    SMELT_CHECK(extent.has_value(), "ATen reference: symbolic extent ", id->loopExtent(),
-                " needs a bound input");
-    shape.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? 1 : *extent);
+    shape.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? 1 : id->loopExtent().evaluate(sizes));
   }
   return shape;
 }
 
-at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::Tensor>& values) {
+at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::Tensor>& values,
+                    const Sizes& sizes) {
   auto in = [&](size_t i) -> at::Tensor {
     const Val* v = expr->input(i);
     auto it = values.find(v);
@@ -44,7 +47,7 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
   at::ScalarType out_type = toScalarType(out->dtype());
   switch (expr->type()) {
     case ExprType::Full:
-      return at::full(concreteShape(out->logicalNoReductions()), in(0).item(),
+      return at::full(concreteShape(out->logicalNoReductions(), sizes), in(0).item(),
                       at::TensorOptions().dtype(out_type));
     case ExprType::Set:
       return in(0).clone();
@@ -96,7 +99,7 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
       return x;
     }
     case ExprType::Expand:
-      return in(0).expand(concreteShape(out->logicalNoReductions()));
+      return in(0).expand(concreteShape(out->logicalNoReductions(), sizes));
     case ExprType::Pad: {
       const auto* pad = static_cast<const PadOp*>(expr);
       std::vector<int64_t> widths;  // torch order: last dimension first
@@ -114,12 +117,42 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
 
 }  // namespace
 
+std::vector<at::Tensor> randomInputs(Fusion& fusion, uint64_t seed, int64_t symbolic_extent,
+                                     at::Device device) {
+  at::manual_seed(seed);
+  std::vector<at::Tensor> inputs;
+  for (const Val* v : fusion.inputs()) {
+    const TensorView* tv = v->asTensor();
+    if (tv == nullptr) {
+      inputs.push_back(at::scalar_tensor(1.5, at::kDouble));
+      continue;
+    }
+    std::vector<int64_t> shape;
+    for (const IterDomain* id : tv->logicalNoReductions()) {
+      auto extent = id->extent().constant();
+      SMELT_CHECK(extent || symbolic_extent > 0, "randomInputs: ", tv->name(),
+                  " has a symbolic extent and no size was given for it");
+      shape.push_back(extent.value_or(symbolic_extent));
+    }
+    inputs.push_back(at::randn(shape, at::kDouble).to(toScalarType(tv->dtype())).to(device));
+  }
+  return inputs;
+}
+
 std::vector<at::Tensor> evaluateWithATen(Fusion& fusion, const std::vector<at::Tensor>& inputs) {
   SMELT_CHECK(inputs.size() == fusion.inputs().size(), "ATen reference: fusion has ",
               fusion.inputs().size(), " inputs but ", inputs.size(), " were given");
   std::unordered_map<const Val*, at::Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) values[fusion.inputs()[i]] = inputs[i];
-  for (const Expr* expr : fusion.exprs()) values[expr->output()] = evaluate(expr, values);
+  Sizes sizes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorView* tv = fusion.inputs()[i]->asTensor();
+    if (tv == nullptr) continue;
+    for (int64_t d = 0; d < inputs[i].dim(); ++d) {
+      sizes["T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]"] = inputs[i].size(d);
+    }
+  }
+  for (const Expr* expr : fusion.exprs()) values[expr->output()] = evaluate(expr, values, sizes);
   std::vector<at::Tensor> outputs;
   for (const Val* out : fusion.outputs()) outputs.push_back(values.at(out).contiguous());
   return outputs;

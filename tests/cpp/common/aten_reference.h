@@ -12,6 +12,13 @@ namespace smelt::testing {
 
 at::ScalarType toScalarType(DataType dtype);
 
+// Random inputs for a fusion, one per fusion input: normal values of the
+// input's dtype with its constant extents, `symbolic_extent` for symbolic
+// ones (an error when it is not given), on `device`; scalar inputs as the
+// 0-dim tensor 1.5 (double, on the CPU).
+std::vector<at::Tensor> randomInputs(Fusion& fusion, uint64_t seed = 0, int64_t symbolic_extent = -1,
+                                     at::Device device = at::kCPU);
+
 // One tensor per fusion input (scalars as 0-dim tensors); returns one tensor
 // per fusion output.
 std::vector<at::Tensor> evaluateWithATen(Fusion& fusion, const std::vector<at::Tensor>& inputs);

@@ -195,4 +195,24 @@ void buildPointwiseNonDivisible() {
   inlineMost(fusion);
 }
 
+const std::vector<NamedCase>& allCases() {
+  static const std::vector<NamedCase> cases = {
+      {"A1", [] { buildSimpleCase(); }},
+      {"A2", [] { buildNeedsReorderedPush(); }},
+      {"A3", [] { buildNeedsReorderedPush().a->promoteReuse(); }},
+      {"A4", [] { buildPromoteReuseMultipleDownstream(); }},
+      {"A5", [] { buildMultiplePromoteReuse(); }},
+      {"A6", [] { buildSkippedSyncInterval(); }},
+      {"A6_promoted", [] { buildSkippedSyncInterval().tv0->promoteReuse(); }},
+      {"A7", [] { buildSmemVectorizationChain(); }},
+      {"A8", [] { buildRegisterVectorizationChain(2, 4); }},
+      {"A9", [] { buildExpandBetweenAliases(true); }},
+      {"A9_symbolic", [] { buildExpandBetweenAliases(false); }},
+      {"B1", [] { buildTiledGemm(); }},
+      {"B2", [] { buildTiledGemm(64, 64, 64, 2); }},
+      {"C1", [] { buildPersistentRnnSlice(); }},
+  };
+  return cases;
+}
+
 }  // namespace smelt::cases

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
+#include <vector>
 
 #include "fusion/fusion.h"
 
@@ -96,5 +98,16 @@ PersistentSlice buildPersistentRnnSlice(int64_t m = 256, int64_t n = 256, int64_
 // Not a case of the table: relu(a + b) over [10, 100] merged and split by 128
 // (non-divisible) into BIDx x TIDx, shared by the lowering and simulator tests.
 void buildPointwiseNonDivisible();
+
+// Every case above under its table name, scheduled as the table says (A3 is
+// A2 with promoteReuse, A6_promoted A6 with it, A9_symbolic A9 on a symbolic
+// input of size 4), for suites that run them all.
+struct NamedCase {
+  const char* name;
+  void (*build)();
+};
+const std::vector<NamedCase>& allCases();
+// GoogleTest prints a parameter by its name.
+inline void PrintTo(const NamedCase& c, std::ostream* os) { *os << c.name; }
 
 }  // namespace smelt::cases

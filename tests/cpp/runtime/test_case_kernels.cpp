@@ -3,8 +3,6 @@
 // declared static, ptxas's shared memory equals the planned total.
 #include <gtest/gtest.h>
 
-#include <functional>
-
 #include "codegen/cuda_codegen.h"
 #include "common/smem_case_fusions.h"
 #include "lower/lower.h"
@@ -13,12 +11,7 @@
 namespace smelt {
 namespace {
 
-struct Case {
-  const char* name;
-  std::function<void()> build;
-};
-
-class CaseKernel : public ::testing::TestWithParam<Case> {};
+class CaseKernel : public ::testing::TestWithParam<cases::NamedCase> {};
 
 TEST_P(CaseKernel, CompilesAndPtxasSharedMemoryEqualsPlan) {
   Fusion fusion;
@@ -41,23 +34,8 @@ TEST_P(CaseKernel, CompilesAndPtxasSharedMemoryEqualsPlan) {
   EXPECT_EQ(with_static.ptxas.static_smem_bytes, *planned.constant()) << with_static.log;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    SmemCases, CaseKernel,
-    ::testing::Values(Case{"A1", [] { cases::buildSimpleCase(); }},
-                      Case{"A2", [] { cases::buildNeedsReorderedPush(); }},
-                      Case{"A3", [] { cases::buildNeedsReorderedPush().a->promoteReuse(); }},
-                      Case{"A4", [] { cases::buildPromoteReuseMultipleDownstream(); }},
-                      Case{"A5", [] { cases::buildMultiplePromoteReuse(); }},
-                      Case{"A6", [] { cases::buildSkippedSyncInterval(); }},
-                      Case{"A6_promoted", [] { cases::buildSkippedSyncInterval().tv0->promoteReuse(); }},
-                      Case{"A7", [] { cases::buildSmemVectorizationChain(); }},
-                      Case{"A8", [] { cases::buildRegisterVectorizationChain(2, 4); }},
-                      Case{"A9", [] { cases::buildExpandBetweenAliases(true); }},
-                      Case{"A9_symbolic", [] { cases::buildExpandBetweenAliases(false); }},
-                      Case{"B1", [] { cases::buildTiledGemm(); }},
-                      Case{"B2", [] { cases::buildTiledGemm(64, 64, 64, 2); }},
-                      Case{"C1", [] { cases::buildPersistentRnnSlice(); }}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(SmemCases, CaseKernel, ::testing::ValuesIn(cases::allCases()),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace smelt

@@ -19,26 +19,7 @@
 
 namespace smelt::sim::testing {
 
-// Random inputs for a fusion whose tensor inputs have concrete extents.
-inline std::vector<at::Tensor> randomInputs(Fusion& fusion, uint64_t seed = 0) {
-  at::manual_seed(seed);
-  std::vector<at::Tensor> inputs;
-  for (const Val* v : fusion.inputs()) {
-    const TensorView* tv = v->asTensor();
-    if (tv == nullptr) {
-      inputs.push_back(at::scalar_tensor(1.5, at::kDouble));
-      continue;
-    }
-    std::vector<int64_t> shape;
-    for (const IterDomain* id : tv->logicalNoReductions()) {
-      auto extent = id->extent().constant();
-      EXPECT_TRUE(extent.has_value()) << tv->name() << " has a symbolic extent";
-      shape.push_back(extent.value_or(1));
-    }
-    inputs.push_back(at::randn(shape, at::kDouble).to(smelt::testing::toScalarType(tv->dtype())));
-  }
-  return inputs;
-}
+using smelt::testing::randomInputs;
 
 inline void expectKernelCorrect(Fusion& fusion, const std::vector<at::Tensor>& inputs,
                                 double rtol = 1e-5, double atol = 1e-5,

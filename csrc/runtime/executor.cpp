@@ -1,0 +1,322 @@
+#include "runtime/executor.h"
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cmath>
+#include <functional>
+#include <iomanip>
+#include <sstream>
+
+#include "codegen/cuda_codegen.h"
+#include "fusion/error.h"
+#include "lower/alloc_reuse/kernel_plan.h"
+#include "lower/lower.h"
+#include "runtime/fusion_key.h"
+#include "runtime/simulator/simulator.h"
+
+namespace smelt {
+
+namespace {
+
+// Shared memory up to this size can be a static array (no opt-in needed).
+constexpr int64_t kStaticSharedMemoryLimit = 48 * 1024;
+
+std::string optionsKey(const ExecutorOptions& options, int arch) {
+  const LowerOptions& lower = options.lower;
+  return errorMessage("sm_", arch, " smem_limit=", lower.max_shared_memory_bytes, " hazards=",
+                      lower.smem_hazards == SmemHazards::Precise ? "precise" : "conservative",
+                      " allocator=", lower.smem_allocator == SmemAllocator::Best ? "best" : "stack");
+}
+
+// A readable, stable kernel name derived from the cache key.
+std::string kernelNameFor(const std::string& key) {
+  std::ostringstream os;
+  os << "smelt_kernel_" << std::hex << std::setw(16) << std::setfill('0') << std::hash<std::string>{}(key);
+  return os.str();
+}
+
+// Asking the driver only when it has a device: without one, compiling works
+// (for sm_90) and "no CUDA device" waits for a launch.
+int targetArch(const ExecutorOptions& options, c10::Device device) {
+  if (options.arch > 0) return options.arch;
+  if (!cuda::deviceAvailable()) return 90;
+  return cuda::computeCapability(device.is_cuda() ? device.index() : 0);
+}
+
+TensorParam tensorParam(const kir::Buffer* buffer) {
+  return TensorParam{buffer->name, buffer->dtype, buffer->shape};
+}
+
+// Generates, compiles and checks the kernel; describes its launch.
+KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, int arch) {
+  KernelLaunchInfo info;
+  info.shared_memory_bytes = sharedMemoryBytes(kernel);
+  const std::optional<int64_t> fixed_smem = info.shared_memory_bytes.constant();
+  info.static_shared_memory = fixed_smem && *fixed_smem > 0 && *fixed_smem <= kStaticSharedMemoryLimit;
+  CodegenOptions codegen;
+  codegen.static_shared_memory = info.static_shared_memory;
+  info.cuda_source = generateCuda(kernel, name, codegen);
+  NvrtcOptions nvrtc;
+  nvrtc.arch = arch;
+  CompiledKernel compiled = compileCuda(info.cuda_source, name, nvrtc);
+
+  const int64_t expected_static = info.static_shared_memory ? *fixed_smem : 0;
+  SMELT_CHECK(compiled.ptxas.static_smem_bytes == expected_static, "ptxas reports ",
+              compiled.ptxas.static_smem_bytes, " B of static shared memory for kernel ", name,
+              " but the plan has ", info.shared_memory_bytes, " B",
+              info.static_shared_memory ? " declared statically" : " in the dynamic array (expected 0 static)",
+              "\n", kernel.smem_plan ? kernel.smem_plan->report_text : std::string());
+
+  for (const kir::Buffer* b : kernel.inputs) info.inputs.push_back(tensorParam(b));
+  for (const kir::Buffer* b : kernel.outputs) info.outputs.push_back(tensorParam(b));
+  for (const Scalar* s : kernel.scalar_inputs) info.scalars.push_back(ScalarParam{s->symbol(), s->dtype()});
+  for (int i = 0; i < 3; ++i) {
+    info.grid[i] = kernel.launch.grid[i];
+    info.block[i] = kernel.launch.block[i];
+  }
+  if (kernel.smem_plan) info.smem_report = kernel.smem_plan->report_text;
+  return KernelEntry(std::move(compiled), std::move(info));
+}
+
+std::string sizeSymbol(const std::string& tensor, size_t d) {
+  return tensor + ".size[" + std::to_string(d) + "]";
+}
+std::string strideSymbol(const std::string& tensor, size_t d) {
+  return tensor + ".stride[" + std::to_string(d) + "]";
+}
+
+void addScalarArgument(KernelArguments& args, const ScalarParam& param, const at::Tensor& value) {
+  switch (param.dtype) {
+    case DataType::Float: return args.addScalar(value.item<float>());
+    case DataType::Double: return args.addScalar(value.item<double>());
+    case DataType::Half: return args.addScalar(value.item<at::Half>().x);
+    case DataType::BFloat16: return args.addScalar(value.item<at::BFloat16>().x);
+    case DataType::Int: return args.addScalar(value.item<int64_t>());
+    case DataType::Int32: return args.addScalar(value.item<int32_t>());
+    case DataType::Bool: return args.addScalar(value.item<bool>());
+  }
+  SMELT_INTERNAL_CHECK(false, "unknown scalar dtype");
+}
+
+}  // namespace
+
+std::string LaunchParams::toString() const {
+  return errorMessage("grid(", grid[0], ", ", grid[1], ", ", grid[2], ") block(", block[0], ", ",
+                      block[1], ", ", block[2], ") smem ", smem_bytes, " B (",
+                      dynamic_smem_bytes == smem_bytes && smem_bytes > 0 ? "dynamic" : "static", ")");
+}
+
+FusionExecutor::FusionExecutor() = default;
+FusionExecutor::~FusionExecutor() = default;
+
+KernelCache& FusionExecutor::globalCache() {
+  static KernelCache cache;
+  return cache;
+}
+
+void FusionExecutor::compile(Fusion* fusion, const std::vector<at::Tensor>& example_inputs,
+                             ExecutorOptions options) {
+  SMELT_CHECK(fusion != nullptr, "FusionExecutor::compile: fusion is null");
+  SMELT_CHECK(!fusion->outputs().empty(), "FusionExecutor::compile: the fusion has no outputs");
+  kernel_.reset();
+  lower_.reset();
+  sim_report_ = {};
+  fusion_ = fusion;
+  options_ = options;
+  validator_ = InputValidator(*fusion);
+  const int arch = targetArch(options_, validate(example_inputs));
+  key_ = fusionCacheKey(*fusion) + optionsKey(options_, arch);
+
+  bool compiled_here = false;
+  KernelCache& cache = options_.cache != nullptr ? *options_.cache : globalCache();
+  auto kernel = cache.getOrCompile(key_, [&] {
+    compiled_here = true;
+    return compileKernel(lowered(), kernelNameFor(key_), arch);
+  });
+  from_cache_ = !compiled_here;
+  size_t tensor_inputs = 0, scalar_inputs = 0;
+  for (const InputSpec& spec : validator_.specs()) (spec.is_tensor ? tensor_inputs : scalar_inputs)++;
+  const KernelLaunchInfo& info = kernel->launchInfo();
+  SMELT_INTERNAL_CHECK(info.inputs.size() == tensor_inputs && info.scalars.size() == scalar_inputs &&
+                           info.outputs.size() == fusion->outputs().size(),
+                       "the cached kernel's parameters do not match the fusion's inputs and outputs");
+  kernel_ = std::move(kernel);
+  launch_params_ = evaluateLaunch(bind(example_inputs));
+}
+
+void FusionExecutor::checkCompiled(const char* what) const {
+  SMELT_CHECK(isCompiled(), "FusionExecutor::", what, ": call compile() first");
+}
+
+const kir::Kernel& FusionExecutor::lowered() const {
+  if (lower_ == nullptr) {
+    auto lower = std::make_unique<GpuLower>(fusion_, options_.lower);
+    lower->run();
+    lower_ = std::move(lower);
+  }
+  return lower_->kernel();
+}
+
+std::map<std::string, int64_t> FusionExecutor::bind(const std::vector<at::Tensor>& inputs) const {
+  const KernelLaunchInfo& info = launchInfo();
+  std::map<std::string, int64_t> bindings;
+  size_t tensor = 0, scalar = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!validator_.specs()[i].is_tensor) {
+      // Integer scalars may appear in extents (e.g. a full() of symbolic shape).
+      const std::string& symbol = info.scalars[scalar++].symbol;
+      bindings[symbol] = std::llround(inputs[i].item<double>());
+      continue;
+    }
+    const std::string& name = info.inputs[tensor++].name;
+    for (int64_t d = 0; d < inputs[i].dim(); ++d) {
+      bindings[sizeSymbol(name, d)] = inputs[i].size(d);
+      bindings[strideSymbol(name, d)] = inputs[i].stride(d);
+    }
+  }
+  return bindings;
+}
+
+LaunchParams FusionExecutor::evaluateLaunch(const std::map<std::string, int64_t>& bindings) const {
+  const KernelLaunchInfo& info = launchInfo();
+  LaunchParams params;
+  for (int i = 0; i < 3; ++i) {
+    params.grid[i] = info.grid[i].evaluate(bindings);
+    params.block[i] = info.block[i].evaluate(bindings);
+  }
+  params.smem_bytes = info.shared_memory_bytes.evaluate(bindings);
+  params.dynamic_smem_bytes = info.static_shared_memory ? 0 : params.smem_bytes;
+  return params;
+}
+
+std::vector<at::Tensor> FusionExecutor::run(const std::vector<at::Tensor>& inputs) {
+  checkCompiled("run");
+  const c10::Device device = validate(inputs);
+  if (device.is_cuda()) {
+    kernel_->function(device.index());  // "no CUDA device" before any CUDA allocation
+    return launch(prepare(inputs, device));
+  }
+  SMELT_CHECK(device.is_cpu(), "FusionExecutor::run: inputs on ", device.str(),
+              " are not supported (CUDA tensors run on the GPU, CPU tensors in the simulator)");
+  return simulate(inputs);
+}
+
+PreparedLaunch FusionExecutor::prepareLaunch(const std::vector<at::Tensor>& inputs) const {
+  checkCompiled("prepareLaunch");
+  return prepare(inputs, validate(inputs));
+}
+
+c10::Device FusionExecutor::validate(const std::vector<at::Tensor>& inputs) const {
+  const c10::Device device = validator_.validate(inputs).value_or(options_.device);
+  // "cuda" without an index means device 0.
+  return device.is_cuda() && !device.has_index() ? c10::Device(c10::kCUDA, 0) : device;
+}
+
+PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c10::Device device) const {
+  const KernelLaunchInfo& info = launchInfo();
+  const std::map<std::string, int64_t> bindings = bind(inputs);
+  PreparedLaunch prepared;
+  prepared.device = device;
+  prepared.params = evaluateLaunch(bindings);
+  for (const TensorParam& out : info.outputs) {
+    std::vector<int64_t> shape;
+    shape.reserve(out.shape.size());
+    for (const IntExpr& extent : out.shape) shape.push_back(extent.evaluate(bindings));
+    prepared.outputs.push_back(
+        at::empty(shape, at::TensorOptions().dtype(toAtenType(out.dtype)).device(device)));
+  }
+  std::vector<const at::Tensor*> scalars;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const at::Tensor& t = inputs[i];
+    if (!validator_.specs()[i].is_tensor) {
+      scalars.push_back(&t);
+      continue;
+    }
+    prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), t.strides().vec());
+  }
+  for (const at::Tensor& t : prepared.outputs) {
+    prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), t.strides().vec());
+  }
+  for (size_t s = 0; s < scalars.size(); ++s) addScalarArgument(prepared.arguments, info.scalars[s], *scalars[s]);
+  return prepared;
+}
+
+std::vector<at::Tensor> FusionExecutor::launch(const PreparedLaunch& prepared) {
+  checkCompiled("launch");
+  const int device = prepared.device.is_cuda() ? prepared.device.index() : 0;
+  // Loading the module is the first step that needs a driver and a GPU.
+  kernel_->function(device);
+  SMELT_CHECK(prepared.device.is_cuda(), "FusionExecutor::launch: the launch was prepared from ",
+              prepared.device.str(), " tensors; a CUDA launch needs CUDA tensors (run() sends CPU "
+              "tensors to the simulator)");
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  cuda::LaunchConfig config;
+  for (int i = 0; i < 3; ++i) {
+    config.grid[i] = prepared.params.grid[i];
+    config.block[i] = prepared.params.block[i];
+  }
+  config.dynamic_smem_bytes = prepared.params.dynamic_smem_bytes;
+  config.stream = at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+  kernel_->launch(config, prepared.arguments.pointers(), device);
+  launch_params_ = prepared.params;
+  return prepared.outputs;
+}
+
+std::vector<at::Tensor> FusionExecutor::simulate(const std::vector<at::Tensor>& inputs) {
+  const KernelLaunchInfo& info = launchInfo();
+  std::vector<at::Tensor> tensors;
+  std::map<std::string, double> scalars;
+  size_t scalar = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (validator_.specs()[i].is_tensor) {
+      tensors.push_back(inputs[i]);
+    } else {
+      scalars[info.scalars[scalar++].symbol] = inputs[i].item<double>();
+    }
+  }
+  sim::SimResult result = sim::simulate(lowered(), tensors, {}, scalars, options_.simulator);
+  sim_report_ = result.report;
+  SMELT_CHECK(result.report.clean(), "the CPU simulator found errors in kernel ", kernelName(),
+              ":\n", result.report.toString());
+  launch_params_ = evaluateLaunch(bind(inputs));
+  return std::move(result.outputs);
+}
+
+const LaunchParams& FusionExecutor::launchParams() const {
+  checkCompiled("launchParams");
+  return launch_params_;
+}
+
+const KernelLaunchInfo& FusionExecutor::launchInfo() const {
+  checkCompiled("launchInfo");
+  return kernel_->launchInfo();
+}
+
+const std::string& FusionExecutor::kernelName() const { return compiledKernel().kernel_name; }
+
+const std::string& FusionExecutor::cudaSource() const { return launchInfo().cuda_source; }
+
+const CompiledKernel& FusionExecutor::compiledKernel() const {
+  checkCompiled("compiledKernel");
+  return kernel_->compiled();
+}
+
+const kir::Kernel& FusionExecutor::kernel() const {
+  checkCompiled("kernel");
+  return lowered();
+}
+
+const alloc_reuse::SharedMemoryPlan& FusionExecutor::sharedMemoryPlan() const {
+  const kir::Kernel& k = kernel();
+  SMELT_INTERNAL_CHECK(k.smem_plan != nullptr, "the lowered kernel has no shared-memory plan");
+  return *k.smem_plan;
+}
+
+const std::string& FusionExecutor::cacheKey() const {
+  checkCompiled("cacheKey");
+  return key_;
+}
+
+}  // namespace smelt

@@ -1,0 +1,167 @@
+// FusionExecutor: compiles one fusion (scheduled, or lowered as it stands) and
+// runs it on at::Tensor.
+//
+//   FusionExecutor fe;
+//   fe.compile(&fusion, {t0, t1});       // lower, generate CUDA, NVRTC (cached)
+//   std::vector<at::Tensor> outs = fe.run({t0, t1});
+//
+// Inputs: one at::Tensor per fusion input, in the fusion's input order. A
+// scalar fusion input is passed as a 0-dim tensor (on any device; its value
+// is read on the host). Inputs are checked against the fusion's definition
+// (input_validation.h) and, for vectorized accesses, for alignment; every
+// failure is a smelt::Error naming the input.
+//
+// Devices:
+//   * CUDA tensors: the kernel compiled with NVRTC runs on torch's current
+//     stream of the tensors' device; outputs are allocated there with ATen.
+//   * CPU tensors: the kernel IR runs in the CPU simulator with race
+//     detection (runtime/simulator). This is the reference/testing path, not
+//     a fast one: a race, out-of-bounds access, read of never-written shared
+//     memory or divergent barrier is a smelt::Error with the simulator's
+//     report.
+//   A fusion without tensor inputs runs on ExecutorOptions::device.
+// The CUDA kernel is compiled in both cases, so ptxas's check applies to
+// every compiled fusion: when the planned shared memory is a constant of at
+// most 48 KiB the array is declared statically and ptxas must report exactly
+// the planned bytes; otherwise it is dynamic and ptxas must report none.
+//
+// Caching: compile() builds a key from the fusion (fusionCacheKey: math,
+// schedule, declared contiguity, scalars), the target architecture and the
+// lowering options, and looks it up in a KernelCache (process-wide unless
+// ExecutorOptions::cache says otherwise). A hit neither lowers nor compiles
+// for CUDA inputs (CPU inputs still lower: the simulator runs the kernel IR).
+//
+// Lifetime: the fusion must outlive the executor and stay unchanged while it
+// is used (the kernel IR refers to its tensors and expressions). One executor
+// is not meant to be used from several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "fusion/fusion.h"
+#include "lower/kir.h"
+#include "lower/lower_context.h"
+#include "runtime/input_validation.h"
+#include "runtime/kernel_arguments.h"
+#include "runtime/kernel_cache.h"
+#include "runtime/simulator/sim_report.h"
+
+namespace smelt {
+
+class GpuLower;
+namespace alloc_reuse {
+struct SharedMemoryPlan;
+}  // namespace alloc_reuse
+
+struct ExecutorOptions {
+  LowerOptions lower;
+  // Compute capability (major*10+minor) to compile for; 0: the CUDA inputs'
+  // device, else device 0, else sm_90 when there is no GPU.
+  int arch = 0;
+  sim::SimOptions simulator;
+  // Where a fusion without tensor inputs runs: CPU (the simulator) or a CUDA
+  // device ("cuda" means cuda:0). With tensor inputs, their device decides.
+  c10::Device device = c10::Device(c10::kCPU);
+  // nullptr: FusionExecutor::globalCache().
+  KernelCache* cache = nullptr;
+};
+
+// The launch configuration for given inputs, evaluated from the kernel's
+// symbolic launch dimensions and shared-memory plan.
+struct LaunchParams {
+  int64_t grid[3] = {1, 1, 1};
+  int64_t block[3] = {1, 1, 1};
+  // Bytes passed to cuLaunchKernel (0 when the array is declared statically).
+  int64_t dynamic_smem_bytes = 0;
+  // The planned shared memory per block, static or dynamic.
+  int64_t smem_bytes = 0;
+  std::string toString() const;
+};
+
+// A CUDA launch prepared on the host (FusionExecutor::prepareLaunch).
+struct PreparedLaunch {
+  LaunchParams params;
+  KernelArguments arguments;  // points into `outputs`' and the inputs' storage
+  std::vector<at::Tensor> outputs;
+  c10::Device device = c10::Device(c10::kCPU);
+};
+
+class FusionExecutor {
+ public:
+  FusionExecutor();
+  ~FusionExecutor();
+  FusionExecutor(const FusionExecutor&) = delete;
+  FusionExecutor& operator=(const FusionExecutor&) = delete;
+
+  // Validates `example_inputs` against the fusion and compiles (or finds in
+  // the cache) its kernel. May be called again to compile another fusion.
+  void compile(Fusion* fusion, const std::vector<at::Tensor>& example_inputs,
+               ExecutorOptions options = {});
+  bool isCompiled() const { return kernel_ != nullptr; }
+
+  // Runs the compiled fusion: on the GPU for CUDA inputs, in the simulator
+  // for CPU inputs. Returns one tensor per fusion output.
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
+
+  // run() on CUDA inputs in its two steps. prepareLaunch does all the host
+  // work before cuLaunchKernel: validation, binding sizes, evaluating the
+  // launch parameters, allocating outputs on the inputs' device and packing
+  // the arguments. It accepts tensors on any device (so the host overhead can
+  // be measured without a GPU). launch() loads the module (first time) and
+  // launches on torch's current stream; it throws "no CUDA device: ..."
+  // without a usable GPU, and rejects a launch prepared from non-CUDA tensors.
+  PreparedLaunch prepareLaunch(const std::vector<at::Tensor>& inputs) const;
+  std::vector<at::Tensor> launch(const PreparedLaunch& prepared);
+
+  // ---- what was chosen (valid after compile) ----
+  // Of the latest run, or of the example inputs until the first run.
+  const LaunchParams& launchParams() const;
+  const std::string& kernelName() const;
+  const std::string& cudaSource() const;
+  const CompiledKernel& compiledKernel() const;  // cubin, NVRTC log, compile time
+  const PtxasInfo& ptxasInfo() const { return compiledKernel().ptxas; }
+  const KernelLaunchInfo& launchInfo() const;
+  // The kernel IR and its shared-memory plan. After a cache hit the fusion
+  // is lowered here, on the first request (inspection only).
+  const kir::Kernel& kernel() const;
+  const alloc_reuse::SharedMemoryPlan& sharedMemoryPlan() const;
+  const std::string& sharedMemoryReport() const { return launchInfo().smem_report; }
+  const std::string& cacheKey() const;
+  // True when compile() found the kernel in the cache.
+  bool compiledFromCache() const { return from_cache_; }
+  // True once this executor holds the kernel IR: compile() lowered the
+  // fusion (a cache miss), a CPU run needed it, or kernel() was asked for.
+  bool isLowered() const { return lower_ != nullptr; }
+  // The simulator's report of the latest CPU run (empty before one).
+  const sim::SimReport& simulationReport() const { return sim_report_; }
+
+  static KernelCache& globalCache();
+
+ private:
+  void checkCompiled(const char* what) const;
+  const kir::Kernel& lowered() const;
+  // Sizes and strides of the tensor inputs, and integer scalars, by symbol.
+  std::map<std::string, int64_t> bind(const std::vector<at::Tensor>& inputs) const;
+  LaunchParams evaluateLaunch(const std::map<std::string, int64_t>& bindings) const;
+  PreparedLaunch prepare(const std::vector<at::Tensor>& inputs, c10::Device device) const;
+  c10::Device validate(const std::vector<at::Tensor>& inputs) const;
+  std::vector<at::Tensor> simulate(const std::vector<at::Tensor>& inputs);
+
+  Fusion* fusion_ = nullptr;
+  ExecutorOptions options_;
+  InputValidator validator_;
+  std::string key_;
+  std::shared_ptr<CachedKernel> kernel_;
+  bool from_cache_ = false;
+  mutable std::unique_ptr<GpuLower> lower_;  // lowered on demand after a cache hit
+  LaunchParams launch_params_;
+  sim::SimReport sim_report_;
+};
+
+}  // namespace smelt

@@ -1,0 +1,63 @@
+// What FusionExecutor::run checks of its inputs, derived once from the fusion
+// definition so a run only compares numbers. Every failure is a smelt::Error
+// naming the input by position and tensor name:
+//   * the number of inputs; each tensor's dtype, rank and device (all tensor
+//     inputs on one device); a scalar input as a 0-dim tensor;
+//   * sizes: a constant extent must be met exactly; dimensions the fusion maps
+//     onto each other (through its ops: an elementwise op's operands, a
+//     reduction's input, ...) or that share one symbolic extent must have
+//     equal sizes; a broadcast dimension has size 1 (or its expanded extent);
+//     empty tensors are rejected;
+//   * strides: a dimension declared contiguous must have the stride that
+//     contiguity implies (1 innermost, else the next dimension's stride times
+//     its size; size-1 dimensions may have any stride).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "fusion/fusion.h"
+
+namespace smelt {
+
+struct InputAxisSpec {
+  std::optional<int64_t> extent;  // the size it must have, when fixed
+  int64_t size_class = -1;        // axes of one class must have equal sizes
+  bool broadcast = false;         // size 1, or `extent` when expanded
+  bool contiguous = true;
+};
+
+struct InputSpec {
+  std::string name;  // tensor name or scalar symbol
+  bool is_tensor = false;
+  DataType dtype = DataType::Float;
+  std::vector<InputAxisSpec> axes;  // tensors only
+};
+
+class InputValidator {
+ public:
+  InputValidator() = default;
+  explicit InputValidator(const Fusion& fusion);
+
+  const std::vector<InputSpec>& specs() const { return specs_; }
+  // Checks `inputs` (one per fusion input; scalars as 0-dim tensors) and
+  // returns the device of the tensor inputs (nullopt when there are none).
+  std::optional<c10::Device> validate(const std::vector<at::Tensor>& inputs) const;
+
+ private:
+  void checkSizes(size_t input, const at::Tensor& t, std::vector<int64_t>& class_sizes,
+                  std::vector<std::pair<size_t, size_t>>& class_origins) const;
+  void checkStrides(size_t input, const at::Tensor& t) const;
+  std::string describe(size_t input) const;
+
+  std::vector<InputSpec> specs_;
+  int64_t num_classes_ = 0;
+};
+
+at::ScalarType toAtenType(DataType dtype);
+
+}  // namespace smelt

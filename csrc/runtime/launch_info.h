@@ -1,0 +1,54 @@
+// What launching a compiled kernel needs besides its cubin, in terms of the
+// kernel's parameters only: no pointer into a Fusion or its kernel IR, so a
+// cached kernel can be launched for any fusion that has the same cache key
+// (and outlive the fusion it was compiled from).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fusion/int_expr.h"
+#include "fusion/types.h"
+
+namespace smelt {
+
+// A smelt::Tensor<T, N> parameter. Its index symbols are "<name>.size[d]"
+// and "<name>.stride[d]" (see cuda_codegen.h).
+struct TensorParam {
+  std::string name;  // "T3"
+  DataType dtype = DataType::Float;
+  // Extents over the parameter's dimensions; for outputs, the shape the
+  // runtime allocates (symbolic in the inputs' sizes).
+  std::vector<IntExpr> shape;
+  // The widest vectorized access to this tensor, in bytes (0: none). The
+  // data pointer and the strides of the non-vectorized dimensions must keep
+  // such accesses aligned (checked before each launch).
+  int64_t vector_bytes = 0;
+};
+
+// A scalar parameter, passed by value as its CUDA type.
+struct ScalarParam {
+  std::string symbol;  // "s0"
+  DataType dtype = DataType::Float;
+};
+
+struct KernelLaunchInfo {
+  std::string cuda_source;
+  // Kernel parameters in order: inputs, outputs, then scalars.
+  std::vector<TensorParam> inputs;
+  std::vector<TensorParam> outputs;
+  std::vector<ScalarParam> scalars;
+  IntExpr grid[3] = {1, 1, 1};
+  IntExpr block[3] = {1, 1, 1};
+  // The planned shared memory per block (block-reduction workspaces included).
+  IntExpr shared_memory_bytes = 0;
+  // True when the source declares the shared array statically (a constant
+  // plan of at most 48 KiB): the launch then passes no dynamic shared memory,
+  // and ptxas's report is the planned total.
+  bool static_shared_memory = false;
+  // The shared-memory planner's text report.
+  std::string smem_report;
+};
+
+}  // namespace smelt

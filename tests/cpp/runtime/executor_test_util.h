@@ -1,0 +1,50 @@
+// Helpers shared by the FusionExecutor suites (CPU simulator and GPU):
+// comparing outputs with the ATen evaluation of the fusion at tolerances
+// that suit each dtype.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/aten_reference.h"
+#include "fusion/fusion.h"
+
+namespace smelt::testing {
+
+// {rtol, atol}: float results differ from ATen's by summation order, half
+// types by their 11 (half) or 8 (bfloat16) significant bits.
+inline std::pair<double, double> tolerance(at::ScalarType type) {
+  switch (type) {
+    case at::kDouble: return {1e-10, 1e-10};
+    case at::kFloat: return {1e-4, 1e-4};
+    case at::kHalf: return {1e-2, 1e-2};
+    case at::kBFloat16: return {3e-2, 3e-2};
+    default: return {0, 0};  // integers and bool: exact
+  }
+}
+
+// Each output has the fusion output's dtype and the reference's shape and
+// values (within tolerance); NaN nowhere.
+inline void expectOutputsMatch(Fusion& fusion, const std::vector<at::Tensor>& outputs,
+                               const std::vector<at::Tensor>& expected,
+                               const std::string& context = "") {
+  ASSERT_EQ(outputs.size(), fusion.outputs().size()) << context;
+  ASSERT_EQ(outputs.size(), expected.size()) << context;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const at::Tensor actual = outputs[i].cpu();
+    const at::ScalarType type = toScalarType(fusion.outputs()[i]->dtype());
+    EXPECT_EQ(actual.scalar_type(), type) << context << " output " << i;
+    ASSERT_EQ(actual.sizes(), expected[i].sizes()) << context << " output " << i;
+    const auto [rtol, atol] = tolerance(type);
+    const at::Tensor want = expected[i].cpu().to(type).to(at::kDouble);
+    EXPECT_TRUE(at::allclose(actual.to(at::kDouble), want, rtol, atol))
+        << context << " output " << i << "\nactual:\n" << actual << "\nexpected:\n" << want;
+  }
+}
+
+}  // namespace smelt::testing

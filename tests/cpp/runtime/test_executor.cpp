@@ -1,0 +1,474 @@
+// FusionExecutor without a GPU: every case fusion compiled (NVRTC, ptxas
+// check) and run on CPU tensors through the simulator against ATen; launch
+// parameters; the kernel cache (hits neither lower nor compile, the key
+// covers the schedule); every input error; "no CUDA device" only at launch.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <set>
+#include <string>
+
+#include "common/aten_reference.h"
+#include "common/expect_error.h"
+#include "common/smem_case_fusions.h"
+#include "fusion/ops.h"
+#include "fusion/transform_replay.h"
+#include "lower/alloc_reuse/kernel_plan.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/executor.h"
+#include "runtime/executor_test_util.h"
+
+namespace smelt {
+namespace {
+
+using testing::evaluateWithATen;
+using testing::expectOutputsMatch;
+using testing::randomInputs;
+
+// ---------------------------------------------------------------------------
+// Every case fusion on CPU tensors
+// ---------------------------------------------------------------------------
+
+class ExecutorCase : public ::testing::TestWithParam<cases::NamedCase> {};
+
+TEST_P(ExecutorCase, SimulatedRunMatchesATen) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  GetParam().build();
+  const std::vector<at::Tensor> inputs = randomInputs(fusion, 0, /*symbolic_extent=*/4);
+  FusionExecutor fe;
+  fe.compile(&fusion, inputs);
+  const std::vector<at::Tensor> outputs = fe.run(inputs);
+  expectOutputsMatch(fusion, outputs, evaluateWithATen(fusion, inputs), GetParam().name);
+  EXPECT_TRUE(fe.simulationReport().clean()) << fe.simulationReport().toString();
+  EXPECT_GT(fe.simulationReport().blocks_simulated, 0);
+
+  // ptxas's shared memory is the plan: the whole of it when declared
+  // statically, none when the array is dynamic.
+  const LaunchParams& params = fe.launchParams();
+  if (fe.launchInfo().static_shared_memory) {
+    EXPECT_EQ(fe.ptxasInfo().static_smem_bytes, params.smem_bytes);
+    EXPECT_EQ(params.dynamic_smem_bytes, 0);
+  } else {
+    EXPECT_EQ(fe.ptxasInfo().static_smem_bytes, 0);
+    EXPECT_EQ(params.dynamic_smem_bytes, params.smem_bytes);
+  }
+  EXPECT_GT(fe.ptxasInfo().registers, 0);
+  EXPECT_NE(fe.cudaSource().find(" " + fe.kernelName() + "("), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(SmemCases, ExecutorCase, ::testing::ValuesIn(cases::allCases()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// ---------------------------------------------------------------------------
+// Launch parameters and shared memory
+// ---------------------------------------------------------------------------
+
+// relu(a * s + b) on symbolic [N, M] inputs, merged and split by 128 into
+// BIDx x TIDx; `s` a symbolic scalar input.
+struct ScaledAdd {
+  TensorView* a;
+  TensorView* b;
+};
+ScaledAdd buildScaledAdd(DataType dtype = DataType::Float) {
+  Fusion* fusion = Fusion::current();
+  TensorView* a = makeContigTensor(2, dtype);
+  TensorView* b = makeContigTensor(2, dtype);
+  Scalar* s = symbolicScalar(DataType::Float);
+  fusion->addInput(a);
+  fusion->addInput(s);
+  fusion->addInput(b);
+  TensorView* c = castOp(dtype, relu(add(mul(a, s), b)));
+  fusion->addOutput(c);
+  c->merge(0)->split(0, 128);
+  c->axis(0)->parallelize(ParallelType::BIDx);
+  c->axis(1)->parallelize(ParallelType::TIDx);
+  propagateSchedule(c);
+  inlineMost(fusion);
+  return {a, b};
+}
+
+at::Tensor scaledAddReference(const at::Tensor& a, double s, const at::Tensor& b) {
+  return at::relu(a.to(at::kFloat) * s + b.to(at::kFloat)).to(a.scalar_type());
+}
+
+TEST(Executor, ScalarInputIsAZeroDimTensor) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildScaledAdd();
+  at::Tensor a = at::randn({10, 30});
+  at::Tensor b = at::randn({10, 30});
+  FusionExecutor fe;
+  fe.compile(&fusion, {a, at::scalar_tensor(0.5), b});
+  for (double s : {0.5, -2.0}) {
+    // Any dtype of 0-dim tensor carries the value.
+    auto outs = fe.run({a, at::scalar_tensor(s, at::kDouble), b});
+    EXPECT_TRUE(at::allclose(outs[0], scaledAddReference(a, s, b))) << "s = " << s;
+  }
+}
+
+TEST(Executor, LaunchParamsFollowTheInputSizes) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildScaledAdd();
+  auto inputs = [](int64_t n, int64_t m) {
+    return std::vector<at::Tensor>{at::randn({n, m}), at::scalar_tensor(1.0), at::randn({n, m})};
+  };
+  FusionExecutor fe;
+  fe.compile(&fusion, inputs(10, 100));
+  // ceilDiv(10 * 100, 128) blocks of 128 threads, no shared memory.
+  EXPECT_EQ(fe.launchParams().toString(), "grid(8, 1, 1) block(128, 1, 1) smem 0 B (static)");
+  const auto bigger = inputs(10, 300);
+  auto outs = fe.run(bigger);
+  EXPECT_EQ(fe.launchParams().grid[0], 24);
+  EXPECT_EQ(fe.launchParams().block[0], 128);
+  EXPECT_TRUE(at::allclose(outs[0], scaledAddReference(bigger[0], 1.0, bigger[2])));
+  EXPECT_EQ(outs[0].sizes(), bigger[0].sizes());
+}
+
+TEST(Executor, TiledGemmLaunchAndStaticSharedMemory) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  cases::buildTiledGemm();
+  auto inputs = randomInputs(fusion);
+  FusionExecutor fe;
+  fe.compile(&fusion, inputs);
+  const LaunchParams& p = fe.launchParams();
+  EXPECT_EQ(p.grid[0], 2);
+  EXPECT_EQ(p.grid[1], 2);
+  EXPECT_EQ(p.block[0], 32);
+  EXPECT_EQ(p.block[1], 32);
+  // Asub, Bsub and Csub (4 KiB each) as the plan lays them out; ptxas agrees.
+  EXPECT_TRUE(fe.launchInfo().static_shared_memory);
+  EXPECT_EQ(p.smem_bytes, *fe.sharedMemoryPlan().plan.total_bytes.constant());
+  EXPECT_EQ(fe.ptxasInfo().static_smem_bytes, p.smem_bytes);
+  EXPECT_NE(fe.sharedMemoryReport().find("Asub"), std::string::npos) << fe.sharedMemoryReport();
+}
+
+TEST(Executor, SharedMemoryAbove48KiBIsDynamic) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  cases::buildPersistentRnnSlice(512, 256, 8);  // w_s: 64 rows x 256 floats per block
+  auto inputs = randomInputs(fusion);
+  FusionExecutor fe;
+  fe.compile(&fusion, inputs);
+  EXPECT_FALSE(fe.launchInfo().static_shared_memory);
+  EXPECT_EQ(fe.launchParams().smem_bytes, 64 * 256 * 4);
+  EXPECT_EQ(fe.launchParams().dynamic_smem_bytes, 64 * 256 * 4);
+  EXPECT_EQ(fe.ptxasInfo().static_smem_bytes, 0);
+  EXPECT_NE(fe.cudaSource().find("extern __shared__"), std::string::npos);
+  expectOutputsMatch(fusion, fe.run(inputs), evaluateWithATen(fusion, inputs));
+}
+
+TEST(Executor, NonContiguousInputDeclaredSo) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  ScaledAdd t = buildScaledAdd();
+  t.a->setContiguity({false, false});
+  at::Tensor a = at::randn({30, 10}).t();  // strides (1, 10)
+  at::Tensor b = at::randn({10, 30});
+  FusionExecutor fe;
+  fe.compile(&fusion, {a, at::scalar_tensor(2.0), b});
+  auto outs = fe.run({a, at::scalar_tensor(2.0), b});
+  EXPECT_TRUE(at::allclose(outs[0], scaledAddReference(a, 2.0, b)));
+}
+
+TEST(Executor, HalfAndBFloat16) {
+  for (DataType dtype : {DataType::Half, DataType::BFloat16}) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildScaledAdd(dtype);
+    const auto type = testing::toScalarType(dtype);
+    at::Tensor a = at::randn({7, 45}).to(type);
+    at::Tensor b = at::randn({7, 45}).to(type);
+    FusionExecutor fe;
+    fe.compile(&fusion, {a, at::scalar_tensor(0.25), b});
+    auto outs = fe.run({a, at::scalar_tensor(0.25), b});
+    expectOutputsMatch(fusion, outs, {scaledAddReference(a, 0.25, b)}, toString(dtype));
+  }
+}
+
+TEST(Executor, SimulatorFindingIsAnError) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  cases::buildTiledGemm();
+  auto inputs = randomInputs(fusion);
+  FusionExecutor fe;
+  fe.compile(&fusion, inputs);
+  // Take out the first barrier (the RAW one after staging the tiles) of the
+  // kernel IR the executor simulates.
+  auto& kernel = const_cast<kir::Kernel&>(fe.kernel());
+  std::function<bool(kir::StmtList&)> dropFirstSync = [&](kir::StmtList& list) {
+    for (auto it = list.begin(); it != list.end(); ++it) {
+      if ((*it)->kind() == kir::StmtKind::BlockSync) {
+        list.erase(it);
+        return true;
+      }
+      if (auto* loop = dynamic_cast<kir::ForLoop*>(it->get()); loop && dropFirstSync(loop->body)) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(dropFirstSync(kernel.body));
+  EXPECT_SMELT_ERROR(fe.run(inputs), "the CPU simulator found errors", "RAW");
+  EXPECT_FALSE(fe.simulationReport().clean());
+}
+
+// ---------------------------------------------------------------------------
+// The kernel cache
+// ---------------------------------------------------------------------------
+
+TEST(ExecutorCache, HitNeitherLowersNorCompiles) {
+  KernelCache cache;
+  ExecutorOptions options;
+  options.cache = &cache;
+  const CompiledKernel* first = nullptr;
+  std::string first_key;
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    cases::buildTiledGemm();
+    FusionExecutor fe;
+    fe.compile(&fusion, randomInputs(fusion), options);
+    EXPECT_FALSE(fe.compiledFromCache());
+    EXPECT_TRUE(fe.isLowered());
+    EXPECT_EQ(cache.misses(), 1);
+    EXPECT_EQ(cache.hits(), 0);
+    first = &fe.compiledKernel();
+    first_key = fe.cacheKey();
+  }  // the fusion and executor are gone; the cache entry does not refer to them
+
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  cases::buildTiledGemm();
+  auto inputs = randomInputs(fusion, 7);
+  FusionExecutor fe;
+  fe.compile(&fusion, inputs, options);
+  EXPECT_EQ(cache.hits(), 1);
+  EXPECT_EQ(cache.misses(), 1);
+  EXPECT_TRUE(fe.compiledFromCache());
+  EXPECT_FALSE(fe.isLowered()) << "a cache hit must not lower the fusion";
+  EXPECT_EQ(&fe.compiledKernel(), first) << "a cache hit must not compile again";
+  EXPECT_EQ(fe.cacheKey(), first_key);
+  EXPECT_EQ(fe.launchParams().grid[0], 2);
+  // Running on CPU tensors needs the kernel IR, so the simulator lowers now.
+  expectOutputsMatch(fusion, fe.run(inputs), evaluateWithATen(fusion, inputs));
+  EXPECT_TRUE(fe.isLowered());
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+// One pointwise fusion with a cached copy of its input; each field changes
+// one thing the generated kernel depends on.
+struct Variant {
+  ParallelType thread = ParallelType::TIDx;
+  MemoryType cache_memory = MemoryType::Local;
+  bool promote_reuse = false;
+  bool inline_cache = true;
+  bool contiguous = true;
+  double offset = 1.0;
+  DataType dtype = DataType::Float;
+};
+
+void buildVariant(const Variant& v) {
+  Fusion* fusion = Fusion::current();
+  TensorView* a = makeContigTensor(2, v.dtype);
+  if (!v.contiguous) a->setContiguity({false, true});
+  fusion->addInput(a);
+  TensorView* b = add(a, v.offset);
+  fusion->addOutput(b);
+  TensorView* a_cache = a->cacheAfter()->setMemoryType(v.cache_memory);
+  b->merge(0)->split(0, 64);
+  b->axis(0)->parallelize(ParallelType::BIDx);
+  b->axis(1)->parallelize(v.thread);
+  propagateSchedule(b);
+  if (v.inline_cache) inlineMost(fusion);
+  if (v.promote_reuse) a_cache->promoteReuse();
+}
+
+TEST(ExecutorCache, KeyCoversScheduleContiguityScalarsArchAndOptions) {
+  KernelCache cache;
+  std::vector<std::pair<std::string, Variant>> variants = {{"base", {}}};
+  auto vary = [&](const char* what, auto change) {
+    Variant v;
+    change(v);
+    variants.emplace_back(what, v);
+  };
+  vary("parallel type", [](Variant& v) { v.thread = ParallelType::TIDy; });
+  vary("memory type", [](Variant& v) { v.cache_memory = MemoryType::Shared; });
+  vary("promoteReuse", [](Variant& v) {
+    v.cache_memory = MemoryType::Shared;
+    v.promote_reuse = true;
+  });
+  vary("compute position", [](Variant& v) { v.inline_cache = false; });
+  vary("contiguity", [](Variant& v) { v.contiguous = false; });
+  // Differs in the 11th digit, below Scalar::toString's precision.
+  vary("scalar value", [](Variant& v) { v.offset = 1.00000000001; });
+  vary("dtype", [](Variant& v) { v.dtype = DataType::Double; });
+
+  std::set<std::string> keys;
+  auto compile = [&](const Variant& v, ExecutorOptions options) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildVariant(v);
+    options.cache = &cache;
+    FusionExecutor fe;
+    fe.compile(&fusion, randomInputs(fusion, 0, 8), options);
+    keys.insert(fe.cacheKey());
+    return fe.compiledFromCache();
+  };
+  for (const auto& [what, v] : variants) EXPECT_FALSE(compile(v, {})) << what << " did not change the key";
+  ExecutorOptions sm80;
+  sm80.arch = 80;
+  EXPECT_FALSE(compile({}, sm80)) << "the architecture did not change the key";
+  ExecutorOptions conservative;
+  conservative.lower.smem_hazards = SmemHazards::Conservative;
+  EXPECT_FALSE(compile({}, conservative)) << "the lowering options did not change the key";
+  const size_t distinct = variants.size() + 2;
+  EXPECT_EQ(keys.size(), distinct);
+  EXPECT_EQ(cache.misses(), static_cast<int64_t>(distinct));
+  // The same fusion built again is a hit.
+  EXPECT_TRUE(compile({}, {}));
+  EXPECT_EQ(cache.hits(), 1);
+}
+
+// ---------------------------------------------------------------------------
+// Input errors
+// ---------------------------------------------------------------------------
+
+class ExecutorErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    guard_ = std::make_unique<FusionGuard>(&fusion_);
+    buildScaledAdd();
+    fe_.compile(&fusion_, {at::randn({4, 5}), at::scalar_tensor(1.0), at::randn({4, 5})});
+  }
+  Fusion fusion_;
+  std::unique_ptr<FusionGuard> guard_;
+  FusionExecutor fe_;
+  at::Tensor s_ = at::scalar_tensor(1.0);
+};
+
+TEST_F(ExecutorErrors, WrongNumberOfInputs) {
+  EXPECT_SMELT_ERROR(fe_.run({at::randn({4, 5})}), "the fusion has 3 inputs (T0, s0, T1), got 1");
+}
+
+TEST_F(ExecutorErrors, WrongRank) {
+  EXPECT_SMELT_ERROR(fe_.run({at::randn({20}), s_, at::randn({4, 5})}),
+                     "input 0 (T0) must have rank 2", "shape [20]");
+}
+
+TEST_F(ExecutorErrors, WrongDtype) {
+  EXPECT_SMELT_ERROR(fe_.run({at::randn({4, 5}), s_, at::randn({4, 5}, at::kDouble)}),
+                     "input 2 (T1) must be a float tensor, got Double");
+}
+
+TEST_F(ExecutorErrors, MixedDevices) {
+  EXPECT_SMELT_ERROR(fe_.run({at::randn({4, 5}), s_, at::empty({4, 5}, at::device(at::kMeta))}),
+                     "input 2 (T1) is on meta but input 0 (T0) is on cpu", "same device");
+}
+
+TEST_F(ExecutorErrors, UnsupportedDevice) {
+  auto meta = at::device(at::kMeta);
+  EXPECT_SMELT_ERROR(fe_.run({at::empty({4, 5}, meta), s_, at::empty({4, 5}, meta)}),
+                     "inputs on meta are not supported");
+}
+
+TEST_F(ExecutorErrors, SizesThatTheFusionMapsTogetherDiffer) {
+  EXPECT_SMELT_ERROR(fe_.run({at::randn({4, 5}), s_, at::randn({4, 6})}),
+                     "input 2 (T1) dimension 1 has size 6 but input 0 (T0) dimension 1 has size 5");
+}
+
+TEST_F(ExecutorErrors, StrideTheDeclaredContiguityForbids) {
+  at::Tensor transposed = at::randn({5, 4}).t();
+  EXPECT_SMELT_ERROR(fe_.run({transposed, s_, at::randn({4, 5})}),
+                     "input 0 (T0) dimension 1 has stride 4 but the fusion declares it contiguous, "
+                     "which needs stride 1");
+  // A row slice keeps rows contiguous but steps over the skipped columns.
+  at::Tensor sliced = at::randn({4, 8}).narrow(1, 0, 5);
+  EXPECT_SMELT_ERROR(fe_.run({at::randn({4, 5}), s_, sliced}),
+                     "input 2 (T1) dimension 0 has stride 8", "needs stride 5");
+  // Size-1 dimensions may have any stride.
+  at::Tensor one_row = at::randn({5, 1}).t();
+  EXPECT_NO_THROW(fe_.run({one_row, s_, at::randn({1, 5})}));
+}
+
+TEST_F(ExecutorErrors, ScalarNotZeroDim) {
+  EXPECT_SMELT_ERROR(fe_.run({at::randn({4, 5}), at::ones({1}), at::randn({4, 5})}),
+                     "input 1 (s0) is a scalar: pass it as a 0-dim tensor");
+}
+
+TEST_F(ExecutorErrors, UndefinedAndEmptyTensors) {
+  EXPECT_SMELT_ERROR(fe_.run({at::Tensor(), s_, at::randn({4, 5})}), "input 0 (T0) is an undefined tensor");
+  EXPECT_SMELT_ERROR(fe_.run({at::randn({0, 5}), s_, at::randn({0, 5})}),
+                     "input 0 (T0) dimension 0 has size 0; empty tensors are not supported");
+}
+
+TEST(ExecutorInputErrors, ConstantExtent) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  cases::buildPointwiseNonDivisible();  // a and b are [10, 100]
+  FusionExecutor fe;
+  fe.compile(&fusion, randomInputs(fusion));
+  EXPECT_SMELT_ERROR(fe.run({at::randn({10, 100}), at::randn({10, 99})}),
+                     "input 1 (T1) dimension 1 must have size 100 (fixed by the fusion), got 99");
+}
+
+TEST(ExecutorInputErrors, SizesMappedThroughAReduction) {
+  // out = sum(x, {1}) + y: x's rows and y's elements must agree.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  TensorView* y = makeContigTensor(1);
+  fusion.addInput(x);
+  fusion.addInput(y);
+  fusion.addOutput(add(sum(x, {1}), y));
+  inlineMost(&fusion);  // unscheduled otherwise: serial loops in one thread
+  FusionExecutor fe;
+  at::Tensor xs = at::randn({3, 4});
+  at::Tensor ys = at::randn({3});
+  fe.compile(&fusion, {xs, ys});
+  EXPECT_TRUE(at::allclose(fe.run({xs, ys})[0], xs.sum(1) + ys));
+  EXPECT_SMELT_ERROR(fe.run({at::randn({3, 4}), at::randn({4})}),
+                     "input 1 (T1) dimension 0 has size 4 but input 0 (T0) dimension 0 has size 3");
+}
+
+TEST(ExecutorInputErrors, NotCompiled) {
+  FusionExecutor fe;
+  EXPECT_SMELT_ERROR(fe.run({}), "FusionExecutor::run: call compile() first");
+  EXPECT_SMELT_ERROR(fe.launchParams(), "call compile() first");
+}
+
+// ---------------------------------------------------------------------------
+// Without a GPU: compiling and simulating work; a launch says why it cannot
+// ---------------------------------------------------------------------------
+
+TEST(ExecutorWithoutGpu, NoCudaDeviceOnlyWhenLaunching) {
+  if (cuda::deviceAvailable()) GTEST_SKIP() << "a CUDA device is present";
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildScaledAdd();
+  std::vector<at::Tensor> inputs = {at::randn({4, 5}), at::scalar_tensor(1.0), at::randn({4, 5})};
+  FusionExecutor fe;
+  fe.compile(&fusion, inputs);  // sm_90, no driver needed
+  EXPECT_EQ(fe.compiledKernel().arch, 90);
+  fe.run(inputs);  // the simulator
+  // The host side of a CUDA launch works on any tensors ...
+  PreparedLaunch prepared = fe.prepareLaunch(inputs);
+  EXPECT_EQ(prepared.arguments.size(), 4u);  // T0, T1, the output, s0
+  EXPECT_EQ(prepared.outputs.at(0).sizes(), inputs[0].sizes());
+  // ... the launch itself needs the device.
+  EXPECT_SMELT_ERROR(fe.launch(prepared), "no CUDA device: ");
+
+  // A fusion without inputs aimed at a CUDA device: compiles, then fails at run.
+  Fusion no_inputs;
+  FusionGuard guard2(&no_inputs);
+  cases::buildSimpleCase();
+  ExecutorOptions on_gpu;
+  on_gpu.device = at::Device(at::kCUDA);
+  FusionExecutor fe2;
+  fe2.compile(&no_inputs, {}, on_gpu);
+  EXPECT_SMELT_ERROR(fe2.run({}), "no CUDA device: ");
+}
+
+}  // namespace
+}  // namespace smelt
