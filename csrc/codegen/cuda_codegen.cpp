@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <sstream>
+#include <unordered_map>
 #include <vector>
 
+#include "codegen/vectorize.h"
 #include "fusion/error.h"
 
 namespace smelt {
@@ -116,6 +118,20 @@ __device__ T blockBroadcast(T value, T* workspace) {
   __syncthreads();
   return result;
 }
+
+}  // namespace smelt
+)";
+
+// Added to the prelude when a loop is vectorized (see vectorize.h).
+constexpr const char* kVectorPrelude = R"(
+namespace smelt {
+
+// N elements of T as one aligned object: copying it is one vector load and
+// one vector store.
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vector {
+  T value[N];
+};
 
 }  // namespace smelt
 )";
@@ -271,7 +287,7 @@ IntExpr addressOf(const kir::Buffer* buffer) {
 class Emitter {
  public:
   Emitter(const kir::Kernel& kernel, const std::string& name, const CodegenOptions& options)
-      : kernel_(kernel), name_(name), options_(options) {}
+      : kernel_(kernel), name_(name), options_(options), vector_bytes_(vectorAccessBytes(kernel)) {}
 
   std::string run() {
     SMELT_CHECK(!name_.empty(), "codegen: empty kernel name");
@@ -288,7 +304,9 @@ class Emitter {
     }
     if (half) os_ << "#include <cuda_fp16.h>\n";
     if (bfloat) os_ << "#include <cuda_bf16.h>\n";
-    os_ << (half || bfloat ? "\n" : "") << kPrelude << "\n";
+    os_ << (half || bfloat ? "\n" : "") << kPrelude;
+    if (!vector_bytes_.empty()) os_ << kVectorPrelude;
+    os_ << "\n";
     emitSignature();
     ++depth_;
     emitSharedMemory();
@@ -410,8 +428,9 @@ class Emitter {
                   loop.parallel_type, " is not marked trivial");
       SMELT_CHECK(!loop.trivial || loop.parallel_type == ParallelType::Vectorize, "codegen: loop ",
                   loop.index, " is marked trivial but is neither parallel, vectorized nor of extent 1");
-      // A vectorized loop is fully unrolled so its accesses become adjacent
-      // loads/stores the compiler can combine.
+      if (auto vectorized = vectorizeLoop(loop)) return emitVectorized(loop, *vectorized);
+      // A vectorized loop that cannot use vector accesses (vectorize.h) is
+      // fully unrolled, so the compiler may still combine adjacent accesses.
       if (loop.parallel_type == ParallelType::Unroll || loop.parallel_type == ParallelType::Vectorize) {
         line("#pragma unroll");
       }
@@ -419,6 +438,22 @@ class Emitter {
            loop.index + ") {");
     }
     emitList(loop.body);
+    close();
+  }
+
+  // One vector load and store per copy; the loop index does not exist.
+  void emitVectorized(const kir::ForLoop& loop, const VectorizedLoop& vectorized) {
+    const std::string width = std::to_string(vectorized.width);
+    open("{  // " + loop.index + " over [0, " + width + ") vectorized: " +
+         std::to_string(vectorized.bytes) + "-byte accesses");
+    for (const VectorCopy& copy : vectorized.copies) {
+      const kir::Compute& c = *copy.stmt;
+      const kir::Buffer* in = c.operands[0].access->buffer;
+      const std::string type = "smelt::Vector<" + cudaType(c.out.buffer->dtype) + ", " + width + ">";
+      guarded(c.predicate, "*reinterpret_cast<" + type + "*>(&" + element({c.out.buffer, copy.out_first}) +
+                               ") = *reinterpret_cast<const " + type + "*>(&" +
+                               element({in, copy.in_first}) + ");");
+    }
     close();
   }
 
@@ -438,7 +473,11 @@ class Emitter {
     if (buffer->memory != MemoryType::Local) return;  // Shared: at the top; Global: a parameter
     SMELT_CHECK(buffer->elements.isConstant(), "codegen: local buffer ", buffer->name,
                 " has symbolic size ", buffer->elements, "; registers need a constant size");
-    line(cudaType(buffer->dtype) + " " + buffer->name + "[" +
+    // Registers accessed as vectors need the vector's alignment.
+    auto vector = vector_bytes_.find(buffer);
+    const std::string align =
+        vector == vector_bytes_.end() ? "" : "__align__(" + std::to_string(vector->second) + ") ";
+    line(align + cudaType(buffer->dtype) + " " + buffer->name + "[" +
          std::to_string(*buffer->elements.constant()) + "];");
   }
 
@@ -629,6 +668,7 @@ class Emitter {
   const kir::Kernel& kernel_;
   const std::string& name_;
   const CodegenOptions& options_;
+  const std::unordered_map<const kir::Buffer*, int64_t> vector_bytes_;
   std::ostringstream os_;
   int depth_ = 0;
 };

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "codegen/cuda_codegen.h"
+#include "codegen/vectorize.h"
 #include "fusion/error.h"
 #include "lower/alloc_reuse/kernel_plan.h"
 #include "lower/lower.h"
@@ -45,10 +46,6 @@ int targetArch(const ExecutorOptions& options, c10::Device device) {
   return cuda::computeCapability(device.is_cuda() ? device.index() : 0);
 }
 
-TensorParam tensorParam(const kir::Buffer* buffer) {
-  return TensorParam{buffer->name, buffer->dtype, buffer->shape};
-}
-
 // Generates, compiles and checks the kernel; describes its launch.
 KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, int arch) {
   KernelLaunchInfo info;
@@ -69,6 +66,12 @@ KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, in
               info.static_shared_memory ? " declared statically" : " in the dynamic array (expected 0 static)",
               "\n", kernel.smem_plan ? kernel.smem_plan->report_text : std::string());
 
+  const auto vector_bytes = vectorAccessBytes(kernel);
+  auto tensorParam = [&](const kir::Buffer* buffer) {
+    auto vector = vector_bytes.find(buffer);
+    return TensorParam{buffer->name, buffer->dtype, buffer->shape,
+                       vector == vector_bytes.end() ? 0 : vector->second};
+  };
   for (const kir::Buffer* b : kernel.inputs) info.inputs.push_back(tensorParam(b));
   for (const kir::Buffer* b : kernel.outputs) info.outputs.push_back(tensorParam(b));
   for (const Scalar* s : kernel.scalar_inputs) info.scalars.push_back(ScalarParam{s->symbol(), s->dtype()});
@@ -228,15 +231,23 @@ PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c1
         at::empty(shape, at::TensorOptions().dtype(toAtenType(out.dtype)).device(device)));
   }
   std::vector<const at::Tensor*> scalars;
+  size_t tensor = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const at::Tensor& t = inputs[i];
     if (!validator_.specs()[i].is_tensor) {
       scalars.push_back(&t);
       continue;
     }
+    validator_.checkVectorAlignment(i, t, info.inputs[tensor++].vector_bytes);
     prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), t.strides().vec());
   }
-  for (const at::Tensor& t : prepared.outputs) {
+  for (size_t o = 0; o < prepared.outputs.size(); ++o) {
+    const at::Tensor& t = prepared.outputs[o];
+    // Fresh contiguous allocations; their rows stay aligned because codegen
+    // vectorizes only inner extents that are multiples of the vector width.
+    const int64_t alignment = std::max<int64_t>(info.outputs[o].vector_bytes, 1);
+    SMELT_INTERNAL_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % alignment == 0, "output ", o,
+                         " is not aligned for its vector stores");
     prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), t.strides().vec());
   }
   for (size_t s = 0; s < scalars.size(); ++s) addScalarArgument(prepared.arguments, info.scalars[s], *scalars[s]);

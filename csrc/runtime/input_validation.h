@@ -10,7 +10,10 @@
 //     empty tensors are rejected;
 //   * strides: a dimension declared contiguous must have the stride that
 //     contiguity implies (1 innermost, else the next dimension's stride times
-//     its size; size-1 dimensions may have any stride).
+//     its size; size-1 dimensions may have any stride);
+//   * alignment (checkVectorAlignment, before a CUDA launch): a tensor the
+//     kernel accesses with N-byte vectors needs an N-byte aligned data pointer
+//     and outer strides that keep every row N-byte aligned.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +50,8 @@ class InputValidator {
   // Checks `inputs` (one per fusion input; scalars as 0-dim tensors) and
   // returns the device of the tensor inputs (nullopt when there are none).
   std::optional<c10::Device> validate(const std::vector<at::Tensor>& inputs) const;
+  // Checks tensor input `input` for vector accesses of `vector_bytes` (0: none).
+  void checkVectorAlignment(size_t input, const at::Tensor& t, int64_t vector_bytes) const;
 
  private:
   void checkSizes(size_t input, const at::Tensor& t, std::vector<int64_t>& class_sizes,

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
 #include "codegen/cuda_codegen.h"
 #include "codegen/test_kernels.h"
+#include "codegen/vectorize.h"
 #include "fusion/error.h"
 
 namespace smelt {
@@ -46,6 +48,11 @@ TEST(CudaCodegen, PointwiseGolden) {
 TEST(CudaCodegen, SharedTilesGolden) {
   auto t = sharedTilesKernel();
   expectGolden("shared_tiles", generateCuda(t->kernel, t->name));
+}
+
+TEST(CudaCodegen, VectorizedCopyGolden) {
+  auto t = vectorizedCopyKernel();
+  expectGolden("vectorized_copy", generateCuda(t->kernel, t->name));
 }
 
 TEST(CudaCodegen, PointwiseSignatureAndBindings) {
@@ -194,6 +201,87 @@ TEST(CudaCodegen, SymbolicLocalBufferIsAnError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("local buffer T3 has symbolic size"), std::string::npos) << e.what();
   }
+}
+
+// The loops of vectorizedCopyKernel: [0] the load (T1 = T0), [1] the store.
+kir::ForLoop* copyLoop(TestKernel& t, size_t which) {
+  auto* bx = static_cast<kir::ForLoop*>(t.kernel.body.at(0).get());
+  auto* tx = static_cast<kir::ForLoop*>(bx->body.at(0).get());
+  return static_cast<kir::ForLoop*>(tx->body.at(1 + which).get());
+}
+kir::Compute& copyStmt(TestKernel& t, size_t which) {
+  return static_cast<kir::Compute&>(*copyLoop(t, which)->body.at(0));
+}
+
+TEST(CudaVectorize, ContiguousAlignedCopiesBecomeVectorAccesses) {
+  auto t = vectorizedCopyKernel();
+  auto load = vectorizeLoop(*copyLoop(*t, 0));
+  ASSERT_TRUE(load.has_value());
+  EXPECT_EQ(load->width, 4);
+  EXPECT_EQ(load->bytes, 16);
+  ASSERT_EQ(load->copies.size(), 1u);
+  EXPECT_EQ(load->copies[0].out_first.toString(), "0");
+  EXPECT_EQ(load->copies[0].in_first.toString(), "((i0 * T0.stride[0]) + ((i1 * 4) * T0.stride[1]))");
+  auto bytes = vectorAccessBytes(t->kernel);
+  EXPECT_EQ(bytes.size(), 3u);
+  for (const kir::Buffer* b : {t->kernel.inputs[0], t->kernel.outputs[0], static_cast<const kir::Buffer*>(t->kernel.buffers[2].get())}) {
+    EXPECT_EQ(bytes[b], 16) << b->name;
+  }
+  const std::string cuda = kernelPart(generateCuda(t->kernel, t->name));
+  EXPECT_NE(cuda.find("__align__(16) float T1[4];"), std::string::npos) << cuda;
+  EXPECT_EQ(cuda.find("#pragma unroll"), std::string::npos) << cuda;
+}
+
+TEST(CudaVectorize, OtherLoopsStayScalar) {
+  // Each change breaks one condition of vectorize.h for the load only.
+  auto not_vectorized = [](const std::function<void(TestKernel&)>& change, const char* what) {
+    auto t = vectorizedCopyKernel();
+    change(*t);
+    EXPECT_FALSE(vectorizeLoop(*copyLoop(*t, 0)).has_value()) << what;
+    EXPECT_TRUE(vectorizeLoop(*copyLoop(*t, 1)).has_value()) << what;
+    const std::string cuda = kernelPart(generateCuda(t->kernel, t->name));
+    EXPECT_NE(cuda.find("for (int64_t i2 = 0; i2 < 4; ++i2) {"), std::string::npos)
+        << what << "\n" << cuda;
+    EXPECT_EQ(vectorAccessBytes(t->kernel).count(t->kernel.inputs[0]), 0u) << what;
+  };
+  not_vectorized(
+      [](TestKernel& t) {
+        const_cast<TensorView*>(t.kernel.inputs[0]->tv)->setContiguity({true, false});
+      },
+      "innermost dimension of T0 not declared contiguous");
+  not_vectorized(
+      [](TestKernel& t) {
+        copyStmt(t, 0).predicate.terms = {lessThan(sym("i1") * 4 + sym("i2"), sym("T0.size[1]"))};
+      },
+      "predicate on the vectorized index");
+  not_vectorized(
+      [](TestKernel& t) {
+        kir::Access& in = *copyStmt(t, 0).operands[0].access;
+        in.index = in.index + sym("T0.stride[1]");
+      },
+      "first element not a multiple of the width");
+  not_vectorized(
+      [](TestKernel& t) {
+        kir::Access& in = *copyStmt(t, 0).operands[0].access;
+        in.index = in.index + sym("i2") * sym("T0.stride[1]");
+      },
+      "two elements per iteration");
+  not_vectorized(
+      [](TestKernel& t) {
+        FusionGuard guard(t.fusion.get());
+        copyStmt(t, 0).operands[0].in_bounds.terms = {lessThan(sym("i2"), 4)};
+        copyStmt(t, 0).operands[0].out_of_bounds_value = constant(0.0);
+      },
+      "padded read");
+}
+
+TEST(CudaVectorize, WidthMustMakeAVectorType) {
+  auto t = vectorizedCopyKernel();
+  for (size_t which : {0, 1}) copyLoop(*t, which)->extent = 3;  // 12 bytes
+  EXPECT_FALSE(vectorizeLoop(*copyLoop(*t, 0)).has_value());
+  EXPECT_TRUE(vectorAccessBytes(t->kernel).empty());
+  const std::string cuda = generateCuda(t->kernel, t->name);
+  EXPECT_EQ(cuda.find("smelt::Vector"), std::string::npos) << "no vector prelude without vector accesses";
 }
 
 }  // namespace

@@ -400,6 +400,42 @@ inline std::unique_ptr<TestKernel> everyOpKernel() {
   return t;
 }
 
+// T1 = set(T0); T2 = set(T1) over [N, 64] (T0 and T2 contiguous): one block
+// per row, 16 threads, each moving 4 adjacent floats through the register
+// array T1 with one 16-byte load (vectorized loop i2) and one 16-byte store
+// (vectorized loop i3).
+inline std::unique_ptr<TestKernel> vectorizedCopyKernel() {
+  auto t = std::make_unique<TestKernel>();
+  t->name = "vectorized_copy";
+  FusionGuard guard(t->fusion.get());
+  TensorView* tv0 = makeContigTensor(2);
+  TensorView* tv1 = set(tv0);
+  TensorView* tv2 = set(tv1);
+  t->fusion->addInput(tv0);
+  t->fusion->addOutput(tv2);
+
+  kir::Kernel& k = t->kernel;
+  kir::Buffer* in = globalBuffer(k, tv0);
+  kir::Buffer* out = globalBuffer(k, tv2);
+  kir::Buffer* reg = addBuffer(k, tv1, "T1", MemoryType::Local, DataType::Float, {4});
+  k.inputs = {in};
+  k.outputs = {out};
+  k.launch.grid[0] = sym("T0.size[0]");
+  k.launch.block[0] = 16;
+
+  kir::ForLoop* bx = loop(k.body, "i0", sym("T0.size[0]"), ParallelType::BIDx, true);
+  kir::ForLoop* tx = loop(bx->body, "i1", 16, ParallelType::TIDx, true);
+  auto index = [&](const kir::Buffer* b, const std::string& lane) {
+    return sym("i0") * sym(b->name + ".stride[0]") + (sym("i1") * 4 + sym(lane)) * sym(b->name + ".stride[1]");
+  };
+  allocate(tx->body, reg);
+  kir::ForLoop* load = loop(tx->body, "i2", 4, ParallelType::Vectorize, true);
+  compute(load->body, tv1->definition(), at(reg, sym("i2")), {read(in, index(in, "i2"))});
+  kir::ForLoop* store = loop(tx->body, "i3", 4, ParallelType::Vectorize, true);
+  compute(store->body, tv2->definition(), at(out, index(out, "i3")), {read(reg, sym("i3"))});
+  return t;
+}
+
 inline std::vector<std::unique_ptr<TestKernel>> allTestKernels() {
   std::vector<std::unique_ptr<TestKernel>> kernels;
   kernels.push_back(pointwiseKernel());
@@ -408,6 +444,7 @@ inline std::vector<std::unique_ptr<TestKernel>> allTestKernels() {
   kernels.push_back(halfCastKernel());
   kernels.push_back(padKernel());
   kernels.push_back(everyOpKernel());
+  kernels.push_back(vectorizedCopyKernel());
   return kernels;
 }
 

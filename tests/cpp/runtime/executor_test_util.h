@@ -13,6 +13,8 @@
 
 #include "common/aten_reference.h"
 #include "fusion/fusion.h"
+#include "fusion/ops.h"
+#include "fusion/transform_replay.h"
 
 namespace smelt::testing {
 
@@ -45,6 +47,27 @@ inline void expectOutputsMatch(Fusion& fusion, const std::vector<at::Tensor>& ou
     EXPECT_TRUE(at::allclose(actual.to(at::kDouble), want, rtol, atol))
         << context << " output " << i << "\nactual:\n" << actual << "\nexpected:\n" << want;
   }
+}
+
+// out = set(set(in)) over a [rows, 8] float input: one block per row, two
+// threads each moving 4 floats with one 16-byte load into registers and one
+// 16-byte store. The input's rows may have any stride (the runtime checks it
+// against the vector size).
+inline void buildVectorizedCopy(int64_t rows = 6) {
+  Fusion* fusion = Fusion::current();
+  TensorView* in = makeConcreteTensor({rows, 8});
+  in->setContiguity({false, true});
+  fusion->addInput(in);
+  TensorView* staged = set(in);
+  TensorView* out = set(staged);
+  fusion->addOutput(out);
+  out->split(1, 4);
+  out->axis(0)->parallelize(ParallelType::BIDx);
+  out->axis(1)->parallelize(ParallelType::TIDx);
+  propagateSchedule(out);
+  staged->axis(2)->parallelize(ParallelType::Vectorize);
+  out->axis(2)->parallelize(ParallelType::Vectorize);
+  staged->inlineAt(2);
 }
 
 }  // namespace smelt::testing

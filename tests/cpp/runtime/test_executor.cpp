@@ -22,6 +22,7 @@
 namespace smelt {
 namespace {
 
+using testing::buildVectorizedCopy;
 using testing::evaluateWithATen;
 using testing::expectOutputsMatch;
 using testing::randomInputs;
@@ -187,6 +188,39 @@ TEST(Executor, HalfAndBFloat16) {
     auto outs = fe.run({a, at::scalar_tensor(0.25), b});
     expectOutputsMatch(fusion, outs, {scaledAddReference(a, 0.25, b)}, toString(dtype));
   }
+}
+
+size_t countOf(const std::string& text, const std::string& piece) {
+  size_t count = 0;
+  for (size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++count;
+  return count;
+}
+
+TEST(Executor, VectorizedAccessesNeedAlignedInputs) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildVectorizedCopy();
+  at::Tensor a = at::randn({6, 8});
+  FusionExecutor fe;
+  fe.compile(&fusion, {a});
+  EXPECT_EQ(countOf(fe.cudaSource(), "vectorized: 16-byte accesses"), 2u) << fe.cudaSource();
+  EXPECT_EQ(fe.launchInfo().inputs[0].vector_bytes, 16);
+  EXPECT_EQ(fe.launchInfo().outputs[0].vector_bytes, 16);
+  EXPECT_TRUE(at::equal(fe.run({a})[0], a));
+
+  // The host side of a CUDA launch checks alignment (the simulator needs none).
+  EXPECT_NO_THROW(fe.prepareLaunch({a}));
+  at::Tensor shifted = at::randn({6 * 8 + 1}).narrow(0, 1, 6 * 8).view({6, 8});
+  EXPECT_SMELT_ERROR(fe.prepareLaunch({shifted}), "input 0 (T0) is read with 16-byte vector loads",
+                     "is not 16-byte aligned");
+  EXPECT_TRUE(at::equal(fe.run({shifted})[0], shifted));
+  at::Tensor rows_of_10 = at::randn({6, 10}).narrow(1, 0, 8);
+  EXPECT_SMELT_ERROR(fe.prepareLaunch({rows_of_10}),
+                     "input 0 (T0) dimension 0 has stride 10 (40 bytes), not a multiple of its 16-byte "
+                     "vector loads");
+  at::Tensor rows_of_12 = at::randn({6, 12}).narrow(1, 0, 8);
+  EXPECT_NO_THROW(fe.prepareLaunch({rows_of_12}));
+  EXPECT_TRUE(at::equal(fe.run({rows_of_12})[0], rows_of_12));
 }
 
 TEST(Executor, SimulatorFindingIsAnError) {

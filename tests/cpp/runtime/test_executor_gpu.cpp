@@ -17,6 +17,7 @@
 namespace smelt {
 namespace {
 
+using testing::buildVectorizedCopy;
 using testing::evaluateWithATen;
 using testing::expectOutputsMatch;
 using testing::randomInputs;
@@ -91,6 +92,20 @@ TEST(GpuExecutor, PointwiseEveryDtypeAndSymbolicSizes) {
       expectOutputsMatch(fusion, fe.run(inputs), evaluateWithATen(fusion, inputs), toString(dtype));
     }
   }
+}
+
+TEST(GpuExecutor, VectorizedCopy) {
+  SKIP_WITHOUT_GPU();
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildVectorizedCopy(1000);
+  at::Tensor a = at::randn({1000, 8}, kGpu);
+  FusionExecutor fe;
+  fe.compile(&fusion, {a});
+  ASSERT_NE(fe.cudaSource().find("smelt::Vector<float, 4>"), std::string::npos);
+  EXPECT_TRUE(at::equal(fe.run({a})[0], a));
+  at::Tensor rows_of_12 = at::randn({1000, 12}, kGpu).narrow(1, 4, 8);
+  EXPECT_TRUE(at::equal(fe.run({rows_of_12})[0], rows_of_12));
 }
 
 TEST(GpuExecutor, InnerReductionWithBlockReduce) {

@@ -115,6 +115,14 @@ TEST_F(GpuLaunch, PaddedRead) {
   EXPECT_TRUE(torch::equal(out, F::pad(t0, F::PadFuncOptions({2, 3}).value(0.5))));
 }
 
+TEST_F(GpuLaunch, VectorizedCopy) {
+  auto t = vectorizedCopyKernel();
+  auto t0 = torch::randn({300, 64}, kCuda);
+  auto out = torch::empty({300, 64}, kCuda);
+  launch(*t, {t0}, {out});
+  EXPECT_TRUE(torch::equal(out, t0));
+}
+
 TEST_F(GpuLaunch, LargeDynamicSharedMemory) {
   // 64 KiB of dynamic smem needs the attribute raised above 48 KiB.
   auto t = sharedTilesKernel();

@@ -1,0 +1,136 @@
+// smelt kernel vectorized_copy, generated from kernel IR.
+typedef long long int64_t;
+
+namespace smelt {
+
+// A tensor kernel parameter: sizes and strides in elements.
+template <typename T, int N>
+struct Tensor {
+  T* data;
+  int64_t size[N];
+  int64_t stride[N];
+};
+
+template <typename T>
+struct Tensor<T, 0> {
+  T* data;
+};
+
+// Index arithmetic helpers (IntExpr's ceilDiv, min and max). Qualified calls
+// avoid CUDA's overloaded ::min/::max, which are ambiguous for int64_t.
+__device__ inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+__device__ inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
+__device__ inline int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// torch.maximum / torch.minimum / relu: NaN propagates.
+template <typename T>
+__device__ inline T maximum(T a, T b) { return (a != a || a > b) ? a : b; }
+template <typename T>
+__device__ inline T minimum(T a, T b) { return (a != a || a < b) ? a : b; }
+template <typename T>
+__device__ inline T relu(T a) { return (a != a || a > T(0)) ? a : T(0); }
+
+template <typename T>
+__device__ inline T infinity();
+template <>
+__device__ inline float infinity<float>() { return __int_as_float(0x7f800000); }
+template <>
+__device__ inline double infinity<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+template <typename T>
+__device__ inline T quietNaN();
+template <>
+__device__ inline float quietNaN<float>() { return __int_as_float(0x7fc00000); }
+template <>
+__device__ inline double quietNaN<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
+
+struct Sum {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct Max {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return maximum(a, b); }
+};
+
+// Threads with equal indices on the axes not flagged (X, Y, Z) form a group;
+// `lane` is the position in the group (x fastest), `group` the group's number.
+template <bool X, bool Y, bool Z>
+__device__ inline unsigned groupSize() {
+  return (X ? blockDim.x : 1) * (Y ? blockDim.y : 1) * (Z ? blockDim.z : 1);
+}
+template <bool X, bool Y, bool Z>
+__device__ inline unsigned laneInGroup() {
+  return ((Z ? threadIdx.z : 0) * (Y ? blockDim.y : 1) + (Y ? threadIdx.y : 0)) *
+             (X ? blockDim.x : 1) +
+         (X ? threadIdx.x : 0);
+}
+template <bool X, bool Y, bool Z>
+__device__ inline unsigned groupIndex() {
+  return ((Z ? 0 : threadIdx.z) * (Y ? 1 : blockDim.y) + (Y ? 0 : threadIdx.y)) *
+             (X ? 1 : blockDim.x) +
+         (X ? 0 : threadIdx.x);
+}
+
+// Reduces `value` over the flagged thread axes; every thread of the block
+// must call it and each gets its group's result. `workspace` holds one
+// element per thread. Ends with a barrier so the workspace is free again.
+template <bool X, bool Y, bool Z, typename T, typename Op>
+__device__ T blockReduce(T value, T* workspace, Op op) {
+  const unsigned size = groupSize<X, Y, Z>();
+  const unsigned lane = laneInGroup<X, Y, Z>();
+  T* mine = workspace + groupIndex<X, Y, Z>() * size;
+  mine[lane] = value;
+  __syncthreads();
+  unsigned span = 1;
+  while (span < size) span *= 2;
+  for (unsigned stride = span / 2; stride > 0; stride /= 2) {
+    if (lane < stride && lane + stride < size) mine[lane] = op(mine[lane], mine[lane + stride]);
+    __syncthreads();
+  }
+  const T result = mine[0];
+  __syncthreads();
+  return result;
+}
+
+// Every thread gets the value of the thread with index 0 on the flagged axes
+// in its group. `workspace` holds one element per group. Ends with a barrier.
+template <bool X, bool Y, bool Z, typename T>
+__device__ T blockBroadcast(T value, T* workspace) {
+  const unsigned group = groupIndex<X, Y, Z>();
+  if (laneInGroup<X, Y, Z>() == 0) workspace[group] = value;
+  __syncthreads();
+  const T result = workspace[group];
+  __syncthreads();
+  return result;
+}
+
+}  // namespace smelt
+
+namespace smelt {
+
+// N elements of T as one aligned object: copying it is one vector load and
+// one vector store.
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vector {
+  T value[N];
+};
+
+}  // namespace smelt
+
+extern "C" __global__ void __launch_bounds__(16) vectorized_copy(
+    smelt::Tensor<float, 2> T0,
+    smelt::Tensor<float, 2> T2) {
+  {  // i0 over [0, T0.size[0]) bound to blockIdx.x
+    const int64_t i0 = blockIdx.x;
+    {  // i1 over [0, 16) bound to threadIdx.x
+      const int64_t i1 = threadIdx.x;
+      __align__(16) float T1[4];
+      {  // i2 over [0, 4) vectorized: 16-byte accesses
+        *reinterpret_cast<smelt::Vector<float, 4>*>(&T1[0]) = *reinterpret_cast<const smelt::Vector<float, 4>*>(&T0.data[(i0 * T0.stride[0]) + ((i1 * 4) * T0.stride[1])]);
+      }
+      {  // i3 over [0, 4) vectorized: 16-byte accesses
+        *reinterpret_cast<smelt::Vector<float, 4>*>(&T2.data[(i0 * T2.stride[0]) + ((i1 * 4) * T2.stride[1])]) = *reinterpret_cast<const smelt::Vector<float, 4>*>(&T1[0]);
+      }
+    }
+  }
+}
