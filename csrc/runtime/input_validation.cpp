@@ -7,19 +7,6 @@
 
 namespace smelt {
 
-at::ScalarType toAtenType(DataType dtype) {
-  switch (dtype) {
-    case DataType::Float: return at::kFloat;
-    case DataType::Double: return at::kDouble;
-    case DataType::Half: return at::kHalf;
-    case DataType::BFloat16: return at::kBFloat16;
-    case DataType::Int: return at::kLong;
-    case DataType::Int32: return at::kInt;
-    case DataType::Bool: return at::kBool;
-  }
-  SMELT_INTERNAL_CHECK(false, "unknown DataType");
-}
-
 namespace {
 
 bool isPlainBroadcast(const IterDomain* id) { return id->isBroadcast() && !id->hasExpandedExtent(); }

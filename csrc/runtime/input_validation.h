@@ -24,6 +24,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "fusion/fusion.h"
+#include "runtime/aten_dtype.h"
 
 namespace smelt {
 
@@ -62,7 +63,5 @@ class InputValidator {
   std::vector<InputSpec> specs_;
   int64_t num_classes_ = 0;
 };
-
-at::ScalarType toAtenType(DataType dtype);
 
 }  // namespace smelt

@@ -7,29 +7,17 @@
 #include <ATen/ATen.h>
 
 #include "fusion/error.h"
+#include "runtime/aten_dtype.h"
 #include "runtime/simulator/interpreter.h"
 
 namespace smelt::sim {
 namespace {
 
-at::ScalarType scalarType(DataType dtype) {
-  switch (dtype) {
-    case DataType::Float: return at::kFloat;
-    case DataType::Double: return at::kDouble;
-    case DataType::Half: return at::kHalf;
-    case DataType::BFloat16: return at::kBFloat16;
-    case DataType::Int: return at::kLong;
-    case DataType::Int32: return at::kInt;
-    case DataType::Bool: return at::kBool;
-  }
-  return at::kFloat;
-}
-
 TensorArg toArg(const at::Tensor& t, const kir::Buffer* buffer) {
   SMELT_CHECK(t.defined(), "simulator: tensor for ", buffer->name, " is undefined");
   SMELT_CHECK(t.device().is_cpu(), "simulator: tensor for ", buffer->name,
               " must be on the CPU, got ", t.device().str());
-  SMELT_CHECK(t.scalar_type() == scalarType(buffer->dtype), "simulator: ", buffer->name, " is ",
+  SMELT_CHECK(t.scalar_type() == toAtenType(buffer->dtype), "simulator: ", buffer->name, " is ",
               buffer->dtype, ", got a ", t.scalar_type(), " tensor");
   TensorArg arg;
   arg.data = t.data_ptr();
@@ -60,7 +48,7 @@ at::Tensor allocateOutput(const kir::Buffer* buffer, const kir::Kernel& kernel,
                                "); pass preallocated outputs"));
     }
   }
-  auto options = at::TensorOptions().dtype(scalarType(buffer->dtype));
+  auto options = at::TensorOptions().dtype(toAtenType(buffer->dtype));
   return isFloatingType(buffer->dtype)
              ? at::full(shape, std::numeric_limits<double>::quiet_NaN(), options)
              : at::zeros(shape, options);

@@ -5,21 +5,11 @@
 #include <unordered_map>
 
 #include "fusion/error.h"
+#include "runtime/aten_dtype.h"
 
 namespace smelt::testing {
 
-at::ScalarType toScalarType(DataType dtype) {
-  switch (dtype) {
-    case DataType::Float: return at::kFloat;
-    case DataType::Double: return at::kDouble;
-    case DataType::Half: return at::kHalf;
-    case DataType::BFloat16: return at::kBFloat16;
-    case DataType::Int: return at::kLong;
-    case DataType::Int32: return at::kInt;
-    case DataType::Bool: return at::kBool;
-  }
-  return at::kFloat;
-}
+at::ScalarType toScalarType(DataType dtype) { return toAtenType(dtype); }
 
 namespace {
 

@@ -195,6 +195,18 @@ void buildPointwiseNonDivisible() {
   inlineMost(fusion);
 }
 
+void buildRowSumBlockReduce(int64_t rows, int64_t cols) {
+  Fusion* fusion = Fusion::current();
+  TensorView* x = makeConcreteTensor({rows, cols});
+  fusion->addInput(x);
+  TensorView* s = sum(x, {1});
+  fusion->addOutput(s);
+  s->split(1, 128);
+  s->axis(0)->parallelize(ParallelType::BIDx);
+  s->axis(2)->parallelize(ParallelType::TIDx);
+  s->cacheBefore()->inlineAt(1);
+}
+
 const std::vector<NamedCase>& allCases() {
   static const std::vector<NamedCase> cases = {
       {"A1", [] { buildSimpleCase(); }},

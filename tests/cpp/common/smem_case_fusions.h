@@ -99,6 +99,11 @@ PersistentSlice buildPersistentRnnSlice(int64_t m = 256, int64_t n = 256, int64_
 // (non-divisible) into BIDx x TIDx, shared by the lowering and simulator tests.
 void buildPointwiseNonDivisible();
 
+// Not a case of the table: sum over the columns of a [rows, cols] input, rows
+// on BIDx, columns split by 128 onto TIDx (a serial partial per thread, then
+// a block reduction), shared by the lowering, simulator and GPU tests.
+void buildRowSumBlockReduce(int64_t rows = 8, int64_t cols = 500);
+
 // Every case above under its table name, scheduled as the table says (A3 is
 // A2 with promoteReuse, A6_promoted A6 with it, A9_symbolic A9 on a symbolic
 // input of size 4), for suites that run them all.

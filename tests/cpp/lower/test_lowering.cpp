@@ -58,15 +58,7 @@ TEST(LoweringGolden, PointwiseWithNonDivisibleSplit) {
 TEST(LoweringGolden, InnerReductionWithBlockReduce) {
   Fusion fusion;
   FusionGuard guard(&fusion);
-  TensorView* x = makeConcreteTensor({8, 500});
-  fusion.addInput(x);
-  TensorView* s = sum(x, {1});
-  fusion.addOutput(s);
-  s->split(1, 128);
-  s->axis(0)->parallelize(ParallelType::BIDx);
-  s->axis(2)->parallelize(ParallelType::TIDx);
-  TensorView* partial = s->cacheBefore();
-  partial->inlineAt(1);
+  cases::buildRowSumBlockReduce();
   EXPECT_EQ(lowered(fusion),
             "0: for blockIdx.x in 0..8 (BIDx) trivial\n"
             "1:   alloc T2 Local float[1]\n"

@@ -112,16 +112,8 @@ TEST(GpuExecutor, InnerReductionWithBlockReduce) {
   SKIP_WITHOUT_GPU();
   Fusion fusion;
   FusionGuard guard(&fusion);
-  TensorView* x = makeContigTensor(2);
-  fusion.addInput(x);
-  TensorView* s = sum(x, {1});
-  fusion.addOutput(s);
-  s->split(1, 128);
-  s->axis(0)->parallelize(ParallelType::BIDx);
-  s->axis(2)->parallelize(ParallelType::TIDx);
-  s->cacheBefore()->inlineAt(1);
-  std::vector<at::Tensor> inputs = {at::randn({33, 1000}, kGpu)};
-  expectGpuRunMatchesTorch(fusion, inputs, "sum over 1000");
+  cases::buildRowSumBlockReduce(33, 1000);
+  expectGpuRunMatchesTorch(fusion, randomInputs(fusion, 0, -1, kGpu), "sum over 1000");
 }
 
 TEST(GpuExecutor, SharedMemoryAbove48KiB) {

@@ -24,15 +24,7 @@ TEST(SimulatorLowered, PointwiseWithNonDivisibleSplit) {
 TEST(SimulatorLowered, InnerReductionWithBlockReduce) {
   Fusion fusion;
   FusionGuard guard(&fusion);
-  TensorView* x = makeConcreteTensor({8, 500});
-  fusion.addInput(x);
-  TensorView* s = sum(x, {1});
-  fusion.addOutput(s);
-  s->split(1, 128);
-  s->axis(0)->parallelize(ParallelType::BIDx);
-  s->axis(2)->parallelize(ParallelType::TIDx);
-  TensorView* partial = s->cacheBefore();
-  partial->inlineAt(1);
+  cases::buildRowSumBlockReduce();
   expectKernelCorrect(fusion, randomInputs(fusion), 1e-5, 1e-4);
 }
 

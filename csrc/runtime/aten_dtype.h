@@ -1,0 +1,25 @@
+// DataType <-> at::ScalarType, for the parts of the runtime that use ATen
+// (the simulator's entry point, the executor) and their tests.
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include "fusion/error.h"
+#include "fusion/types.h"
+
+namespace smelt {
+
+inline at::ScalarType toAtenType(DataType dtype) {
+  switch (dtype) {
+    case DataType::Float: return at::kFloat;
+    case DataType::Double: return at::kDouble;
+    case DataType::Half: return at::kHalf;
+    case DataType::BFloat16: return at::kBFloat16;
+    case DataType::Int: return at::kLong;
+    case DataType::Int32: return at::kInt;
+    case DataType::Bool: return at::kBool;
+  }
+  SMELT_INTERNAL_CHECK(false, "unknown DataType");
+}
+
+}  // namespace smelt
