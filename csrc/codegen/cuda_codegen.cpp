@@ -287,7 +287,7 @@ IntExpr addressOf(const kir::Buffer* buffer) {
 class Emitter {
  public:
   Emitter(const kir::Kernel& kernel, const std::string& name, const CodegenOptions& options)
-      : kernel_(kernel), name_(name), options_(options), vector_bytes_(vectorAccessBytes(kernel)) {}
+      : kernel_(kernel), name_(name), options_(options), vector_bytes_(vectorRequirements(kernel).bytes) {}
 
   std::string run() {
     SMELT_CHECK(!name_.empty(), "codegen: empty kernel name");
@@ -429,30 +429,47 @@ class Emitter {
       SMELT_CHECK(!loop.trivial || loop.parallel_type == ParallelType::Vectorize, "codegen: loop ",
                   loop.index, " is marked trivial but is neither parallel, vectorized nor of extent 1");
       if (auto vectorized = vectorizeLoop(loop)) return emitVectorized(loop, *vectorized);
-      // A vectorized loop that cannot use vector accesses (vectorize.h) is
-      // fully unrolled, so the compiler may still combine adjacent accesses.
-      if (loop.parallel_type == ParallelType::Unroll || loop.parallel_type == ParallelType::Vectorize) {
-        line("#pragma unroll");
-      }
-      open("for (int64_t " + loop.index + " = 0; " + loop.index + " < " + extent + "; ++" +
-           loop.index + ") {");
+      return emitForLoop(loop);
     }
     emitList(loop.body);
     close();
   }
 
-  // One vector load and store per copy; the loop index does not exist.
+  void emitForLoop(const kir::ForLoop& loop) {
+    // A vectorized loop that cannot use vector accesses (vectorize.h) is
+    // fully unrolled, so the compiler may still combine adjacent accesses.
+    if (loop.parallel_type == ParallelType::Unroll || loop.parallel_type == ParallelType::Vectorize) {
+      line("#pragma unroll");
+    }
+    open("for (int64_t " + loop.index + " = 0; " + loop.index + " < " + indexText(loop.extent, true) +
+         "; ++" + loop.index + ") {");
+    emitList(loop.body);
+    close();
+  }
+
+  // One vector load and store per copy (the loop index does not exist); where
+  // a vector straddles a bound, the scalar loop runs lane by lane.
   void emitVectorized(const kir::ForLoop& loop, const VectorizedLoop& vectorized) {
     const std::string width = std::to_string(vectorized.width);
-    open("{  // " + loop.index + " over [0, " + width + ") vectorized: " +
-         std::to_string(vectorized.bytes) + "-byte accesses");
-    for (const VectorCopy& copy : vectorized.copies) {
+    open("{  // " + loop.index + " over [0, " + width + ") vectorized: " + std::to_string(vectorized.bytes) +
+         "-byte accesses" + (vectorized.scalar_tail ? ", lane by lane across a bound" : ""));
+    auto copyText = [&](const VectorCopy& copy) {
       const kir::Compute& c = *copy.stmt;
       const kir::Buffer* in = c.operands[0].access->buffer;
       const std::string type = "smelt::Vector<" + cudaType(c.out.buffer->dtype) + ", " + width + ">";
-      guarded(c.predicate, "*reinterpret_cast<" + type + "*>(&" + element({c.out.buffer, copy.out_first}) +
-                               ") = *reinterpret_cast<const " + type + "*>(&" +
-                               element({in, copy.in_first}) + ");");
+      return "*reinterpret_cast<" + type + "*>(&" + element({c.out.buffer, copy.out_first}) +
+             ") = *reinterpret_cast<const " + type + "*>(&" + element({in, copy.in_first}) + ");";
+    };
+    if (!vectorized.scalar_tail) {
+      for (const VectorCopy& copy : vectorized.copies) guarded(copy.predicate, copyText(copy));
+    } else {
+      const VectorCopy& copy = vectorized.copies.at(0);
+      open("if (" + predicateText(copy.predicate) + ") {");
+      line(copyText(copy));
+      close("} else {");
+      ++depth_;
+      emitForLoop(loop);
+      close();
     }
     close();
   }

@@ -1,20 +1,28 @@
 // Which vectorized loops become vector loads and stores: an analysis of the
-// kernel IR, shared by code generation (what to emit) and the runtime (which
-// alignment to check before a launch).
+// kernel IR, shared by code generation (what to emit) and the runtime (what
+// to check of the arguments before a launch).
 //
 // A loop parallelized Vectorize, of constant extent V, is emitted as one
 // V-element access per side of each statement of its body when every
 // statement is a copy (set) between two buffers of one dtype such that:
-//   * its predicate does not involve the loop index (it holds for the whole
-//     vector or for none of it), and its operand reads no padded region;
 //   * on both sides the element index advances by exactly one element per
-//     iteration: the loop index's coefficient is 1, or the stride of the
-//     innermost dimension of a Global tensor declared contiguous there (the
-//     runtime's input validation makes it 1);
-//   * on both sides the first element's index (loop index 0) is a multiple of
-//     V, counting the strides of a Global tensor's outer dimensions as
-//     multiples of V (the runtime checks them, with the data pointer, against
-//     the access size: TensorParam::vector_bytes);
+//     iteration, and the first element's index (loop index 0) is a multiple
+//     of V. Indices are first normalized with identities that hold for every
+//     launch: (x / e) * e + x % e == x (a row-major index over a split or
+//     merged axis), and for a Global tensor declared contiguous in dimension
+//     d, stride[d] == e * stride[d + 1] when its index pairs x / e with
+//     x % e (dimensions merged by the schedule), and stride[last] == 1;
+//     strides of its outer dimensions may be assumed multiples of V. Each
+//     assumption about a Global tensor is recorded as a VectorCondition that
+//     the runtime checks (and the data pointer's alignment to V elements);
+//     Shared buffers need a planned address aligned to the vector, Local
+//     arrays are declared with that alignment;
+//   * its operand reads no padded region, and each term of its predicate
+//     either does not involve the loop index or is `lhs < rhs` with lhs
+//     non-decreasing in it (a bound of a split that may overrun). Then the
+//     vector runs where the term holds for the last lane, and a scalar loop
+//     with the per-lane predicate covers the vectors that straddle the bound
+//     (only for a loop of one statement);
 //   * V times the element size is 2, 4, 8 or 16 bytes.
 // Other vectorized loops stay unrolled scalar loops.
 #pragma once
@@ -24,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "codegen/vector_condition.h"
 #include "fusion/int_expr.h"
 #include "lower/kir.h"
 
@@ -33,21 +42,33 @@ struct VectorCopy {
   const kir::Compute* stmt = nullptr;
   IntExpr out_first;  // element index of the first element written
   IntExpr in_first;   // element index of the first element read
+  // The statement's predicate for the whole vector: terms on the loop index
+  // taken at its last value.
+  kir::Predicate predicate;
 };
 
 struct VectorizedLoop {
   int64_t width = 0;  // elements per access (the loop's extent)
   int64_t bytes = 0;  // width times the element size
   std::vector<VectorCopy> copies;  // one per statement, in order
+  // True when a predicate involves the loop index: where the vector's
+  // predicate fails, the scalar loop runs lane by lane.
+  bool scalar_tail = false;
+  // What the vector accesses assume of the Global tensors' arguments.
+  std::vector<VectorCondition> conditions;
 };
 
 // The vector form of `loop`; nullopt when it is not a Vectorize loop or one
 // of the conditions above fails.
 std::optional<VectorizedLoop> vectorizeLoop(const kir::ForLoop& loop);
 
-// The widest vector access (bytes) of every buffer accessed by a vectorized
-// loop of `kernel` (Local arrays need that alignment, Global tensors a
-// runtime check). Buffers without vector accesses are absent.
-std::unordered_map<const kir::Buffer*, int64_t> vectorAccessBytes(const kir::Kernel& kernel);
+// What a kernel's vector accesses need: the widest access (bytes) of every
+// buffer accessed by a vectorized loop (Local arrays need that alignment,
+// Global tensors an aligned data pointer), and every VectorCondition, once.
+struct VectorRequirements {
+  std::unordered_map<const kir::Buffer*, int64_t> bytes;
+  std::vector<VectorCondition> conditions;
+};
+VectorRequirements vectorRequirements(const kir::Kernel& kernel);
 
 }  // namespace smelt

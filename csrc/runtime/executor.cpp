@@ -66,12 +66,13 @@ KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, in
               info.static_shared_memory ? " declared statically" : " in the dynamic array (expected 0 static)",
               "\n", kernel.smem_plan ? kernel.smem_plan->report_text : std::string());
 
-  const auto vector_bytes = vectorAccessBytes(kernel);
+  const VectorRequirements vectors = vectorRequirements(kernel);
   auto tensorParam = [&](const kir::Buffer* buffer) {
-    auto vector = vector_bytes.find(buffer);
+    auto vector = vectors.bytes.find(buffer);
     return TensorParam{buffer->name, buffer->dtype, buffer->shape,
-                       vector == vector_bytes.end() ? 0 : vector->second};
+                       vector == vectors.bytes.end() ? 0 : vector->second};
   };
+  info.vector_conditions = vectors.conditions;
   for (const kir::Buffer* b : kernel.inputs) info.inputs.push_back(tensorParam(b));
   for (const kir::Buffer* b : kernel.outputs) info.outputs.push_back(tensorParam(b));
   for (const Scalar* s : kernel.scalar_inputs) info.scalars.push_back(ScalarParam{s->symbol(), s->dtype()});
@@ -88,6 +89,31 @@ std::string sizeSymbol(const std::string& tensor, size_t d) {
 }
 std::string strideSymbol(const std::string& tensor, size_t d) {
   return tensor + ".stride[" + std::to_string(d) + "]";
+}
+
+// The strides a kernel is given. A size-1 dimension's stride never meets a
+// nonzero index, so it is set to what contiguity implies: then stride[d] ==
+// size[d + 1] * stride[d + 1] holds for every dimension declared contiguous,
+// which vectorized accesses rely on (vectorize.h).
+std::vector<int64_t> kernelStrides(const at::Tensor& t) {
+  std::vector<int64_t> strides = t.strides().vec();
+  int64_t expected = 1;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    if (t.size(d) == 1) {
+      strides[d] = expected;
+    } else if (strides[d] != 0) {  // expanded broadcasts (stride 0) are not stepped through
+      expected = strides[d] * t.size(d);
+    }
+  }
+  return strides;
+}
+
+void bindTensor(std::map<std::string, int64_t>& bindings, const std::string& name, const at::Tensor& t,
+                const std::vector<int64_t>& strides) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    bindings[sizeSymbol(name, d)] = t.size(d);
+    bindings[strideSymbol(name, d)] = strides[d];
+  }
 }
 
 void addScalarArgument(KernelArguments& args, const ScalarParam& param, const at::Tensor& value) {
@@ -173,11 +199,7 @@ std::map<std::string, int64_t> FusionExecutor::bind(const std::vector<at::Tensor
       bindings[symbol] = std::llround(inputs[i].item<double>());
       continue;
     }
-    const std::string& name = info.inputs[tensor++].name;
-    for (int64_t d = 0; d < inputs[i].dim(); ++d) {
-      bindings[sizeSymbol(name, d)] = inputs[i].size(d);
-      bindings[strideSymbol(name, d)] = inputs[i].stride(d);
-    }
+    bindTensor(bindings, info.inputs[tensor++].name, inputs[i], kernelStrides(inputs[i]));
   }
   return bindings;
 }
@@ -219,7 +241,7 @@ c10::Device FusionExecutor::validate(const std::vector<at::Tensor>& inputs) cons
 
 PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c10::Device device) const {
   const KernelLaunchInfo& info = launchInfo();
-  const std::map<std::string, int64_t> bindings = bind(inputs);
+  std::map<std::string, int64_t> bindings = bind(inputs);
   PreparedLaunch prepared;
   prepared.device = device;
   prepared.params = evaluateLaunch(bindings);
@@ -239,19 +261,37 @@ PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c1
       continue;
     }
     validator_.checkVectorAlignment(i, t, info.inputs[tensor++].vector_bytes);
-    prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), t.strides().vec());
+    prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), kernelStrides(t));
   }
   for (size_t o = 0; o < prepared.outputs.size(); ++o) {
     const at::Tensor& t = prepared.outputs[o];
-    // Fresh contiguous allocations; their rows stay aligned because codegen
-    // vectorizes only inner extents that are multiples of the vector width.
+    const std::vector<int64_t> strides = kernelStrides(t);
+    bindTensor(bindings, info.outputs[o].name, t, strides);
+    // Fresh allocations are aligned far beyond any vector.
     const int64_t alignment = std::max<int64_t>(info.outputs[o].vector_bytes, 1);
     SMELT_INTERNAL_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % alignment == 0, "output ", o,
                          " is not aligned for its vector stores");
-    prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), t.strides().vec());
+    prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), strides);
+  }
+  for (const VectorCondition& condition : info.vector_conditions) {
+    if (auto why = condition.violation(bindings)) {
+      throw Error(errorMessage(describeParam(condition.tensor),
+                               " breaks what the kernel's vectorized accesses assume: ", condition.toString(),
+                               " (", *why, "); pass a contiguous copy (.contiguous())"));
+    }
   }
   for (size_t s = 0; s < scalars.size(); ++s) addScalarArgument(prepared.arguments, info.scalars[s], *scalars[s]);
   return prepared;
+}
+
+std::string FusionExecutor::describeParam(const std::string& name) const {
+  const KernelLaunchInfo& info = launchInfo();
+  size_t tensor = 0;
+  for (size_t i = 0; i < validator_.specs().size(); ++i) {
+    if (!validator_.specs()[i].is_tensor) continue;
+    if (info.inputs[tensor++].name == name) return validator_.describe(i);
+  }
+  return "output " + name;
 }
 
 std::vector<at::Tensor> FusionExecutor::launch(const PreparedLaunch& prepared) {

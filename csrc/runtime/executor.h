@@ -151,6 +151,8 @@ class FusionExecutor {
   LaunchParams evaluateLaunch(const std::map<std::string, int64_t>& bindings) const;
   PreparedLaunch prepare(const std::vector<at::Tensor>& inputs, c10::Device device) const;
   c10::Device validate(const std::vector<at::Tensor>& inputs) const;
+  // "input 1 (T1)" or "output T4" for a kernel tensor parameter.
+  std::string describeParam(const std::string& name) const;
   std::vector<at::Tensor> simulate(const std::vector<at::Tensor>& inputs);
 
   Fusion* fusion_ = nullptr;

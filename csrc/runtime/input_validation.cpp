@@ -191,14 +191,6 @@ void InputValidator::checkVectorAlignment(size_t input, const at::Tensor& t, int
   SMELT_CHECK(address % vector_bytes == 0, describe(input), " is read with ", vector_bytes,
               "-byte vector loads but its data pointer ", t.data_ptr(), " is not ", vector_bytes,
               "-byte aligned (a view at an offset?); pass an aligned copy (.clone())");
-  const int64_t element = static_cast<int64_t>(t.element_size());
-  // Every dimension but the innermost (vectorized, stride 1) moves whole vectors.
-  for (int64_t d = 0; d + 1 < t.dim(); ++d) {
-    if (t.size(d) == 1 || specs_[input].axes[d].broadcast) continue;
-    SMELT_CHECK(t.stride(d) * element % vector_bytes == 0, describe(input), " dimension ", d,
-                " has stride ", t.stride(d), " (", t.stride(d) * element, " bytes), not a multiple of its ",
-                vector_bytes, "-byte vector loads; pass a contiguous copy (.contiguous())");
-  }
 }
 
 }  // namespace smelt

@@ -12,8 +12,9 @@
 //     contiguity implies (1 innermost, else the next dimension's stride times
 //     its size; size-1 dimensions may have any stride);
 //   * alignment (checkVectorAlignment, before a CUDA launch): a tensor the
-//     kernel accesses with N-byte vectors needs an N-byte aligned data pointer
-//     and outer strides that keep every row N-byte aligned.
+//     kernel accesses with N-byte vectors needs an N-byte aligned data
+//     pointer (the executor checks the rest of what vector accesses assume,
+//     e.g. row strides, with the kernel's VectorConditions).
 #pragma once
 
 #include <cstdint>
@@ -48,6 +49,7 @@ class InputValidator {
   explicit InputValidator(const Fusion& fusion);
 
   const std::vector<InputSpec>& specs() const { return specs_; }
+  std::string describe(size_t input) const;  // "input 1 (T1)"
   // Checks `inputs` (one per fusion input; scalars as 0-dim tensors) and
   // returns the device of the tensor inputs (nullopt when there are none).
   std::optional<c10::Device> validate(const std::vector<at::Tensor>& inputs) const;
@@ -58,7 +60,6 @@ class InputValidator {
   void checkSizes(size_t input, const at::Tensor& t, std::vector<int64_t>& class_sizes,
                   std::vector<std::pair<size_t, size_t>>& class_origins) const;
   void checkStrides(size_t input, const at::Tensor& t) const;
-  std::string describe(size_t input) const;
 
   std::vector<InputSpec> specs_;
   int64_t num_classes_ = 0;

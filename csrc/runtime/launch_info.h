@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/vector_condition.h"
 #include "fusion/int_expr.h"
 #include "fusion/types.h"
 
@@ -21,9 +22,8 @@ struct TensorParam {
   // Extents over the parameter's dimensions; for outputs, the shape the
   // runtime allocates (symbolic in the inputs' sizes).
   std::vector<IntExpr> shape;
-  // The widest vectorized access to this tensor, in bytes (0: none). The
-  // data pointer and the strides of the non-vectorized dimensions must keep
-  // such accesses aligned (checked before each launch).
+  // The widest vectorized access to this tensor, in bytes (0: none): its
+  // data pointer must be aligned to it (checked before each launch).
   int64_t vector_bytes = 0;
 };
 
@@ -47,6 +47,9 @@ struct KernelLaunchInfo {
   // plan of at most 48 KiB): the launch then passes no dynamic shared memory,
   // and ptxas's report is the planned total.
   bool static_shared_memory = false;
+  // What the vector accesses assume of the tensors' sizes and strides
+  // (checked before each launch, with the strides the kernel is given).
+  std::vector<VectorCondition> vector_conditions;
   // The shared-memory planner's text report.
   std::string smem_report;
 };

@@ -222,7 +222,11 @@ TEST(CudaVectorize, ContiguousAlignedCopiesBecomeVectorAccesses) {
   ASSERT_EQ(load->copies.size(), 1u);
   EXPECT_EQ(load->copies[0].out_first.toString(), "0");
   EXPECT_EQ(load->copies[0].in_first.toString(), "((i0 * T0.stride[0]) + ((i1 * 4) * T0.stride[1]))");
-  auto bytes = vectorAccessBytes(t->kernel);
+  EXPECT_FALSE(load->scalar_tail);
+  ASSERT_EQ(load->conditions.size(), 2u);
+  EXPECT_EQ(load->conditions[0].toString(), "T0.stride[1] == 1");
+  EXPECT_EQ(load->conditions[1].toString(), "T0.stride[0] % 4 == 0");
+  auto bytes = vectorRequirements(t->kernel).bytes;
   EXPECT_EQ(bytes.size(), 3u);
   for (const kir::Buffer* b : {t->kernel.inputs[0], t->kernel.outputs[0], static_cast<const kir::Buffer*>(t->kernel.buffers[2].get())}) {
     EXPECT_EQ(bytes[b], 16) << b->name;
@@ -242,7 +246,7 @@ TEST(CudaVectorize, OtherLoopsStayScalar) {
     const std::string cuda = kernelPart(generateCuda(t->kernel, t->name));
     EXPECT_NE(cuda.find("for (int64_t i2 = 0; i2 < 4; ++i2) {"), std::string::npos)
         << what << "\n" << cuda;
-    EXPECT_EQ(vectorAccessBytes(t->kernel).count(t->kernel.inputs[0]), 0u) << what;
+    EXPECT_EQ(vectorRequirements(t->kernel).bytes.count(t->kernel.inputs[0]), 0u) << what;
   };
   not_vectorized(
       [](TestKernel& t) {
@@ -251,9 +255,9 @@ TEST(CudaVectorize, OtherLoopsStayScalar) {
       "innermost dimension of T0 not declared contiguous");
   not_vectorized(
       [](TestKernel& t) {
-        copyStmt(t, 0).predicate.terms = {lessThan(sym("i1") * 4 + sym("i2"), sym("T0.size[1]"))};
+        copyStmt(t, 0).predicate.terms = {equal(sym("i2"), 0)};
       },
-      "predicate on the vectorized index");
+      "predicate singling out a lane");
   not_vectorized(
       [](TestKernel& t) {
         kir::Access& in = *copyStmt(t, 0).operands[0].access;
@@ -275,11 +279,57 @@ TEST(CudaVectorize, OtherLoopsStayScalar) {
       "padded read");
 }
 
+TEST(CudaVectorize, MergedContiguousDimensionsIndexAsOne) {
+  // The load indexes T0 as a schedule merging its two dimensions does:
+  // x / 64 and x % 64 with x = i0 * 64 + i1 * 4 + i2. With T0 contiguous in
+  // dimension 0 that is x * stride[1], assuming stride[0] == 64 * stride[1].
+  auto t = vectorizedCopyKernel();
+  const IntExpr x = sym("i0") * 64 + sym("i1") * 4 + sym("i2");
+  copyStmt(*t, 0).operands[0].access->index = (x / 64) * sym("T0.stride[0]") + (x % 64) * sym("T0.stride[1]");
+  auto load = vectorizeLoop(*copyLoop(*t, 0));
+  ASSERT_TRUE(load.has_value());
+  EXPECT_EQ(load->copies[0].in_first.toString(), "(((i0 * 64) + (i1 * 4)) * T0.stride[1])");
+  std::vector<std::string> conditions;
+  for (const VectorCondition& c : load->conditions) conditions.push_back(c.toString());
+  EXPECT_EQ(conditions, (std::vector<std::string>{"T0.stride[0] == (64 * T0.stride[1])", "T0.stride[1] == 1"}));
+  EXPECT_EQ(load->conditions[0].violation({{"T0.stride[0]", 64}, {"T0.stride[1]", 1}}), std::nullopt);
+  EXPECT_EQ(load->conditions[0].violation({{"T0.stride[0]", 65}, {"T0.stride[1]", 1}}),
+            std::optional<std::string>("T0.stride[0] is 65 but (64 * T0.stride[1]) is 64"));
+  // Not declared contiguous: no such identity, no vector.
+  const_cast<TensorView*>(t->kernel.inputs[0]->tv)->setContiguity({false, true});
+  EXPECT_FALSE(vectorizeLoop(*copyLoop(*t, 0)).has_value());
+}
+
+TEST(CudaVectorize, BoundOnTheVectorIndexRunsTheStraddlingVectorLaneByLane) {
+  auto t = vectorizedCopyKernel();
+  copyStmt(*t, 0).predicate.terms = {lessThan(sym("i1") * 4 + sym("i2"), sym("T0.size[1]"))};
+  auto load = vectorizeLoop(*copyLoop(*t, 0));
+  ASSERT_TRUE(load.has_value());
+  EXPECT_TRUE(load->scalar_tail);
+  ASSERT_EQ(load->copies[0].predicate.terms.size(), 1u);
+  EXPECT_EQ(load->copies[0].predicate.terms[0].lhs.toString(), "((i1 * 4) + 3)");
+  const std::string cuda = kernelPart(generateCuda(t->kernel, t->name));
+  EXPECT_NE(cuda.find("      {  // i2 over [0, 4) vectorized: 16-byte accesses, lane by lane across a bound\n"
+                      "        if ((i1 * 4) + 3 < T0.size[1]) {\n"
+                      "          *reinterpret_cast<smelt::Vector<float, 4>*>(&T1[0]) = "),
+            std::string::npos)
+      << cuda;
+  EXPECT_NE(cuda.find("        } else {\n"
+                      "          #pragma unroll\n"
+                      "          for (int64_t i2 = 0; i2 < 4; ++i2) {\n"
+                      "            if ((i1 * 4) + i2 < T0.size[1]) {\n"),
+            std::string::npos)
+      << cuda;
+  // A bound the index moves away from cannot be taken at the last lane.
+  copyStmt(*t, 0).predicate.terms = {lessThan(sym("T0.size[1]") - sym("i2"), 4)};
+  EXPECT_FALSE(vectorizeLoop(*copyLoop(*t, 0)).has_value());
+}
+
 TEST(CudaVectorize, WidthMustMakeAVectorType) {
   auto t = vectorizedCopyKernel();
   for (size_t which : {0, 1}) copyLoop(*t, which)->extent = 3;  // 12 bytes
   EXPECT_FALSE(vectorizeLoop(*copyLoop(*t, 0)).has_value());
-  EXPECT_TRUE(vectorAccessBytes(t->kernel).empty());
+  EXPECT_TRUE(vectorRequirements(t->kernel).bytes.empty());
   const std::string cuda = generateCuda(t->kernel, t->name);
   EXPECT_EQ(cuda.find("smelt::Vector"), std::string::npos) << "no vector prelude without vector accesses";
 }

@@ -70,4 +70,24 @@ inline void buildVectorizedCopy(int64_t rows = 6) {
   staged->inlineAt(2);
 }
 
+// out = in + 1 on a symbolic 2-D input, scheduled as a pointwise scheduler
+// does: dimensions merged, split by 4 (vectorized loads into a register
+// cache and vectorized stores from one) and by 128 (TIDx), BIDx outside.
+inline void buildMergedVectorizedAdd(DataType dtype = DataType::Float) {
+  Fusion* fusion = Fusion::current();
+  TensorView* in = makeContigTensor(2, dtype);
+  fusion->addInput(in);
+  TensorView* out = add(in, 1.0);
+  fusion->addOutput(out);
+  TensorView* in_cache = in->cacheAfter();
+  out->cacheBefore();
+  out->merge(0)->split(0, 4)->split(0, 128);
+  out->axis(0)->parallelize(ParallelType::BIDx);
+  out->axis(1)->parallelize(ParallelType::TIDx);
+  propagateSchedule(out);
+  in_cache->axis(-1)->parallelize(ParallelType::Vectorize);
+  out->axis(-1)->parallelize(ParallelType::Vectorize);
+  inlineMost(fusion);
+}
+
 }  // namespace smelt::testing

@@ -216,11 +216,34 @@ TEST(Executor, VectorizedAccessesNeedAlignedInputs) {
   EXPECT_TRUE(at::equal(fe.run({shifted})[0], shifted));
   at::Tensor rows_of_10 = at::randn({6, 10}).narrow(1, 0, 8);
   EXPECT_SMELT_ERROR(fe.prepareLaunch({rows_of_10}),
-                     "input 0 (T0) dimension 0 has stride 10 (40 bytes), not a multiple of its 16-byte "
-                     "vector loads");
+                     "input 0 (T0) breaks what the kernel's vectorized accesses assume: T0.stride[0] % 4 == 0 "
+                     "(T0.stride[0] is 10, not a multiple of 4)");
   at::Tensor rows_of_12 = at::randn({6, 12}).narrow(1, 0, 8);
   EXPECT_NO_THROW(fe.prepareLaunch({rows_of_12}));
   EXPECT_TRUE(at::equal(fe.run({rows_of_12})[0], rows_of_12));
+}
+
+TEST(Executor, MergedDimensionsVectorizeWithAScalarTail) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  testing::buildMergedVectorizedAdd();
+  FusionExecutor fe;
+  fe.compile(&fusion, {at::randn({6, 8})});
+  EXPECT_EQ(countOf(fe.cudaSource(), "vectorized: 16-byte accesses, lane by lane across a bound"), 2u)
+      << fe.cudaSource();
+  std::vector<std::string> conditions;
+  for (const VectorCondition& c : fe.launchInfo().vector_conditions) conditions.push_back(c.toString());
+  EXPECT_EQ(conditions, (std::vector<std::string>{"T0.stride[0] == (T0.size[1] * T0.stride[1])", "T0.stride[1] == 1",
+                                                  "T1.stride[0] == (T0.size[1] * T1.stride[1])", "T1.stride[1] == 1"}));
+  // Any contiguous input meets them, whatever its sizes (the rows need not
+  // hold whole vectors: the merged index is one flat offset); a size-1
+  // dimension's stride is normalized for the kernel.
+  for (auto shape : {std::vector<int64_t>{6, 8}, std::vector<int64_t>{3, 5}, std::vector<int64_t>{1, 1031}}) {
+    at::Tensor x = at::randn(shape);
+    EXPECT_NO_THROW(fe.prepareLaunch({x}));
+    EXPECT_TRUE(at::allclose(fe.run({x})[0], x + 1)) << at::IntArrayRef(shape);
+  }
+  EXPECT_NO_THROW(fe.prepareLaunch({at::randn({7, 1}).t()}));  // [1, 7] with strides (1, 1)
 }
 
 TEST(Executor, SimulatorFindingIsAnError) {

@@ -108,6 +108,24 @@ TEST(GpuExecutor, VectorizedCopy) {
   EXPECT_TRUE(at::equal(fe.run({rows_of_12})[0], rows_of_12));
 }
 
+TEST(GpuExecutor, MergedVectorizedPointwiseAnyShape) {
+  SKIP_WITHOUT_GPU();
+  for (DataType dtype : {DataType::Float, DataType::Half}) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    testing::buildMergedVectorizedAdd(dtype);
+    const auto type = testing::toScalarType(dtype);
+    FusionExecutor fe;
+    fe.compile(&fusion, {at::randn({6, 8}, kGpu).to(type)});
+    ASSERT_NE(fe.cudaSource().find("lane by lane across a bound"), std::string::npos);
+    for (auto shape : {std::vector<int64_t>{6, 8}, std::vector<int64_t>{3, 5}, std::vector<int64_t>{1000, 129},
+                       std::vector<int64_t>{1, 1031}}) {
+      std::vector<at::Tensor> inputs = {at::randn(shape, kGpu).to(type)};
+      expectOutputsMatch(fusion, fe.run(inputs), evaluateWithATen(fusion, inputs), toString(dtype));
+    }
+  }
+}
+
 TEST(GpuExecutor, InnerReductionWithBlockReduce) {
   SKIP_WITHOUT_GPU();
   Fusion fusion;
