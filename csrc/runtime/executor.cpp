@@ -59,12 +59,9 @@ KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, in
   nvrtc.arch = arch;
   CompiledKernel compiled = compileCuda(info.cuda_source, name, nvrtc);
 
-  const int64_t expected_static = info.static_shared_memory ? *fixed_smem : 0;
-  SMELT_CHECK(compiled.ptxas.static_smem_bytes == expected_static, "ptxas reports ",
-              compiled.ptxas.static_smem_bytes, " B of static shared memory for kernel ", name,
-              " but the plan has ", info.shared_memory_bytes, " B",
-              info.static_shared_memory ? " declared statically" : " in the dynamic array (expected 0 static)",
-              "\n", kernel.smem_plan ? kernel.smem_plan->report_text : std::string());
+  if (kernel.smem_plan) info.smem_report = kernel.smem_plan->report_text;
+  // A dynamic array is not ptxas's to count: then it must count nothing.
+  checkPtxasSharedMemory(compiled, info.static_shared_memory ? *fixed_smem : 0, info.smem_report);
 
   const VectorRequirements vectors = vectorRequirements(kernel);
   auto tensorParam = [&](const kir::Buffer* buffer) {
@@ -80,7 +77,6 @@ KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, in
     info.grid[i] = kernel.launch.grid[i];
     info.block[i] = kernel.launch.block[i];
   }
-  if (kernel.smem_plan) info.smem_report = kernel.smem_plan->report_text;
   return KernelEntry(std::move(compiled), std::move(info));
 }
 

@@ -83,6 +83,13 @@ PtxasInfo parsePtxasInfo(const std::string& log, const std::string& kernel_name)
   return info;
 }
 
+void checkPtxasSharedMemory(const CompiledKernel& compiled, int64_t planned_static_bytes,
+                            const std::string& plan_report) {
+  SMELT_CHECK(compiled.ptxas.static_smem_bytes == planned_static_bytes, "ptxas reports ",
+              compiled.ptxas.static_smem_bytes, " B of static shared memory for kernel ", compiled.kernel_name,
+              " but the shared-memory plan accounts for ", planned_static_bytes, " B\n", plan_report);
+}
+
 CompiledKernel compileCuda(const std::string& source, const std::string& kernel_name,
                            const NvrtcOptions& options) {
   if (dumpEnabled("cuda")) std::cout << "=== CUDA " << kernel_name << " ===\n" << source;

@@ -47,6 +47,12 @@ CompiledKernel compileCuda(const std::string& source, const std::string& kernel_
 // compilation log. Throws smelt::Error when the log has no report for it.
 PtxasInfo parsePtxasInfo(const std::string& log, const std::string& kernel_name);
 
+// Throws smelt::Error, with `plan_report`, unless ptxas counted exactly
+// `planned_static_bytes` of static shared memory for `compiled` (the planned
+// total for a statically declared array, 0 for a dynamic one).
+void checkPtxasSharedMemory(const CompiledKernel& compiled, int64_t planned_static_bytes,
+                            const std::string& plan_report);
+
 // The CUDA headers' directory: $SMELT_CUDA_INCLUDE if set, else the toolkit
 // found when smelt was configured.
 std::string cudaIncludeDir();

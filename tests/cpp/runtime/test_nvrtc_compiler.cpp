@@ -9,6 +9,7 @@
 
 #include "codegen/cuda_codegen.h"
 #include "codegen/test_kernels.h"
+#include "common/expect_error.h"
 #include "fusion/error.h"
 #include "runtime/nvrtc_compiler.h"
 
@@ -51,6 +52,9 @@ TEST(NvrtcCompiler, PtxasSharedMemoryEqualsPlan) {
     SCOPED_TRACE(t->name);
     const CompiledKernel compiled = compileCuda(generateCuda(t->kernel, t->name, fixed), t->name);
     EXPECT_EQ(compiled.ptxas.static_smem_bytes, *planned.constant()) << compiled.log;
+    EXPECT_NO_THROW(checkPtxasSharedMemory(compiled, *planned.constant(), "plan"));
+    EXPECT_SMELT_ERROR(checkPtxasSharedMemory(compiled, *planned.constant() - 16, "the plan's report"),
+                       "ptxas reports ", " B of static shared memory for kernel ", "the plan's report");
     ++checked;
   }
   EXPECT_EQ(checked, 2);  // row_sum (workspace) and shared_tiles
