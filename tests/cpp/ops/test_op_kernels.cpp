@@ -118,42 +118,34 @@ const UnaryCase kUnaryCases[] = {
 const DataType kUnaryDtypes[] = {DataType::Float, DataType::Half, DataType::BFloat16,
                                  DataType::Double, DataType::Int};
 
-class UnaryOpKernel : public ::testing::TestWithParam<std::tuple<UnaryCase, DataType>> {};
+class UnaryOpKernels : public ::testing::TestWithParam<DataType> {};
 
-TEST_P(UnaryOpKernel, SimulatedMatchesATen) {
-  const auto& [c, dtype] = GetParam();
+// Each op on its own (simulated against ATen), then all of them in one
+// kernel compiled by NVRTC.
+TEST_P(UnaryOpKernels, SimulatedMatchATenAndCompile) {
+  const DataType dtype = GetParam();
+  for (const UnaryCase& c : kUnaryCases) {
+    SCOPED_TRACE(c.name);
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeConcreteTensor(kShape, dtype);
+    fusion.addInput(x);
+    TensorView* y = c.op(x);
+    fusion.addOutput(y);
+    schedulePointwise(fusion, y);
+    const Tolerance tol = toleranceFor(y->dtype());
+    sim::testing::expectKernelCorrect(fusion, {sample(dtype, c.values, 7)}, tol.rtol, tol.atol);
+  }
   Fusion fusion;
   FusionGuard guard(&fusion);
   TensorView* x = makeConcreteTensor(kShape, dtype);
   fusion.addInput(x);
-  TensorView* y = c.op(x);
-  fusion.addOutput(y);
-  schedulePointwise(fusion, y);
-  const Tolerance tol = toleranceFor(y->dtype());
-  sim::testing::expectKernelCorrect(fusion, {sample(dtype, c.values, 7)}, tol.rtol, tol.atol);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Ops, UnaryOpKernel,
-    ::testing::Combine(::testing::ValuesIn(kUnaryCases), ::testing::ValuesIn(kUnaryDtypes)),
-    [](const auto& info) {
-      return std::string(std::get<0>(info.param).name) + "_" + dtypeName(std::get<1>(info.param));
-    });
-
-class UnaryOpsCompile : public ::testing::TestWithParam<DataType> {};
-
-// All unary ops of one input dtype in one kernel, compiled by NVRTC.
-TEST_P(UnaryOpsCompile, EveryUnaryOpCompiles) {
-  Fusion fusion;
-  FusionGuard guard(&fusion);
-  TensorView* x = makeConcreteTensor(kShape, GetParam());
-  fusion.addInput(x);
   for (const UnaryCase& c : kUnaryCases) fusion.addOutput(c.op(x));
   schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
-  expectCompiles(fusion, "unary_" + dtypeName(GetParam()));
+  expectCompiles(fusion, "unary_" + dtypeName(dtype));
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, UnaryOpsCompile, ::testing::ValuesIn(kUnaryDtypes),
+INSTANTIATE_TEST_SUITE_P(Ops, UnaryOpKernels, ::testing::ValuesIn(kUnaryDtypes),
                          [](const auto& info) { return dtypeName(info.param); });
 
 // ---------------------------------------------------------------------------
@@ -198,70 +190,29 @@ const DtypePair kBinaryDtypes[] = {
 
 std::string pairName(const DtypePair& p) { return dtypeName(p.lhs) + "_" + dtypeName(p.rhs); }
 
-class BinaryOpKernel : public ::testing::TestWithParam<std::tuple<BinaryCase, DtypePair>> {};
+class BinaryOpKernels : public ::testing::TestWithParam<DtypePair> {};
 
-TEST_P(BinaryOpKernel, SimulatedMatchesATen) {
-  const auto& [c, dtypes] = GetParam();
+TEST_P(BinaryOpKernels, SimulatedMatchATenAndCompile) {
+  const DtypePair dtypes = GetParam();
+  for (const BinaryCase& c : kBinaryCases) {
+    SCOPED_TRACE(c.name);
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor(kShape, dtypes.lhs);
+    TensorView* b = makeConcreteTensor(kShape, dtypes.rhs);
+    fusion.addInput(a);
+    fusion.addInput(b);
+    TensorView* y = c.op(a, b);
+    fusion.addOutput(y);
+    schedulePointwise(fusion, y);
+    const Tolerance tol = toleranceFor(y->dtype());
+    sim::testing::expectKernelCorrect(
+        fusion, {sample(dtypes.lhs, c.lhs, 11), sample(dtypes.rhs, c.rhs, 12)}, tol.rtol, tol.atol);
+  }
   Fusion fusion;
   FusionGuard guard(&fusion);
   TensorView* a = makeConcreteTensor(kShape, dtypes.lhs);
   TensorView* b = makeConcreteTensor(kShape, dtypes.rhs);
-  fusion.addInput(a);
-  fusion.addInput(b);
-  TensorView* y = c.op(a, b);
-  fusion.addOutput(y);
-  schedulePointwise(fusion, y);
-  const Tolerance tol = toleranceFor(y->dtype());
-  sim::testing::expectKernelCorrect(
-      fusion, {sample(dtypes.lhs, c.lhs, 11), sample(dtypes.rhs, c.rhs, 12)}, tol.rtol, tol.atol);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Ops, BinaryOpKernel,
-    ::testing::Combine(::testing::ValuesIn(kBinaryCases), ::testing::ValuesIn(kBinaryDtypes)),
-    [](const auto& info) {
-      return std::string(std::get<0>(info.param).name) + "_" + pairName(std::get<1>(info.param));
-    });
-
-class BinaryOpWithScalar : public ::testing::TestWithParam<std::tuple<BinaryCase, DataType>> {};
-
-// tensor op scalar and scalar op tensor, with a fractional and a whole
-// scalar (a whole one keeps an integral tensor integral).
-TEST_P(BinaryOpWithScalar, SimulatedMatchesATen) {
-  const auto& [c, dtype] = GetParam();
-  for (double value : {1.5, 2.0}) {
-    Fusion fusion;
-    FusionGuard guard(&fusion);
-    TensorView* x = makeConcreteTensor(kShape, dtype);
-    fusion.addInput(x);
-    DataType scalar_type = isIntegralType(dtype) && value == 2.0 ? dtype : DataType::Float;
-    TensorView* right = c.op(x, constant(value, scalar_type));
-    TensorView* left = c.op(constant(value, scalar_type), x);
-    fusion.addOutput(right);
-    fusion.addOutput(left);
-    schedulePointwise(fusion, right);
-    const Tolerance tol = toleranceFor(right->dtype());
-    // Both sides of the op must be valid: x is a divisor and an exponent too.
-    sim::testing::expectKernelCorrect(fusion, {sample(dtype, Values::NonZero, 13)}, tol.rtol,
-                                      tol.atol);
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Ops, BinaryOpWithScalar,
-    ::testing::Combine(::testing::ValuesIn(kBinaryCases),
-                       ::testing::Values(DataType::Float, DataType::Half, DataType::Int)),
-    [](const auto& info) {
-      return std::string(std::get<0>(info.param).name) + "_" + dtypeName(std::get<1>(info.param));
-    });
-
-class BinaryOpsCompile : public ::testing::TestWithParam<DtypePair> {};
-
-TEST_P(BinaryOpsCompile, EveryBinaryOpCompiles) {
-  Fusion fusion;
-  FusionGuard guard(&fusion);
-  TensorView* a = makeConcreteTensor(kShape, GetParam().lhs);
-  TensorView* b = makeConcreteTensor(kShape, GetParam().rhs);
   fusion.addInput(a);
   fusion.addInput(b);
   for (const BinaryCase& c : kBinaryCases) {
@@ -269,11 +220,42 @@ TEST_P(BinaryOpsCompile, EveryBinaryOpCompiles) {
     fusion.addOutput(c.op(a, constant(0.5)));
   }
   schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
-  expectCompiles(fusion, "binary_" + pairName(GetParam()));
+  expectCompiles(fusion, "binary_" + pairName(dtypes));
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, BinaryOpsCompile, ::testing::ValuesIn(kBinaryDtypes),
+INSTANTIATE_TEST_SUITE_P(Ops, BinaryOpKernels, ::testing::ValuesIn(kBinaryDtypes),
                          [](const auto& info) { return pairName(info.param); });
+
+class BinaryOpsWithScalars : public ::testing::TestWithParam<DataType> {};
+
+// tensor op scalar and scalar op tensor, with a fractional and a whole
+// scalar (a whole one keeps an integral tensor integral).
+TEST_P(BinaryOpsWithScalars, SimulatedMatchATen) {
+  const DataType dtype = GetParam();
+  for (const BinaryCase& c : kBinaryCases) {
+    for (double value : {1.5, 2.0}) {
+      SCOPED_TRACE(std::string(c.name) + " with " + std::to_string(value));
+      Fusion fusion;
+      FusionGuard guard(&fusion);
+      TensorView* x = makeConcreteTensor(kShape, dtype);
+      fusion.addInput(x);
+      DataType scalar_type = isIntegralType(dtype) && value == 2.0 ? dtype : DataType::Float;
+      TensorView* right = c.op(x, constant(value, scalar_type));
+      TensorView* left = c.op(constant(value, scalar_type), x);
+      fusion.addOutput(right);
+      fusion.addOutput(left);
+      schedulePointwise(fusion, right);
+      const Tolerance tol = toleranceFor(right->dtype());
+      // x is a divisor and an exponent too: no zeros.
+      sim::testing::expectKernelCorrect(fusion, {sample(dtype, Values::NonZero, 13)}, tol.rtol,
+                                        tol.atol);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, BinaryOpsWithScalars,
+                         ::testing::Values(DataType::Float, DataType::Half, DataType::Int),
+                         [](const auto& info) { return dtypeName(info.param); });
 
 TEST(BoolOperands, LogicalComparisonAndArithmeticOnBool) {
   Fusion fusion;
