@@ -45,6 +45,34 @@ __device__ inline T minimum(T a, T b) { return (a != a || a < b) ? a : b; }
 template <typename T>
 __device__ inline T relu(T a) { return (a != a || a > T(0)) ? a : T(0); }
 
+// torch.fmod (the dividend's sign) and torch.remainder (the divisor's sign).
+template <typename T>
+__device__ inline T fmod(T a, T b) { return a % b; }
+template <>
+__device__ inline float fmod<float>(float a, float b) { return ::fmodf(a, b); }
+template <>
+__device__ inline double fmod<double>(double a, double b) { return ::fmod(a, b); }
+template <typename T>
+__device__ inline T remainder(T a, T b) {
+  const T r = smelt::fmod(a, b);
+  return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
+}
+
+// Integer power as torch computes it: negative exponents give 0 except for
+// bases 1 and -1. Squaring in unsigned arithmetic wraps like torch's.
+template <typename T>
+__device__ inline T ipow(T base, T exp) {
+  if (exp < 0) return base == 1 ? T(1) : base == -1 ? ((exp & 1) ? T(-1) : T(1)) : T(0);
+  unsigned long long result = 1, b = static_cast<unsigned long long>(base);
+  for (; exp != 0; exp >>= 1, b *= b) {
+    if (exp & 1) result *= b;
+  }
+  return static_cast<T>(result);
+}
+
+__device__ inline float sigmoid(float x) { return 1.0f / (1.0f + ::expf(-x)); }
+__device__ inline double sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
+
 template <typename T>
 __device__ inline T infinity();
 template <>
@@ -147,11 +175,6 @@ std::string cudaType(DataType dtype) {
     case DataType::Bool: return "bool";
   }
   SMELT_INTERNAL_CHECK(false, "unknown DataType");
-}
-
-// Half and bfloat16 values are computed in float.
-DataType computeType(DataType dtype) {
-  return dtype == DataType::Half || dtype == DataType::BFloat16 ? DataType::Float : dtype;
 }
 
 // `text` (a value of type `from`) as a value of type `to`.
@@ -555,6 +578,13 @@ class Emitter {
     return std::string(ct == DataType::Float ? float_fn : double_fn) + "(" + x + ")";
   }
 
+  // Rounding functions leave integers as they are.
+  std::string roundingCall(const char* float_fn, const char* double_fn, DataType ct,
+                           const std::string& x, const Expr* expr) {
+    if (isIntegralType(ct)) return x;
+    return mathCall(float_fn, double_fn, ct, x, expr);
+  }
+
   std::string unary(const UnaryOp* op, const kir::Compute& c, DataType ct) {
     const std::string x = operandValue(operandAt(c, 0), ct);
     switch (op->op()) {
@@ -571,8 +601,35 @@ class Emitter {
           case DataType::Int32: return "abs(" + x + ")";
           default: return x;  // bool
         }
+      case UnaryOpType::Sqrt: return mathCall("sqrtf", "sqrt", ct, x, op);
+      case UnaryOpType::Rsqrt: return mathCall("rsqrtf", "rsqrt", ct, x, op);
+      case UnaryOpType::Log: return mathCall("logf", "log", ct, x, op);
+      case UnaryOpType::Log2: return mathCall("log2f", "log2", ct, x, op);
+      case UnaryOpType::Log1p: return mathCall("log1pf", "log1p", ct, x, op);
+      case UnaryOpType::Exp2: return mathCall("exp2f", "exp2", ct, x, op);
+      case UnaryOpType::Expm1: return mathCall("expm1f", "expm1", ct, x, op);
+      case UnaryOpType::Sigmoid: return mathCall("smelt::sigmoid", "smelt::sigmoid", ct, x, op);
+      case UnaryOpType::Erf: return mathCall("erff", "erf", ct, x, op);
+      case UnaryOpType::Reciprocal:
+        return mathCall("1.0f / ", "1.0 / ", ct, x, op);
+      case UnaryOpType::Sin: return mathCall("sinf", "sin", ct, x, op);
+      case UnaryOpType::Cos: return mathCall("cosf", "cos", ct, x, op);
+      case UnaryOpType::Floor: return roundingCall("floorf", "floor", ct, x, op);
+      case UnaryOpType::Ceil: return roundingCall("ceilf", "ceil", ct, x, op);
+      // rint rounds half to even, as torch.round does (round() would not).
+      case UnaryOpType::Round: return roundingCall("rintf", "rint", ct, x, op);
+      case UnaryOpType::Trunc: return roundingCall("truncf", "trunc", ct, x, op);
+      case UnaryOpType::LogicalNot: return "!" + x;
     }
     SMELT_INTERNAL_CHECK(false, "unknown unary op");
+  }
+
+  // The type a binary op computes in: comparisons in their operands' promoted
+  // type, logical ops in bool, the rest in their result's type.
+  static DataType binaryComputeType(const BinaryOp* op, DataType result_ct) {
+    if (isLogical(op->op())) return DataType::Bool;
+    if (isComparison(op->op())) return computeType(op->operandDtype());
+    return result_ct;
   }
 
   std::string binary(const BinaryOp* op, const kir::Compute& c, DataType ct) {
@@ -585,6 +642,19 @@ class Emitter {
       case BinaryOpType::Div: return a + " / " + b;
       case BinaryOpType::Maximum: return "smelt::maximum(" + a + ", " + b + ")";
       case BinaryOpType::Minimum: return "smelt::minimum(" + a + ", " + b + ")";
+      case BinaryOpType::Pow:
+        if (isIntegralType(ct)) return "smelt::ipow(" + a + ", " + b + ")";
+        return mathCall("powf", "pow", ct, a + ", " + b, op);
+      case BinaryOpType::Remainder: return "smelt::remainder(" + a + ", " + b + ")";
+      case BinaryOpType::Fmod: return "smelt::fmod(" + a + ", " + b + ")";
+      case BinaryOpType::Eq: return a + " == " + b;
+      case BinaryOpType::Ne: return a + " != " + b;
+      case BinaryOpType::Lt: return a + " < " + b;
+      case BinaryOpType::Le: return a + " <= " + b;
+      case BinaryOpType::Gt: return a + " > " + b;
+      case BinaryOpType::Ge: return a + " >= " + b;
+      case BinaryOpType::LogicalAnd: return a + " && " + b;
+      case BinaryOpType::LogicalOr: return a + " || " + b;
     }
     SMELT_INTERNAL_CHECK(false, "unknown binary op");
   }
@@ -592,7 +662,7 @@ class Emitter {
   void emitCompute(const kir::Compute& c) {
     SMELT_CHECK(c.expr != nullptr, "codegen: compute statement writing ", c.out.buffer->name,
                 " has no fusion expression");
-    const DataType ct = computeType(c.out.buffer->dtype);
+    DataType ct = computeType(c.out.buffer->dtype);
     std::string value;
     switch (c.expr->type()) {
       case ExprType::Full:
@@ -608,7 +678,13 @@ class Emitter {
         value = operandValue(operandAt(c, 0), ct);
         break;
       case ExprType::Unary: value = unary(static_cast<const UnaryOp*>(c.expr), c, ct); break;
-      case ExprType::Binary: value = binary(static_cast<const BinaryOp*>(c.expr), c, ct); break;
+      case ExprType::Binary: {
+        // A comparison's value is bool whatever it compares in.
+        const auto* op = static_cast<const BinaryOp*>(c.expr);
+        value = binary(op, c, binaryComputeType(op, ct));
+        if (isComparison(op->op())) ct = DataType::Bool;
+        break;
+      }
       case ExprType::Where:
         value = operandValue(operandAt(c, 0), DataType::Bool) + " ? " +
                 operandValue(operandAt(c, 1), ct) + " : " + operandValue(operandAt(c, 2), ct);

@@ -105,6 +105,23 @@ std::string toString(UnaryOpType t) {
     case UnaryOpType::Abs: return "abs";
     case UnaryOpType::Relu: return "relu";
     case UnaryOpType::Cast: return "cast";
+    case UnaryOpType::Sqrt: return "sqrt";
+    case UnaryOpType::Rsqrt: return "rsqrt";
+    case UnaryOpType::Log: return "log";
+    case UnaryOpType::Log2: return "log2";
+    case UnaryOpType::Log1p: return "log1p";
+    case UnaryOpType::Exp2: return "exp2";
+    case UnaryOpType::Expm1: return "expm1";
+    case UnaryOpType::Sigmoid: return "sigmoid";
+    case UnaryOpType::Erf: return "erf";
+    case UnaryOpType::Reciprocal: return "reciprocal";
+    case UnaryOpType::Sin: return "sin";
+    case UnaryOpType::Cos: return "cos";
+    case UnaryOpType::Floor: return "floor";
+    case UnaryOpType::Ceil: return "ceil";
+    case UnaryOpType::Round: return "round";
+    case UnaryOpType::Trunc: return "trunc";
+    case UnaryOpType::LogicalNot: return "logical_not";
   }
   return "?";
 }
@@ -117,8 +134,48 @@ std::string toString(BinaryOpType t) {
     case BinaryOpType::Div: return "div";
     case BinaryOpType::Maximum: return "maximum";
     case BinaryOpType::Minimum: return "minimum";
+    case BinaryOpType::Pow: return "pow";
+    case BinaryOpType::Remainder: return "remainder";
+    case BinaryOpType::Fmod: return "fmod";
+    case BinaryOpType::Eq: return "eq";
+    case BinaryOpType::Ne: return "ne";
+    case BinaryOpType::Lt: return "lt";
+    case BinaryOpType::Le: return "le";
+    case BinaryOpType::Gt: return "gt";
+    case BinaryOpType::Ge: return "ge";
+    case BinaryOpType::LogicalAnd: return "logical_and";
+    case BinaryOpType::LogicalOr: return "logical_or";
   }
   return "?";
+}
+
+bool isComparison(BinaryOpType t) {
+  return t == BinaryOpType::Eq || t == BinaryOpType::Ne || t == BinaryOpType::Lt ||
+         t == BinaryOpType::Le || t == BinaryOpType::Gt || t == BinaryOpType::Ge;
+}
+
+bool isLogical(BinaryOpType t) {
+  return t == BinaryOpType::LogicalAnd || t == BinaryOpType::LogicalOr;
+}
+
+DataType promoteOperandTypes(const std::vector<Val*>& operands) {
+  bool have_tensor = false;
+  DataType tensors = DataType::Bool;
+  DataType scalars = DataType::Bool;
+  bool have_scalar = false;
+  for (const Val* v : operands) {
+    if (v->asTensor() != nullptr) {
+      tensors = have_tensor ? promoteTypes(tensors, v->dtype()) : v->dtype();
+      have_tensor = true;
+    } else {
+      scalars = have_scalar ? promoteTypes(scalars, v->dtype()) : v->dtype();
+      have_scalar = true;
+    }
+  }
+  if (!have_tensor) return scalars;
+  if (have_scalar && isFloatingType(scalars) && !isFloatingType(tensors)) return DataType::Float;
+  if (have_scalar && isIntegralType(scalars) && tensors == DataType::Bool) return DataType::Int;
+  return tensors;
 }
 
 std::string toString(ReductionOpType t) {

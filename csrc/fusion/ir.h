@@ -210,13 +210,32 @@ class TensorView : public Val {
 // ---------------------------------------------------------------------------
 
 enum class ExprType { Full, Unary, Binary, Where, Reduction, Broadcast, Expand, Set, Pad };
-enum class UnaryOpType { Neg, Exp, Tanh, Abs, Relu, Cast };
-enum class BinaryOpType { Add, Sub, Mul, Div, Maximum, Minimum };
+enum class UnaryOpType {
+  Neg, Exp, Tanh, Abs, Relu, Cast,
+  Sqrt, Rsqrt, Log, Log2, Log1p, Exp2, Expm1, Sigmoid, Erf, Reciprocal, Sin, Cos,
+  Floor, Ceil, Round, Trunc,
+  LogicalNot,
+};
+enum class BinaryOpType {
+  Add, Sub, Mul, Div, Maximum, Minimum,
+  Pow, Remainder, Fmod,
+  Eq, Ne, Lt, Le, Gt, Ge,
+  LogicalAnd, LogicalOr,
+};
 enum class ReductionOpType { Sum, Max };
 
 std::string toString(UnaryOpType t);
 std::string toString(BinaryOpType t);
 std::string toString(ReductionOpType t);
+// eq/ne/lt/le/gt/ge: bool results computed in the operands' promoted type.
+bool isComparison(BinaryOpType t);
+// logical_and/logical_or: bool results of operands read as bool.
+bool isLogical(BinaryOpType t);
+
+// The type elementwise operands promote to, following torch: tensors decide
+// among themselves (promoteTypes); a floating scalar lifts an integral or bool
+// tensor result to float; with scalars only, the scalars promote.
+DataType promoteOperandTypes(const std::vector<Val*>& operands);
 
 class Expr {
  public:
@@ -268,6 +287,8 @@ class BinaryOp : public Expr {
  public:
   BinaryOp(BinaryOpType op, TensorView* out, Val* lhs, Val* rhs);
   BinaryOpType op() const { return op_; }
+  // The promoted type of the operands: what a comparison compares in.
+  DataType operandDtype() const { return promoteOperandTypes(inputs()); }
   std::string opName() const override { return smelt::toString(op_); }
 
  private:

@@ -1,6 +1,7 @@
 #include "fusion/ops.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "fusion/error.h"
@@ -71,23 +72,6 @@ std::vector<IterDomain*> elementwiseDomain(const std::string& op,
   return out;
 }
 
-DataType resultType(const std::vector<Val*>& operands) {
-  // Tensors decide; a floating scalar lifts an integral tensor to float.
-  bool have_tensor = false;
-  DataType result = DataType::Bool;
-  bool float_scalar = false;
-  for (Val* v : operands) {
-    if (v->asTensor() != nullptr) {
-      result = have_tensor ? promoteTypes(result, v->dtype()) : v->dtype();
-      have_tensor = true;
-    } else if (isFloatingType(v->dtype())) {
-      float_scalar = true;
-    }
-  }
-  if (float_scalar && !isFloatingType(result)) result = DataType::Float;
-  return result;
-}
-
 TensorView* unaryOp(UnaryOpType op, TensorView* in, DataType out_dtype) {
   SMELT_CHECK(in != nullptr, toString(op), ": input is null");
   Fusion* f = Fusion::current();
@@ -99,6 +83,15 @@ TensorView* unaryOp(UnaryOpType op, TensorView* in, DataType out_dtype) {
 TensorView* floatingUnary(UnaryOpType op, TensorView* in) {
   SMELT_CHECK(in != nullptr, toString(op), ": input is null");
   return unaryOp(op, in, isFloatingType(in->dtype()) ? in->dtype() : DataType::Float);
+}
+
+// floor/ceil/round/trunc: integers are already whole (returned as they are,
+// as torch does); bool has no rounding in torch.
+TensorView* roundingUnary(UnaryOpType op, TensorView* in) {
+  SMELT_CHECK(in != nullptr, toString(op), ": input is null");
+  SMELT_CHECK(in->dtype() != DataType::Bool, toString(op), ": tensor ", in->name(),
+              " is bool; cast it to a numeric type first");
+  return unaryOp(op, in, in->dtype());
 }
 
 TensorView* reduction(ReductionOpType op, TensorView* in, const std::vector<int64_t>& axes) {
@@ -207,13 +200,39 @@ TensorView* castOp(DataType dtype, TensorView* in) {
   SMELT_CHECK(in != nullptr, "cast: input is null");
   return unaryOp(UnaryOpType::Cast, in, dtype);
 }
+TensorView* sqrt(TensorView* in) { return floatingUnary(UnaryOpType::Sqrt, in); }
+TensorView* rsqrt(TensorView* in) { return floatingUnary(UnaryOpType::Rsqrt, in); }
+TensorView* log(TensorView* in) { return floatingUnary(UnaryOpType::Log, in); }
+TensorView* log2(TensorView* in) { return floatingUnary(UnaryOpType::Log2, in); }
+TensorView* log1p(TensorView* in) { return floatingUnary(UnaryOpType::Log1p, in); }
+TensorView* exp2(TensorView* in) { return floatingUnary(UnaryOpType::Exp2, in); }
+TensorView* expm1(TensorView* in) { return floatingUnary(UnaryOpType::Expm1, in); }
+TensorView* sigmoid(TensorView* in) { return floatingUnary(UnaryOpType::Sigmoid, in); }
+TensorView* erf(TensorView* in) { return floatingUnary(UnaryOpType::Erf, in); }
+TensorView* reciprocal(TensorView* in) { return floatingUnary(UnaryOpType::Reciprocal, in); }
+TensorView* sin(TensorView* in) { return floatingUnary(UnaryOpType::Sin, in); }
+TensorView* cos(TensorView* in) { return floatingUnary(UnaryOpType::Cos, in); }
+TensorView* floor(TensorView* in) { return roundingUnary(UnaryOpType::Floor, in); }
+TensorView* ceil(TensorView* in) { return roundingUnary(UnaryOpType::Ceil, in); }
+TensorView* round(TensorView* in) { return roundingUnary(UnaryOpType::Round, in); }
+TensorView* trunc(TensorView* in) { return roundingUnary(UnaryOpType::Trunc, in); }
+TensorView* logicalNot(TensorView* in) {
+  SMELT_CHECK(in != nullptr, "logical_not: input is null");
+  return unaryOp(UnaryOpType::LogicalNot, in, DataType::Bool);
+}
 
 TensorView* binaryOp(BinaryOpType op, Val* lhs, Val* rhs) {
   std::string name = toString(op);
   SMELT_CHECK(lhs != nullptr && rhs != nullptr, name, ": an operand is null");
   std::vector<IterDomain*> axes = elementwiseDomain(name, {lhs, rhs});
-  DataType dtype = resultType({lhs, rhs});
+  DataType dtype = promoteOperandTypes({lhs, rhs});
+  bool arithmetic_only = op == BinaryOpType::Sub || op == BinaryOpType::Pow ||
+                         op == BinaryOpType::Remainder || op == BinaryOpType::Fmod;
+  SMELT_CHECK(!arithmetic_only || dtype != DataType::Bool, name, ": operands ", describe(lhs),
+              " and ", describe(rhs), " are both bool; ", name,
+              " needs numbers (cast an operand first)");
   if (op == BinaryOpType::Div && !isFloatingType(dtype)) dtype = DataType::Float;
+  if (isComparison(op) || isLogical(op)) dtype = DataType::Bool;
   Fusion* f = Fusion::current();
   TensorView* out = f->newTensor(dtype, std::move(axes));
   f->newExpr<BinaryOp>(op, out, lhs, rhs);
@@ -226,12 +245,25 @@ TensorView* mul(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Mul, lhs, rh
 TensorView* div(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Div, lhs, rhs); }
 TensorView* maximum(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Maximum, lhs, rhs); }
 TensorView* minimum(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Minimum, lhs, rhs); }
+TensorView* pow(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Pow, lhs, rhs); }
+TensorView* remainder(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Remainder, lhs, rhs); }
+TensorView* fmod(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Fmod, lhs, rhs); }
+TensorView* eq(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Eq, lhs, rhs); }
+TensorView* ne(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Ne, lhs, rhs); }
+TensorView* lt(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Lt, lhs, rhs); }
+TensorView* le(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Le, lhs, rhs); }
+TensorView* gt(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Gt, lhs, rhs); }
+TensorView* ge(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Ge, lhs, rhs); }
+TensorView* logicalAnd(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::LogicalAnd, lhs, rhs); }
+TensorView* logicalOr(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::LogicalOr, lhs, rhs); }
 
 namespace {
 Scalar* scalarLike(TensorView* tv, double value) {
   SMELT_CHECK(tv != nullptr, "binary op: tensor operand is null");
   DataType dtype = isFloatingType(tv->dtype()) ? tv->dtype() : DataType::Float;
-  if (isIntegralType(tv->dtype()) && value == static_cast<double>(static_cast<int64_t>(value))) {
+  // A whole number keeps an integral tensor integral (the C++ API cannot tell 2 from 2.0).
+  bool whole = std::isfinite(value) && std::trunc(value) == value && std::fabs(value) < 0x1p62;
+  if (isIntegralType(tv->dtype()) && whole) {
     dtype = tv->dtype();
   }
   return constant(value, dtype);
@@ -242,6 +274,15 @@ TensorView* add(TensorView* lhs, double rhs) { return add(lhs, scalarLike(lhs, r
 TensorView* sub(TensorView* lhs, double rhs) { return sub(lhs, scalarLike(lhs, rhs)); }
 TensorView* mul(TensorView* lhs, double rhs) { return mul(lhs, scalarLike(lhs, rhs)); }
 TensorView* div(TensorView* lhs, double rhs) { return div(lhs, scalarLike(lhs, rhs)); }
+TensorView* pow(TensorView* lhs, double rhs) { return pow(lhs, scalarLike(lhs, rhs)); }
+TensorView* remainder(TensorView* lhs, double rhs) { return remainder(lhs, scalarLike(lhs, rhs)); }
+TensorView* fmod(TensorView* lhs, double rhs) { return fmod(lhs, scalarLike(lhs, rhs)); }
+TensorView* eq(TensorView* lhs, double rhs) { return eq(lhs, scalarLike(lhs, rhs)); }
+TensorView* ne(TensorView* lhs, double rhs) { return ne(lhs, scalarLike(lhs, rhs)); }
+TensorView* lt(TensorView* lhs, double rhs) { return lt(lhs, scalarLike(lhs, rhs)); }
+TensorView* le(TensorView* lhs, double rhs) { return le(lhs, scalarLike(lhs, rhs)); }
+TensorView* gt(TensorView* lhs, double rhs) { return gt(lhs, scalarLike(lhs, rhs)); }
+TensorView* ge(TensorView* lhs, double rhs) { return ge(lhs, scalarLike(lhs, rhs)); }
 
 TensorView* where(Val* condition, Val* if_true, Val* if_false) {
   SMELT_CHECK(condition != nullptr && if_true != nullptr && if_false != nullptr,
@@ -249,9 +290,7 @@ TensorView* where(Val* condition, Val* if_true, Val* if_false) {
   SMELT_CHECK(condition->dtype() == DataType::Bool, "where: condition ", describe(condition),
               " must be bool, not ", condition->dtype());
   std::vector<IterDomain*> axes = elementwiseDomain("where", {condition, if_true, if_false});
-  std::vector<Val*> values{if_true, if_false};
-  bool any_tensor = if_true->asTensor() || if_false->asTensor();
-  DataType dtype = any_tensor ? resultType(values) : promoteTypes(if_true->dtype(), if_false->dtype());
+  DataType dtype = promoteOperandTypes({if_true, if_false});
   Fusion* f = Fusion::current();
   TensorView* out = f->newTensor(dtype, std::move(axes));
   f->newExpr<WhereOp>(out, condition, if_true, if_false);

@@ -31,9 +31,38 @@ TensorView* exp(TensorView* in);
 TensorView* tanh(TensorView* in);
 TensorView* abs(TensorView* in);
 TensorView* relu(TensorView* in);
+// Any pair of dtypes; float -> integer truncates toward zero, x -> bool is x != 0.
 TensorView* castOp(DataType dtype, TensorView* in);
 
+// Floating math: integral and bool inputs compute in and return float (as
+// torch does); half and bfloat16 compute in float and round on store.
+TensorView* sqrt(TensorView* in);
+TensorView* rsqrt(TensorView* in);
+TensorView* log(TensorView* in);
+TensorView* log2(TensorView* in);
+TensorView* log1p(TensorView* in);
+TensorView* exp2(TensorView* in);
+TensorView* expm1(TensorView* in);
+TensorView* sigmoid(TensorView* in);
+TensorView* erf(TensorView* in);
+TensorView* reciprocal(TensorView* in);
+TensorView* sin(TensorView* in);
+TensorView* cos(TensorView* in);
+// Rounding keeps the dtype (integers pass through); round is half-to-even
+// like torch.round. Bool inputs are rejected.
+TensorView* floor(TensorView* in);
+TensorView* ceil(TensorView* in);
+TensorView* round(TensorView* in);
+TensorView* trunc(TensorView* in);
+// Bool result: in == 0.
+TensorView* logicalNot(TensorView* in);
+
 // Binary ops broadcast size-1 (broadcast) axes; other extents must agree.
+// The result type follows torch's promotion (promoteOperandTypes); div of
+// integers is true division (float). Comparisons and logical ops return bool
+// (comparisons compare in the promoted type). sub, pow, remainder and fmod
+// reject two bool operands. remainder takes the divisor's sign (Python's %),
+// fmod the dividend's (C's fmod).
 TensorView* binaryOp(BinaryOpType op, Val* lhs, Val* rhs);
 TensorView* add(Val* lhs, Val* rhs);
 TensorView* sub(Val* lhs, Val* rhs);
@@ -41,10 +70,32 @@ TensorView* mul(Val* lhs, Val* rhs);
 TensorView* div(Val* lhs, Val* rhs);
 TensorView* maximum(Val* lhs, Val* rhs);
 TensorView* minimum(Val* lhs, Val* rhs);
+TensorView* pow(Val* lhs, Val* rhs);
+TensorView* remainder(Val* lhs, Val* rhs);
+TensorView* fmod(Val* lhs, Val* rhs);
+TensorView* eq(Val* lhs, Val* rhs);
+TensorView* ne(Val* lhs, Val* rhs);
+TensorView* lt(Val* lhs, Val* rhs);
+TensorView* le(Val* lhs, Val* rhs);
+TensorView* gt(Val* lhs, Val* rhs);
+TensorView* ge(Val* lhs, Val* rhs);
+TensorView* logicalAnd(Val* lhs, Val* rhs);
+TensorView* logicalOr(Val* lhs, Val* rhs);
+// With a scalar: a whole number keeps an integral tensor integral, any other
+// value is a float scalar.
 TensorView* add(TensorView* lhs, double rhs);
 TensorView* sub(TensorView* lhs, double rhs);
 TensorView* mul(TensorView* lhs, double rhs);
 TensorView* div(TensorView* lhs, double rhs);
+TensorView* pow(TensorView* lhs, double rhs);
+TensorView* remainder(TensorView* lhs, double rhs);
+TensorView* fmod(TensorView* lhs, double rhs);
+TensorView* eq(TensorView* lhs, double rhs);
+TensorView* ne(TensorView* lhs, double rhs);
+TensorView* lt(TensorView* lhs, double rhs);
+TensorView* le(TensorView* lhs, double rhs);
+TensorView* gt(TensorView* lhs, double rhs);
+TensorView* ge(TensorView* lhs, double rhs);
 TensorView* where(Val* condition, Val* if_true, Val* if_false);
 
 // Reductions over `axes` (of the input's non-reduction logical axes; negative

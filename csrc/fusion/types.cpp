@@ -42,6 +42,10 @@ DataType promoteTypes(DataType a, DataType b) {
   return dataTypeSize(a) >= dataTypeSize(b) ? a : b;
 }
 
+DataType computeType(DataType dtype) {
+  return dtype == DataType::Half || dtype == DataType::BFloat16 ? DataType::Float : dtype;
+}
+
 bool isBlockDim(ParallelType pt) {
   return pt == ParallelType::BIDx || pt == ParallelType::BIDy || pt == ParallelType::BIDz;
 }

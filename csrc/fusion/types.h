@@ -19,6 +19,9 @@ bool isIntegralType(DataType dtype);
 // The type of a binary op's result (float beats int beats bool; the wider wins;
 // half with bfloat16 gives float), following PyTorch's promotion of tensors.
 DataType promoteTypes(DataType a, DataType b);
+// The type values of `dtype` are computed in: half and bfloat16 in float
+// (as nvFuser does), every other type in itself.
+DataType computeType(DataType dtype);
 
 bool isBlockDim(ParallelType pt);   // BIDx/y/z
 bool isThreadDim(ParallelType pt);  // TIDx/y/z

@@ -155,6 +155,26 @@ Launch bindLaunch(const Program& p, const kir::Kernel& kernel,
   return L;
 }
 
+// torch.remainder: the result takes the divisor's sign.
+double remainder(double a, double b) {
+  const double r = std::fmod(a, b);
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+
+// torch's integer pow (negative exponents give 0 unless the base is 1 or -1),
+// squaring in unsigned 64-bit arithmetic so overflow wraps as on the GPU.
+double integerPow(double base_value, double exp_value) {
+  const int64_t base = saturatingCast<int64_t>(base_value);
+  int64_t exp = saturatingCast<int64_t>(exp_value);
+  if (exp < 0) return base == 1 ? 1.0 : base == -1 ? ((exp & 1) ? -1.0 : 1.0) : 0.0;
+  uint64_t result = 1;
+  uint64_t b = static_cast<uint64_t>(base);
+  for (; exp != 0; exp >>= 1, b *= b) {
+    if (exp & 1) result *= b;
+  }
+  return static_cast<double>(static_cast<int64_t>(result));
+}
+
 double combine(Fn fn, double a, double b) {
   if (fn == Fn::Sum) return a + b;
   // max propagates NaN, as torch.max and the CUDA reduction do.
@@ -326,6 +346,23 @@ class BlockRunner {
       case Fn::Tanh: r = std::tanh(a[0]); break;
       case Fn::Abs: r = std::fabs(a[0]); break;
       case Fn::Relu: r = a[0] < 0 ? 0.0 : a[0]; break;  // keeps NaN, as torch.relu
+      case Fn::Sqrt: r = std::sqrt(a[0]); break;
+      case Fn::Rsqrt: r = 1.0 / std::sqrt(a[0]); break;
+      case Fn::Log: r = std::log(a[0]); break;
+      case Fn::Log2: r = std::log2(a[0]); break;
+      case Fn::Log1p: r = std::log1p(a[0]); break;
+      case Fn::Exp2: r = std::exp2(a[0]); break;
+      case Fn::Expm1: r = std::expm1(a[0]); break;
+      case Fn::Sigmoid: r = 1.0 / (1.0 + std::exp(-a[0])); break;
+      case Fn::Erf: r = std::erf(a[0]); break;
+      case Fn::Reciprocal: r = 1.0 / a[0]; break;
+      case Fn::Sin: r = std::sin(a[0]); break;
+      case Fn::Cos: r = std::cos(a[0]); break;
+      case Fn::Floor: r = std::floor(a[0]); break;
+      case Fn::Ceil: r = std::ceil(a[0]); break;
+      case Fn::Round: r = std::nearbyint(a[0]); break;  // half to even
+      case Fn::Trunc: r = std::trunc(a[0]); break;
+      case Fn::LogicalNot: r = a[0] == 0 ? 1.0 : 0.0; break;
       case Fn::Add: r = a[0] + a[1]; break;
       case Fn::Sub: r = a[0] - a[1]; break;
       case Fn::Mul: r = a[0] * a[1]; break;
@@ -336,6 +373,18 @@ class BlockRunner {
       case Fn::Minimum:
         r = std::isnan(a[0]) || std::isnan(a[1]) ? kNaN : std::min(a[0], a[1]);
         break;
+      case Fn::Pow: r = std::pow(a[0], a[1]); break;
+      case Fn::IntPow: r = integerPow(a[0], a[1]); break;
+      case Fn::Remainder: r = remainder(a[0], a[1]); break;
+      case Fn::Fmod: r = std::fmod(a[0], a[1]); break;
+      case Fn::Eq: r = a[0] == a[1]; break;
+      case Fn::Ne: r = a[0] != a[1]; break;
+      case Fn::Lt: r = a[0] < a[1]; break;
+      case Fn::Le: r = a[0] <= a[1]; break;
+      case Fn::Gt: r = a[0] > a[1]; break;
+      case Fn::Ge: r = a[0] >= a[1]; break;
+      case Fn::LogicalAnd: r = a[0] != 0 && a[1] != 0; break;
+      case Fn::LogicalOr: r = a[0] != 0 || a[1] != 0; break;
       case Fn::Where: r = a[0] != 0 ? a[1] : a[2]; break;
       case Fn::Sum:
       case Fn::Max: SMELT_INTERNAL_CHECK(false, "reduction fn in a Compute"); break;

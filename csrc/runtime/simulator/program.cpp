@@ -159,6 +159,23 @@ class Compiler {
           case UnaryOpType::Abs: return {Fn::Abs, 1};
           case UnaryOpType::Relu: return {Fn::Relu, 1};
           case UnaryOpType::Cast: return {Fn::Copy, 1};
+          case UnaryOpType::Sqrt: return {Fn::Sqrt, 1};
+          case UnaryOpType::Rsqrt: return {Fn::Rsqrt, 1};
+          case UnaryOpType::Log: return {Fn::Log, 1};
+          case UnaryOpType::Log2: return {Fn::Log2, 1};
+          case UnaryOpType::Log1p: return {Fn::Log1p, 1};
+          case UnaryOpType::Exp2: return {Fn::Exp2, 1};
+          case UnaryOpType::Expm1: return {Fn::Expm1, 1};
+          case UnaryOpType::Sigmoid: return {Fn::Sigmoid, 1};
+          case UnaryOpType::Erf: return {Fn::Erf, 1};
+          case UnaryOpType::Reciprocal: return {Fn::Reciprocal, 1};
+          case UnaryOpType::Sin: return {Fn::Sin, 1};
+          case UnaryOpType::Cos: return {Fn::Cos, 1};
+          case UnaryOpType::Floor: return {Fn::Floor, 1};
+          case UnaryOpType::Ceil: return {Fn::Ceil, 1};
+          case UnaryOpType::Round: return {Fn::Round, 1};
+          case UnaryOpType::Trunc: return {Fn::Trunc, 1};
+          case UnaryOpType::LogicalNot: return {Fn::LogicalNot, 1};
         }
         break;
       case ExprType::Binary:
@@ -169,6 +186,18 @@ class Compiler {
           case BinaryOpType::Div: return {Fn::Div, 2};
           case BinaryOpType::Maximum: return {Fn::Maximum, 2};
           case BinaryOpType::Minimum: return {Fn::Minimum, 2};
+          case BinaryOpType::Pow:
+            return {isIntegralType(expr->output()->dtype()) ? Fn::IntPow : Fn::Pow, 2};
+          case BinaryOpType::Remainder: return {Fn::Remainder, 2};
+          case BinaryOpType::Fmod: return {Fn::Fmod, 2};
+          case BinaryOpType::Eq: return {Fn::Eq, 2};
+          case BinaryOpType::Ne: return {Fn::Ne, 2};
+          case BinaryOpType::Lt: return {Fn::Lt, 2};
+          case BinaryOpType::Le: return {Fn::Le, 2};
+          case BinaryOpType::Gt: return {Fn::Gt, 2};
+          case BinaryOpType::Ge: return {Fn::Ge, 2};
+          case BinaryOpType::LogicalAnd: return {Fn::LogicalAnd, 2};
+          case BinaryOpType::LogicalOr: return {Fn::LogicalOr, 2};
         }
         break;
       case ExprType::Where: return {Fn::Where, 3};
@@ -182,6 +211,15 @@ class Compiler {
     SMELT_CHECK(false, "simulator: statement ", position, " computes ", expr->toString(),
                 ", which is not an element-wise op");
     return {Fn::Copy, 0};
+  }
+
+  // The type an element-wise statement computes in (see codegen).
+  static DataType computeDtype(const Expr* expr) {
+    if (const auto* b = dynamic_cast<const BinaryOp*>(expr)) {
+      if (isLogical(b->op())) return DataType::Bool;
+      if (isComparison(b->op())) return computeType(b->operandDtype());
+    }
+    return computeType(expr->output()->dtype());
   }
 
   static const ReductionOp* reduction(const Expr* expr, int64_t position) {
@@ -276,7 +314,14 @@ class Compiler {
           SMELT_CHECK(c->operands.size() == arity, "simulator: statement ", position, " (",
                       c->expr->toString(), ") has ", c->operands.size(), " operands, expected ",
                       arity);
-          for (const auto& op : c->operands) p_.operands.push_back(operand(op, position));
+          // Constants take the compute type, as the CUDA literal does (a
+          // comparison with 0.1 on floats compares with 0.1f).
+          const bool float_constants = computeDtype(c->expr) == DataType::Float;
+          for (const auto& op : c->operands) {
+            RtOperand r = operand(op, position);
+            if (float_constants && r.access.buffer < 0) r.constant = static_cast<float>(r.constant);
+            p_.operands.push_back(r);
+          }
         }
         in.operand_end = static_cast<uint32_t>(p_.operands.size());
         emit(in, stmt);

@@ -37,7 +37,11 @@ enum class Op : uint8_t {
 enum class Fn : uint8_t {
   Copy,  // set, cast, broadcast, expand, pad, full: the value, rounded on store
   Neg, Exp, Tanh, Abs, Relu,
+  Sqrt, Rsqrt, Log, Log2, Log1p, Exp2, Expm1, Sigmoid, Erf, Reciprocal, Sin, Cos,
+  Floor, Ceil, Round, Trunc, LogicalNot,
   Add, Sub, Mul, Div, Maximum, Minimum,
+  Pow, IntPow, Remainder, Fmod,  // IntPow: pow of integers (torch's rules for negative exponents)
+  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
   Where,
   Sum, Max,  // reductions
 };

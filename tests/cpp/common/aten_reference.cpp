@@ -30,8 +30,10 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
     const Val* v = expr->input(i);
     auto it = values.find(v);
     if (it != values.end()) return it->second;
+    // A 0-dim tensor of the scalar's dtype promotes like a torch scalar: a
+    // tensor of the same category keeps its dtype.
     const auto* scalar = static_cast<const Scalar*>(v);
-    return at::scalar_tensor(scalar->value(), at::TensorOptions().dtype(at::kDouble));
+    return at::scalar_tensor(scalar->value(), at::TensorOptions().dtype(toScalarType(scalar->dtype())));
   };
   const TensorView* out = expr->output();
   at::ScalarType out_type = toScalarType(out->dtype());
@@ -50,6 +52,23 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
         case UnaryOpType::Abs: return at::abs(x);
         case UnaryOpType::Relu: return at::relu(x);
         case UnaryOpType::Cast: return x.to(out_type);
+        case UnaryOpType::Sqrt: return at::sqrt(x.to(out_type));
+        case UnaryOpType::Rsqrt: return at::rsqrt(x.to(out_type));
+        case UnaryOpType::Log: return at::log(x.to(out_type));
+        case UnaryOpType::Log2: return at::log2(x.to(out_type));
+        case UnaryOpType::Log1p: return at::log1p(x.to(out_type));
+        case UnaryOpType::Exp2: return at::exp2(x.to(out_type));
+        case UnaryOpType::Expm1: return at::expm1(x.to(out_type));
+        case UnaryOpType::Sigmoid: return at::sigmoid(x.to(out_type));
+        case UnaryOpType::Erf: return at::erf(x.to(out_type));
+        case UnaryOpType::Reciprocal: return at::reciprocal(x.to(out_type));
+        case UnaryOpType::Sin: return at::sin(x.to(out_type));
+        case UnaryOpType::Cos: return at::cos(x.to(out_type));
+        case UnaryOpType::Floor: return at::floor(x);
+        case UnaryOpType::Ceil: return at::ceil(x);
+        case UnaryOpType::Round: return at::round(x);
+        case UnaryOpType::Trunc: return at::trunc(x);
+        case UnaryOpType::LogicalNot: return at::logical_not(x);
       }
       break;
     }
@@ -63,6 +82,17 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
         case BinaryOpType::Div: r = at::div(a, b); break;
         case BinaryOpType::Maximum: r = at::maximum(a, b); break;
         case BinaryOpType::Minimum: r = at::minimum(a, b); break;
+        case BinaryOpType::Pow: r = at::pow(a, b); break;
+        case BinaryOpType::Remainder: r = at::remainder(a, b); break;
+        case BinaryOpType::Fmod: r = at::fmod(a, b); break;
+        case BinaryOpType::Eq: r = at::eq(a, b); break;
+        case BinaryOpType::Ne: r = at::ne(a, b); break;
+        case BinaryOpType::Lt: r = at::lt(a, b); break;
+        case BinaryOpType::Le: r = at::le(a, b); break;
+        case BinaryOpType::Gt: r = at::gt(a, b); break;
+        case BinaryOpType::Ge: r = at::ge(a, b); break;
+        case BinaryOpType::LogicalAnd: r = at::logical_and(a, b); break;
+        case BinaryOpType::LogicalOr: r = at::logical_or(a, b); break;
       }
       return r.to(out_type);
     }

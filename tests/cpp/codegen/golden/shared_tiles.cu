@@ -30,6 +30,34 @@ __device__ inline T minimum(T a, T b) { return (a != a || a < b) ? a : b; }
 template <typename T>
 __device__ inline T relu(T a) { return (a != a || a > T(0)) ? a : T(0); }
 
+// torch.fmod (the dividend's sign) and torch.remainder (the divisor's sign).
+template <typename T>
+__device__ inline T fmod(T a, T b) { return a % b; }
+template <>
+__device__ inline float fmod<float>(float a, float b) { return ::fmodf(a, b); }
+template <>
+__device__ inline double fmod<double>(double a, double b) { return ::fmod(a, b); }
+template <typename T>
+__device__ inline T remainder(T a, T b) {
+  const T r = smelt::fmod(a, b);
+  return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
+}
+
+// Integer power as torch computes it: negative exponents give 0 except for
+// bases 1 and -1. Squaring in unsigned arithmetic wraps like torch's.
+template <typename T>
+__device__ inline T ipow(T base, T exp) {
+  if (exp < 0) return base == 1 ? T(1) : base == -1 ? ((exp & 1) ? T(-1) : T(1)) : T(0);
+  unsigned long long result = 1, b = static_cast<unsigned long long>(base);
+  for (; exp != 0; exp >>= 1, b *= b) {
+    if (exp & 1) result *= b;
+  }
+  return static_cast<T>(result);
+}
+
+__device__ inline float sigmoid(float x) { return 1.0f / (1.0f + ::expf(-x)); }
+__device__ inline double sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
+
 template <typename T>
 __device__ inline T infinity();
 template <>

@@ -1,0 +1,331 @@
+// Every element-wise op through the whole pipeline: a pointwise schedule,
+// GpuLower, the simulator (race detection, every thread order) against ATen,
+// and the generated CUDA compiled by NVRTC for sm_90. Half and bfloat16 are
+// computed in float and rounded on store; casts cover every dtype pair.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/cuda_codegen.h"
+#include "fusion/ops.h"
+#include "fusion/transform_replay.h"
+#include "runtime/nvrtc_compiler.h"
+#include "simulator/expect_kernel_correct.h"
+
+namespace smelt {
+namespace {
+
+using smelt::testing::toScalarType;
+
+const std::vector<int64_t> kShape = {6, 37};
+
+// The values an op's inputs are drawn from (its domain, or values that make
+// its interesting cases happen: ties for comparisons, halves for round).
+enum class Values { Any, Positive, AboveMinusOne, NonZero, Whole, Halves, Exponents };
+
+at::Tensor sample(DataType dtype, Values values, uint64_t seed,
+                  const std::vector<int64_t>& shape = kShape) {
+  at::manual_seed(seed);
+  const auto opts = at::TensorOptions().dtype(at::kDouble);
+  at::Tensor x;
+  if (dtype == DataType::Bool) return at::rand(shape, opts).gt(0.5);
+  if (isIntegralType(dtype)) {
+    switch (values) {
+      case Values::Positive: x = at::randint(1, 10, shape, opts); break;
+      case Values::AboveMinusOne: x = at::randint(0, 10, shape, opts); break;
+      case Values::NonZero: x = at::randint(1, 6, shape, opts) * (at::rand(shape, opts).gt(0.5) * 2 - 1); break;
+      case Values::Exponents: x = at::randint(-1, 4, shape, opts); break;
+      default: x = at::randint(-5, 6, shape, opts); break;
+    }
+    return x.to(toScalarType(dtype));
+  }
+  switch (values) {
+    case Values::Any: x = at::randn(shape, opts) * 2; break;
+    case Values::Positive: x = at::rand(shape, opts) * 4 + 0.05; break;
+    case Values::AboveMinusOne: x = at::rand(shape, opts) * 4 - 0.95; break;
+    case Values::NonZero: x = (at::rand(shape, opts) + 0.25) * (at::rand(shape, opts).gt(0.5) * 2 - 1); break;
+    case Values::Whole: x = at::randint(-3, 4, shape, opts); break;
+    case Values::Halves: x = at::randint(-8, 9, shape, opts) * 0.5; break;
+    case Values::Exponents: x = at::randn(shape, opts); break;
+  }
+  return x.to(toScalarType(dtype));
+}
+
+// Merges the reference's axes, splits by 64 onto BIDx x TIDx, propagates
+// that to every tensor and inlines.
+void schedulePointwise(Fusion& fusion, TensorView* reference) {
+  while (reference->nDims() > 1) reference->merge(0);
+  reference->split(0, 64);
+  reference->axis(0)->parallelize(ParallelType::BIDx);
+  reference->axis(1)->parallelize(ParallelType::TIDx);
+  propagateSchedule(reference);
+  inlineMost(&fusion);
+}
+
+void expectCompiles(Fusion& fusion, const std::string& name) {
+  GpuLower lower(&fusion);
+  const std::string cuda = generateCuda(lower.run(), name);
+  const CompiledKernel compiled = compileCuda(cuda, name);
+  EXPECT_GT(compiled.ptxas.registers, 0) << cuda;
+}
+
+struct Tolerance {
+  double rtol, atol;
+};
+// Half and bfloat16 results may round either way between the simulator
+// (double math) and ATen (float math): one unit in the last place.
+Tolerance toleranceFor(DataType dtype) {
+  switch (dtype) {
+    case DataType::Half: return {2e-3, 2e-3};
+    case DataType::BFloat16: return {1e-2, 1e-2};
+    case DataType::Double: return {1e-12, 1e-12};
+    default: return {1e-5, 1e-6};
+  }
+}
+
+std::string dtypeName(DataType dtype) { return toString(dtype); }
+
+const DataType kAllDtypes[] = {DataType::Float, DataType::Double, DataType::Half, DataType::BFloat16,
+                               DataType::Int,   DataType::Int32,  DataType::Bool};
+
+// ---------------------------------------------------------------------------
+// Unary ops
+// ---------------------------------------------------------------------------
+
+struct UnaryCase {
+  const char* name;
+  TensorView* (*op)(TensorView*);
+  Values values;
+};
+
+const UnaryCase kUnaryCases[] = {
+    {"neg", neg, Values::Any},           {"exp", exp, Values::Any},
+    {"tanh", tanh, Values::Any},         {"abs", abs, Values::Any},
+    {"relu", relu, Values::Any},         {"sqrt", sqrt, Values::Positive},
+    {"rsqrt", rsqrt, Values::Positive},  {"log", log, Values::Positive},
+    {"log2", log2, Values::Positive},    {"log1p", log1p, Values::AboveMinusOne},
+    {"exp2", exp2, Values::Any},         {"expm1", expm1, Values::Any},
+    {"sigmoid", sigmoid, Values::Any},   {"erf", erf, Values::Any},
+    {"reciprocal", reciprocal, Values::NonZero},
+    {"sin", sin, Values::Any},           {"cos", cos, Values::Any},
+    {"floor", floor, Values::Any},       {"ceil", ceil, Values::Any},
+    {"round", round, Values::Halves},    {"trunc", trunc, Values::Any},
+    {"logical_not", logicalNot, Values::Whole},
+};
+
+const DataType kUnaryDtypes[] = {DataType::Float, DataType::Half, DataType::BFloat16,
+                                 DataType::Double, DataType::Int};
+
+class UnaryOpKernels : public ::testing::TestWithParam<DataType> {};
+
+// Each op on its own (simulated against ATen), then all of them in one
+// kernel compiled by NVRTC.
+TEST_P(UnaryOpKernels, SimulatedMatchATenAndCompile) {
+  const DataType dtype = GetParam();
+  for (const UnaryCase& c : kUnaryCases) {
+    SCOPED_TRACE(c.name);
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeConcreteTensor(kShape, dtype);
+    fusion.addInput(x);
+    TensorView* y = c.op(x);
+    fusion.addOutput(y);
+    schedulePointwise(fusion, y);
+    const Tolerance tol = toleranceFor(y->dtype());
+    sim::testing::expectKernelCorrect(fusion, {sample(dtype, c.values, 7)}, tol.rtol, tol.atol);
+  }
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor(kShape, dtype);
+  fusion.addInput(x);
+  for (const UnaryCase& c : kUnaryCases) fusion.addOutput(c.op(x));
+  schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+  expectCompiles(fusion, "unary_" + dtypeName(dtype));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, UnaryOpKernels, ::testing::ValuesIn(kUnaryDtypes),
+                         [](const auto& info) { return dtypeName(info.param); });
+
+// ---------------------------------------------------------------------------
+// Binary ops
+// ---------------------------------------------------------------------------
+
+struct BinaryCase {
+  const char* name;
+  TensorView* (*op)(Val*, Val*);
+  Values lhs, rhs;
+};
+
+const BinaryCase kBinaryCases[] = {
+    {"add", add, Values::Any, Values::Any},
+    {"sub", sub, Values::Any, Values::Any},
+    {"mul", mul, Values::Any, Values::Any},
+    {"div", div, Values::Any, Values::NonZero},
+    {"maximum", maximum, Values::Whole, Values::Whole},
+    {"minimum", minimum, Values::Whole, Values::Whole},
+    {"pow", pow, Values::Positive, Values::Exponents},
+    {"remainder", remainder, Values::Any, Values::NonZero},
+    {"fmod", fmod, Values::Any, Values::NonZero},
+    {"eq", eq, Values::Whole, Values::Whole},
+    {"ne", ne, Values::Whole, Values::Whole},
+    {"lt", lt, Values::Whole, Values::Whole},
+    {"le", le, Values::Whole, Values::Whole},
+    {"gt", gt, Values::Whole, Values::Whole},
+    {"ge", ge, Values::Whole, Values::Whole},
+    {"logical_and", logicalAnd, Values::Whole, Values::Whole},
+    {"logical_or", logicalOr, Values::Whole, Values::Whole},
+};
+
+struct DtypePair {
+  DataType lhs, rhs;
+};
+const DtypePair kBinaryDtypes[] = {
+    {DataType::Float, DataType::Float},  {DataType::Half, DataType::Half},
+    {DataType::BFloat16, DataType::Float}, {DataType::Half, DataType::BFloat16},
+    {DataType::Int, DataType::Int},      {DataType::Int32, DataType::Float},
+    {DataType::Double, DataType::Int32},
+};
+
+std::string pairName(const DtypePair& p) { return dtypeName(p.lhs) + "_" + dtypeName(p.rhs); }
+
+class BinaryOpKernels : public ::testing::TestWithParam<DtypePair> {};
+
+TEST_P(BinaryOpKernels, SimulatedMatchATenAndCompile) {
+  const DtypePair dtypes = GetParam();
+  for (const BinaryCase& c : kBinaryCases) {
+    SCOPED_TRACE(c.name);
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor(kShape, dtypes.lhs);
+    TensorView* b = makeConcreteTensor(kShape, dtypes.rhs);
+    fusion.addInput(a);
+    fusion.addInput(b);
+    TensorView* y = c.op(a, b);
+    fusion.addOutput(y);
+    schedulePointwise(fusion, y);
+    const Tolerance tol = toleranceFor(y->dtype());
+    sim::testing::expectKernelCorrect(
+        fusion, {sample(dtypes.lhs, c.lhs, 11), sample(dtypes.rhs, c.rhs, 12)}, tol.rtol, tol.atol);
+  }
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor(kShape, dtypes.lhs);
+  TensorView* b = makeConcreteTensor(kShape, dtypes.rhs);
+  fusion.addInput(a);
+  fusion.addInput(b);
+  for (const BinaryCase& c : kBinaryCases) {
+    fusion.addOutput(c.op(a, b));
+    fusion.addOutput(c.op(a, constant(0.5)));
+  }
+  schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+  expectCompiles(fusion, "binary_" + pairName(dtypes));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, BinaryOpKernels, ::testing::ValuesIn(kBinaryDtypes),
+                         [](const auto& info) { return pairName(info.param); });
+
+class BinaryOpsWithScalars : public ::testing::TestWithParam<DataType> {};
+
+// tensor op scalar and scalar op tensor, with a fractional and a whole
+// scalar (a whole one keeps an integral tensor integral).
+TEST_P(BinaryOpsWithScalars, SimulatedMatchATen) {
+  const DataType dtype = GetParam();
+  for (const BinaryCase& c : kBinaryCases) {
+    for (double value : {1.5, 2.0}) {
+      SCOPED_TRACE(std::string(c.name) + " with " + std::to_string(value));
+      Fusion fusion;
+      FusionGuard guard(&fusion);
+      TensorView* x = makeConcreteTensor(kShape, dtype);
+      fusion.addInput(x);
+      DataType scalar_type = isIntegralType(dtype) && value == 2.0 ? dtype : DataType::Float;
+      TensorView* right = c.op(x, constant(value, scalar_type));
+      TensorView* left = c.op(constant(value, scalar_type), x);
+      fusion.addOutput(right);
+      fusion.addOutput(left);
+      schedulePointwise(fusion, right);
+      const Tolerance tol = toleranceFor(right->dtype());
+      // x is a divisor and an exponent too: no zeros.
+      sim::testing::expectKernelCorrect(fusion, {sample(dtype, Values::NonZero, 13)}, tol.rtol,
+                                        tol.atol);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, BinaryOpsWithScalars,
+                         ::testing::Values(DataType::Float, DataType::Half, DataType::Int),
+                         [](const auto& info) { return dtypeName(info.param); });
+
+TEST(BoolOperands, LogicalComparisonAndArithmeticOnBool) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* p = makeConcreteTensor(kShape, DataType::Bool);
+  TensorView* q = makeConcreteTensor(kShape, DataType::Bool);
+  fusion.addInput(p);
+  fusion.addInput(q);
+  for (TensorView* out : {logicalAnd(p, q), logicalOr(p, q), logicalNot(p), eq(p, q), lt(p, q),
+                          add(p, q), mul(p, q), maximum(p, q), add(p, constant(1, DataType::Int))}) {
+    fusion.addOutput(out);
+  }
+  schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+  sim::testing::expectKernelCorrect(
+      fusion, {sample(DataType::Bool, Values::Any, 1), sample(DataType::Bool, Values::Any, 2)});
+  expectCompiles(fusion, "bool_ops");
+}
+
+// A comparison against a broadcast row and a scalar selects with where: the
+// masking pattern of softmax and attention.
+TEST(OpComposition, MaskFromBroadcastComparison) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor(kShape, DataType::Half);
+  TensorView* limit = makeConcreteTensor({kShape[1]}, DataType::Float);
+  fusion.addInput(x);
+  fusion.addInput(limit);
+  TensorView* row = broadcast(limit, {true, false});
+  TensorView* keep = logicalAnd(le(x, row), ne(x, 0.0));
+  TensorView* out = where(keep, sigmoid(x), constant(-1.0));
+  fusion.addOutput(out);
+  // Rows on blocks, columns on threads (the broadcast row is not merged).
+  out->axis(0)->parallelize(ParallelType::BIDx);
+  out->axis(1)->parallelize(ParallelType::TIDx);
+  propagateSchedule(out);
+  inlineMost(&fusion);
+  sim::testing::expectKernelCorrect(
+      fusion, {sample(DataType::Half, Values::Whole, 3), sample(DataType::Float, Values::Whole, 4, {kShape[1]})},
+      2e-3, 2e-3);
+  expectCompiles(fusion, "mask");
+}
+
+// ---------------------------------------------------------------------------
+// Casts
+// ---------------------------------------------------------------------------
+
+class CastKernel : public ::testing::TestWithParam<DataType> {};
+
+// One input cast to all seven dtypes. Conversions are exact functions of the
+// input (truncation toward zero, round to nearest even, x != 0), so the
+// simulator must equal ATen bit for bit.
+TEST_P(CastKernel, EveryTargetDtypeMatchesATenExactly) {
+  const DataType from = GetParam();
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor(kShape, from);
+  fusion.addInput(x);
+  for (DataType to : kAllDtypes) fusion.addOutput(castOp(to, x));
+  schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+  at::Tensor input = sample(from, Values::Any, 5);
+  if (isFloatingType(from)) {
+    // Wide values with fractions (truncation), and zeros (bool).
+    input = (input * 40).masked_fill(at::rand(kShape).lt(0.2), 0);
+  }
+  sim::testing::expectKernelCorrect(fusion, {input}, 0, 0);
+  expectCompiles(fusion, "cast_from_" + dtypeName(from));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, CastKernel, ::testing::ValuesIn(kAllDtypes),
+                         [](const auto& info) { return dtypeName(info.param); });
+
+}  // namespace
+}  // namespace smelt
