@@ -260,6 +260,28 @@ TEST(LoweringSyncs, ThreadPrivateChainNeedsNone) {
   EXPECT_TRUE(syncReasons(lower.run()).empty());
 }
 
+// Case A1 with its sum on TIDx: thread 0 writes the Global output tv2 that
+// every thread then reads in the block reduction; Global memory is shared by
+// the block like Shared memory, so the read needs a RAW barrier.
+TEST(LoweringSyncs, GlobalOutputReadByOtherThreadsGetsRawBarrier) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  cases::buildSimpleCase().sum->axis(0)->parallelize(ParallelType::TIDx);
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  EXPECT_EQ(syncReasons(kernel), std::vector<std::string>{"RAW T2"});
+  // Right before the (trivial) thread loop of the block reduction. The
+  // reduction's own output needs none: every thread holds the result.
+  bool before_reduction = false;
+  for (size_t i = 0; i + 1 < kernel.body.size(); ++i) {
+    auto* loop = dynamic_cast<const kir::ForLoop*>(kernel.body[i + 1].get());
+    before_reduction = before_reduction ||
+                       (kernel.body[i]->kind() == kir::StmtKind::BlockSync && loop != nullptr &&
+                        loop->body[0]->kind() == kir::StmtKind::BlockReduce);
+  }
+  EXPECT_TRUE(before_reduction) << kernel.toString();
+}
+
 TEST(LoweringErrors, InconsistentParallelizationAcrossComputeAt) {
   Fusion fusion;
   FusionGuard guard(&fusion);
