@@ -300,23 +300,21 @@ inline std::unique_ptr<TestKernel> vectorizedCopyKernel() {
   t->fusion->addOutput(tv2);
 
   kir::Kernel& k = t->kernel;
-  kir::Buffer* in = globalBuffer(k, tv0);
-  kir::Buffer* out = globalBuffer(k, tv2);
-  kir::Buffer* reg = addBuffer(k, tv1, "T1", MemoryType::Local, DataType::Float, {4});
-  k.inputs = {in};
-  k.outputs = {out};
+  kir::Buffer* in = t->global(tv0, true);
+  kir::Buffer* out = t->global(tv2, false);
+  kir::Buffer* reg = t->local("T1", DataType::Float, 4, tv1);
   k.launch.grid[0] = sym("T0.size[0]");
   k.launch.block[0] = 16;
 
-  kir::ForLoop* bx = loop(k.body, "i0", sym("T0.size[0]"), ParallelType::BIDx, true);
-  kir::ForLoop* tx = loop(bx->body, "i1", 16, ParallelType::TIDx, true);
+  kir::ForLoop* bx = loop(k.body, "i0", sym("T0.size[0]"), ParallelType::BIDx);
+  kir::ForLoop* tx = loop(bx->body, "i1", 16, ParallelType::TIDx);
   auto index = [&](const kir::Buffer* b, const std::string& lane) {
     return sym("i0") * sym(b->name + ".stride[0]") + (sym("i1") * 4 + sym(lane)) * sym(b->name + ".stride[1]");
   };
   allocate(tx->body, reg);
-  kir::ForLoop* load = loop(tx->body, "i2", 4, ParallelType::Vectorize, true);
+  kir::ForLoop* load = loop(tx->body, "i2", 4, ParallelType::Vectorize);
   compute(load->body, tv1->definition(), at(reg, sym("i2")), {read(in, index(in, "i2"))});
-  kir::ForLoop* store = loop(tx->body, "i3", 4, ParallelType::Vectorize, true);
+  kir::ForLoop* store = loop(tx->body, "i3", 4, ParallelType::Vectorize);
   compute(store->body, tv2->definition(), at(out, index(out, "i3")), {read(reg, sym("i3"))});
   return t;
 }
