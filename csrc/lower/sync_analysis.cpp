@@ -44,6 +44,9 @@ std::string crossThreadReason(const LoweringContext& ctx, const TensorView* prod
       if (consumer->memoryType() != MemoryType::Local) continue;
       return name + ": written by thread 0 only, read by every thread";
     }
+    // A reduction over pt is a block all-reduce: every thread along pt
+    // writes the whole result, so each reader reads its own write.
+    if (w_loop != nullptr && producer->axis(w_axis)->isReduction()) continue;
     if (w_loop == nullptr || r_loop == nullptr) {
       return name + (w_loop ? ": bound by the writer only" : ": bound by the reader only");
     }
@@ -84,7 +87,10 @@ std::vector<CrossThreadAccess> crossThreadAccesses(const LoweringContext& ctx) {
   std::vector<CrossThreadAccess> result;
   for (const kir::Stmt* read : stmts) {
     for (const TensorView* tv : readTensors(read)) {
-      if (tv->memoryType() != MemoryType::Shared) continue;
+      // Registers are private; Shared and Global tensors are visible to the
+      // whole block (a fusion output that a later op reads). Fusion inputs
+      // are not written by the kernel.
+      if (tv->memoryType() == MemoryType::Local || tv->definition() == nullptr) continue;
       std::string reason = crossThreadReason(ctx, tv, writtenTensor(read));
       if (reason.empty()) continue;
       for (const kir::Stmt* write : stmts) {

@@ -3,7 +3,8 @@
 // deleting any barrier promoteReuse inserted makes the verifier fail.
 #include <gtest/gtest.h>
 
-#include "alloc_reuse/kernel_plan_test_util.h"
+#include "common/kir_mutations.h"
+#include "common/planned_kernel.h"
 #include "common/smem_case_fusions.h"
 #include "fusion/ops.h"
 #include "lower/alloc_reuse/access_footprint.h"
@@ -13,14 +14,14 @@
 namespace smelt::alloc_reuse {
 namespace {
 
-using testing::LoweredKernel;
-using testing::lowerWith;
+using smelt::testing::PlannedKernel;
+using smelt::testing::lowerWith;
 
 // ---- liveness ----
 
 TEST(KernelLiveness, AccessInLoopWidensToThatLoop) {
   cases::SimpleCase c{};
-  LoweredKernel k = lowerWith([&] { c = cases::buildSimpleCase(); }, SmemHazards::Precise);
+  PlannedKernel k = lowerWith([&] { c = cases::buildSimpleCase(); }, SmemHazards::Precise);
   Liveness live = computeLiveness(*k.kernel);
   const BufferLiveness& a = live.of(k.buffer(c.a));
   // Written at statement 6 in loop [5, 7], read at 9 in loop [8, 10].
@@ -32,7 +33,7 @@ TEST(KernelLiveness, AccessInLoopWidensToThatLoop) {
 
 TEST(KernelLiveness, TrivialLoopsNeverWiden) {
   cases::SkippedSync c{};
-  LoweredKernel k = lowerWith([&] { c = cases::buildSkippedSyncInterval(); },
+  PlannedKernel k = lowerWith([&] { c = cases::buildSkippedSyncInterval(); },
                               SmemHazards::Precise);
   Liveness live = computeLiveness(*k.kernel);
   const BufferLiveness& t2 = live.of(k.buffer(c.tv2));
@@ -44,7 +45,7 @@ TEST(KernelLiveness, TrivialLoopsNeverWiden) {
 }
 
 TEST(KernelLiveness, ReductionOutputIsReadWhereWritten) {
-  LoweredKernel k = lowerWith(
+  PlannedKernel k = lowerWith(
       [] {
         Fusion* f = Fusion::current();
         TensorView* in = makeConcreteTensor({8});
@@ -67,7 +68,7 @@ TEST(KernelLiveness, ReductionOutputIsReadWhereWritten) {
 
 TEST(KernelLiveness, BatchLoopDoesNotStretchTileLifetimes) {
   cases::TiledGemm c{};
-  LoweredKernel k =
+  PlannedKernel k =
       lowerWith([&] { c = cases::buildTiledGemm(64, 64, 64, 3); }, SmemHazards::Conservative);
   Liveness live = computeLiveness(*k.kernel);
   const BufferLiveness& a = live.of(k.buffer(c.a_sub));
@@ -81,7 +82,7 @@ TEST(KernelLiveness, BatchLoopDoesNotStretchTileLifetimes) {
 
 TEST(KernelHazards, ModesDisagreeOnlyOnThreadPrivateReuse) {
   cases::SimpleCase c{};
-  LoweredKernel k = lowerWith([&] { c = cases::buildSimpleCase(); }, SmemHazards::Precise);
+  PlannedKernel k = lowerWith([&] { c = cases::buildSimpleCase(); }, SmemHazards::Precise);
   Liveness live = computeLiveness(*k.kernel);
   const kir::Buffer* a = k.buffer(c.a);
   const kir::Buffer* b = k.buffer(c.b);
@@ -91,7 +92,7 @@ TEST(KernelHazards, ModesDisagreeOnlyOnThreadPrivateReuse) {
 
 TEST(KernelHazards, BlockReductionSeparatesBuffers) {
   cases::SimpleCase c{};
-  LoweredKernel k = lowerWith(
+  PlannedKernel k = lowerWith(
       [&] {
         c = cases::buildSimpleCase();
         c.sum->axis(0)->parallelize(ParallelType::TIDx);
@@ -104,7 +105,7 @@ TEST(KernelHazards, BlockReductionSeparatesBuffers) {
 
 TEST(KernelHazards, PadReadingWhileWritingIsLiveTogether) {
   cases::NeedsReorderedPush c{};
-  LoweredKernel k =
+  PlannedKernel k =
       lowerWith([&] { c = cases::buildNeedsReorderedPush(); }, SmemHazards::Precise);
   Liveness live = computeLiveness(*k.kernel);
   EXPECT_EQ(relate(live, *k.kernel, k.buffer(c.a), k.buffer(c.b), SmemHazards::Precise),
@@ -113,7 +114,7 @@ TEST(KernelHazards, PadReadingWhileWritingIsLiveTogether) {
 
 TEST(KernelHazards, DifferentPerThreadBytesAreNotThreadPrivate) {
   cases::SkippedSync c{};
-  LoweredKernel k = lowerWith([&] { c = cases::buildSkippedSyncInterval(); },
+  PlannedKernel k = lowerWith([&] { c = cases::buildSkippedSyncInterval(); },
                               SmemHazards::Precise);
   Liveness live = computeLiveness(*k.kernel);
   std::vector<BufferAccess> reads, writes;
@@ -136,11 +137,11 @@ TEST(KernelHazards, DifferentPerThreadBytesAreNotThreadPrivate) {
 // ---- aliasing rules ----
 
 TEST(KernelAliasing, InPlaceAndDisjointRules) {
-  LoweredKernel smem = lowerWith([] { cases::buildSmemVectorizationChain(); },
+  PlannedKernel smem = lowerWith([] { cases::buildSmemVectorizationChain(); },
                                  SmemHazards::Precise);
   ASSERT_EQ(smem.plan().aliases.size(), 1u);
   EXPECT_EQ(smem.plan().aliases[0].rule, "inner");
-  LoweredKernel regs = lowerWith([] { cases::buildRegisterVectorizationChain(4, 2); },
+  PlannedKernel regs = lowerWith([] { cases::buildRegisterVectorizationChain(4, 2); },
                                  SmemHazards::Precise);
   ASSERT_EQ(regs.plan().aliases.size(), 1u);
   EXPECT_EQ(regs.plan().aliases[0].rule, "outer");
@@ -161,35 +162,16 @@ TEST(KernelPlanVerify, OverTheLimitNamesTheBuffers) {
 }
 
 TEST(KernelPlanVerify, ReportListsInsertedBarriersAndAliases) {
-  LoweredKernel k = lowerWith([] { cases::buildSkippedSyncInterval().tv0->promoteReuse(); },
+  PlannedKernel k = lowerWith([] { cases::buildSkippedSyncInterval().tv0->promoteReuse(); },
                               SmemHazards::Conservative);
   EXPECT_NE(k.plan().report_text.find("promoteReuse T0 -> T2"), std::string::npos)
       << k.plan().report_text;
   EXPECT_FALSE(k.plan().report_json.empty());
   EXPECT_NE(k.plan().report_svg.find("<svg"), std::string::npos);
-  LoweredKernel a7 = lowerWith([] { cases::buildSmemVectorizationChain(); },
+  PlannedKernel a7 = lowerWith([] { cases::buildSmemVectorizationChain(); },
                                SmemHazards::Precise);
   EXPECT_NE(a7.plan().report_text.find("T1 (inner)"), std::string::npos)
       << a7.plan().report_text;
-}
-
-// Deletes the `index`-th barrier that promoteReuse inserted.
-void deleteInsertedBarrier(const kir::Kernel& kernel, int index) {
-  int seen = 0;
-  std::function<bool(kir::StmtList&)> walk = [&](kir::StmtList& body) {
-    for (size_t i = 0; i < body.size(); ++i) {
-      auto* sync = dynamic_cast<kir::BlockSync*>(body[i].get());
-      if (sync != nullptr && sync->inserted_for_reuse && seen++ == index) {
-        body.erase(body.begin() + static_cast<std::ptrdiff_t>(i));
-        return true;
-      }
-      if (auto* loop = dynamic_cast<kir::ForLoop*>(body[i].get())) {
-        if (walk(loop->body)) return true;
-      }
-    }
-    return false;
-  };
-  ASSERT_TRUE(walk(const_cast<kir::Kernel&>(kernel).body));
 }
 
 TEST(KernelPlanVerify, DeletingAnyPromoteReuseBarrierFailsVerification) {
@@ -209,18 +191,22 @@ TEST(KernelPlanVerify, DeletingAnyPromoteReuseBarrierFailsVerification) {
     for (SmemAllocator allocator : {SmemAllocator::Best, SmemAllocator::Stack}) {
       // nvFuser's rule never promotes across a loop's back edge (B2).
       if (b == 4 && allocator == SmemAllocator::Stack) continue;
-      int inserted = lowerWith(builds[b], SmemHazards::Conservative, allocator).insertedBarriers();
-      EXPECT_GE(inserted, 1) << "build " << b;
-      for (int i = 0; i < inserted; ++i) {
-        LoweredKernel k = lowerWith(builds[b], SmemHazards::Conservative, allocator);
-        EXPECT_NO_THROW(verifyKernelSharedMemory(*k.kernel, SmemHazards::Conservative, 232448));
-        deleteInsertedBarrier(*k.kernel, i);
+      PlannedKernel k = lowerWith(builds[b], SmemHazards::Conservative, allocator);
+      EXPECT_NO_THROW(verifyKernelSharedMemory(*k.kernel, SmemHazards::Conservative, 232448));
+      int inserted = 0;
+      for (smelt::testing::KernelMutation& m : smelt::testing::kernelMutations(*k.kernel)) {
+        auto* sync = dynamic_cast<const kir::BlockSync*>(m.stmt);
+        if (sync == nullptr || !sync->inserted_for_reuse) continue;
+        ++inserted;
+        m.apply();
         EXPECT_THROW(verifyKernelSharedMemory(*k.kernel, SmemHazards::Conservative, 232448),
                      Error)
-            << "build " << b << " barrier " << i << "\n"
+            << "build " << b << ": " << m.description << "\n"
             << k.kernel->toString();
+        m.undo();
         ++mutants;
       }
+      EXPECT_GE(inserted, 1) << "build " << b;
     }
   }
   EXPECT_EQ(mutants, 2 * (1 + 1 + 2 + 1) + 1);

@@ -7,14 +7,15 @@
 
 #include <tuple>
 
-#include "alloc_reuse/kernel_plan_test_util.h"
+#include "common/case_corpus.h"
+#include "common/planned_kernel.h"
 #include "common/smem_case_fusions.h"
 
 namespace smelt::alloc_reuse {
 namespace {
 
-using testing::LoweredKernel;
-using testing::lowerWith;
+using smelt::testing::PlannedKernel;
+using smelt::testing::lowerWith;
 
 constexpr SmemHazards kPrecise = SmemHazards::Precise;
 constexpr SmemHazards kConservative = SmemHazards::Conservative;
@@ -26,12 +27,12 @@ constexpr SmemAllocator kStack = SmemAllocator::Stack;
 TEST(KernelPlanCases, A1UnscheduledConservativeNoReuse) {
   cases::SimpleCase c{};
   auto build = [&] { c = cases::buildSimpleCase(); };
-  LoweredKernel stack = lowerWith(build, kConservative, kStack);
+  PlannedKernel stack = lowerWith(build, kConservative, kStack);
   EXPECT_EQ(stack.tensorBytes(), 52);
   EXPECT_EQ(stack.address(c.a), 32);
   EXPECT_EQ(stack.address(c.b), 0);
   EXPECT_EQ(stack.insertedBarriers(), 0);
-  LoweredKernel best = lowerWith(build, kConservative, kBest);
+  PlannedKernel best = lowerWith(build, kConservative, kBest);
   EXPECT_EQ(best.tensorBytes(), 52);
   EXPECT_EQ(best.insertedBarriers(), 0);
 }
@@ -44,21 +45,21 @@ TEST(KernelPlanCases, A1BlockReductionIsABarrier) {
   };
   for (SmemAllocator allocator : {kStack, kBest}) {
     for (SmemHazards hazards : {kConservative, kPrecise}) {
-      LoweredKernel k = lowerWith(build, hazards, allocator);
+      PlannedKernel k = lowerWith(build, hazards, allocator);
       EXPECT_EQ(k.tensorBytes(), 24);
       EXPECT_EQ(k.address(c.a), 0);
       EXPECT_EQ(k.address(c.b), 0);
       EXPECT_EQ(k.insertedBarriers(), 0);
-      // The reduction's workspace is written while thread 0 may still read A:
-      // it gets bytes of its own, above A.
-      EXPECT_EQ(k.totalBytes(), 52);
+      // The barrier before the reduction (thread 0 wrote the Global tv2 that
+      // every thread reads) also frees A's bytes for its workspace.
+      EXPECT_EQ(k.totalBytes(), 24);
     }
   }
 }
 
 TEST(KernelPlanCases, A1PreciseOneThreadReusesWithoutBarrier) {
   cases::SimpleCase c{};
-  LoweredKernel k = lowerWith([&] { c = cases::buildSimpleCase(); }, kPrecise);
+  PlannedKernel k = lowerWith([&] { c = cases::buildSimpleCase(); }, kPrecise);
   EXPECT_EQ(k.tensorBytes(), 24);
   EXPECT_EQ(k.address(c.a), 0);
   EXPECT_EQ(k.address(c.b), 0);
@@ -70,7 +71,7 @@ TEST(KernelPlanCases, A1PreciseOneThreadReusesWithoutBarrier) {
 TEST(KernelPlanCases, A2NeedsReorderedPush) {
   cases::NeedsReorderedPush c{};
   auto plain = [&] { c = cases::buildNeedsReorderedPush(); };
-  LoweredKernel stack = lowerWith(plain, kConservative, kStack);
+  PlannedKernel stack = lowerWith(plain, kConservative, kStack);
   EXPECT_EQ(stack.tensorBytes(), 84);
   EXPECT_EQ(stack.address(c.a), 64);
   EXPECT_EQ(stack.address(c.b), 32);
@@ -82,7 +83,7 @@ TEST(KernelPlanCases, A2NeedsReorderedPush) {
     c = cases::buildNeedsReorderedPush();
     c.sum->axis(0)->parallelize(ParallelType::TIDx);
   };
-  LoweredKernel stack_reduced = lowerWith(reduced, kConservative, kStack);
+  PlannedKernel stack_reduced = lowerWith(reduced, kConservative, kStack);
   EXPECT_EQ(stack_reduced.tensorBytes(), 56);
   EXPECT_EQ(stack_reduced.address(c.a), 32);
   EXPECT_EQ(stack_reduced.address(c.b), 0);
@@ -97,7 +98,7 @@ TEST(KernelPlanCases, A3PromoteReuseInsertsOneBarrierConservatively) {
     c.a->promoteReuse();
   };
   for (SmemAllocator allocator : {kStack, kBest}) {
-    LoweredKernel k = lowerWith(build, kConservative, allocator);
+    PlannedKernel k = lowerWith(build, kConservative, allocator);
     EXPECT_EQ(k.tensorBytes(), 56);
     EXPECT_EQ(k.insertedBarriers(), 1);
     const ReuseBarrier& r = k.plan().reuse_barriers.at(0);
@@ -119,7 +120,7 @@ TEST(KernelPlanCases, A3PromoteReuseInsertsOneBarrierConservatively) {
 }
 
 TEST(KernelPlanCases, A3PreciseNeedsNoBarrier) {
-  LoweredKernel k = lowerWith(
+  PlannedKernel k = lowerWith(
       [] { cases::buildNeedsReorderedPush().a->promoteReuse(); }, kPrecise);
   EXPECT_EQ(k.tensorBytes(), 56);
   EXPECT_EQ(k.insertedBarriers(), 0);
@@ -135,10 +136,10 @@ TEST(KernelPlanCases, A4WithoutPromotionNoReuse) {
 
 TEST(KernelPlanCases, A4PromotionBeatsNvFuser) {
   auto build = [] { cases::buildPromoteReuseMultipleDownstream().tv0->promoteReuse(); };
-  LoweredKernel stack = lowerWith(build, kConservative, kStack);
+  PlannedKernel stack = lowerWith(build, kConservative, kStack);
   EXPECT_EQ(stack.tensorBytes(), 80);
   EXPECT_EQ(stack.insertedBarriers(), 1);
-  LoweredKernel best = lowerWith(build, kConservative, kBest);
+  PlannedKernel best = lowerWith(build, kConservative, kBest);
   EXPECT_EQ(best.tensorBytes(), 68);
   EXPECT_EQ(best.insertedBarriers(), 1);
   EXPECT_EQ(best.lowerBound(), 68);
@@ -158,10 +159,10 @@ TEST(KernelPlanCases, A5TwoPromotionsBeatNvFuser) {
     c.tv0->promoteReuse();
     c.tv4->promoteReuse();
   };
-  LoweredKernel stack = lowerWith(build, kConservative, kStack);
+  PlannedKernel stack = lowerWith(build, kConservative, kStack);
   EXPECT_EQ(stack.tensorBytes(), 80);
   EXPECT_EQ(stack.insertedBarriers(), 2);
-  LoweredKernel best = lowerWith(build, kConservative, kBest);
+  PlannedKernel best = lowerWith(build, kConservative, kBest);
   EXPECT_EQ(best.tensorBytes(), 68);
   EXPECT_EQ(best.insertedBarriers(), 2);
   // Only the 8- and 9-float buffers still conflict.
@@ -181,7 +182,7 @@ TEST(KernelPlanCases, A6BarrierInsideTrivialThreadLoopBeforeNextNest) {
   };
   for (SmemAllocator allocator : {kStack, kBest}) {
     for (SmemHazards hazards : {kConservative, kPrecise}) {
-      LoweredKernel k = lowerWith(build, hazards, allocator);
+      PlannedKernel k = lowerWith(build, hazards, allocator);
       EXPECT_EQ(k.insertedBarriers(), 1);
       EXPECT_EQ(k.address(c.tv0), 0);
       EXPECT_EQ(k.address(c.tv2), 0);
@@ -208,7 +209,7 @@ TEST(KernelPlanCases, A6BarrierInsideTrivialThreadLoopBeforeNextNest) {
 TEST(KernelPlanCases, A7SharedAliasAcrossVectorizationFactors) {
   cases::VectorChain c{};
   for (SmemHazards hazards : {kPrecise, kConservative}) {
-    LoweredKernel k = lowerWith([&] { c = cases::buildSmemVectorizationChain(); }, hazards);
+    PlannedKernel k = lowerWith([&] { c = cases::buildSmemVectorizationChain(); }, hazards);
     EXPECT_EQ(k.aliasOf(c.tv3), k.buffer(c.tv1));
     EXPECT_EQ(k.address(c.tv3), k.address(c.tv1));
     EXPECT_EQ(k.tensorBytes(), 64);
@@ -221,7 +222,7 @@ class A8RegisterAlias : public ::testing::TestWithParam<std::tuple<int64_t, int6
 TEST_P(A8RegisterAlias, AliasesExactlyWhenNarrowerVectors) {
   auto [vf1, vf2] = GetParam();
   cases::VectorChain c{};
-  LoweredKernel k =
+  PlannedKernel k =
       lowerWith([&] { c = cases::buildRegisterVectorizationChain(vf1, vf2); }, kPrecise);
   if (vf2 <= vf1) {
     EXPECT_EQ(k.aliasOf(c.tv3), k.buffer(c.tv1));
@@ -237,7 +238,7 @@ INSTANTIATE_TEST_SUITE_P(KernelPlanCases, A8RegisterAlias,
 TEST(KernelPlanCases, A9ExpandBetweenAliases) {
   for (bool concrete : {true, false}) {
     cases::ExpandChain c{};
-    LoweredKernel k = lowerWith([&] { c = cases::buildExpandBetweenAliases(concrete); }, kPrecise);
+    PlannedKernel k = lowerWith([&] { c = cases::buildExpandBetweenAliases(concrete); }, kPrecise);
     EXPECT_EQ(k.aliasOf(c.tv3), k.buffer(c.tv1)) << (concrete ? "concrete" : "symbolic");
     ASSERT_TRUE(k.buffer(c.tv3)->address.has_value());
     EXPECT_TRUE(k.buffer(c.tv3)->address->sameAs(*k.buffer(c.tv1)->address));
@@ -249,7 +250,7 @@ TEST(KernelPlanCases, A9ExpandBetweenAliases) {
 TEST(KernelPlanCases, B1TiledGemmReusesOperandTileForEpilogue) {
   cases::TiledGemm c{};
   for (SmemHazards hazards : {kPrecise, kConservative}) {
-    LoweredKernel k = lowerWith([&] { c = cases::buildTiledGemm(); }, hazards);
+    PlannedKernel k = lowerWith([&] { c = cases::buildTiledGemm(); }, hazards);
     EXPECT_EQ(k.tensorBytes(), 8192);
     EXPECT_EQ(k.noReuseBytes(), 12288);
     // The K loop's own barrier already follows the operand tiles' last reads.
@@ -265,13 +266,13 @@ TEST(KernelPlanCases, B2BatchLoopAroundGemmKeepsReuse) {
   // the same thread read of Csub — no barrier. Conservative: one back-edge
   // barrier, which promoteReuse on Csub inserts; without it no reuse.
   cases::TiledGemm c{};
-  LoweredKernel precise = lowerWith([&] { c = cases::buildTiledGemm(64, 64, 64, 3); }, kPrecise);
+  PlannedKernel precise = lowerWith([&] { c = cases::buildTiledGemm(64, 64, 64, 3); }, kPrecise);
   EXPECT_EQ(precise.tensorBytes(), 8192);
   EXPECT_EQ(precise.noReuseBytes(), 12288);
   EXPECT_EQ(precise.aliasOf(c.c_sub), precise.buffer(c.a_sub));
   EXPECT_EQ(precise.insertedBarriers(), 0);
 
-  LoweredKernel promoted = lowerWith(
+  PlannedKernel promoted = lowerWith(
       [&] {
         c = cases::buildTiledGemm(64, 64, 64, 3);
         c.c_sub->promoteReuse();
@@ -283,13 +284,13 @@ TEST(KernelPlanCases, B2BatchLoopAroundGemmKeepsReuse) {
             std::string::npos)
       << promoted.plan().report_text;
 
-  LoweredKernel plain =
+  PlannedKernel plain =
       lowerWith([&] { c = cases::buildTiledGemm(64, 64, 64, 3); }, kConservative);
   EXPECT_EQ(plain.tensorBytes(), 12288);
   EXPECT_EQ(plain.insertedBarriers(), 0);
 
   // nvFuser's allocator sees every tile live across the whole batch loop.
-  LoweredKernel stack = lowerWith(
+  PlannedKernel stack = lowerWith(
       [&] {
         c = cases::buildTiledGemm(64, 64, 64, 3);
         c.c_sub->promoteReuse();
@@ -303,32 +304,39 @@ TEST(KernelPlanCases, B2BatchLoopAroundGemmKeepsReuse) {
 
 TEST(KernelPlanCases, C1BlockSliceAllocation) {
   cases::PersistentSlice c{};
-  LoweredKernel k = lowerWith([&] { c = cases::buildPersistentRnnSlice(); }, kPrecise);
+  PlannedKernel k = lowerWith([&] { c = cases::buildPersistentRnnSlice(); }, kPrecise);
   EXPECT_EQ(k.buffer(c.w_shared)->bytes().constant(), 32768);
   EXPECT_EQ(k.tensorBytes(), 32768);
 }
 
-// ---- Never worse than the stack allocator ----
+// ---- Every case: never worse than the stack allocator, lower bound reached ----
 
 TEST(KernelPlanCases, BestNeverWorseThanStack) {
-  std::vector<std::function<void()>> builds = {
-      [] { cases::buildSimpleCase(); },
-      [] { cases::buildNeedsReorderedPush(); },
-      [] { cases::buildNeedsReorderedPush().a->promoteReuse(); },
-      [] { cases::buildPromoteReuseMultipleDownstream(); },
-      [] { cases::buildPromoteReuseMultipleDownstream().tv0->promoteReuse(); },
-      [] { cases::buildMultiplePromoteReuse(); },
-      [] { cases::buildSkippedSyncInterval().tv0->promoteReuse(); },
-      [] { cases::buildTiledGemm(); },
-  };
-  for (size_t i = 0; i < builds.size(); ++i) {
+  for (const cases::CaseKernel& c : cases::caseKernels()) {
     for (SmemHazards hazards : {kPrecise, kConservative}) {
-      LoweredKernel best = lowerWith(builds[i], hazards, kBest);
-      LoweredKernel stack = lowerWith(builds[i], hazards, kStack);
-      EXPECT_LE(best.tensorBytes(), stack.tensorBytes()) << "build " << i;
-      EXPECT_GE(best.totalBytes(), best.lowerBound()) << "build " << i;
+      PlannedKernel best = c.plan(hazards, kBest);
+      PlannedKernel stack = c.plan(hazards, kStack);
+      EXPECT_LE(best.tensorBytes(), stack.tensorBytes()) << c.name;
+      EXPECT_GE(best.totalBytes(), best.lowerBound()) << c.name;
     }
   }
+}
+
+// Where every planned buffer's size is a multiple of its alignment, no
+// padding is forced and the plan must reach the lower bound (the most bytes
+// live at one program point).
+TEST(KernelPlanCases, LowerBoundReachedWhereSizesAreAligned) {
+  std::vector<std::string> checked;
+  for (const cases::CaseKernel& c : cases::caseKernels()) {
+    for (SmemHazards hazards : {kPrecise, kConservative}) {
+      cases::CasePlanFigures f = cases::planFigures(c, hazards);
+      if (!f.sizes_aligned) continue;
+      EXPECT_EQ(f.total_bytes, f.lower_bound) << c.name;
+      checked.push_back(c.name);
+    }
+  }
+  // A7, A9, B1, B2, B2_promoted, B3, C1, D1, D1_promoted in both modes.
+  EXPECT_EQ(checked.size(), 18u) << ::testing::PrintToString(checked);
 }
 
 }  // namespace

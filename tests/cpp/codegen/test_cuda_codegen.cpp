@@ -255,7 +255,7 @@ TEST(CudaVectorize, OtherLoopsStayScalar) {
       "innermost dimension of T0 not declared contiguous");
   not_vectorized(
       [](TestKernel& t) {
-        copyStmt(t, 0).predicate.terms = {equal(sym("i2"), 0)};
+        copyStmt(t, 0).predicate.terms = {eq(sym("i2"), 0)};
       },
       "predicate singling out a lane");
   not_vectorized(
@@ -273,7 +273,7 @@ TEST(CudaVectorize, OtherLoopsStayScalar) {
   not_vectorized(
       [](TestKernel& t) {
         FusionGuard guard(t.fusion.get());
-        copyStmt(t, 0).operands[0].in_bounds.terms = {lessThan(sym("i2"), 4)};
+        copyStmt(t, 0).operands[0].in_bounds.terms = {lt(sym("i2"), 4)};
         copyStmt(t, 0).operands[0].out_of_bounds_value = constant(0.0);
       },
       "padded read");
@@ -302,7 +302,7 @@ TEST(CudaVectorize, MergedContiguousDimensionsIndexAsOne) {
 
 TEST(CudaVectorize, BoundOnTheVectorIndexRunsTheStraddlingVectorLaneByLane) {
   auto t = vectorizedCopyKernel();
-  copyStmt(*t, 0).predicate.terms = {lessThan(sym("i1") * 4 + sym("i2"), sym("T0.size[1]"))};
+  copyStmt(*t, 0).predicate.terms = {lt(sym("i1") * 4 + sym("i2"), sym("T0.size[1]"))};
   auto load = vectorizeLoop(*copyLoop(*t, 0));
   ASSERT_TRUE(load.has_value());
   EXPECT_TRUE(load->scalar_tail);
@@ -321,7 +321,7 @@ TEST(CudaVectorize, BoundOnTheVectorIndexRunsTheStraddlingVectorLaneByLane) {
             std::string::npos)
       << cuda;
   // A bound the index moves away from cannot be taken at the last lane.
-  copyStmt(*t, 0).predicate.terms = {lessThan(sym("T0.size[1]") - sym("i2"), 4)};
+  copyStmt(*t, 0).predicate.terms = {lt(sym("T0.size[1]") - sym("i2"), 4)};
   EXPECT_FALSE(vectorizeLoop(*copyLoop(*t, 0)).has_value());
 }
 

@@ -4,116 +4,13 @@
 #pragma once
 
 #include <memory>
-#include <string>
-#include <utility>
 #include <vector>
 
-#include "fusion/fusion.h"
-#include "fusion/ops.h"
-#include "lower/kir.h"
+#include "common/kir_builder.h"
 
 namespace smelt::codegen_testing {
 
-// A kernel and the fusion whose nodes it refers to.
-struct TestKernel {
-  std::string name;
-  std::unique_ptr<Fusion> fusion = std::make_unique<Fusion>();
-  kir::Kernel kernel;
-};
-
-inline IntExpr sym(const std::string& name) { return IntExpr::symbol(name); }
-
-inline kir::Buffer* addBuffer(kir::Kernel& k, const TensorView* tv, const std::string& name,
-                              MemoryType memory, DataType dtype, std::vector<IntExpr> shape) {
-  auto b = std::make_unique<kir::Buffer>();
-  b->tv = tv;
-  b->name = name;
-  b->memory = memory;
-  b->dtype = dtype;
-  IntExpr elements = 1;
-  for (const IntExpr& e : shape) elements = elements * e;
-  b->shape = std::move(shape);
-  b->elements = elements;
-  k.buffers.push_back(std::move(b));
-  return k.buffers.back().get();
-}
-
-// A Global buffer for a fusion input/output: shape T<n>.size[d].
-inline kir::Buffer* globalBuffer(kir::Kernel& k, const TensorView* tv) {
-  std::vector<IntExpr> shape;
-  for (size_t d = 0; d < tv->logicalNoReductions().size(); ++d) {
-    shape.push_back(sym(tv->name() + ".size[" + std::to_string(d) + "]"));
-  }
-  return addBuffer(k, tv, tv->name(), MemoryType::Global, tv->dtype(), std::move(shape));
-}
-
-inline kir::Buffer* sharedBuffer(kir::Kernel& k, const TensorView* tv, const std::string& name,
-                                 DataType dtype, int64_t elements, int64_t address) {
-  kir::Buffer* b = addBuffer(k, tv, name, MemoryType::Shared, dtype, {elements});
-  b->address = IntExpr(address);
-  return b;
-}
-
-template <typename T>
-T* append(kir::StmtList& list, std::unique_ptr<T> stmt) {
-  T* raw = stmt.get();
-  list.push_back(std::move(stmt));
-  return raw;
-}
-
-inline kir::ForLoop* loop(kir::StmtList& list, const std::string& index, IntExpr extent,
-                          ParallelType pt = ParallelType::Serial, bool trivial = false) {
-  auto l = std::make_unique<kir::ForLoop>();
-  l->index = index;
-  l->extent = std::move(extent);
-  l->parallel_type = pt;
-  l->trivial = trivial;
-  return append(list, std::move(l));
-}
-
-inline void allocate(kir::StmtList& list, kir::Buffer* buffer) {
-  append(list, std::make_unique<kir::Allocate>(buffer));
-}
-
-inline kir::Access at(const kir::Buffer* buffer, IntExpr index) { return {buffer, std::move(index)}; }
-
-inline kir::Operand read(const kir::Buffer* buffer, IntExpr index) {
-  kir::Operand op;
-  op.access = at(buffer, std::move(index));
-  return op;
-}
-
-inline kir::Operand scalar(const Val* val) {
-  kir::Operand op;
-  op.scalar = val;
-  return op;
-}
-
-inline kir::Predicate::Term lessThan(IntExpr lhs, IntExpr rhs) {
-  return {std::move(lhs), kir::Predicate::Term::Kind::LessThan, std::move(rhs)};
-}
-inline kir::Predicate::Term equal(IntExpr lhs, IntExpr rhs) {
-  return {std::move(lhs), kir::Predicate::Term::Kind::Equal, std::move(rhs)};
-}
-inline kir::Predicate::Term greaterEqual(IntExpr lhs, IntExpr rhs) {
-  return {std::move(lhs), kir::Predicate::Term::Kind::GreaterEqual, std::move(rhs)};
-}
-
-inline kir::Compute* compute(kir::StmtList& list, const Expr* expr, kir::Access out,
-                             std::vector<kir::Operand> operands, kir::Predicate predicate = {}) {
-  auto c = std::make_unique<kir::Compute>();
-  c->expr = expr;
-  c->out = std::move(out);
-  c->operands = std::move(operands);
-  c->predicate = std::move(predicate);
-  return append(list, std::move(c));
-}
-
-inline void sync(kir::StmtList& list, const std::string& reason) {
-  auto s = std::make_unique<kir::BlockSync>();
-  s->reason = reason;
-  append(list, std::move(s));
-}
+using namespace kir_testing;
 
 // T2 = exp(T0); T3 = T2 * s0; T4 = T3 + T1 with T0/T1/T4 2-D (any strides),
 // flattened onto blockIdx.x x threadIdx.x (128); T2 and T3 share one register.
@@ -133,19 +30,17 @@ inline std::unique_ptr<TestKernel> pointwiseKernel() {
   t->fusion->addOutput(tv4);
 
   kir::Kernel& k = t->kernel;
-  kir::Buffer* in0 = globalBuffer(k, tv0);
-  kir::Buffer* in1 = globalBuffer(k, tv1);
-  kir::Buffer* out = globalBuffer(k, tv4);
-  kir::Buffer* local = addBuffer(k, tv3, "T3", MemoryType::Local, DataType::Float, {1});
-  k.inputs = {in0, in1};
-  k.outputs = {out};
+  kir::Buffer* in0 = t->global(tv0, true);
+  kir::Buffer* in1 = t->global(tv1, true);
+  kir::Buffer* out = t->global(tv4, false);
+  kir::Buffer* local = t->buffer(tv3, "T3", MemoryType::Local, DataType::Float, {1});
   k.scalar_inputs = {s0};
   const IntExpr n = sym("T0.size[0]") * sym("T0.size[1]");
   k.launch.grid[0] = ceilDiv(n, 128);
   k.launch.block[0] = 128;
 
-  kir::ForLoop* bx = loop(k.body, "i0", ceilDiv(n, 128), ParallelType::BIDx, true);
-  kir::ForLoop* tx = loop(bx->body, "i1", 128, ParallelType::TIDx, true);
+  kir::ForLoop* bx = loop(k.body, "i0", ceilDiv(n, 128), ParallelType::BIDx);
+  kir::ForLoop* tx = loop(bx->body, "i1", 128, ParallelType::TIDx);
   const IntExpr linear = sym("i0") * 128 + sym("i1");
   auto index = [&](const kir::Buffer* b) {
     return (linear / sym("T0.size[1]")) * sym(b->name + ".stride[0]") +
@@ -153,7 +48,7 @@ inline std::unique_ptr<TestKernel> pointwiseKernel() {
   };
   allocate(tx->body, local);
   auto* guard_if = append(tx->body, std::make_unique<kir::IfThenElse>());
-  guard_if->predicate.terms = {lessThan(linear, n)};
+  guard_if->predicate.terms = {lt(linear, n)};
   compute(guard_if->then_body, tv2->definition(), at(local, 0), {read(in0, index(in0))});
   compute(guard_if->then_body, tv3->definition(), at(local, 0), {read(local, 0), scalar(s0)});
   compute(guard_if->then_body, tv4->definition(), at(out, index(out)),
@@ -176,18 +71,16 @@ inline std::unique_ptr<TestKernel> reductionKernel() {
   const auto* red = static_cast<const ReductionOp*>(tv1->definition());
 
   kir::Kernel& k = t->kernel;
-  kir::Buffer* in = globalBuffer(k, tv0);
-  kir::Buffer* out = globalBuffer(k, tv2);
-  kir::Buffer* partial = addBuffer(k, tv1, "T3", MemoryType::Local, DataType::Float, {1});
-  kir::Buffer* result = addBuffer(k, tv1, "T4", MemoryType::Local, DataType::Float, {1});
-  kir::Buffer* ws = sharedBuffer(k, tv1, "T5", DataType::Float, 128, 0);
-  k.inputs = {in};
-  k.outputs = {out};
+  kir::Buffer* in = t->global(tv0, true);
+  kir::Buffer* out = t->global(tv2, false);
+  kir::Buffer* partial = t->buffer(tv1, "T3", MemoryType::Local, DataType::Float, {1});
+  kir::Buffer* result = t->buffer(tv1, "T4", MemoryType::Local, DataType::Float, {1});
+  kir::Buffer* ws = t->shared("T5", DataType::Float, 128, 0, tv1);
   k.launch.grid[0] = sym("T0.size[0]");
   k.launch.block[0] = 128;
 
-  kir::ForLoop* bx = loop(k.body, "i0", sym("T0.size[0]"), ParallelType::BIDx, true);
-  kir::ForLoop* tx = loop(bx->body, "i1", 128, ParallelType::TIDx, true);
+  kir::ForLoop* bx = loop(k.body, "i0", sym("T0.size[0]"), ParallelType::BIDx);
+  kir::ForLoop* tx = loop(bx->body, "i1", 128, ParallelType::TIDx);
   allocate(tx->body, partial);
   allocate(tx->body, result);
   auto init = std::make_unique<kir::ReduceInit>();
@@ -200,7 +93,7 @@ inline std::unique_ptr<TestKernel> reductionKernel() {
   step->expr = red;
   step->out = at(partial, 0);
   step->in = read(in, sym("i0") * sym("T0.stride[0]") + col * sym("T0.stride[1]"));
-  step->predicate.terms = {lessThan(col, sym("T0.size[1]"))};
+  step->predicate.terms = {lt(col, sym("T0.size[1]"))};
   append(serial->body, std::move(step));
   allocate(tx->body, ws);
   auto block = std::make_unique<kir::BlockReduce>();
@@ -211,7 +104,7 @@ inline std::unique_ptr<TestKernel> reductionKernel() {
   block->workspace = ws;
   append(tx->body, std::move(block));
   compute(tx->body, tv2->definition(), at(out, sym("i0") * sym("T2.stride[0]")), {read(result, 0)},
-          kir::Predicate{{equal(sym("i1"), 0)}});
+          kir::Predicate{{eq(sym("i1"), 0)}});
   return t;
 }
 
@@ -232,35 +125,33 @@ inline std::unique_ptr<TestKernel> sharedTilesKernel() {
   t->fusion->addOutput(tv4);
 
   kir::Kernel& k = t->kernel;
-  kir::Buffer* in = globalBuffer(k, tv0);
-  kir::Buffer* out = globalBuffer(k, tv4);
-  kir::Buffer* s1 = sharedBuffer(k, tv1, "T1", DataType::Float, 128, 0);
-  kir::Buffer* s2 = sharedBuffer(k, tv2, "T2", DataType::Float, 128, 512);
-  kir::Buffer* s3 = sharedBuffer(k, tv3, "T3", DataType::Float, 128, 0);
+  kir::Buffer* in = t->global(tv0, true);
+  kir::Buffer* out = t->global(tv4, false);
+  kir::Buffer* s1 = t->shared("T1", DataType::Float, 128, 0, tv1);
+  kir::Buffer* s2 = t->shared("T2", DataType::Float, 128, 512, tv2);
+  kir::Buffer* s3 = t->shared("T3", DataType::Float, 128, 0, tv3);
   s3->alias_of = s1;
-  k.inputs = {in};
-  k.outputs = {out};
   k.launch.grid[0] = ceilDiv(sym("T0.size[0]"), 128);
   k.launch.block[0] = 128;
 
-  kir::ForLoop* bx = loop(k.body, "i0", ceilDiv(sym("T0.size[0]"), 128), ParallelType::BIDx, true);
+  kir::ForLoop* bx = loop(k.body, "i0", ceilDiv(sym("T0.size[0]"), 128), ParallelType::BIDx);
   allocate(bx->body, s1);
   allocate(bx->body, s2);
   allocate(bx->body, s3);
   const IntExpr g = sym("i0") * 128 + sym("i1");
-  const kir::Predicate in_range{{lessThan(g, sym("T0.size[0]"))}};
-  kir::ForLoop* x1 = loop(bx->body, "i1", 128, ParallelType::TIDx, true);
+  const kir::Predicate in_range{{lt(g, sym("T0.size[0]"))}};
+  kir::ForLoop* x1 = loop(bx->body, "i1", 128, ParallelType::TIDx);
   compute(x1->body, tv1->definition(), at(s1, sym("i1")), {read(in, g * sym("T0.stride[0]"))},
           in_range);
   sync(bx->body, "RAW T1");
-  kir::ForLoop* x2 = loop(bx->body, "i1", 128, ParallelType::TIDx, true);
+  kir::ForLoop* x2 = loop(bx->body, "i1", 128, ParallelType::TIDx);
   compute(x2->body, tv2->definition(), at(s2, sym("i1")),
           {read(s1, IntExpr(127) - sym("i1")), scalar(tv2->definition()->input(1))});
   sync(bx->body, "RAW T2");
-  kir::ForLoop* x3 = loop(bx->body, "i1", 128, ParallelType::TIDx, true);
+  kir::ForLoop* x3 = loop(bx->body, "i1", 128, ParallelType::TIDx);
   compute(x3->body, tv3->definition(), at(s3, sym("i1")), {read(s2, (sym("i1") + 1) % 128)});
   sync(bx->body, "RAW T3");
-  kir::ForLoop* x4 = loop(bx->body, "i1", 128, ParallelType::TIDx, true);
+  kir::ForLoop* x4 = loop(bx->body, "i1", 128, ParallelType::TIDx);
   compute(x4->body, tv4->definition(), at(out, g * sym("T4.stride[0]")),
           {read(s3, IntExpr(127) - sym("i1"))}, in_range);
   return t;
@@ -282,22 +173,20 @@ inline std::unique_ptr<TestKernel> halfCastKernel() {
   t->fusion->addOutput(tv4);
 
   kir::Kernel& k = t->kernel;
-  kir::Buffer* in = globalBuffer(k, tv0);
-  kir::Buffer* out_bf = globalBuffer(k, tv3);
-  kir::Buffer* out_h = globalBuffer(k, tv4);
-  kir::Buffer* tmp = addBuffer(k, th, "T2", MemoryType::Local, DataType::Float, {4});
-  k.inputs = {in};
-  k.outputs = {out_bf, out_h};
+  kir::Buffer* in = t->global(tv0, true);
+  kir::Buffer* out_bf = t->global(tv3, false);
+  kir::Buffer* out_h = t->global(tv4, false);
+  kir::Buffer* tmp = t->buffer(th, "T2", MemoryType::Local, DataType::Float, {4});
   const IntExpr n = sym("T0.size[0]");
   k.launch.grid[0] = ceilDiv(n, 512);
   k.launch.block[0] = 128;
 
-  kir::ForLoop* bx = loop(k.body, "i0", ceilDiv(n, 512), ParallelType::BIDx, true);
-  kir::ForLoop* tx = loop(bx->body, "i1", 128, ParallelType::TIDx, true);
+  kir::ForLoop* bx = loop(k.body, "i0", ceilDiv(n, 512), ParallelType::BIDx);
+  kir::ForLoop* tx = loop(bx->body, "i1", 128, ParallelType::TIDx);
   allocate(tx->body, tmp);
   kir::ForLoop* u = loop(tx->body, "i2", 4, ParallelType::Unroll);
   const IntExpr g = (sym("i0") * 128 + sym("i1")) * 4 + sym("i2");
-  const kir::Predicate in_range{{lessThan(g, n)}};
+  const kir::Predicate in_range{{lt(g, n)}};
   compute(u->body, f->definition(), at(tmp, sym("i2")), {read(in, g * sym("T0.stride[0]"))}, in_range);
   compute(u->body, th->definition(), at(tmp, sym("i2")), {read(tmp, sym("i2"))}, in_range);
   compute(u->body, tv3->definition(), at(out_bf, g * sym("T3.stride[0]")), {read(tmp, sym("i2"))}, in_range);
@@ -319,23 +208,21 @@ inline std::unique_ptr<TestKernel> padKernel() {
   const auto* padop = static_cast<const PadOp*>(tv1->definition());
 
   kir::Kernel& k = t->kernel;
-  kir::Buffer* in = globalBuffer(k, tv0);
-  kir::Buffer* out = addBuffer(k, tv1, "T1", MemoryType::Global, DataType::Float, {sym("T1.size[0]")});
-  k.inputs = {in};
-  k.outputs = {out};
+  kir::Buffer* in = t->global(tv0, true);
+  kir::Buffer* out = t->global(tv1, false);
   const IntExpr n = sym("T0.size[0]") + 5;
   k.launch.grid[0] = ceilDiv(n, 64);
   k.launch.block[0] = 64;
 
-  kir::ForLoop* bx = loop(k.body, "i0", ceilDiv(n, 64), ParallelType::BIDx, true);
-  kir::ForLoop* tx = loop(bx->body, "threadIdx.x", 64, ParallelType::TIDx, true);
+  kir::ForLoop* bx = loop(k.body, "i0", ceilDiv(n, 64), ParallelType::BIDx);
+  kir::ForLoop* tx = loop(bx->body, "threadIdx.x", 64, ParallelType::TIDx);
   const IntExpr g = sym("i0") * 64 + sym("threadIdx.x");
   const IntExpr src = g - 2;
   kir::Operand operand = read(in, src * sym("T0.stride[0]"));
-  operand.in_bounds.terms = {greaterEqual(src, 0), lessThan(src, sym("T0.size[0]"))};
+  operand.in_bounds.terms = {ge(src, 0), lt(src, sym("T0.size[0]"))};
   operand.out_of_bounds_value = padop->padValue();
   compute(tx->body, padop, at(out, g * sym("T1.stride[0]")), {operand},
-          kir::Predicate{{lessThan(g, n)}});
+          kir::Predicate{{lt(g, n)}});
   return t;
 }
 
@@ -362,16 +249,14 @@ inline std::unique_ptr<TestKernel> everyOpKernel() {
   t->fusion->addOutput(out);
 
   kir::Kernel& k = t->kernel;
-  kir::Buffer* ga = globalBuffer(k, a);
-  kir::Buffer* gb = globalBuffer(k, b);
-  kir::Buffer* gc = globalBuffer(k, c);
-  kir::Buffer* gn = globalBuffer(k, n);
-  kir::Buffer* gout = globalBuffer(k, out);
-  k.inputs = {ga, gb, gc, gn};
-  k.outputs = {gout};
+  kir::Buffer* ga = t->global(a, true);
+  kir::Buffer* gb = t->global(b, true);
+  kir::Buffer* gc = t->global(c, true);
+  kir::Buffer* gn = t->global(n, true);
+  kir::Buffer* gout = t->global(out, false);
   auto value = [&](const kir::Buffer* buf) { return read(buf, 0); };
   for (TensorView* r : results) {
-    kir::Buffer* reg = addBuffer(k, r, r->name(), MemoryType::Local, r->dtype(), {1});
+    kir::Buffer* reg = t->buffer(r, r->name(), MemoryType::Local, r->dtype(), {1});
     allocate(k.body, reg);
     const Expr* expr = r->definition();
     if (expr->type() == ExprType::Reduction) {
@@ -415,23 +300,21 @@ inline std::unique_ptr<TestKernel> vectorizedCopyKernel() {
   t->fusion->addOutput(tv2);
 
   kir::Kernel& k = t->kernel;
-  kir::Buffer* in = globalBuffer(k, tv0);
-  kir::Buffer* out = globalBuffer(k, tv2);
-  kir::Buffer* reg = addBuffer(k, tv1, "T1", MemoryType::Local, DataType::Float, {4});
-  k.inputs = {in};
-  k.outputs = {out};
+  kir::Buffer* in = t->global(tv0, true);
+  kir::Buffer* out = t->global(tv2, false);
+  kir::Buffer* reg = t->local("T1", DataType::Float, 4, tv1);
   k.launch.grid[0] = sym("T0.size[0]");
   k.launch.block[0] = 16;
 
-  kir::ForLoop* bx = loop(k.body, "i0", sym("T0.size[0]"), ParallelType::BIDx, true);
-  kir::ForLoop* tx = loop(bx->body, "i1", 16, ParallelType::TIDx, true);
+  kir::ForLoop* bx = loop(k.body, "i0", sym("T0.size[0]"), ParallelType::BIDx);
+  kir::ForLoop* tx = loop(bx->body, "i1", 16, ParallelType::TIDx);
   auto index = [&](const kir::Buffer* b, const std::string& lane) {
     return sym("i0") * sym(b->name + ".stride[0]") + (sym("i1") * 4 + sym(lane)) * sym(b->name + ".stride[1]");
   };
   allocate(tx->body, reg);
-  kir::ForLoop* load = loop(tx->body, "i2", 4, ParallelType::Vectorize, true);
+  kir::ForLoop* load = loop(tx->body, "i2", 4, ParallelType::Vectorize);
   compute(load->body, tv1->definition(), at(reg, sym("i2")), {read(in, index(in, "i2"))});
-  kir::ForLoop* store = loop(tx->body, "i3", 4, ParallelType::Vectorize, true);
+  kir::ForLoop* store = loop(tx->body, "i3", 4, ParallelType::Vectorize);
   compute(store->body, tv2->definition(), at(out, index(out, "i3")), {read(reg, sym("i3"))});
   return t;
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/smem_case_fusions.h"
+#include "common/small_schedules.h"
 #include "common/expect_error.h"
 #include "fusion/error.h"
 #include "fusion/ops.h"
@@ -75,11 +76,7 @@ TEST(LoweringGolden, InnerReductionWithBlockReduce) {
 TEST(LoweringGolden, OuterReductionAcrossThreads) {
   Fusion fusion;
   FusionGuard guard(&fusion);
-  TensorView* a = makeConcreteTensor({64, 32});
-  fusion.addInput(a);
-  TensorView* s = sum(a, {0});
-  fusion.addOutput(s);
-  s->axis(1)->parallelize(ParallelType::TIDx);
+  cases::buildOuterReduction();
   EXPECT_EQ(lowered(fusion),
             "0: T1[(threadIdx.x * T1.stride[0])] = 0.0\n"
             "1: for i0 in 0..64\n"
@@ -92,13 +89,7 @@ TEST(LoweringGolden, OuterReductionAcrossThreads) {
 TEST(LoweringGolden, BroadcastAndPad) {
   Fusion fusion;
   FusionGuard guard(&fusion);
-  TensorView* a = makeConcreteTensor({4, 6});
-  fusion.addInput(a);
-  TensorView* row = broadcast(sum(a, {1}), {false, true});
-  TensorView* p = pad(a, {1, 1}, 2.0);  // [4, 8]
-  TensorView* out = add(p, row);
-  fusion.addOutput(out);
-  inlineMost(&fusion);
+  cases::buildBroadcastAndPad();
   EXPECT_EQ(lowered(fusion),
             "0: for i0 in 0..4\n"
             "1:   alloc T1 Local float[1]\n"
@@ -117,29 +108,10 @@ TEST(LoweringGolden, BroadcastAndPad) {
             "13: end for i0\n");
 }
 
-// A 32x32 tile written by thread (y, x) at [y][x] and read transposed.
-struct TransposeFusion {
-  TensorView* tile;
-  TensorView* out;
-};
-TransposeFusion buildTranspose(Fusion& fusion) {
-  TensorView* a = makeConcreteTensor({32, 32});
-  fusion.addInput(a);
-  TensorView* tile = set(a)->setMemoryType(MemoryType::Shared);
-  TensorView* out = set(tile);
-  fusion.addOutput(out);
-  tile->axis(0)->parallelize(ParallelType::TIDy);
-  tile->axis(1)->parallelize(ParallelType::TIDx);
-  out->reorder({{0, 1}});  // [j, i]
-  out->axis(0)->parallelize(ParallelType::TIDy);
-  out->axis(1)->parallelize(ParallelType::TIDx);
-  return {tile, out};
-}
-
 TEST(LoweringGolden, TiledCopyWithTransposedRead) {
   Fusion fusion;
   FusionGuard guard(&fusion);
-  buildTranspose(fusion);
+  cases::buildSmemTranspose();
   EXPECT_EQ(lowered(fusion),
             "0: alloc T1 Shared float[1024]\n"
             "1: for threadIdx.y in 0..32 (TIDy) trivial\n"
@@ -219,11 +191,10 @@ TEST(LoweringAllocation, ComputeAtPositionsShrinkBuffers) {
 TEST(LoweringSyncs, TransposeHasExactlyOneRawBarrier) {
   Fusion fusion;
   FusionGuard guard(&fusion);
-  TransposeFusion t = buildTranspose(fusion);
+  cases::buildSmemTranspose();
   GpuLower lower(&fusion);
   const kir::Kernel& kernel = lower.run();
   EXPECT_EQ(syncReasons(kernel), std::vector<std::string>{"RAW T1"});
-  (void)t;
 }
 
 TEST(LoweringSyncs, KLoopStagingGetsRawAndWarBarriers) {
@@ -258,6 +229,28 @@ TEST(LoweringSyncs, ThreadPrivateChainNeedsNone) {
   for (TensorView* tv : {s1, s2, out}) tv->axis(0)->parallelize(ParallelType::TIDx);
   GpuLower lower(&fusion);
   EXPECT_TRUE(syncReasons(lower.run()).empty());
+}
+
+// Case A1 with its sum on TIDx: thread 0 writes the Global output tv2 that
+// every thread then reads in the block reduction; Global memory is shared by
+// the block like Shared memory, so the read needs a RAW barrier.
+TEST(LoweringSyncs, GlobalOutputReadByOtherThreadsGetsRawBarrier) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  cases::buildSimpleCase().sum->axis(0)->parallelize(ParallelType::TIDx);
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  EXPECT_EQ(syncReasons(kernel), std::vector<std::string>{"RAW T2"});
+  // Right before the (trivial) thread loop of the block reduction. The
+  // reduction's own output needs none: every thread holds the result.
+  bool before_reduction = false;
+  for (size_t i = 0; i + 1 < kernel.body.size(); ++i) {
+    auto* loop = dynamic_cast<const kir::ForLoop*>(kernel.body[i + 1].get());
+    before_reduction = before_reduction ||
+                       (kernel.body[i]->kind() == kir::StmtKind::BlockSync && loop != nullptr &&
+                        loop->body[0]->kind() == kir::StmtKind::BlockReduce);
+  }
+  EXPECT_TRUE(before_reduction) << kernel.toString();
 }
 
 TEST(LoweringErrors, InconsistentParallelizationAcrossComputeAt) {

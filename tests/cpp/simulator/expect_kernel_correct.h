@@ -1,7 +1,9 @@
-// expectKernelCorrect: lowers a scheduled fusion, simulates the kernel with
-// race detection in every thread order, and compares each output with the
-// fusion evaluated by ATen. Link smelt_simulator, smelt_lower and
-// smelt_aten_reference.
+// Checking kernels with the simulator: each run simulates with race detection
+// in every thread order (forward, reverse, random) and compares the outputs
+// with a reference — ATen's evaluation of the fusion, or for a hand-built
+// kernel the same kernel simulated with no shared-memory reuse.
+// expectKernelCorrect lowers a scheduled fusion and does this. Link
+// smelt_simulator, smelt_lower and smelt_aten_reference.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,41 +24,91 @@ namespace smelt::sim::testing {
 
 using smelt::testing::randomInputs;
 
+// What a simulated kernel is checked against.
+struct Reference {
+  std::vector<at::Tensor> inputs;  // the kernel's tensor arguments
+  std::map<std::string, double> scalars;
+  std::vector<at::Tensor> expected;  // one per kernel output
+  double rtol = 1e-5;
+  double atol = 1e-5;
+};
+
+// ATen's evaluation of `fusion` on `inputs` (one per fusion input).
+inline Reference atenReference(Fusion& fusion, const std::vector<at::Tensor>& inputs,
+                               double rtol = 1e-5, double atol = 1e-5) {
+  Reference ref;
+  ref.expected = smelt::testing::evaluateWithATen(fusion, inputs);
+  ref.rtol = rtol;
+  ref.atol = atol;
+  // The kernel takes tensors as arguments and scalars by symbol.
+  for (size_t i = 0; i < fusion.inputs().size(); ++i) {
+    const Val* v = fusion.inputs()[i];
+    if (v->asTensor()) {
+      ref.inputs.push_back(inputs[i]);
+    } else if (const auto* s = dynamic_cast<const Scalar*>(v); s && !s->isConstant()) {
+      ref.scalars[s->symbol()] = inputs[i].item<double>();
+    }
+  }
+  return ref;
+}
+
+// One line for the first finding of a report ("" when clean).
+inline std::string firstFindingOf(const SimReport& report) {
+  std::ostringstream os;
+  if (!report.races.empty()) {
+    const RaceReport& r = report.races.front();
+    os << toString(r.kind) << " race: " << (r.first.is_write ? "write" : "read") << " of "
+       << r.first.buffer << " at " << r.first.position << " vs "
+       << (r.second.is_write ? "write" : "read") << " of " << r.second.buffer << " at "
+       << r.second.position;
+  } else if (!report.errors.empty()) {
+    const SimError& e = report.errors.front();
+    os << toString(e.kind);
+    if (!e.buffer.empty()) os << " of " << e.buffer;
+    os << " at " << e.position;
+  } else if (report.dropped_findings > 0) {
+    os << report.dropped_findings << " findings over the cap";
+  }
+  return os.str();
+}
+
+// Simulates `kernel` in every thread order; returns the first problem — a
+// race, an error, or an output that differs from the reference — with the
+// order that showed it, or "" when every order runs clean and matches.
+inline std::string firstFinding(const kir::Kernel& kernel, const Reference& ref) {
+  const char* names[] = {"forward", "reverse", "random"};
+  const ThreadOrder orders[] = {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random};
+  for (int o = 0; o < 3; ++o) {
+    SimOptions options;
+    options.order = orders[o];
+    options.seed = 1234;
+    SimResult result = simulate(kernel, ref.inputs, {}, ref.scalars, options);
+    std::string finding = firstFindingOf(result.report);
+    for (size_t i = 0; finding.empty() && i < ref.expected.size(); ++i) {
+      at::Tensor got = result.outputs.at(i).to(at::kDouble);
+      at::Tensor want = ref.expected[i].to(result.outputs[i].scalar_type()).to(at::kDouble);
+      if (!at::allclose(got, want, ref.rtol, ref.atol, /*equal_nan=*/true)) {
+        at::Tensor diff = (got - want).abs().nan_to_num(INFINITY).flatten();
+        const int64_t worst = diff.argmax().item<int64_t>();
+        std::ostringstream os;
+        os << "wrong result: output " << i << " element " << worst << " is "
+           << got.flatten()[worst].item<double>() << ", expected "
+           << want.flatten()[worst].item<double>();
+        finding = os.str();
+      }
+    }
+    if (!finding.empty()) return finding + " (" + names[o] + " order)";
+  }
+  return "";
+}
+
 inline void expectKernelCorrect(Fusion& fusion, const std::vector<at::Tensor>& inputs,
                                 double rtol = 1e-5, double atol = 1e-5,
                                 LowerOptions lower_options = {}) {
   GpuLower lower(&fusion, lower_options);
   const kir::Kernel& kernel = lower.run();
-  std::vector<at::Tensor> expected = smelt::testing::evaluateWithATen(fusion, inputs);
-  // The kernel takes tensors as arguments and scalars by symbol.
-  std::vector<at::Tensor> tensors;
-  std::map<std::string, double> scalars;
-  for (size_t i = 0; i < fusion.inputs().size(); ++i) {
-    const Val* v = fusion.inputs()[i];
-    if (v->asTensor()) {
-      tensors.push_back(inputs[i]);
-    } else if (const auto* s = dynamic_cast<const Scalar*>(v); s && !s->isConstant()) {
-      scalars[s->symbol()] = inputs[i].item<double>();
-    }
-  }
-  for (ThreadOrder order : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random}) {
-    SimOptions options;
-    options.order = order;
-    options.seed = 1234;
-    SimResult result = simulate(kernel, tensors, {}, scalars, options);
-    EXPECT_TRUE(result.report.clean())
-        << result.report.toString() << kernel.toString() << kernel.summary();
-    ASSERT_EQ(result.outputs.size(), expected.size());
-    for (size_t i = 0; i < expected.size(); ++i) {
-      at::Tensor want = expected[i].to(result.outputs[i].scalar_type());
-      EXPECT_TRUE(at::allclose(result.outputs[i].to(at::kDouble), want.to(at::kDouble), rtol,
-                               atol, /*equal_nan=*/true))
-          << "output " << i << " in thread order " << static_cast<int>(order) << "\n"
-          << kernel.toString() << "simulated:\n"
-          << result.outputs[i] << "\nATen:\n"
-          << want;
-    }
-  }
+  EXPECT_EQ(firstFinding(kernel, atenReference(fusion, inputs, rtol, atol)), "")
+      << kernel.toString() << kernel.summary();
 }
 
 }  // namespace smelt::sim::testing

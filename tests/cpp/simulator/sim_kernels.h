@@ -5,9 +5,11 @@
 
 #include <memory>
 
-#include "simulator/kir_builder.h"
+#include "common/kir_builder.h"
 
 namespace smelt::sim::testing {
+
+using namespace kir_testing;
 
 // out = tanh((T0 + T1) * s0) over [M, N], 8x4-thread blocks on a 2-D grid.
 // The first two statements sit under an IfThenElse bound check, the store has

@@ -1,11 +1,15 @@
-// Builders for hand-written kernel IR in the simulator tests. Lowering will
-// produce these kernels from scheduled fusions; writing them by hand lets the
-// simulator be tested statement by statement, including kernels that are
-// deliberately wrong (a barrier removed, an address shifted).
+// Builders for hand-written kernel IR, shared by the codegen, runtime,
+// simulator and planning tests. A hand-built kernel is what lowering produces
+// (or will produce) for a schedule, written out statement by statement: the
+// codegen and simulator tests then do not depend on the lowering passes, a
+// test can build kernels that are deliberately wrong (a barrier left out, a
+// predicate dropped), and the planner can be run on shapes the case builders
+// do not schedule (pipelined loops, phases).
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,7 +18,7 @@
 #include "fusion/ops.h"
 #include "lower/kir.h"
 
-namespace smelt::sim::testing {
+namespace smelt::kir_testing {
 
 using Term = kir::Predicate::Term;
 
@@ -37,16 +41,20 @@ inline Term ge(IntExpr a, IntExpr b) {
 }
 inline kir::Predicate all(std::vector<Term> terms) { return kir::Predicate{std::move(terms)}; }
 
-// A fusion (owning the Exprs statements refer to) and the kernel built for it.
+// A kernel and the fusion owning the tensors and expressions its statements
+// refer to. Build the fusion's tensors with a FusionGuard on `fusion`.
 struct TestKernel {
+  std::string name = "kernel";
   std::unique_ptr<Fusion> fusion = std::make_unique<Fusion>();
   kir::Kernel kernel;
+  // Statements a test wants to find again (a barrier to check, a race side).
+  std::map<std::string, const kir::Stmt*> marks;
 
-  kir::Buffer* buffer(const TensorView* tv, const std::string& name, MemoryType memory,
+  kir::Buffer* buffer(const TensorView* tv, const std::string& buffer_name, MemoryType memory,
                       DataType dtype, std::vector<IntExpr> shape) {
     auto b = std::make_unique<kir::Buffer>();
     b->tv = tv;
-    b->name = name;
+    b->name = buffer_name;
     b->memory = memory;
     b->dtype = dtype;
     IntExpr elements = 1;
@@ -57,7 +65,7 @@ struct TestKernel {
     return kernel.buffers.back().get();
   }
   // A fusion input/output: "T<n>" over the tensor's logical extents, as the
-  // allocation pass builds it (outputs are sized from the inputs' symbols).
+  // allocation pass builds it, appended to the kernel's inputs or outputs.
   kir::Buffer* global(const TensorView* tv, bool is_input) {
     std::vector<IntExpr> shape;
     for (const IterDomain* id : tv->logicalNoReductions()) {
@@ -69,14 +77,29 @@ struct TestKernel {
     (is_input ? kernel.inputs : kernel.outputs).push_back(b);
     return b;
   }
-  kir::Buffer* shared(const std::string& name, DataType dtype, int64_t elements,
-                      int64_t address) {
-    kir::Buffer* b = buffer(nullptr, name, MemoryType::Shared, dtype, {elements});
-    b->address = IntExpr(address);
+  // A 1-D shared buffer, at `address` when given (otherwise the planner's to
+  // place). `tv` is the fusion tensor it holds; the planner treats a shared
+  // buffer without one as a block-op workspace.
+  kir::Buffer* shared(const std::string& buffer_name, DataType dtype, int64_t elements,
+                      std::optional<int64_t> address = std::nullopt,
+                      const TensorView* tv = nullptr) {
+    kir::Buffer* b = buffer(tv, buffer_name, MemoryType::Shared, dtype, {elements});
+    if (address) b->address = IntExpr(*address);
     return b;
   }
-  kir::Buffer* local(const std::string& name, DataType dtype, int64_t elements) {
-    return buffer(nullptr, name, MemoryType::Local, dtype, {elements});
+  // A shared buffer backed by a new 1-D fusion tensor of its own, so the
+  // planner plans it as a tensor (and promoteReuse can be asked for).
+  kir::Buffer* sharedTensor(const std::string& buffer_name, DataType dtype, int64_t elements,
+                            bool promote_reuse = false) {
+    FusionGuard guard(fusion.get());
+    TensorView* tv = makeConcreteTensor({elements}, dtype);
+    tv->setMemoryType(MemoryType::Shared);
+    if (promote_reuse) tv->promoteReuse();
+    return shared(buffer_name, dtype, elements, std::nullopt, tv);
+  }
+  kir::Buffer* local(const std::string& buffer_name, DataType dtype, int64_t elements,
+                     const TensorView* tv = nullptr) {
+    return buffer(tv, buffer_name, MemoryType::Local, dtype, {elements});
   }
   void launch(IntExpr gx, IntExpr gy, IntExpr bdx, IntExpr bdy) {
     kernel.launch.grid[0] = std::move(gx);
@@ -84,8 +107,6 @@ struct TestKernel {
     kernel.launch.block[0] = std::move(bdx);
     kernel.launch.block[1] = std::move(bdy);
   }
-  // Statements a test wants to find again (a barrier to check, a race side).
-  std::map<std::string, const kir::Stmt*> marks;
   int64_t position(const std::string& mark) const {
     return kir::numberPositions(kernel.body).start.at(marks.at(mark));
   }
@@ -98,13 +119,16 @@ T* append(kir::StmtList& list, std::unique_ptr<T> stmt) {
   return raw;
 }
 
+// A loop; trivial (not emitted as a `for`) when bound to a grid/block index,
+// vectorized, or of one iteration, as the loop-nest pass marks it.
 inline kir::ForLoop* loop(kir::StmtList& list, const std::string& index, IntExpr extent,
                           ParallelType pt = ParallelType::Serial) {
   auto l = std::make_unique<kir::ForLoop>();
   l->index = index;
+  l->trivial = isParallelDim(pt) || pt == ParallelType::Vectorize ||
+               extent.constant() == std::optional<int64_t>(1);
   l->extent = std::move(extent);
   l->parallel_type = pt;
-  l->trivial = isParallelDim(pt) || pt == ParallelType::Vectorize;
   return append(list, std::move(l));
 }
 
@@ -212,4 +236,4 @@ inline const Expr* exprOf(const Fusion& fusion, ExprType type) {
   return nullptr;
 }
 
-}  // namespace smelt::sim::testing
+}  // namespace smelt::kir_testing
