@@ -1,0 +1,48 @@
+// Scheduler selection: every scheduler as an entry with the same three
+// functions, tried in order; the first that accepts a fusion schedules it.
+//
+// Adding a scheduler (the matmul scheduler in scheduler/matmul/ does): give
+// it a HeuristicParams struct and a SchedulerType, write a function returning
+// its SchedulerEntry, and list that function in schedulerEntries() in
+// registry.cpp, before the schedulers whose patterns it refines (a matmul is
+// also a reduction).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fusion/fusion.h"
+#include "scheduler/heuristic.h"
+#include "scheduler/runtime_info.h"
+
+namespace smelt {
+
+struct SchedulerEntry {
+  SchedulerType type;
+  // Why the scheduler cannot take the unscheduled fusion with these inputs;
+  // empty when it can.
+  std::function<std::string(const Fusion&, const RuntimeInfo&)> reject_reason;
+  std::function<std::unique_ptr<HeuristicParams>(const Fusion&, const RuntimeInfo&)> heuristics;
+  // Schedules the unscheduled fusion; throws smelt::Error for parameters of
+  // another scheduler or that do not fit the fusion.
+  std::function<void(Fusion&, const HeuristicParams&)> schedule;
+};
+
+// Every scheduler, in the order selection tries them.
+const std::vector<SchedulerEntry>& schedulerEntries();
+// Throws smelt::Error when no scheduler of that type is registered.
+const SchedulerEntry& schedulerEntry(SchedulerType type);
+
+// The first scheduler that accepts the fusion, or nullopt; `rejections`, if
+// given, receives "<scheduler>: <reason>" for each one that declined.
+std::optional<SchedulerType> selectScheduler(const Fusion& fusion, const RuntimeInfo& runtime,
+                                             std::vector<std::string>* rejections = nullptr);
+
+// Selects a scheduler, computes its heuristics and schedules the fusion.
+// Throws smelt::Error listing every scheduler's reason when none accepts.
+std::unique_ptr<HeuristicParams> scheduleFusion(Fusion& fusion, const RuntimeInfo& runtime);
+
+}  // namespace smelt
