@@ -1,6 +1,6 @@
-// Helpers for the scheduler tests: input descriptions from tensors, and the
-// checks every scheduled fusion goes through (simulated with race detection
-// against ATen; compiled with NVRTC with ptxas' shared memory equal to the plan).
+// Helpers for the scheduler tests: the checks every scheduled fusion goes
+// through (simulated with race detection against ATen; compiled with NVRTC
+// with ptxas' shared memory equal to the plan).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,38 +12,12 @@
 #include "codegen/cuda_codegen.h"
 #include "common/aten_reference.h"
 #include "lower/lower.h"
+#include "runtime/fusion_executor_cache.h"
 #include "runtime/nvrtc_compiler.h"
 #include "scheduler/runtime_info.h"
 #include "simulator/expect_kernel_correct.h"
 
 namespace smelt::testing {
-
-inline InputInfo inputInfoOf(const at::Tensor& t) {
-  DataType dtype = DataType::Float;
-  for (DataType d : {DataType::Float, DataType::Double, DataType::Half, DataType::BFloat16,
-                     DataType::Int, DataType::Int32, DataType::Bool}) {
-    if (toScalarType(d) == t.scalar_type()) dtype = d;
-  }
-  if (t.dim() == 0 && !t.defined()) return InputInfo::scalar(dtype, 0);
-  return InputInfo::tensor(dtype, t.sizes().vec(), t.strides().vec(),
-                           alignmentOf(reinterpret_cast<uint64_t>(t.data_ptr())));
-}
-
-// One InputInfo per fusion input: tensors as they are, scalar inputs (given
-// as 0-dim tensors, as expectKernelCorrect takes them) as scalars.
-inline std::vector<InputInfo> inputInfosOf(const Fusion& fusion,
-                                           const std::vector<at::Tensor>& inputs) {
-  std::vector<InputInfo> infos;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Val* v = fusion.inputs().at(i);
-    if (v->asTensor() != nullptr) {
-      infos.push_back(inputInfoOf(inputs[i]));
-    } else {
-      infos.push_back(InputInfo::scalar(v->dtype(), inputs[i].item<double>()));
-    }
-  }
-  return infos;
-}
 
 // Lowers the scheduled fusion, compiles its kernel with NVRTC for sm_90 and,
 // when the planned shared memory is a constant that fits a static array,
