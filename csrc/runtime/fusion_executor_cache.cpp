@@ -83,7 +83,9 @@ std::string inputSignature(const std::vector<at::Tensor>& inputs) {
     }
     os << "]{";
     std::vector<bool> contiguity = contiguityOf(t);
-    for (size_t d = 0; d < contiguity.size(); ++d) os << (d ? "," : "") << (contiguity[d] ? "c" : "n");
+    for (size_t d = 0; d < contiguity.size(); ++d) {
+      os << (d ? "," : "") << (contiguity[d] ? "c" : "n");
+    }
     os << "}@" << alignmentOf(reinterpret_cast<uint64_t>(t.data_ptr())) << ":"
        << t.device().str();
   }

@@ -9,36 +9,25 @@ namespace smelt {
 
 namespace {
 
-template <typename ParamsT>
-std::unique_ptr<HeuristicParams> boxed(ParamsT params) {
-  return std::make_unique<ParamsT>(std::move(params));
-}
-
 SchedulerEntry persistentEntry() {
-  return {SchedulerType::Persistent,
-          [](const Fusion& f, const RuntimeInfo& r) { return persistentRejectReason(f, &r); },
-          [](const Fusion& f, const RuntimeInfo& r) { return boxed(persistentHeuristics(f, r)); },
-          [](Fusion& f, const HeuristicParams& p) {
-            schedulePersistent(f, paramsAs<PersistentParams>(p));
-          }};
+  return typedEntry(
+      SchedulerType::Persistent,
+      [](const Fusion& f, const RuntimeInfo& r) { return persistentRejectReason(f, &r); },
+      persistentHeuristics, schedulePersistent);
 }
 
 SchedulerEntry reductionEntry() {
-  return {SchedulerType::Reduction,
-          [](const Fusion& f, const RuntimeInfo&) { return reductionRejectReason(f); },
-          [](const Fusion& f, const RuntimeInfo& r) { return boxed(reductionHeuristics(f, r)); },
-          [](Fusion& f, const HeuristicParams& p) {
-            scheduleReduction(f, paramsAs<ReductionParams>(p));
-          }};
+  return typedEntry(
+      SchedulerType::Reduction,
+      [](const Fusion& f, const RuntimeInfo&) { return reductionRejectReason(f); },
+      reductionHeuristics, scheduleReduction);
 }
 
 SchedulerEntry pointwiseEntry() {
-  return {SchedulerType::Pointwise,
-          [](const Fusion& f, const RuntimeInfo&) { return pointwiseRejectReason(f); },
-          [](const Fusion& f, const RuntimeInfo& r) { return boxed(pointwiseHeuristics(f, r)); },
-          [](Fusion& f, const HeuristicParams& p) {
-            schedulePointwise(f, paramsAs<PointwiseParams>(p));
-          }};
+  return typedEntry(
+      SchedulerType::Pointwise,
+      [](const Fusion& f, const RuntimeInfo&) { return pointwiseRejectReason(f); },
+      pointwiseHeuristics, schedulePointwise);
 }
 
 }  // namespace

@@ -3,9 +3,10 @@
 //
 // Adding a scheduler (the matmul scheduler in scheduler/matmul/ does): give
 // it a HeuristicParams struct and a SchedulerType, write a function returning
-// its SchedulerEntry, and list that function in schedulerEntries() in
+// its SchedulerEntry (typedEntry builds one from the typed reject, heuristics
+// and schedule functions), and list that function in schedulerEntries() in
 // registry.cpp, before the schedulers whose patterns it refines (a matmul is
-// also a reduction).
+// also a reduction, which the reduction scheduler would otherwise take).
 #pragma once
 
 #include <functional>
@@ -30,6 +31,20 @@ struct SchedulerEntry {
   // another scheduler or that do not fit the fusion.
   std::function<void(Fusion&, const HeuristicParams&)> schedule;
 };
+
+// An entry from a scheduler's typed functions (its parameters boxed and
+// unboxed here).
+template <typename ParamsT>
+SchedulerEntry typedEntry(SchedulerType type,
+                          std::function<std::string(const Fusion&, const RuntimeInfo&)> reject,
+                          ParamsT (*heuristics)(const Fusion&, const RuntimeInfo&),
+                          void (*schedule)(Fusion&, const ParamsT&)) {
+  return {type, std::move(reject),
+          [heuristics](const Fusion& f, const RuntimeInfo& r) -> std::unique_ptr<HeuristicParams> {
+            return std::make_unique<ParamsT>(heuristics(f, r));
+          },
+          [schedule](Fusion& f, const HeuristicParams& p) { schedule(f, paramsAs<ParamsT>(p)); }};
+}
 
 // Every scheduler, in the order selection tries them.
 const std::vector<SchedulerEntry>& schedulerEntries();

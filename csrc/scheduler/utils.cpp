@@ -230,7 +230,7 @@ bool canVectorize(const TensorView* tv, const InputInfo* info, const DimensionMa
   for (int64_t d : dims) {
     if (map.role(tv, d) != DimensionMap::Role::Iteration) return false;
     IterDomain* id = map.axisOf(tv, d);
-    positions.push_back(std::distance(logical.begin(), std::find(logical.begin(), logical.end(), id)));
+    positions.push_back(std::find(logical.begin(), logical.end(), id) - logical.begin());
     extent *= runtime.extent(id);
   }
   const int64_t rank = static_cast<int64_t>(logical.size());

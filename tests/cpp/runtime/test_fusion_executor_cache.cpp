@@ -18,7 +18,9 @@ namespace {
 using testing::evaluateWithATen;
 using testing::expectOutputsMatch;
 
-at::Tensor randn(std::vector<int64_t> shape) { return at::randn(shape, at::kDouble).to(at::kFloat); }
+at::Tensor randn(std::vector<int64_t> shape) {
+  return at::randn(shape, at::kDouble).to(at::kFloat);
+}
 
 std::unique_ptr<Fusion> addRelu() {
   auto fusion = std::make_unique<Fusion>();
@@ -42,7 +44,8 @@ std::unique_ptr<Fusion> softmax() {
 }
 
 // Runs through the cache and compares with ATen on the cache's own fusion.
-std::vector<at::Tensor> runAndCheck(FusionExecutorCache& cache, const std::vector<at::Tensor>& inputs) {
+std::vector<at::Tensor> runAndCheck(FusionExecutorCache& cache,
+                                    const std::vector<at::Tensor>& inputs) {
   std::vector<at::Tensor> outputs = cache.runFusionWithInputs(inputs);
   Fusion& fusion = const_cast<Fusion&>(cache.fusion());
   expectOutputsMatch(fusion, outputs, evaluateWithATen(fusion, inputs), cache.lastRun().toString());

@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <vector>
 
 #include "codegen/cuda_codegen.h"
@@ -40,6 +41,28 @@ inline void expectCompilesWithPlannedSharedMemory(const kir::Kernel& kernel,
 inline void expectCompilesWithPlannedSharedMemory(Fusion& fusion, const std::string& name) {
   GpuLower lower(&fusion);
   expectCompilesWithPlannedSharedMemory(lower.run(), name);
+}
+
+inline at::Tensor randn(const std::vector<int64_t>& shape, at::ScalarType type = at::kFloat) {
+  return at::randn(shape, at::kDouble).to(type);
+}
+
+// Computes a scheduler's heuristics for `inputs`, lets `adjust` change them,
+// schedules the fusion, then checks its kernel in the simulator against ATen
+// and compiles it with NVRTC. Returns the parameters used.
+template <typename ParamsT>
+ParamsT scheduleAndCheck(Fusion& fusion, const std::vector<at::Tensor>& inputs,
+                         const std::string& name,
+                         ParamsT (*heuristics)(const Fusion&, const RuntimeInfo&),
+                         void (*schedule)(Fusion&, const ParamsT&),
+                         const std::function<void(ParamsT&)>& adjust = {}) {
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
+  ParamsT params = heuristics(fusion, runtime);
+  if (adjust) adjust(params);
+  schedule(fusion, params);
+  sim::testing::expectKernelCorrect(fusion, inputs, 1e-5, 1e-4);
+  expectCompilesWithPlannedSharedMemory(fusion, name);
+  return params;
 }
 
 }  // namespace smelt::testing

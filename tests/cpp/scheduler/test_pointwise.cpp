@@ -15,16 +15,7 @@ using sim::testing::expectKernelCorrect;
 
 PointwiseParams scheduleAndCheck(Fusion& fusion, const std::vector<at::Tensor>& inputs,
                                  const std::string& name) {
-  RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
-  PointwiseParams params = pointwiseHeuristics(fusion, runtime);
-  schedulePointwise(fusion, params);
-  expectKernelCorrect(fusion, inputs);
-  expectCompilesWithPlannedSharedMemory(fusion, name);
-  return params;
-}
-
-at::Tensor randn(std::vector<int64_t> shape, at::ScalarType type = at::kFloat) {
-  return at::randn(shape, at::kDouble).to(type);
+  return testing::scheduleAndCheck(fusion, inputs, name, pointwiseHeuristics, schedulePointwise);
 }
 
 // out = relu(a + b) * 2 over symbolic [I, J] tensors.
@@ -36,27 +27,20 @@ void buildAddRelu(Fusion& fusion, DataType dtype = DataType::Float) {
   fusion.addOutput(mul(relu(add(a, b)), 2.0));
 }
 
-class PointwiseShapes : public ::testing::TestWithParam<std::vector<int64_t>> {};
-
-TEST_P(PointwiseShapes, AddReluMatchesATen) {
-  Fusion fusion;
-  FusionGuard guard(&fusion);
-  buildAddRelu(fusion);
-  const auto& shape = GetParam();
-  PointwiseParams params = scheduleAndCheck(fusion, {randn(shape), randn(shape)}, "pw_add_relu");
-  // Merged to one dimension: vectorized by 4 floats when the extent allows.
-  const int64_t numel = shape[0] * shape[1];
-  EXPECT_EQ(params.vector_width, numel % 4 == 0 ? 4 : numel % 2 == 0 ? 2 : 1);
-  EXPECT_EQ(params.block_y, 1);
+TEST(PointwiseScheduler, AddReluOfManyShapes) {
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{1, 1}, {1, 7}, {3, 5}, {13, 17}, {8, 64}, {33, 6}, {1, 1031}}) {
+    SCOPED_TRACE(::testing::PrintToString(shape));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildAddRelu(fusion);
+    PointwiseParams params =
+        scheduleAndCheck(fusion, {randn(shape), randn(shape)}, "pw_add_relu");
+    // Merged to one dimension: vectorized by 4 floats when the extent allows.
+    const int64_t numel = shape[0] * shape[1];
+    EXPECT_EQ(params.vector_width, numel % 4 == 0 ? 4 : numel % 2 == 0 ? 2 : 1);
+    EXPECT_EQ(params.block_y, 1);
+  }
 }
-
-INSTANTIATE_TEST_SUITE_P(Shapes, PointwiseShapes,
-                         ::testing::Values(std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 7},
-                                           std::vector<int64_t>{3, 5},
-                                           std::vector<int64_t>{13, 17},
-                                           std::vector<int64_t>{8, 64},
-                                           std::vector<int64_t>{33, 6},
-                                           std::vector<int64_t>{1, 1031}));
 
 TEST(PointwiseScheduler, HeuristicsForContiguousFloat) {
   Fusion fusion;

@@ -11,64 +11,45 @@
 namespace smelt::testing {
 namespace {
 
-using sim::testing::expectKernelCorrect;
-
 ReductionParams scheduleAndCheck(Fusion& fusion, const std::vector<at::Tensor>& inputs,
                                  const std::string& name) {
-  RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
-  ReductionParams params = reductionHeuristics(fusion, runtime);
-  scheduleReduction(fusion, params);
-  expectKernelCorrect(fusion, inputs, 1e-5, 1e-4);
-  expectCompilesWithPlannedSharedMemory(fusion, name);
-  return params;
-}
-
-at::Tensor randn(std::vector<int64_t> shape, at::ScalarType type = at::kFloat) {
-  return at::randn(shape, at::kDouble).to(type);
+  return testing::scheduleAndCheck(fusion, inputs, name, reductionHeuristics, scheduleReduction);
 }
 
 struct Shape {
   int64_t rows;
   int64_t cols;
 };
+void PrintTo(const Shape& s, std::ostream* os) { *os << "[" << s.rows << ", " << s.cols << "]"; }
 
-class InnerReduction : public ::testing::TestWithParam<Shape> {};
-
-TEST_P(InnerReduction, SumOfSquaresOverRows) {
-  Fusion fusion;
-  FusionGuard guard(&fusion);
-  TensorView* x = makeContigTensor(2);
-  fusion.addInput(x);
-  fusion.addOutput(sum(mul(x, x), {1}));
-  const Shape s = GetParam();
-  ReductionParams params = scheduleAndCheck(fusion, {randn({s.rows, s.cols})}, "red_inner");
-  EXPECT_TRUE(params.inner);
-  EXPECT_EQ(params.vector_width, s.cols % 4 == 0 ? 4 : s.cols % 2 == 0 ? 2 : 1);
-  EXPECT_LE(params.block_x * params.block_y, 256);
+TEST(ReductionScheduler, SumOfSquaresOverRowsOfManyShapes) {
+  for (const Shape& s : std::vector<Shape>{{1, 1}, {5, 1}, {1, 13}, {7, 3}, {3, 500}, {17, 64}, {2, 1031}, {64, 6}}) {
+    SCOPED_TRACE(::testing::PrintToString(s));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeContigTensor(2);
+    fusion.addInput(x);
+    fusion.addOutput(sum(mul(x, x), {1}));
+    ReductionParams params = scheduleAndCheck(fusion, {randn({s.rows, s.cols})}, "red_inner");
+    EXPECT_TRUE(params.inner);
+    EXPECT_EQ(params.vector_width, s.cols % 4 == 0 ? 4 : s.cols % 2 == 0 ? 2 : 1);
+    EXPECT_LE(params.block_x * params.block_y, 256);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, InnerReduction,
-                         ::testing::Values(Shape{1, 1}, Shape{5, 1}, Shape{1, 13}, Shape{7, 3},
-                                           Shape{3, 500}, Shape{17, 64}, Shape{2, 1031},
-                                           Shape{64, 6}));
-
-class OuterReduction : public ::testing::TestWithParam<Shape> {};
-
-TEST_P(OuterReduction, ColumnMaxPlusOne) {
-  Fusion fusion;
-  FusionGuard guard(&fusion);
-  TensorView* x = makeContigTensor(2);
-  fusion.addInput(x);
-  fusion.addOutput(add(max(x, {0}), 1.0));
-  const Shape s = GetParam();
-  ReductionParams params = scheduleAndCheck(fusion, {randn({s.rows, s.cols})}, "red_outer");
-  EXPECT_FALSE(params.inner);
-  EXPECT_TRUE(params.vectorized_inputs.empty());
+TEST(ReductionScheduler, ColumnMaxPlusOneOfManyShapes) {
+  for (const Shape& s : std::vector<Shape>{{1, 5}, {13, 1}, {7, 3}, {300, 5}, {9, 129}, {64, 64}}) {
+    SCOPED_TRACE(::testing::PrintToString(s));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeContigTensor(2);
+    fusion.addInput(x);
+    fusion.addOutput(add(max(x, {0}), 1.0));
+    ReductionParams params = scheduleAndCheck(fusion, {randn({s.rows, s.cols})}, "red_outer");
+    EXPECT_FALSE(params.inner);
+    EXPECT_TRUE(params.vectorized_inputs.empty());
+  }
 }
-
-INSTANTIATE_TEST_SUITE_P(Shapes, OuterReduction,
-                         ::testing::Values(Shape{1, 5}, Shape{13, 1}, Shape{7, 3}, Shape{300, 5},
-                                           Shape{9, 129}, Shape{64, 64}));
 
 TEST(ReductionScheduler, HeuristicsForLongAndShortRows) {
   Fusion fusion;

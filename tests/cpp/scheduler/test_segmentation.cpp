@@ -12,8 +12,6 @@
 namespace smelt::testing {
 namespace {
 
-at::Tensor randn(std::vector<int64_t> shape) { return at::randn(shape, at::kDouble).to(at::kFloat); }
-
 std::optional<SchedulerType> selected(Fusion& fusion, const std::vector<at::Tensor>& inputs) {
   RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
   return selectScheduler(fusion, runtime);
