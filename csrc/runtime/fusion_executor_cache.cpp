@@ -5,20 +5,12 @@
 
 #include "fusion/clone.h"
 #include "fusion/error.h"
-#include "runtime/input_validation.h"
+#include "runtime/aten_dtype.h"
 #include "scheduler/registry.h"
 
 namespace smelt {
 
 namespace {
-
-DataType dataTypeOf(at::ScalarType type) {
-  for (DataType d : {DataType::Float, DataType::Double, DataType::Half, DataType::BFloat16,
-                     DataType::Int, DataType::Int32, DataType::Bool}) {
-    if (toAtenType(d) == type) return d;
-  }
-  throw Error(errorMessage("no smelt dtype for torch dtype ", c10::toString(type)));
-}
 
 // Per dimension: the stride contiguity implies (1 innermost, else the next
 // dimension's stride times its size), or size 1.
@@ -44,7 +36,7 @@ void checkUnscheduled(const Fusion& fusion) {
 }  // namespace
 
 InputInfo inputInfoOf(const at::Tensor& tensor) {
-  return InputInfo::tensor(dataTypeOf(tensor.scalar_type()), tensor.sizes().vec(),
+  return InputInfo::tensor(fromAtenType(tensor.scalar_type()), tensor.sizes().vec(),
                            tensor.strides().vec(),
                            alignmentOf(reinterpret_cast<uint64_t>(tensor.data_ptr())));
 }
@@ -70,7 +62,7 @@ std::string inputSignature(const std::vector<at::Tensor>& inputs) {
   std::ostringstream os;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const at::Tensor& t = inputs[i];
-    os << (i ? "; " : "") << toString(dataTypeOf(t.scalar_type())) << "[";
+    os << (i ? "; " : "") << toString(fromAtenType(t.scalar_type())) << "[";
     for (int64_t d = 0; d < t.dim(); ++d) {
       os << (d ? "," : "");
       if (t.size(d) == 1) {
