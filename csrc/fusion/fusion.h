@@ -11,6 +11,8 @@
 
 namespace smelt {
 
+struct CloneMap;  // fusion/clone.h
+
 class Fusion {
  public:
   Fusion() = default;
@@ -23,6 +25,11 @@ class Fusion {
   const std::vector<Val*>& outputs() const { return outputs_; }
   bool isInput(const Val* val) const;
   bool isOutput(const Val* val) const;
+
+  // A deep copy: every value, axis, transform and expression, with the same
+  // numbers, names, schedules, inputs and outputs (fusion/clone.h). `map`, if
+  // given, receives the original -> copy correspondence.
+  std::unique_ptr<Fusion> clone(CloneMap* map = nullptr) const;
 
   // Expressions that outputs depend on, producers before consumers.
   std::vector<Expr*> exprs() const;
@@ -56,6 +63,7 @@ class Fusion {
 
  private:
   friend class FusionGuard;
+  friend class GraphCopier;
   std::vector<std::unique_ptr<Val>> vals_;
   std::vector<std::unique_ptr<Expr>> exprs_;
   std::vector<std::unique_ptr<IterDomain>> iter_domains_;

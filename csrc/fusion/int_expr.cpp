@@ -200,6 +200,31 @@ IntExpr alignUp(const IntExpr& value, int64_t alignment) {
   return ceilDiv(value, alignment) * alignment;
 }
 
+IntExpr substitute(const IntExpr& e, const std::map<std::string, IntExpr>& replacements) {
+  switch (e.kind()) {
+    case IntExpr::Kind::Constant: return e;
+    case IntExpr::Kind::Symbol: {
+      auto it = replacements.find(e.symbolName());
+      return it == replacements.end() ? e : it->second;
+    }
+    default: break;
+  }
+  IntExpr a = substitute(e.lhs(), replacements);
+  IntExpr b = substitute(e.rhs(), replacements);
+  switch (e.kind()) {
+    case IntExpr::Kind::Add: return a + b;
+    case IntExpr::Kind::Sub: return a - b;
+    case IntExpr::Kind::Mul: return a * b;
+    case IntExpr::Kind::Div: return a / b;
+    case IntExpr::Kind::CeilDiv: return ceilDiv(a, b);
+    case IntExpr::Kind::Mod: return a % b;
+    case IntExpr::Kind::Min: return min(a, b);
+    case IntExpr::Kind::Max: return max(a, b);
+    default: SMELT_INTERNAL_CHECK(false, "unhandled IntExpr kind");
+  }
+  return e;
+}
+
 std::ostream& operator<<(std::ostream& os, const IntExpr& e) { return os << e.toString(); }
 
 }  // namespace smelt

@@ -310,4 +310,51 @@ std::string PadOp::toString() const {
   return os.str();
 }
 
+// ---- cloneWith: the same op over values of another fusion ----
+
+namespace {
+TensorView* tensorAt(const std::vector<Val*>& vals, size_t i) {
+  TensorView* tv = vals.at(i)->asTensor();
+  SMELT_INTERNAL_CHECK(tv != nullptr, "cloneWith: value ", i, " must be a tensor");
+  return tv;
+}
+}  // namespace
+
+Expr* FullOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                        const std::vector<Val*>& outs) const {
+  return f.newExpr<FullOp>(tensorAt(outs, 0), ins.at(0));
+}
+Expr* UnaryOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                         const std::vector<Val*>& outs) const {
+  return f.newExpr<UnaryOp>(op_, tensorAt(outs, 0), ins.at(0));
+}
+Expr* BinaryOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                          const std::vector<Val*>& outs) const {
+  return f.newExpr<BinaryOp>(op_, tensorAt(outs, 0), ins.at(0), ins.at(1));
+}
+Expr* WhereOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                         const std::vector<Val*>& outs) const {
+  return f.newExpr<WhereOp>(tensorAt(outs, 0), ins.at(0), ins.at(1), ins.at(2));
+}
+Expr* ReductionOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                             const std::vector<Val*>& outs) const {
+  return f.newExpr<ReductionOp>(op_, tensorAt(outs, 0), tensorAt(ins, 0));
+}
+Expr* BroadcastOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                             const std::vector<Val*>& outs) const {
+  return f.newExpr<BroadcastOp>(tensorAt(outs, 0), tensorAt(ins, 0), is_new_axis_);
+}
+Expr* ExpandOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                          const std::vector<Val*>& outs) const {
+  return f.newExpr<ExpandOp>(tensorAt(outs, 0), tensorAt(ins, 0));
+}
+Expr* LoadStoreOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                             const std::vector<Val*>& outs) const {
+  return f.newExpr<LoadStoreOp>(tensorAt(outs, 0), tensorAt(ins, 0));
+}
+Expr* PadOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                       const std::vector<Val*>& outs) const {
+  return f.newExpr<PadOp>(tensorAt(outs, 0), tensorAt(ins, 0), widths_, ins.at(1));
+}
+
 }  // namespace smelt

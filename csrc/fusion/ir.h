@@ -111,6 +111,7 @@ class IterDomain {
  private:
   friend class TensorView;
   friend class Fusion;
+  friend class GraphCopier;
   friend int64_t replayLike(TensorView*, const TensorView*,
                             const std::unordered_map<const IterDomain*, IterDomain*>&);
   int64_t id_;
@@ -252,6 +253,11 @@ class Expr {
   // "T2 = add(T0, T1)" style.
   virtual std::string toString() const;
   virtual std::string opName() const = 0;
+  // The same op with the same attributes, created in `fusion` over `inputs`
+  // and `outputs` (values of that fusion, positions as in this expression).
+  // Fusion::clone and segment copies rely on every expression type having it.
+  virtual Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                          const std::vector<Val*>& outputs) const = 0;
 
   // Graph surgery for cacheAfter/cacheBefore.
   void replaceInput(Val* old_val, Val* new_val);
@@ -269,6 +275,8 @@ class Expr {
 class FullOp : public Expr {
  public:
   FullOp(TensorView* out, Val* fill_value);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
   Val* fillValue() const { return input(0); }
   std::string opName() const override { return "full"; }
 };
@@ -276,6 +284,8 @@ class FullOp : public Expr {
 class UnaryOp : public Expr {
  public:
   UnaryOp(UnaryOpType op, TensorView* out, Val* in);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
   UnaryOpType op() const { return op_; }
   std::string opName() const override;
 
@@ -286,6 +296,8 @@ class UnaryOp : public Expr {
 class BinaryOp : public Expr {
  public:
   BinaryOp(BinaryOpType op, TensorView* out, Val* lhs, Val* rhs);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
   BinaryOpType op() const { return op_; }
   // The promoted type of the operands: what a comparison compares in.
   DataType operandDtype() const { return promoteOperandTypes(inputs()); }
@@ -298,12 +310,16 @@ class BinaryOp : public Expr {
 class WhereOp : public Expr {
  public:
   WhereOp(TensorView* out, Val* condition, Val* if_true, Val* if_false);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
   std::string opName() const override { return "where"; }
 };
 
 class ReductionOp : public Expr {
  public:
   ReductionOp(ReductionOpType op, TensorView* out, TensorView* in);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
   ReductionOpType op() const { return op_; }
   double initValue() const;  // 0 for sum, -inf for max
   std::string opName() const override { return smelt::toString(op_); }
@@ -315,6 +331,8 @@ class ReductionOp : public Expr {
 class BroadcastOp : public Expr {
  public:
   BroadcastOp(TensorView* out, TensorView* in, std::vector<bool> is_new_axis);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
   const std::vector<bool>& isNewAxis() const { return is_new_axis_; }
   std::string opName() const override { return "broadcast"; }
   std::string toString() const override;
@@ -326,6 +344,8 @@ class BroadcastOp : public Expr {
 class ExpandOp : public Expr {
  public:
   ExpandOp(TensorView* out, TensorView* in);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
   std::string opName() const override { return "expand"; }
 };
 
@@ -333,6 +353,8 @@ class ExpandOp : public Expr {
 class LoadStoreOp : public Expr {
  public:
   LoadStoreOp(TensorView* out, TensorView* in);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
   std::string opName() const override { return "set"; }
 };
 
@@ -341,6 +363,8 @@ class PadOp : public Expr {
   // widths[d] = {before, after} for each logical dimension d of the input.
   PadOp(TensorView* out, TensorView* in, std::vector<std::pair<int64_t, int64_t>> widths,
         Val* pad_value);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
   const std::vector<std::pair<int64_t, int64_t>>& widths() const { return widths_; }
   Val* padValue() const { return input(1); }
   std::string opName() const override { return "pad"; }

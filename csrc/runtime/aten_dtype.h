@@ -22,4 +22,13 @@ inline at::ScalarType toAtenType(DataType dtype) {
   SMELT_INTERNAL_CHECK(false, "unknown DataType");
 }
 
+// The DataType of a torch dtype; smelt::Error for dtypes smelt lacks.
+inline DataType fromAtenType(at::ScalarType type) {
+  for (DataType d : {DataType::Float, DataType::Double, DataType::Half, DataType::BFloat16,
+                     DataType::Int, DataType::Int32, DataType::Bool}) {
+    if (toAtenType(d) == type) return d;
+  }
+  throw Error(errorMessage("torch dtype ", c10::toString(type), " has no smelt DataType"));
+}
+
 }  // namespace smelt

@@ -13,6 +13,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
 #include "runtime/executor_test_util.h"
+#include "runtime/gpu_test_util.h"
 
 namespace smelt {
 namespace {
@@ -23,24 +24,6 @@ using testing::expectOutputsMatch;
 using testing::randomInputs;
 
 const at::Device kGpu(at::kCUDA, 0);
-
-bool gpuMissing(std::string& why) {
-  if (!cuda::deviceAvailable()) {
-    why = "no CUDA device: " + cuda::unavailableReason();
-    return true;
-  }
-  if (!at::cuda::is_available()) {
-    why = "torch sees no CUDA device";
-    return true;
-  }
-  return false;
-}
-
-#define SKIP_WITHOUT_GPU()                       \
-  do {                                           \
-    std::string why;                             \
-    if (gpuMissing(why)) GTEST_SKIP() << why;    \
-  } while (false)
 
 // Compiles for and runs on the GPU; compares with torch on the same inputs
 // (fusions without inputs are evaluated by torch on the CPU).

@@ -1,0 +1,193 @@
+#include "runtime/fusion_executor_cache.h"
+
+#include <sstream>
+#include <unordered_map>
+
+#include "fusion/clone.h"
+#include "fusion/error.h"
+#include "runtime/aten_dtype.h"
+#include "scheduler/registry.h"
+
+namespace smelt {
+
+namespace {
+
+// Per dimension: the stride contiguity implies (1 innermost, else the next
+// dimension's stride times its size), or size 1.
+std::vector<bool> contiguityOf(const at::Tensor& t) {
+  std::vector<bool> flags(t.dim(), true);
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    int64_t expected = d + 1 == t.dim() ? 1 : t.stride(d + 1) * t.size(d + 1);
+    flags[d] = t.size(d) == 1 || t.stride(d) == expected;
+  }
+  return flags;
+}
+
+void checkUnscheduled(const Fusion& fusion) {
+  for (const TensorView* tv : fusion.allTensors()) {
+    SMELT_CHECK(tv->loopDomain() == tv->logicalDomain() && tv->computePosition() == 0 &&
+                    (tv->memoryType() != MemoryType::Shared),
+                "FusionExecutorCache takes an unscheduled fusion, but tensor ", tv->name(),
+                " is scheduled (", tv->toString(), "); use FusionExecutor for a fusion "
+                "scheduled by hand");
+  }
+}
+
+}  // namespace
+
+InputInfo inputInfoOf(const at::Tensor& tensor) {
+  return InputInfo::tensor(fromAtenType(tensor.scalar_type()), tensor.sizes().vec(),
+                           tensor.strides().vec(),
+                           alignmentOf(reinterpret_cast<uint64_t>(tensor.data_ptr())));
+}
+
+std::vector<InputInfo> inputInfosOf(const Fusion& fusion, const std::vector<at::Tensor>& inputs) {
+  SMELT_CHECK(inputs.size() == fusion.inputs().size(), "the fusion takes ",
+              fusion.inputs().size(), " inputs but ", inputs.size(), " were given");
+  std::vector<InputInfo> infos;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Val* v = fusion.inputs()[i];
+    if (v->asTensor() != nullptr) {
+      infos.push_back(inputInfoOf(inputs[i]));
+    } else {
+      SMELT_CHECK(inputs[i].dim() == 0, "input ", i, " (", v->toString(),
+                  ") is a scalar: pass it as a 0-dim tensor");
+      infos.push_back(InputInfo::scalar(v->dtype(), inputs[i].item<double>()));
+    }
+  }
+  return infos;
+}
+
+std::string inputSignature(const std::vector<at::Tensor>& inputs) {
+  std::ostringstream os;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const at::Tensor& t = inputs[i];
+    os << (i ? "; " : "") << toString(fromAtenType(t.scalar_type())) << "[";
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      os << (d ? "," : "");
+      if (t.size(d) == 1) {
+        os << "1";
+      } else {
+        int64_t bucket = 0;
+        while ((int64_t{1} << bucket) < t.size(d)) ++bucket;
+        os << "b" << bucket;
+      }
+    }
+    os << "]{";
+    std::vector<bool> contiguity = contiguityOf(t);
+    for (size_t d = 0; d < contiguity.size(); ++d) {
+      os << (d ? "," : "") << (contiguity[d] ? "c" : "n");
+    }
+    os << "}@" << alignmentOf(reinterpret_cast<uint64_t>(t.data_ptr())) << ":"
+       << t.device().str();
+  }
+  return os.str();
+}
+
+std::string FusionRun::toString() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const SegmentRun& s = segments[i];
+    os << i << " " << smelt::toString(s.scheduler) << " " << s.params << " "
+       << (s.compiled ? "compiled" : "reused") << " " << s.launch.toString() << "\n";
+  }
+  return os.str();
+}
+
+FusionExecutorCache::FusionExecutorCache(std::unique_ptr<Fusion> fusion, ExecutorOptions options)
+    : fusion_(std::move(fusion)), options_(std::move(options)) {
+  SMELT_CHECK(fusion_ != nullptr, "FusionExecutorCache: fusion is null");
+  checkUnscheduled(*fusion_);
+}
+
+void FusionExecutorCache::setHeuristicOverride(HeuristicOverride override_params) {
+  override_ = std::move(override_params);
+}
+
+FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
+    const std::string& signature, const std::vector<at::Tensor>& inputs) {
+  auto it = signatures_.find(signature);
+  if (it != signatures_.end()) return it->second;
+  SignatureEntry entry;
+  entry.fusion = fusion_->clone();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (TensorView* tv = entry.fusion->inputs()[i]->asTensor()) {
+      SMELT_CHECK(inputs[i].dim() == static_cast<int64_t>(tv->logicalDomain().size()),
+                  "input ", i, " (", tv->name(), ") has rank ", tv->logicalDomain().size(),
+                  " but a tensor of rank ", inputs[i].dim(), " was given");
+      tv->setContiguity(contiguityOf(inputs[i]));
+    }
+  }
+  RuntimeInfo runtime(*entry.fusion, inputInfosOf(*entry.fusion, inputs));
+  entry.segmented = segmentFusion(*entry.fusion, runtime);
+  entry.kernels.resize(entry.segmented.segments.size());
+  last_run_.new_signature = true;
+  return signatures_.emplace(signature, std::move(entry)).first->second;
+}
+
+std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
+    const std::vector<at::Tensor>& inputs) {
+  SMELT_CHECK(inputs.size() == fusion_->inputs().size(), "the fusion takes ",
+              fusion_->inputs().size(), " inputs but ", inputs.size(), " were given");
+  last_run_ = FusionRun();
+  last_executors_.clear();
+  last_run_.signature = inputSignature(inputs);
+  SignatureEntry& entry = entryFor(last_run_.signature, inputs);
+  std::unordered_map<const Val*, at::Tensor> values;
+  for (size_t i = 0; i < inputs.size(); ++i) values[entry.fusion->inputs()[i]] = inputs[i];
+  for (size_t s = 0; s < entry.segmented.segments.size(); ++s) {
+    const Segment& segment = entry.segmented.segments[s];
+    std::vector<at::Tensor> segment_inputs;
+    for (const Val* v : segment.inputs) segment_inputs.push_back(values.at(v));
+    const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
+    RuntimeInfo runtime(*segment.fusion, inputInfosOf(*segment.fusion, segment_inputs));
+    std::string reason = scheduler.reject_reason(*segment.fusion, runtime);
+    SMELT_INTERNAL_CHECK(reason.empty(), "segment ", s, " was given to the ",
+                         toString(segment.scheduler), " scheduler, which now declines: ",
+                         reason);
+    std::unique_ptr<HeuristicParams> params = scheduler.heuristics(*segment.fusion, runtime);
+    if (override_) override_(*params);
+    SegmentRun run;
+    run.scheduler = segment.scheduler;
+    run.params = params->toString();
+    std::unique_ptr<CompiledSegment>& compiled = entry.kernels[s][run.params];
+    if (compiled == nullptr) {
+      auto fresh = std::make_unique<CompiledSegment>();
+      fresh->scheduled = segment.fusion->clone();
+      scheduler.schedule(*fresh->scheduled, *params);
+      fresh->executor.compile(fresh->scheduled.get(), segment_inputs, options_);
+      compiled = std::move(fresh);
+      run.compiled = true;
+    }
+    std::vector<at::Tensor> outputs = compiled->executor.run(segment_inputs);
+    for (size_t j = 0; j < segment.outputs.size(); ++j) values[segment.outputs[j]] = outputs[j];
+    run.launch = compiled->executor.launchParams();
+    last_run_.segments.push_back(std::move(run));
+    last_executors_.push_back(&compiled->executor);
+  }
+  std::vector<at::Tensor> outputs;
+  for (const Val* out : entry.fusion->outputs()) outputs.push_back(values.at(out));
+  return outputs;
+}
+
+const SegmentedFusion& FusionExecutorCache::segmentation(const std::string& signature) const {
+  auto it = signatures_.find(signature);
+  SMELT_CHECK(it != signatures_.end(), "no run has had the input signature ", signature);
+  return it->second.segmented;
+}
+
+int64_t FusionExecutorCache::numCompiledKernels() const {
+  int64_t count = 0;
+  for (const auto& [signature, entry] : signatures_) {
+    for (const auto& per_params : entry.kernels) count += static_cast<int64_t>(per_params.size());
+  }
+  return count;
+}
+
+const FusionExecutor& FusionExecutorCache::lastExecutor(size_t segment) const {
+  SMELT_CHECK(segment < last_executors_.size(), "the latest run has ", last_executors_.size(),
+              " segments; there is no segment ", segment);
+  return *last_executors_[segment];
+}
+
+}  // namespace smelt

@@ -1,0 +1,112 @@
+// FusionExecutorCache: runs an unscheduled fusion on any inputs, scheduling
+// it automatically.
+//
+//   auto fusion = std::make_unique<Fusion>();
+//   { FusionGuard g(fusion.get()); ... define inputs, ops, outputs ... }
+//   FusionExecutorCache cache(std::move(fusion));
+//   std::vector<at::Tensor> outputs = cache.runFusionWithInputs({t0, t1});
+//
+// Per input signature (inputSignature: each input's dtype, rank, device,
+// per dimension size 1 or its power-of-two size class, contiguity, and the
+// data alignment) the fusion is copied with its inputs declaring that
+// contiguity and segmented (scheduler/segmenter.h; one segment when a
+// scheduler takes it whole). On every run each segment's heuristics are
+// computed from its inputs; each distinct parameter set of a segment is
+// scheduled on a copy of the segment and compiled once with FusionExecutor
+// (sizes of one class may still change parameters, e.g. the vector width
+// with divisibility). Segments run in order; the tensors passed between them
+// are the executors' outputs, on the inputs' device. CPU inputs run in the
+// simulator with race detection, CUDA inputs on the GPU.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "fusion/fusion.h"
+#include "runtime/executor.h"
+#include "scheduler/heuristic.h"
+#include "scheduler/runtime_info.h"
+#include "scheduler/segmenter.h"
+
+namespace smelt {
+
+// What the heuristics see of a tensor.
+InputInfo inputInfoOf(const at::Tensor& tensor);
+// One InputInfo per fusion input: tensors as given, scalar inputs (0-dim
+// tensors) by value.
+std::vector<InputInfo> inputInfosOf(const Fusion& fusion, const std::vector<at::Tensor>& inputs);
+
+// "float[b4,1]{c,c}@16:cpu; double[]{}@16:cpu": per input its dtype, size
+// classes ("1" for size 1, else b<ceil(log2(size))>), contiguity (c or n per
+// dimension), data alignment in bytes (at most 16) and device.
+std::string inputSignature(const std::vector<at::Tensor>& inputs);
+
+// How one segment ran.
+struct SegmentRun {
+  SchedulerType scheduler = SchedulerType::Pointwise;
+  std::string params;        // HeuristicParams::toString()
+  bool compiled = false;     // scheduled and compiled for this run (else reused)
+  LaunchParams launch;
+};
+
+struct FusionRun {
+  std::string signature;
+  bool new_signature = false;  // segmented for this run
+  std::vector<SegmentRun> segments;
+  // One line per segment: "0 reduction ReductionParams{...} compiled grid(...) block(...)".
+  std::string toString() const;
+};
+
+class FusionExecutorCache {
+ public:
+  // `fusion` must be unscheduled (smelt::Error naming a scheduled tensor
+  // otherwise); the cache owns it.
+  explicit FusionExecutorCache(std::unique_ptr<Fusion> fusion, ExecutorOptions options = {});
+
+  std::vector<at::Tensor> runFusionWithInputs(const std::vector<at::Tensor>& inputs);
+
+  // Called with each segment's parameters before they are used: a user may
+  // change any field (the kernel is then compiled for the changed ones).
+  using HeuristicOverride = std::function<void(HeuristicParams&)>;
+  void setHeuristicOverride(HeuristicOverride override_params);
+
+  const Fusion& fusion() const { return *fusion_; }
+  // The latest run (empty before the first).
+  const FusionRun& lastRun() const { return last_run_; }
+  // How the inputs of a signature seen before were segmented.
+  const SegmentedFusion& segmentation(const std::string& signature) const;
+  int64_t numSignatures() const { return static_cast<int64_t>(signatures_.size()); }
+  int64_t numCompiledKernels() const;
+  // The executor of segment `segment` of the latest run (its kernel, CUDA
+  // source, shared-memory plan, launch parameters).
+  const FusionExecutor& lastExecutor(size_t segment) const;
+
+ private:
+  struct CompiledSegment {
+    std::unique_ptr<Fusion> scheduled;
+    FusionExecutor executor;
+  };
+  struct SignatureEntry {
+    std::unique_ptr<Fusion> fusion;  // the copy this signature's segments come from
+    SegmentedFusion segmented;
+    // Per segment: parameters (toString) -> compiled kernel.
+    std::vector<std::map<std::string, std::unique_ptr<CompiledSegment>>> kernels;
+  };
+
+  SignatureEntry& entryFor(const std::string& signature, const std::vector<at::Tensor>& inputs);
+
+  std::unique_ptr<Fusion> fusion_;
+  ExecutorOptions options_;
+  HeuristicOverride override_;
+  std::map<std::string, SignatureEntry> signatures_;
+  FusionRun last_run_;
+  std::vector<const FusionExecutor*> last_executors_;
+};
+
+}  // namespace smelt

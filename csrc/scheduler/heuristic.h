@@ -1,0 +1,35 @@
+// The parameters a scheduler derives from a fusion and its inputs. Each
+// scheduler has one struct deriving from HeuristicParams; its fields are
+// public so a user can compute them, change any of them and schedule with the
+// result. toString prints every field, so two parameter sets are the same
+// exactly when their strings are (the executor cache keys kernels by it).
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace smelt {
+
+enum class SchedulerType { Pointwise, Reduction, Persistent, Matmul };
+
+std::string toString(SchedulerType type);
+
+struct HeuristicParams {
+  virtual ~HeuristicParams() = default;
+  virtual SchedulerType type() const = 0;
+  virtual std::string toString() const = 0;
+  virtual std::unique_ptr<HeuristicParams> clone() const = 0;
+};
+
+[[noreturn]] void throwWrongParams(const HeuristicParams& params, SchedulerType expected);
+
+// Casts to a scheduler's own parameters; throws smelt::Error when `params`
+// belong to another scheduler.
+template <typename ParamsT>
+const ParamsT& paramsAs(const HeuristicParams& params) {
+  const auto* p = dynamic_cast<const ParamsT*>(&params);
+  if (p == nullptr) throwWrongParams(params, ParamsT().type());
+  return *p;
+}
+
+}  // namespace smelt

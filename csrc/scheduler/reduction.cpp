@@ -1,0 +1,126 @@
+#include "scheduler/reduction.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "fusion/error.h"
+#include "fusion/transform_replay.h"
+#include "scheduler/reduction_utils.h"
+
+namespace smelt {
+
+using namespace scheduler_utils;
+
+namespace {
+
+// Threads per block the heuristics aim for.
+constexpr int64_t kBlockThreads = 256;
+
+ReductionLayout checkedLayout(const Fusion& fusion) {
+  std::string reason = reductionRejectReason(fusion);
+  SMELT_CHECK(reason.empty(), "reduction scheduler cannot take this fusion: ", reason);
+  ReductionLayout layout;
+  analyzeReductions(fusion, &layout);
+  return layout;
+}
+
+}  // namespace
+
+std::string ReductionParams::toString() const {
+  std::ostringstream os;
+  os << "ReductionParams{" << (inner ? "inner" : "outer") << ", vector_width=" << vector_width
+     << ", block=(" << block_x << ", " << block_y
+     << "), vectorized_inputs=" << scheduler_utils::toString(vectorized_inputs) << "}";
+  return os.str();
+}
+
+std::unique_ptr<HeuristicParams> ReductionParams::clone() const {
+  return std::make_unique<ReductionParams>(*this);
+}
+
+std::string reductionRejectReason(const Fusion& fusion) {
+  ReductionLayout layout;
+  std::string reason = analyzeReductions(fusion, &layout);
+  if (!reason.empty()) return reason;
+  if (layout.reductions.size() > 1) {
+    return "it has " + std::to_string(layout.reductions.size()) +
+           " reductions; this scheduler makes one loop nest per kernel";
+  }
+  if (layout.broadcasts_back) {
+    return "the reduced value of " + layout.reference->name() +
+           " is broadcast back (a normalization)";
+  }
+  if (layout.full_output != nullptr) {
+    return "output " + layout.full_output->name() + " keeps the reduced dimensions";
+  }
+  return "";
+}
+
+ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {
+  ReductionLayout layout = checkedLayout(fusion);
+  const DimensionMap& map = *layout.map;
+  TensorView* ref = layout.reference;
+  const int64_t n_iter = layout.iteration_runs.empty()
+                             ? 1
+                             : extentOf(ref, map, layout.iteration_runs.back(), runtime);
+  const std::vector<int64_t>& inner_reduced = layout.reduction_runs.back();
+  const int64_t n_red = std::max<int64_t>(extentOf(ref, map, inner_reduced, runtime), 1);
+  ReductionParams params;
+  params.inner = layout.inner;
+  if (!layout.inner) {
+    params.block_x = std::min<int64_t>(128, nextPowerOfTwo(n_iter));
+    params.block_y = std::min(kBlockThreads / params.block_x, nextPowerOfTwo(n_red));
+    return params;
+  }
+  VectorChoice vector = chooseVectorWidth(fusion, map, inner_reduced, runtime,
+                                          /*with_outputs=*/false);
+  params.vector_width = vector.width;
+  params.vectorized_inputs = vector.inputs;
+  params.block_x = std::min(kBlockThreads, nextPowerOfTwo(ceilDiv(n_red, params.vector_width)));
+  params.block_y = std::min(kBlockThreads / params.block_x, nextPowerOfTwo(n_iter));
+  return params;
+}
+
+void scheduleReduction(Fusion& fusion, const ReductionParams& params) {
+  FusionGuard guard(&fusion);
+  ReductionLayout layout = checkedLayout(fusion);
+  SMELT_CHECK(params.inner == layout.inner, "reduction scheduler: the fusion's reduction is ",
+              layout.inner ? "inner" : "outer", " but the parameters say otherwise (",
+              params.toString(), ")");
+  SMELT_CHECK(params.vector_width >= 1 && params.block_x >= 1 && params.block_y >= 1,
+              "reduction scheduler: vector width and block sizes must be positive in ",
+              params.toString());
+  SMELT_CHECK(params.inner || params.vectorized_inputs.empty(),
+              "reduction scheduler: outer reductions do not vectorize (", params.toString(), ")");
+  // A reduced output is a copy of the register tensor that reduces.
+  std::vector<TensorView*> vectorized = cacheInputsAndOutputs(
+      fusion, params.vectorized_inputs, {},
+      [](const TensorView* out) { return out->definition()->type() == ExprType::Reduction; },
+      "reduction");
+  analyzeReductions(fusion, &layout);  // the reference is now the register tensor
+  TensorView* ref = layout.reference;
+
+  std::vector<std::vector<int64_t>> groups = layout.iteration_runs;
+  groups.insert(groups.end(), layout.reduction_runs.begin(), layout.reduction_runs.end());
+  std::vector<int64_t> positions = mergeGroups(ref, *layout.map, groups);
+  std::vector<int64_t> iteration_positions(positions.begin(),
+                                           positions.begin() + layout.iteration_runs.size());
+  const int64_t reduced = positions.back();
+  if (params.inner) {
+    if (params.vector_width > 1) ref->split(reduced, params.vector_width);
+    ref->split(reduced, params.block_x);
+    ref->axis(reduced + 1)->parallelize(ParallelType::TIDx);
+    bindIterationRuns(ref, iteration_positions, params.block_y, ParallelType::TIDy);
+  } else {
+    if (params.block_y > 1) {
+      ref->split(reduced, params.block_y);
+      ref->axis(reduced + 1)->parallelize(ParallelType::TIDy);
+    }
+    bindIterationRuns(ref, iteration_positions, params.block_x, ParallelType::TIDx);
+  }
+  propagateSchedule(ref);
+  vectorizeInnermost(vectorized, params.vector_width, "reduction");
+  inlineMost(&fusion);
+}
+
+}  // namespace smelt

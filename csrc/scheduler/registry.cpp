@@ -1,0 +1,73 @@
+#include "scheduler/registry.h"
+
+#include "fusion/error.h"
+#include "scheduler/normalization.h"
+#include "scheduler/pointwise.h"
+#include "scheduler/reduction.h"
+
+namespace smelt {
+
+namespace {
+
+SchedulerEntry persistentEntry() {
+  return typedEntry(
+      SchedulerType::Persistent,
+      [](const Fusion& f, const RuntimeInfo& r) { return persistentRejectReason(f, &r); },
+      persistentHeuristics, schedulePersistent);
+}
+
+SchedulerEntry reductionEntry() {
+  return typedEntry(
+      SchedulerType::Reduction,
+      [](const Fusion& f, const RuntimeInfo&) { return reductionRejectReason(f); },
+      reductionHeuristics, scheduleReduction);
+}
+
+SchedulerEntry pointwiseEntry() {
+  return typedEntry(
+      SchedulerType::Pointwise,
+      [](const Fusion& f, const RuntimeInfo&) { return pointwiseRejectReason(f); },
+      pointwiseHeuristics, schedulePointwise);
+}
+
+}  // namespace
+
+const std::vector<SchedulerEntry>& schedulerEntries() {
+  static const std::vector<SchedulerEntry> entries = {persistentEntry(), reductionEntry(),
+                                                      pointwiseEntry()};
+  return entries;
+}
+
+const SchedulerEntry& schedulerEntry(SchedulerType type) {
+  for (const SchedulerEntry& entry : schedulerEntries()) {
+    if (entry.type == type) return entry;
+  }
+  throw Error(errorMessage("no ", toString(type), " scheduler is registered"));
+}
+
+std::optional<SchedulerType> selectScheduler(const Fusion& fusion, const RuntimeInfo& runtime,
+                                             std::vector<std::string>* rejections) {
+  for (const SchedulerEntry& entry : schedulerEntries()) {
+    std::string reason = entry.reject_reason(fusion, runtime);
+    if (reason.empty()) return entry.type;
+    if (rejections != nullptr) rejections->push_back(toString(entry.type) + ": " + reason);
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<HeuristicParams> scheduleFusion(Fusion& fusion, const RuntimeInfo& runtime) {
+  std::vector<std::string> rejections;
+  std::optional<SchedulerType> type = selectScheduler(fusion, runtime, &rejections);
+  if (!type) {
+    std::string reasons;
+    for (const std::string& r : rejections) reasons += "\n  " + r;
+    throw Error(errorMessage("no scheduler takes this fusion:", reasons, "\n",
+                             fusion.mathString()));
+  }
+  const SchedulerEntry& entry = schedulerEntry(*type);
+  std::unique_ptr<HeuristicParams> params = entry.heuristics(fusion, runtime);
+  entry.schedule(fusion, *params);
+  return params;
+}
+
+}  // namespace smelt

@@ -1,0 +1,63 @@
+// Scheduler selection: every scheduler as an entry with the same three
+// functions, tried in order; the first that accepts a fusion schedules it.
+//
+// Adding a scheduler (the matmul scheduler in scheduler/matmul/ does): give
+// it a HeuristicParams struct and a SchedulerType, write a function returning
+// its SchedulerEntry (typedEntry builds one from the typed reject, heuristics
+// and schedule functions), and list that function in schedulerEntries() in
+// registry.cpp, before the schedulers whose patterns it refines (a matmul is
+// also a reduction, which the reduction scheduler would otherwise take).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fusion/fusion.h"
+#include "scheduler/heuristic.h"
+#include "scheduler/runtime_info.h"
+
+namespace smelt {
+
+struct SchedulerEntry {
+  SchedulerType type;
+  // Why the scheduler cannot take the unscheduled fusion with these inputs;
+  // empty when it can.
+  std::function<std::string(const Fusion&, const RuntimeInfo&)> reject_reason;
+  std::function<std::unique_ptr<HeuristicParams>(const Fusion&, const RuntimeInfo&)> heuristics;
+  // Schedules the unscheduled fusion; throws smelt::Error for parameters of
+  // another scheduler or that do not fit the fusion.
+  std::function<void(Fusion&, const HeuristicParams&)> schedule;
+};
+
+// An entry from a scheduler's typed functions (its parameters boxed and
+// unboxed here).
+template <typename ParamsT>
+SchedulerEntry typedEntry(SchedulerType type,
+                          std::function<std::string(const Fusion&, const RuntimeInfo&)> reject,
+                          ParamsT (*heuristics)(const Fusion&, const RuntimeInfo&),
+                          void (*schedule)(Fusion&, const ParamsT&)) {
+  return {type, std::move(reject),
+          [heuristics](const Fusion& f, const RuntimeInfo& r) -> std::unique_ptr<HeuristicParams> {
+            return std::make_unique<ParamsT>(heuristics(f, r));
+          },
+          [schedule](Fusion& f, const HeuristicParams& p) { schedule(f, paramsAs<ParamsT>(p)); }};
+}
+
+// Every scheduler, in the order selection tries them.
+const std::vector<SchedulerEntry>& schedulerEntries();
+// Throws smelt::Error when no scheduler of that type is registered.
+const SchedulerEntry& schedulerEntry(SchedulerType type);
+
+// The first scheduler that accepts the fusion, or nullopt; `rejections`, if
+// given, receives "<scheduler>: <reason>" for each one that declined.
+std::optional<SchedulerType> selectScheduler(const Fusion& fusion, const RuntimeInfo& runtime,
+                                             std::vector<std::string>* rejections = nullptr);
+
+// Selects a scheduler, computes its heuristics and schedules the fusion.
+// Throws smelt::Error listing every scheduler's reason when none accepts.
+std::unique_ptr<HeuristicParams> scheduleFusion(Fusion& fusion, const RuntimeInfo& runtime);
+
+}  // namespace smelt

@@ -1,0 +1,358 @@
+#include "scheduler/segmenter.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "fusion/clone.h"
+#include "fusion/error.h"
+#include "scheduler/registry.h"
+
+namespace smelt {
+
+namespace {
+
+// The tensor number in a size symbol "T<n>.size[d]", or -1.
+int64_t tensorOfSymbol(const std::string& symbol) {
+  if (symbol.size() < 2 || symbol[0] != 'T') return -1;
+  size_t dot = symbol.find(".size[");
+  if (dot == std::string::npos || dot == 1) return -1;
+  for (size_t i = 1; i < dot; ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(symbol[i]))) return -1;
+  }
+  return std::stoll(symbol.substr(1, dot - 1));
+}
+
+std::string sizeSymbol(const TensorView* tv, size_t d) {
+  return "T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]";
+}
+
+void collectSymbols(const IntExpr& e, std::set<std::string>& out) {
+  if (e.kind() == IntExpr::Kind::Symbol) {
+    out.insert(e.symbolName());
+  } else if (e.kind() != IntExpr::Kind::Constant) {
+    collectSymbols(e.lhs(), out);
+    collectSymbols(e.rhs(), out);
+  }
+}
+
+std::string names(const std::vector<const Val*>& vals) {
+  std::string text;
+  for (size_t i = 0; i < vals.size(); ++i) {
+    const TensorView* tv = vals[i]->asTensor();
+    text += (i ? ", " : "") + (tv ? tv->name() : vals[i]->toString());
+  }
+  return text;
+}
+
+class Segmenter {
+ public:
+  Segmenter(const Fusion& fusion, const RuntimeInfo& runtime)
+      : fusion_(fusion), runtime_(runtime), exprs_(fusion.exprs()) {
+    for (size_t i = 0; i < exprs_.size(); ++i) {
+      for (const Val* out : exprs_[i]->outputs()) producer_[out] = static_cast<int>(i);
+    }
+  }
+
+  SegmentedFusion run() {
+    std::vector<int> all(exprs_.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    if (std::optional<Segment> whole = trySegment(all)) {
+      SegmentedFusion result;
+      result.segments.push_back(std::move(*whole));
+      return result;
+    }
+    group_of_.resize(exprs_.size());
+    for (size_t i = 0; i < exprs_.size(); ++i) {
+      group_of_[i] = static_cast<int>(i);
+      groups_.push_back({static_cast<int>(i)});
+      std::vector<std::string> reasons;
+      SMELT_CHECK(trySegment(groups_.back(), &reasons).has_value(),
+                  "cannot segment the fusion: no scheduler takes ", exprs_[i]->toString(),
+                  " on its own:", joined(reasons));
+    }
+    while (mergeBestEdge()) {
+    }
+    SegmentedFusion result;
+    for (int g : executionOrder()) result.segments.push_back(*trySegment(groups_[g]));
+    return result;
+  }
+
+ private:
+  // A producer-consumer pair of groups and the bytes that would no longer go
+  // through global memory if they were one segment.
+  struct Edge {
+    int producer;
+    int consumer;
+    int64_t saved_bytes;
+  };
+
+  // Merges the pair of groups that saves the most bytes among those a
+  // scheduler still takes (ties: the later consumer first); false when no
+  // pair can merge.
+  bool mergeBestEdge() {
+    std::vector<Edge> edges;
+    for (size_t c = 0; c < groups_.size(); ++c) {
+      std::set<int> producers;
+      for (int e : groups_[c]) {
+        for (const Val* in : exprs_[e]->inputs()) {
+          auto p = producer_.find(in);
+          if (p != producer_.end() && group_of_[p->second] != static_cast<int>(c)) {
+            producers.insert(group_of_[p->second]);
+          }
+        }
+      }
+      for (int p : producers) {
+        edges.push_back({p, static_cast<int>(c), savedBytes(p, static_cast<int>(c))});
+      }
+    }
+    std::stable_sort(edges.begin(), edges.end(), [&](const Edge& a, const Edge& b) {
+      if (a.saved_bytes != b.saved_bytes) return a.saved_bytes > b.saved_bytes;
+      return groups_[a.consumer].front() > groups_[b.consumer].front();
+    });
+    for (const Edge& edge : edges) {
+      if (mergeMakesCycle(edge.producer, edge.consumer)) continue;
+      std::vector<int> candidate = groups_[edge.producer];
+      candidate.insert(candidate.end(), groups_[edge.consumer].begin(),
+                       groups_[edge.consumer].end());
+      std::sort(candidate.begin(), candidate.end());
+      if (!trySegment(candidate)) continue;
+      for (int x : groups_[edge.producer]) group_of_[x] = edge.consumer;
+      groups_[edge.consumer] = candidate;
+      groups_[edge.producer].clear();
+      return true;
+    }
+    return false;
+  }
+
+  // Bytes of the tensors `producer` computes that only `consumer` (and
+  // `producer` itself) reads and that are not fusion outputs.
+  int64_t savedBytes(int producer, int consumer) const {
+    int64_t bytes = 0;
+    for (int m : groups_[producer]) {
+      const TensorView* tv = exprs_[m]->output();
+      if (tv->isFusionOutput()) continue;
+      bool read_by_consumer = false;
+      bool read_elsewhere = false;
+      for (size_t e = 0; e < exprs_.size(); ++e) {
+        const auto& ins = exprs_[e]->inputs();
+        if (std::find(ins.begin(), ins.end(), tv) == ins.end()) continue;
+        if (group_of_[e] == consumer) {
+          read_by_consumer = true;
+        } else if (group_of_[e] != producer) {
+          read_elsewhere = true;
+        }
+      }
+      if (!read_by_consumer || read_elsewhere) continue;
+      int64_t numel = 1;
+      for (const IterDomain* id : tv->logicalNoReductions()) {
+        if (!id->isBroadcast() || id->hasExpandedExtent()) numel *= runtime_.extent(id);
+      }
+      bytes += numel * dataTypeSize(tv->dtype());
+    }
+    return bytes;
+  }
+
+  static std::string joined(const std::vector<std::string>& reasons) {
+    std::string text;
+    for (const std::string& r : reasons) text += "\n  " + r;
+    return text;
+  }
+
+  bool inGroup(const std::vector<int>& members, const Val* val) const {
+    auto p = producer_.find(val);
+    return p != producer_.end() &&
+           std::binary_search(members.begin(), members.end(), p->second);
+  }
+
+  // A segment of the expressions `members` (sorted), with the scheduler that
+  // takes it, or nullopt (and each scheduler's reason) when none does.
+  std::optional<Segment> trySegment(const std::vector<int>& members,
+                                    std::vector<std::string>* reasons = nullptr) {
+    Segment segment;
+    std::vector<const Expr*> exprs;
+    std::unordered_set<const Val*> seen;
+    for (int m : members) {
+      const Expr* expr = exprs_[m];
+      exprs.push_back(expr);
+      for (const Val* in : expr->inputs()) {
+        bool external = in->isFusionInput() || (in->asTensor() && !inGroup(members, in));
+        if (external && seen.insert(in).second) segment.inputs.push_back(in);
+      }
+    }
+    for (int m : members) {
+      for (const Val* out : exprs_[m]->outputs()) {
+        bool used_outside = out->isFusionOutput();
+        for (size_t e = 0; e < exprs_.size() && !used_outside; ++e) {
+          if (std::binary_search(members.begin(), members.end(), static_cast<int>(e))) continue;
+          const auto& ins = exprs_[e]->inputs();
+          used_outside = std::find(ins.begin(), ins.end(), out) != ins.end();
+        }
+        if (used_outside) segment.outputs.push_back(out);
+      }
+    }
+    segment.fusion = copySubgraph(fusion_, exprs, segment.inputs, segment.outputs, nullptr,
+                                  extentRewrite(segment.inputs));
+    checkSymbols(*segment.fusion);
+    RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_));
+    std::optional<SchedulerType> type = selectScheduler(*segment.fusion, runtime, reasons);
+    if (!type) return std::nullopt;
+    segment.scheduler = *type;
+    return segment;
+  }
+
+  // Size symbols of tensors outside the segment become the symbols of a
+  // segment input whose extent they are.
+  static ExtentRewrite extentRewrite(const std::vector<const Val*>& inputs) {
+    std::set<int64_t> available;
+    for (const Val* in : inputs) {
+      if (const TensorView* tv = in->asTensor()) available.insert(tv->number());
+    }
+    std::map<std::string, IntExpr> replacements;
+    for (const Val* in : inputs) {
+      const TensorView* tv = in->asTensor();
+      if (tv == nullptr) continue;
+      std::vector<IterDomain*> dims = tv->logicalNoReductions();
+      for (size_t d = 0; d < dims.size(); ++d) {
+        const IntExpr& extent = dims[d]->loopExtent();
+        if (extent.kind() != IntExpr::Kind::Symbol) continue;
+        int64_t owner = tensorOfSymbol(extent.symbolName());
+        if (owner >= 0 && !available.count(owner)) {
+          replacements.emplace(extent.symbolName(), IntExpr::symbol(sizeSymbol(tv, d)));
+        }
+      }
+    }
+    return [replacements](const IntExpr& e) { return substitute(e, replacements); };
+  }
+
+  // Every size symbol left must name an input of the segment (a kernel
+  // parameter the runtime binds).
+  static void checkSymbols(const Fusion& segment) {
+    std::set<int64_t> inputs;
+    for (const Val* in : segment.inputs()) {
+      if (const TensorView* tv = in->asTensor()) inputs.insert(tv->number());
+    }
+    for (const TensorView* tv : segment.allTensors()) {
+      for (const IterDomain* id : tv->logicalDomain()) {
+        std::set<std::string> symbols;
+        collectSymbols(id->loopExtent(), symbols);
+        for (const std::string& s : symbols) {
+          int64_t owner = tensorOfSymbol(s);
+          SMELT_CHECK(owner < 0 || inputs.count(owner), "cannot segment the fusion: extent ",
+                      id->loopExtent(), " of ", tv->name(),
+                      " refers to a tensor that is not an input of its segment");
+        }
+      }
+    }
+  }
+
+  // Groups reachable from `from` (edges: producer group -> consumer group).
+  std::vector<int> successors(int group) const {
+    std::set<int> result;
+    for (int m : groups_[group]) {
+      for (const Val* out : exprs_[m]->outputs()) {
+        for (size_t e = 0; e < exprs_.size(); ++e) {
+          const auto& ins = exprs_[e]->inputs();
+          if (group_of_[e] != group && std::find(ins.begin(), ins.end(), out) != ins.end()) {
+            result.insert(group_of_[e]);
+          }
+        }
+      }
+    }
+    return {result.begin(), result.end()};
+  }
+
+  // Merging would close a cycle when `consumer` is reachable from `producer`
+  // through some third group.
+  bool mergeMakesCycle(int producer, int consumer) const {
+    std::vector<int> stack;
+    std::set<int> visited;
+    for (int s : successors(producer)) {
+      if (s != consumer) stack.push_back(s);
+    }
+    while (!stack.empty()) {
+      int g = stack.back();
+      stack.pop_back();
+      if (g == consumer) return true;
+      if (!visited.insert(g).second) continue;
+      for (int s : successors(g)) stack.push_back(s);
+    }
+    return false;
+  }
+
+  // Non-empty groups, producers first (ties: the earliest expression first).
+  std::vector<int> executionOrder() const {
+    std::vector<int> live;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      if (!groups_[g].empty()) live.push_back(static_cast<int>(g));
+    }
+    std::map<int, int> pending;
+    for (int g : live) pending[g] = 0;
+    for (int g : live) {
+      for (int s : successors(g)) ++pending[s];
+    }
+    std::vector<int> order;
+    while (order.size() < live.size()) {
+      int pick = -1;
+      for (int g : live) {
+        if (pending[g] != 0) continue;
+        if (pick < 0 || groups_[g].front() < groups_[pick].front()) pick = g;
+      }
+      SMELT_INTERNAL_CHECK(pick >= 0, "segments form a cycle");
+      pending[pick] = -1;
+      for (int s : successors(pick)) --pending[s];
+      order.push_back(pick);
+    }
+    return order;
+  }
+
+  const Fusion& fusion_;
+  const RuntimeInfo& runtime_;
+  std::vector<Expr*> exprs_;
+  std::unordered_map<const Val*, int> producer_;
+  std::vector<std::vector<int>> groups_;
+  std::vector<int> group_of_;
+};
+
+}  // namespace
+
+std::string SegmentedFusion::toString() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const Segment& s = segments[i];
+    os << "segment " << i << " (" << smelt::toString(s.scheduler) << "): " << names(s.inputs)
+       << " -> " << names(s.outputs) << "\n";
+  }
+  return os.str();
+}
+
+SegmentedFusion segmentFusion(const Fusion& fusion, const RuntimeInfo& runtime) {
+  return Segmenter(fusion, runtime).run();
+}
+
+std::vector<InputInfo> segmentInputInfos(const Segment& segment, const RuntimeInfo& whole) {
+  std::vector<InputInfo> infos;
+  const auto& whole_inputs = segment.inputs;
+  for (const Val* in : whole_inputs) {
+    const TensorView* tv = in->asTensor();
+    if (tv == nullptr || tv->isFusionInput()) {
+      const auto& originals = in->fusion()->inputs();
+      auto pos = std::find(originals.begin(), originals.end(), in) - originals.begin();
+      infos.push_back(whole.inputs().at(pos));
+      continue;
+    }
+    std::vector<int64_t> sizes;
+    for (const IterDomain* id : tv->logicalNoReductions()) {
+      sizes.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? 1 : whole.extent(id));
+    }
+    infos.push_back(InputInfo::contiguous(tv->dtype(), sizes));
+  }
+  return infos;
+}
+
+}  // namespace smelt

@@ -1,0 +1,318 @@
+#include "scheduler/utils.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "fusion/error.h"
+#include "fusion/transform_replay.h"
+
+namespace smelt::scheduler_utils {
+
+DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference)
+    : ndims_(static_cast<int64_t>(reference->logicalDomain().size())) {
+  std::vector<TensorView*> cacheable = cacheableInputs(fusion);
+  for (TensorView* tv : fusion.allTensors()) {
+    bool cached = std::find(cacheable.begin(), cacheable.end(), tv) != cacheable.end();
+    if (!tv->isFusionInput() || cached) tensors_.push_back(tv);
+  }
+  for (int64_t d = 0; d < ndims_; ++d) labels_[reference->logicalDomain()[d]] = d;
+  auto conflict = [&](const IterDomain* a, const IterDomain* b) {
+    if (problem_.empty()) {
+      problem_ = errorMessage("axes ", a->toString(), " of ", a->owner()->name(), " and ",
+                              b->toString(), " of ", b->owner()->name(),
+                              " meet but stand for different dimensions of ",
+                              reference->name(), " (", labels_.at(a), " and ", labels_.at(b),
+                              ")");
+    }
+  };
+  std::vector<Expr*> exprs = fusion.exprs();
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Expr* expr : exprs) {
+      TensorView* out = expr->output();
+      for (TensorView* in : expr->tensorInputs()) {
+        for (const auto& [p, c] : pairwiseLogicalMap(in, out)) {
+          auto pl = labels_.find(p);
+          auto cl = labels_.find(c);
+          if (pl != labels_.end() && cl != labels_.end()) {
+            if (pl->second != cl->second) conflict(p, c);
+          } else if (pl != labels_.end()) {
+            labels_[c] = pl->second;
+            changed = true;
+          } else if (cl != labels_.end()) {
+            labels_[p] = cl->second;
+            changed = true;
+          }
+        }
+      }
+    }
+  }
+  for (const TensorView* tv : tensors_) {
+    std::vector<bool> seen(ndims_, false);
+    for (const IterDomain* id : tv->logicalDomain()) {
+      auto it = labels_.find(id);
+      if (it == labels_.end()) {
+        bool plain_broadcast = id->isBroadcast() && !id->hasExpandedExtent();
+        if (!tv->isFusionInput() && !plain_broadcast && problem_.empty()) {
+          problem_ = errorMessage("axis ", id->toString(), " of ", tv->name(),
+                                  " does not correspond to a dimension of ", reference->name());
+        }
+        continue;
+      }
+      if (seen[it->second] && problem_.empty()) {
+        problem_ = errorMessage("tensor ", tv->name(), " has two axes standing for dimension ",
+                                it->second, " of ", reference->name());
+      }
+      seen[it->second] = true;
+    }
+  }
+}
+
+std::optional<int64_t> DimensionMap::dimOf(const IterDomain* id) const {
+  auto it = labels_.find(id);
+  if (it == labels_.end()) return std::nullopt;
+  return it->second;
+}
+
+IterDomain* DimensionMap::axisOf(const TensorView* tv, int64_t dim) const {
+  for (IterDomain* id : tv->logicalDomain()) {
+    if (dimOf(id) == dim) return id;
+  }
+  return nullptr;
+}
+
+DimensionMap::Role DimensionMap::role(const TensorView* tv, int64_t dim) const {
+  const IterDomain* id = axisOf(tv, dim);
+  if (id == nullptr) return Role::Absent;
+  if (id->isBroadcast()) return id->hasExpandedExtent() ? Role::Expanded : Role::Broadcast;
+  return id->isReduction() ? Role::Reduction : Role::Iteration;
+}
+
+std::vector<std::vector<int64_t>> DimensionMap::mergeableRuns(
+    const std::vector<int64_t>& dims) const {
+  std::vector<std::vector<int64_t>> runs;
+  for (int64_t d : dims) {
+    bool joins = !runs.empty();
+    if (joins) {
+      int64_t prev = runs.back().back();
+      for (const TensorView* tv : tensors_) {
+        Role r = role(tv, d);
+        if (r != role(tv, prev) || r == Role::Expanded) {
+          joins = false;
+          break;
+        }
+      }
+    }
+    if (joins) {
+      runs.back().push_back(d);
+    } else {
+      runs.push_back({d});
+    }
+  }
+  return runs;
+}
+
+std::vector<int64_t> mergeGroups(TensorView* reference, const DimensionMap& map,
+                                 const std::vector<std::vector<int64_t>>& groups) {
+  SMELT_INTERNAL_CHECK(reference->loopDomain() == reference->logicalDomain(),
+                       reference->name(), " must be unscheduled");
+  std::vector<IterDomain*> grouped;
+  for (const auto& group : groups) {
+    for (int64_t d : group) {
+      IterDomain* id = map.axisOf(reference, d);
+      SMELT_INTERNAL_CHECK(id != nullptr, reference->name(), " lacks dimension ", d);
+      grouped.push_back(id);
+    }
+  }
+  std::vector<IterDomain*> order;
+  for (IterDomain* id : reference->loopDomain()) {
+    if (std::find(grouped.begin(), grouped.end(), id) == grouped.end()) order.push_back(id);
+  }
+  const int64_t lead = static_cast<int64_t>(order.size());
+  order.insert(order.end(), grouped.begin(), grouped.end());
+  std::unordered_map<int64_t, int64_t> old_to_new;
+  for (int64_t p = 0; p < reference->nDims(); ++p) {
+    auto it = std::find(order.begin(), order.end(), reference->axis(p));
+    old_to_new[p] = std::distance(order.begin(), it);
+  }
+  reference->reorder(old_to_new);
+  std::vector<int64_t> starts;
+  int64_t start = lead;
+  for (const auto& group : groups) {
+    starts.push_back(start);
+    start += static_cast<int64_t>(group.size());
+  }
+  for (int64_t g = static_cast<int64_t>(groups.size()) - 1; g >= 0; --g) {
+    for (size_t k = 1; k < groups[g].size(); ++k) reference->merge(starts[g]);
+  }
+  std::vector<int64_t> positions;
+  for (size_t g = 0; g < groups.size(); ++g) positions.push_back(lead + static_cast<int64_t>(g));
+  return positions;
+}
+
+std::vector<TensorView*> cacheableInputs(const Fusion& fusion) {
+  std::vector<TensorView*> result;
+  for (Val* in : fusion.inputs()) {
+    TensorView* tv = in->asTensor();
+    if (tv == nullptr || tv->logicalNoReductions().empty()) continue;
+    std::vector<TensorView*> consumers = fusion.consumersOf(tv);
+    bool padded = std::any_of(consumers.begin(), consumers.end(), [](const TensorView* c) {
+      return c->definition()->type() == ExprType::Pad;
+    });
+    if (!consumers.empty() && !padded) result.push_back(tv);
+  }
+  return result;
+}
+
+TensorView* cacheOutput(TensorView* output) {
+  Fusion* fusion = output->fusion();
+  TensorView* cache = output->cacheBefore();
+  for (Expr* expr : fusion->exprs()) {
+    if (expr == output->definition()) continue;
+    const auto& ins = expr->inputs();
+    if (std::find(ins.begin(), ins.end(), output) != ins.end()) expr->replaceInput(output, cache);
+  }
+  return cache;
+}
+
+std::vector<TensorView*> cacheInputsAndOutputs(
+    Fusion& fusion, const std::vector<int64_t>& vectorized_inputs,
+    const std::vector<int64_t>& vectorized_outputs,
+    const std::function<bool(const TensorView*)>& also_cache, const std::string& scheduler) {
+  const std::vector<Val*> inputs = fusion.inputs();
+  const std::vector<Val*> outputs = fusion.outputs();
+  std::vector<TensorView*> cacheable = cacheableInputs(fusion);
+  for (int64_t i : vectorized_inputs) {
+    SMELT_CHECK(i >= 0 && i < static_cast<int64_t>(inputs.size()) &&
+                    std::find(cacheable.begin(), cacheable.end(), inputs[i]) != cacheable.end(),
+                scheduler, " scheduler: input ", i, " cannot be vectorized");
+  }
+  for (int64_t j : vectorized_outputs) {
+    SMELT_CHECK(j >= 0 && j < static_cast<int64_t>(outputs.size()), scheduler,
+                " scheduler: there is no output ", j, " to vectorize");
+  }
+  std::vector<TensorView*> vectorized;
+  for (int64_t i = 0; i < static_cast<int64_t>(inputs.size()); ++i) {
+    TensorView* in = inputs[i]->asTensor();
+    if (std::find(cacheable.begin(), cacheable.end(), in) == cacheable.end()) continue;
+    TensorView* cache = in->cacheAfter();
+    bool vector = std::find(vectorized_inputs.begin(), vectorized_inputs.end(), i) !=
+                  vectorized_inputs.end();
+    if (vector) vectorized.push_back(cache);
+  }
+  for (int64_t j = 0; j < static_cast<int64_t>(outputs.size()); ++j) {
+    TensorView* out = outputs[j]->asTensor();
+    bool vector = std::find(vectorized_outputs.begin(), vectorized_outputs.end(), j) !=
+                  vectorized_outputs.end();
+    if (vector || !fusion.consumersOf(out).empty() || (also_cache && also_cache(out))) {
+      cacheOutput(out);
+    }
+    if (vector) vectorized.push_back(out);
+  }
+  return vectorized;
+}
+
+void vectorizeInnermost(const std::vector<TensorView*>& tensors, int64_t width,
+                        const std::string& scheduler) {
+  for (TensorView* tv : tensors) {
+    SMELT_CHECK(width > 1 && tv->axis(-1)->extent().constant() == width, scheduler,
+                " scheduler: ", tv->name(), " does not end in a vector axis of width ", width);
+    tv->axis(-1)->parallelize(ParallelType::Vectorize);
+  }
+}
+
+bool canVectorize(const TensorView* tv, const InputInfo* info, const DimensionMap& map,
+                  const std::vector<int64_t>& dims, int64_t width, const RuntimeInfo& runtime) {
+  if (width * dataTypeSize(tv->dtype()) > 16) return false;
+  std::vector<IterDomain*> logical = tv->logicalNoReductions();
+  std::vector<int64_t> positions;
+  int64_t extent = 1;
+  for (int64_t d : dims) {
+    if (map.role(tv, d) != DimensionMap::Role::Iteration) return false;
+    IterDomain* id = map.axisOf(tv, d);
+    positions.push_back(std::find(logical.begin(), logical.end(), id) - logical.begin());
+    extent *= runtime.extent(id);
+  }
+  const int64_t rank = static_cast<int64_t>(logical.size());
+  for (size_t k = 0; k < positions.size(); ++k) {
+    if (positions[k] != rank - static_cast<int64_t>(positions.size()) + static_cast<int64_t>(k)) {
+      return false;  // not the innermost dimensions, in order
+    }
+  }
+  if (extent % width != 0) return false;
+  if (info == nullptr) return true;
+  if (info->alignment < width * dataTypeSize(tv->dtype())) return false;
+  int64_t expected = 1;
+  for (auto it = positions.rbegin(); it != positions.rend(); ++it) {
+    if (info->sizes[*it] != 1 && info->strides[*it] != expected) return false;
+    expected *= info->sizes[*it];
+  }
+  for (int64_t q = 0; q < rank - static_cast<int64_t>(positions.size()); ++q) {
+    if (info->sizes[q] != 1 && info->strides[q] % width != 0) return false;
+  }
+  return true;
+}
+
+VectorChoice chooseVectorWidth(const Fusion& fusion, const DimensionMap& map,
+                               const std::vector<int64_t>& dims, const RuntimeInfo& runtime,
+                               bool with_outputs) {
+  std::vector<TensorView*> cached = cacheableInputs(fusion);
+  std::vector<TensorView*> candidates = cached;
+  if (with_outputs) {
+    for (Val* out : fusion.outputs()) candidates.push_back(out->asTensor());
+  }
+  int64_t widest = 1;
+  for (TensorView* tv : candidates) {
+    bool iterates = std::all_of(dims.begin(), dims.end(), [&](int64_t d) {
+      return map.role(tv, d) == DimensionMap::Role::Iteration;
+    });
+    if (iterates) widest = std::max(widest, dataTypeSize(tv->dtype()));
+  }
+  const auto& inputs = fusion.inputs();
+  for (int64_t width = 16 / widest; width >= 2; width /= 2) {
+    VectorChoice choice;
+    choice.width = width;
+    for (TensorView* tv : cached) {
+      if (canVectorize(tv, runtime.inputInfo(tv), map, dims, width, runtime)) {
+        choice.inputs.push_back(std::find(inputs.begin(), inputs.end(), tv) - inputs.begin());
+      }
+    }
+    for (size_t j = 0; with_outputs && j < fusion.outputs().size(); ++j) {
+      if (canVectorize(fusion.outputs()[j]->asTensor(), nullptr, map, dims, width, runtime)) {
+        choice.outputs.push_back(static_cast<int64_t>(j));
+      }
+    }
+    if (!choice.inputs.empty() || !choice.outputs.empty()) return choice;
+  }
+  return {};
+}
+
+int64_t extentOf(const TensorView* reference, const DimensionMap& map,
+                 const std::vector<int64_t>& dims, const RuntimeInfo& runtime) {
+  int64_t extent = 1;
+  for (int64_t d : dims) {
+    const IterDomain* id = map.axisOf(reference, d);
+    if (id != nullptr && !(id->isBroadcast() && !id->hasExpandedExtent())) {
+      extent *= runtime.extent(id);
+    }
+  }
+  return extent;
+}
+
+int64_t nextPowerOfTwo(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::string toString(const std::vector<int64_t>& values) {
+  std::ostringstream os;
+  os << "{";
+  for (size_t i = 0; i < values.size(); ++i) os << (i ? ", " : "") << values[i];
+  os << "}";
+  return os.str();
+}
+
+}  // namespace smelt::scheduler_utils

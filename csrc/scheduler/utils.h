@@ -1,0 +1,112 @@
+// Analyses and steps shared by the schedulers: how every tensor sees the
+// reference tensor's dimensions, caching of inputs and outputs, merging of
+// dimension groups and the vectorization checks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fusion/fusion.h"
+#include "scheduler/runtime_info.h"
+
+namespace smelt::scheduler_utils {
+
+// Labels each logical axis of every tensor with the reference logical axis
+// (dimension) it corresponds to, following the producer-consumer axis maps of
+// every op (broadcast axes take the label of the axis they are combined with).
+class DimensionMap {
+ public:
+  // How a tensor sees one reference dimension.
+  enum class Role { Absent, Broadcast, Expanded, Iteration, Reduction };
+
+  DimensionMap(const Fusion& fusion, const TensorView* reference);
+
+  // Empty when the map is complete and consistent: no axis carries two labels
+  // and every non-broadcast axis of a computed tensor carries one. Otherwise
+  // says which tensor and axis break it.
+  const std::string& problem() const { return problem_; }
+  int64_t ndims() const { return ndims_; }
+  std::optional<int64_t> dimOf(const IterDomain* id) const;
+  // The logical axis of `tv` labelled `dim`, nullptr if none.
+  IterDomain* axisOf(const TensorView* tv, int64_t dim) const;
+  Role role(const TensorView* tv, int64_t dim) const;
+  // Splits `dims` (in order) into runs of consecutive dimensions that every
+  // computed or cached tensor (inputs read directly are indexed from their
+  // consumers) sees with the same role, so merging a run is the same loop on
+  // each of them. Expanded dimensions stay alone.
+  std::vector<std::vector<int64_t>> mergeableRuns(const std::vector<int64_t>& dims) const;
+
+ private:
+  int64_t ndims_ = 0;
+  std::vector<TensorView*> tensors_;
+  std::unordered_map<const IterDomain*, int64_t> labels_;
+  std::string problem_;
+};
+
+// Puts the reference's axes of each group next to each other, in group order
+// (axes of no group first), and merges each group into one loop axis. The
+// reference must be unscheduled. Returns the loop position of each group.
+std::vector<int64_t> mergeGroups(TensorView* reference, const DimensionMap& map,
+                                 const std::vector<std::vector<int64_t>>& groups);
+
+// Inputs worth a register cache: tensors of rank > 0 with uses, none of them a
+// pad (a pad reads its input with a bounds check of its own).
+std::vector<TensorView*> cacheableInputs(const Fusion& fusion);
+
+// cacheBefore on a fusion output, and every other reader of the output reads
+// the cache instead (no reading back from global memory). Returns the cache.
+TensorView* cacheOutput(TensorView* output);
+
+// The caching step of every scheduler: cacheAfter on each cacheable input;
+// cacheOutput on each output that other tensors read, that is listed in
+// `vectorized_outputs`, or for which `also_cache` holds. Returns the tensors
+// to vectorize: the caches of the inputs at `vectorized_inputs` and the
+// outputs at `vectorized_outputs` (positions in the fusion's inputs and
+// outputs). Throws smelt::Error naming `scheduler` for a position that is out
+// of range or an input that is not cacheable.
+std::vector<TensorView*> cacheInputsAndOutputs(
+    Fusion& fusion, const std::vector<int64_t>& vectorized_inputs,
+    const std::vector<int64_t>& vectorized_outputs,
+    const std::function<bool(const TensorView*)>& also_cache, const std::string& scheduler);
+
+// Vectorizes the innermost loop axis of each tensor; it must be the vector
+// axis of `width` (an error naming `scheduler` otherwise).
+void vectorizeInnermost(const std::vector<TensorView*>& tensors, int64_t width,
+                        const std::string& scheduler);
+
+// True when `tv` (an input with `info`, or an output when info is null: the
+// runtime allocates outputs contiguous and 16-byte aligned) can be accessed
+// `width` elements at a time along the merged `dims`: they are its innermost
+// dimensions, contiguous, of a total extent divisible by `width`, every other
+// stride is a multiple of `width` and the data is aligned to the vector.
+bool canVectorize(const TensorView* tv, const InputInfo* info, const DimensionMap& map,
+                  const std::vector<int64_t>& dims, int64_t width, const RuntimeInfo& runtime);
+
+// The widest vector along the merged `dims` (at most 16 bytes of the widest
+// tensor iterating over all of them, halved until some tensor can use it),
+// and the positions of the cacheable inputs and (when `with_outputs`) the
+// outputs that can. Width 1 and no tensors when none can.
+struct VectorChoice {
+  int64_t width = 1;
+  std::vector<int64_t> inputs;
+  std::vector<int64_t> outputs;
+};
+VectorChoice chooseVectorWidth(const Fusion& fusion, const DimensionMap& map,
+                               const std::vector<int64_t>& dims, const RuntimeInfo& runtime,
+                               bool with_outputs);
+
+// Product of the reference's extents over `dims` (broadcasts count 1).
+int64_t extentOf(const TensorView* reference, const DimensionMap& map,
+                 const std::vector<int64_t>& dims, const RuntimeInfo& runtime);
+
+int64_t nextPowerOfTwo(int64_t n);
+int64_t ceilDiv(int64_t a, int64_t b);
+
+// "{1, 3}"
+std::string toString(const std::vector<int64_t>& values);
+
+}  // namespace smelt::scheduler_utils

@@ -1,0 +1,95 @@
+// FusionExecutorCache on CUDA tensors (label gpu): every scheduler, and a
+// segmented fusion, against torch on the same inputs. Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <functional>
+
+#include "common/aten_reference.h"
+#include "fusion/ops.h"
+#include "runtime/executor_test_util.h"
+#include "runtime/fusion_executor_cache.h"
+#include "runtime/gpu_test_util.h"
+
+namespace smelt {
+namespace {
+
+using testing::evaluateWithATen;
+using testing::expectOutputsMatch;
+
+struct GpuCase {
+  const char* name;
+  std::function<void(Fusion&)> build;
+  std::vector<std::vector<int64_t>> shapes;
+  SchedulerType first_scheduler;
+  size_t segments;
+};
+
+class CacheOnGpu : public ::testing::TestWithParam<GpuCase> {};
+
+TEST_P(CacheOnGpu, MatchesTorch) {
+  SKIP_WITHOUT_GPU();
+  const GpuCase& c = GetParam();
+  auto fusion = std::make_unique<Fusion>();
+  {
+    FusionGuard guard(fusion.get());
+    c.build(*fusion);
+  }
+  FusionExecutorCache cache(std::move(fusion));
+  std::vector<at::Tensor> inputs;
+  for (const auto& shape : c.shapes) inputs.push_back(at::randn(shape, at::Device(at::kCUDA, 0)));
+  std::vector<at::Tensor> outputs = cache.runFusionWithInputs(inputs);
+  for (const at::Tensor& out : outputs) EXPECT_TRUE(out.is_cuda());
+  Fusion& f = const_cast<Fusion&>(cache.fusion());
+  expectOutputsMatch(f, outputs, evaluateWithATen(f, inputs), cache.lastRun().toString());
+  ASSERT_EQ(cache.lastRun().segments.size(), c.segments) << cache.lastRun().toString();
+  EXPECT_EQ(cache.lastRun().segments[0].scheduler, c.first_scheduler);
+}
+
+TensorView* input(Fusion& fusion, int64_t rank) {
+  TensorView* tv = makeContigTensor(rank);
+  fusion.addInput(tv);
+  return tv;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schedulers, CacheOnGpu,
+    ::testing::Values(
+        GpuCase{"pointwise",
+                [](Fusion& f) { f.addOutput(relu(add(input(f, 2), input(f, 2)))); },
+                {{1000, 1027}, {1000, 1027}}, SchedulerType::Pointwise, 1},
+        GpuCase{"row_broadcast",
+                [](Fusion& f) {
+                  TensorView* a = input(f, 2);
+                  f.addOutput(mul(a, broadcast(input(f, 1), {true, false})));
+                },
+                {{513, 4096}, {4096}}, SchedulerType::Pointwise, 1},
+        GpuCase{"inner_reduction", [](Fusion& f) { f.addOutput(sum(input(f, 2), {1})); },
+                {{1024, 5000}}, SchedulerType::Reduction, 1},
+        GpuCase{"outer_reduction", [](Fusion& f) { f.addOutput(max(input(f, 2), {0})); },
+                {{3000, 700}}, SchedulerType::Reduction, 1},
+        GpuCase{"softmax",
+                [](Fusion& f) {
+                  TensorView* x = input(f, 2);
+                  TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
+                  f.addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
+                },
+                {{4096, 1024}}, SchedulerType::Persistent, 1},
+        GpuCase{"softmax_smem_row",
+                [](Fusion& f) {
+                  TensorView* x = input(f, 2);
+                  TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
+                  f.addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
+                },
+                {{64, 12000}}, SchedulerType::Persistent, 1},
+        GpuCase{"two_reductions",
+                [](Fusion& f) {
+                  TensorView* x = input(f, 2);
+                  f.addOutput(sum(mul(x, broadcast(sum(x, {1}), {false, true})), {0}));
+                },
+                {{300, 500}}, SchedulerType::Reduction, 2}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace smelt

@@ -1,0 +1,196 @@
+// The persistent (normalization) scheduler: softmax, layer norm and RMS norm
+// patterns in one kernel, rows in registers or shared memory, simulated with
+// race detection against ATen and compiled with NVRTC.
+#include <gtest/gtest.h>
+
+#include "common/expect_error.h"
+#include "fusion/ops.h"
+#include "lower/alloc_reuse/kernel_plan.h"
+#include "scheduler/normalization.h"
+#include "scheduler/scheduler_test_util.h"
+
+namespace smelt::testing {
+namespace {
+
+PersistentParams scheduleAndCheck(Fusion& fusion, const std::vector<at::Tensor>& inputs,
+                                  const std::string& name,
+                                  const std::function<void(PersistentParams&)>& adjust = {}) {
+  return testing::scheduleAndCheck(fusion, inputs, name, persistentHeuristics,
+                                   schedulePersistent, adjust);
+}
+
+// softmax over the last dimension of x [I, R].
+void buildSoftmax(Fusion& fusion) {
+  TensorView* x = makeContigTensor(2);
+  fusion.addInput(x);
+  TensorView* m = broadcast(max(x, {1}), {false, true});
+  TensorView* e = exp(sub(x, m));
+  TensorView* s = broadcast(sum(e, {1}), {false, true});
+  fusion.addOutput(div(e, s));
+}
+
+// Layer norm over the last dimension with weight and bias; 1 / (var + eps)
+// stands in for rsqrt (the op set has no square root yet). Outputs the mean too.
+void buildLayerNorm(Fusion& fusion, int64_t r) {
+  TensorView* x = makeContigTensor(2);
+  TensorView* w = makeContigTensor(1);
+  TensorView* b = makeContigTensor(1);
+  fusion.addInput(x);
+  fusion.addInput(w);
+  fusion.addInput(b);
+  TensorView* mean = div(sum(x, {1}), static_cast<double>(r));
+  TensorView* xc = sub(x, broadcast(mean, {false, true}));
+  TensorView* var = div(sum(mul(xc, xc), {1}), static_cast<double>(r));
+  TensorView* inv = div(constant(1.0), add(var, 1e-5));
+  TensorView* y = mul(xc, broadcast(inv, {false, true}));
+  fusion.addOutput(add(mul(y, broadcast(w, {true, false})), broadcast(b, {true, false})));
+  fusion.addOutput(mean);
+}
+
+struct Shape {
+  int64_t rows;
+  int64_t cols;
+};
+void PrintTo(const Shape& s, std::ostream* os) { *os << "[" << s.rows << ", " << s.cols << "]"; }
+
+TEST(PersistentScheduler, SoftmaxOfManyShapes) {
+  for (const Shape& s : std::vector<Shape>{{1, 1}, {3, 7}, {5, 32}, {2, 131}, {33, 12}, {2, 1030}, {1, 2053}}) {
+    SCOPED_TRACE(::testing::PrintToString(s));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildSoftmax(fusion);
+    PersistentParams params = scheduleAndCheck(fusion, {randn({s.rows, s.cols})}, "softmax");
+    EXPECT_FALSE(params.shared_memory);
+    // x and exp(x - max) stay in registers.
+    EXPECT_EQ(persistentBuffers(fusion).size(), 2u);
+  }
+}
+
+TEST(PersistentScheduler, SoftmaxHeuristics) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildSoftmax(fusion);
+  RuntimeInfo rows_of_8k(fusion, {InputInfo::contiguous(DataType::Float, {64, 8192})});
+  EXPECT_EQ(persistentHeuristics(fusion, rows_of_8k).toString(),
+            "PersistentParams{vector_width=4, persistent_batch=4, block_y=1, buffers=registers, "
+            "vectorized_inputs={0}, vectorized_outputs={0}}");
+  RuntimeInfo rows_of_24(fusion, {InputInfo::contiguous(DataType::Float, {100, 24})});
+  EXPECT_EQ(persistentHeuristics(fusion, rows_of_24).toString(),
+            "PersistentParams{vector_width=4, persistent_batch=1, block_y=32, buffers=registers, "
+            "vectorized_inputs={0}, vectorized_outputs={0}}");
+  // 16k floats in two buffers do not fit registers: shared memory.
+  RuntimeInfo rows_of_16k(fusion, {InputInfo::contiguous(DataType::Float, {4, 16384})});
+  EXPECT_TRUE(persistentHeuristics(fusion, rows_of_16k).shared_memory);
+  // 32k floats in two buffers exceed the shared-memory budget.
+  RuntimeInfo rows_of_32k(fusion, {InputInfo::contiguous(DataType::Float, {4, 32768})});
+  EXPECT_NE(persistentRejectReason(fusion, &rows_of_32k).find("budget"), std::string::npos);
+}
+
+TEST(PersistentScheduler, LayerNormWithWeightBiasAndMeanOutput) {
+  for (Shape s : {Shape{4, 10}, Shape{3, 64}, Shape{2, 301}}) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildLayerNorm(fusion, s.cols);
+    PersistentParams params = scheduleAndCheck(
+        fusion, {randn({s.rows, s.cols}), randn({s.cols}), randn({s.cols})}, "layer_norm");
+    EXPECT_EQ(params.vectorized_outputs, s.cols % 2 == 0 ? std::vector<int64_t>{0}
+                                                         : std::vector<int64_t>{});
+  }
+}
+
+TEST(PersistentScheduler, RmsNormHalf) {
+  // y = x * 1 / (mean(x^2) + eps) * w in float, stored as half.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* xh = makeContigTensor(2, DataType::Half);
+  TensorView* w = makeContigTensor(1, DataType::Half);
+  fusion.addInput(xh);
+  fusion.addInput(w);
+  TensorView* x = castOp(DataType::Float, xh);
+  TensorView* ms = div(sum(mul(x, x), {1}), 48.0);
+  TensorView* inv = div(constant(1.0), add(ms, 1e-6));
+  TensorView* y = mul(mul(x, broadcast(inv, {false, true})),
+                      castOp(DataType::Float, broadcast(w, {true, false})));
+  fusion.addOutput(castOp(DataType::Half, y));
+  PersistentParams params =
+      scheduleAndCheck(fusion, {randn({5, 48}, at::kHalf), randn({48}, at::kHalf)}, "rms_norm");
+  EXPECT_EQ(params.vector_width, 8);
+}
+
+TEST(PersistentScheduler, NonContiguousRows) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildSoftmax(fusion);
+  at::Tensor x = randn({20, 6}).t();  // [6, 20], rows strided
+  PersistentParams params = scheduleAndCheck(fusion, {x}, "softmax_strided");
+  EXPECT_TRUE(params.vectorized_inputs.empty());
+}
+
+// Softmax over rows of fixed length, applied `times` times in a row.
+void buildRepeatedSoftmax(Fusion& fusion, std::vector<int64_t> shape, int times) {
+  TensorView* x = makeConcreteTensor(shape);
+  fusion.addInput(x);
+  TensorView* y = x;
+  for (int k = 0; k < times; ++k) {
+    TensorView* e = exp(sub(y, broadcast(max(y, {1}), {false, true})));
+    y = div(e, broadcast(sum(e, {1}), {false, true}));
+  }
+  fusion.addOutput(y);
+}
+
+const alloc_reuse::SharedMemoryPlan& planOf(GpuLower& lower) { return *lower.run().smem_plan; }
+
+void forceSharedMemory(PersistentParams& p) {
+  p.shared_memory = true;
+  p.persistent_batch = 2;
+  p.block_y = 1;
+}
+
+TEST(PersistentScheduler, SharedMemoryBuffers) {
+  // Forced into shared memory on rows of 40: each persistent buffer is
+  // [batch 2, TIDx 5, vector 4] floats = 160 B.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildRepeatedSoftmax(fusion, {3, 40}, 1);
+  scheduleAndCheck(fusion, {randn({3, 40})}, "softmax_smem", forceSharedMemory);
+  std::vector<TensorView*> buffers = persistentBuffers(fusion);
+  ASSERT_EQ(buffers.size(), 2u);
+  for (TensorView* tv : buffers) EXPECT_EQ(tv->memoryType(), MemoryType::Shared);
+  GpuLower lower(&fusion);
+  const auto& plan = planOf(lower);
+  // x and exp(x - max) are live together; the first block reduction's
+  // workspace takes bytes of exp(x - max) before it is written.
+  EXPECT_EQ(plan.tensor_bytes.constant(), 320) << plan.report_text;
+  EXPECT_EQ(plan.plan.total_bytes.constant(), 340) << plan.report_text;
+  EXPECT_EQ(plan.plan.no_reuse_bytes.constant(), 372) << plan.report_text;
+}
+
+TEST(PersistentScheduler, SharedMemoryBuffersWithDisjointLifetimesShareBytes) {
+  // softmax(softmax(x)): the first softmax's buffers are dead (a block
+  // reduction lies between) when the second softmax's are first written, so
+  // four 160 B buffers fit in the bytes of two.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildRepeatedSoftmax(fusion, {2, 40}, 2);
+  scheduleAndCheck(fusion, {randn({2, 40})}, "softmax2_smem", forceSharedMemory);
+  EXPECT_EQ(persistentBuffers(fusion).size(), 4u);
+  GpuLower lower(&fusion);
+  const auto& plan = planOf(lower);
+  EXPECT_EQ(plan.tensor_bytes.constant(), 320) << plan.report_text;
+  // Without reuse: the four buffers and four 20 B workspaces, 16 B aligned.
+  EXPECT_EQ(plan.plan.no_reuse_bytes.constant(), 4 * 160 + 3 * 32 + 20) << plan.report_text;
+}
+
+TEST(PersistentScheduler, RejectsPlainReductions) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  fusion.addInput(x);
+  fusion.addOutput(sum(x, {1}));
+  EXPECT_NE(persistentRejectReason(fusion).find("plain reduction"), std::string::npos);
+  EXPECT_SMELT_ERROR(schedulePersistent(fusion, PersistentParams{}), "persistent scheduler",
+                     "plain reduction");
+}
+
+}  // namespace
+}  // namespace smelt::testing

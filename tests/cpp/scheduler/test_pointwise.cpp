@@ -1,0 +1,194 @@
+// The pointwise scheduler on a spread of shapes, layouts and broadcasts:
+// heuristics asserted, every kernel simulated with race detection against
+// ATen and compiled with NVRTC.
+#include <gtest/gtest.h>
+
+#include "common/expect_error.h"
+#include "fusion/ops.h"
+#include "scheduler/pointwise.h"
+#include "scheduler/scheduler_test_util.h"
+
+namespace smelt::testing {
+namespace {
+
+using sim::testing::expectKernelCorrect;
+
+PointwiseParams scheduleAndCheck(Fusion& fusion, const std::vector<at::Tensor>& inputs,
+                                 const std::string& name) {
+  return testing::scheduleAndCheck(fusion, inputs, name, pointwiseHeuristics, schedulePointwise);
+}
+
+// out = relu(a + b) * 2 over symbolic [I, J] tensors.
+void buildAddRelu(Fusion& fusion, DataType dtype = DataType::Float) {
+  TensorView* a = makeContigTensor(2, dtype);
+  TensorView* b = makeContigTensor(2, dtype);
+  fusion.addInput(a);
+  fusion.addInput(b);
+  fusion.addOutput(mul(relu(add(a, b)), 2.0));
+}
+
+TEST(PointwiseScheduler, AddReluOfManyShapes) {
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{1, 1}, {1, 7}, {3, 5}, {13, 17}, {8, 64}, {33, 6}, {1, 1031}}) {
+    SCOPED_TRACE(::testing::PrintToString(shape));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildAddRelu(fusion);
+    PointwiseParams params =
+        scheduleAndCheck(fusion, {randn(shape), randn(shape)}, "pw_add_relu");
+    // Merged to one dimension: vectorized by 4 floats when the extent allows.
+    const int64_t numel = shape[0] * shape[1];
+    EXPECT_EQ(params.vector_width, numel % 4 == 0 ? 4 : numel % 2 == 0 ? 2 : 1);
+    EXPECT_EQ(params.block_y, 1);
+  }
+}
+
+TEST(PointwiseScheduler, HeuristicsForContiguousFloat) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildAddRelu(fusion);
+  RuntimeInfo runtime(fusion, {InputInfo::contiguous(DataType::Float, {1024, 1024}),
+                               InputInfo::contiguous(DataType::Float, {1024, 1024})});
+  PointwiseParams params = pointwiseHeuristics(fusion, runtime);
+  EXPECT_EQ(params.toString(),
+            "PointwiseParams{vector_width=4, block=(128, 1), split_grid_y=false, "
+            "vectorized_inputs={0, 1}, vectorized_outputs={0}}");
+}
+
+TEST(PointwiseScheduler, MisalignedOrStridedInputIsNotVectorized) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildAddRelu(fusion);
+  // Input 0 starts 4 bytes past a 16-byte boundary; input 1 has a padded row.
+  RuntimeInfo runtime(fusion, {InputInfo::contiguous(DataType::Float, {16, 64}, 4),
+                               InputInfo::tensor(DataType::Float, {16, 64}, {66, 1})});
+  PointwiseParams params = pointwiseHeuristics(fusion, runtime);
+  EXPECT_EQ(params.vector_width, 4);
+  EXPECT_TRUE(params.vectorized_inputs.empty());
+  EXPECT_EQ(params.vectorized_outputs, std::vector<int64_t>{0});
+}
+
+TEST(PointwiseScheduler, HalfVectorizesEightElements) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeContigTensor(2, DataType::Half);
+  fusion.addInput(a);
+  fusion.addOutput(castOp(DataType::Half, exp(castOp(DataType::Float, a))));
+  at::Tensor x = randn({4, 40}, at::kHalf);
+  PointwiseParams params = scheduleAndCheck(fusion, {x}, "pw_half_exp");
+  EXPECT_EQ(params.vector_width, 8);
+  EXPECT_EQ(params.block_x, 32);  // 160 / 8 = 20 vectors
+}
+
+TEST(PointwiseScheduler, NonContiguousInputs) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildAddRelu(fusion);
+  at::Tensor transposed = randn({9, 12}).t();                     // [12, 9], strides (1, 12)
+  at::Tensor sliced = randn({12, 20}).slice(1, 3, 12);           // [12, 9], strides (20, 1)
+  PointwiseParams params = scheduleAndCheck(fusion, {transposed, sliced}, "pw_strided");
+  // 108 elements allow 4-wide vectors, but only the output's layout takes them.
+  EXPECT_EQ(params.vector_width, 4);
+  EXPECT_TRUE(params.vectorized_inputs.empty());
+  EXPECT_EQ(params.vectorized_outputs, std::vector<int64_t>{0});
+}
+
+TEST(PointwiseScheduler, RowBroadcast) {
+  // out[I, J] = a[I, J] + b[J]: the broadcast stops the merge, so J takes
+  // BIDx/TIDx and I takes BIDy/TIDy.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeContigTensor(2);
+  TensorView* b = makeContigTensor(1);
+  fusion.addInput(a);
+  fusion.addInput(b);
+  fusion.addOutput(add(a, broadcast(b, {true, false})));
+  PointwiseParams params = scheduleAndCheck(fusion, {randn({6, 20}), randn({20})}, "pw_row_bcast");
+  EXPECT_EQ(params.vector_width, 4);
+  EXPECT_EQ(params.block_x, 8);
+  EXPECT_EQ(params.block_y, 8);
+  EXPECT_EQ(params.vectorized_inputs, (std::vector<int64_t>{0, 1}));
+}
+
+TEST(PointwiseScheduler, ColumnBroadcastWithOddSizes) {
+  // out[I, J] = a[I, J] * b[I]: b is constant along the inner dimension.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeContigTensor(2);
+  TensorView* b = makeContigTensor(1);
+  fusion.addInput(a);
+  fusion.addInput(b);
+  fusion.addOutput(mul(a, broadcast(b, {false, true})));
+  PointwiseParams params =
+      scheduleAndCheck(fusion, {randn({7, 131}), randn({7})}, "pw_col_bcast");
+  EXPECT_EQ(params.vector_width, 1);
+  EXPECT_EQ(params.block_x, 128);
+  EXPECT_EQ(params.block_y, 1);
+}
+
+TEST(PointwiseScheduler, ThreeDimensionalBroadcastsAndScalar) {
+  // out[B, I, J] = x[B, I, J] * w[I] + s: runs {B}, {I}, {J}; B stays serial.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(3);
+  TensorView* w = makeContigTensor(1);
+  Scalar* s = symbolicScalar(DataType::Double);
+  fusion.addInput(x);
+  fusion.addInput(w);
+  fusion.addInput(s);
+  fusion.addOutput(add(mul(x, broadcast(w, {true, false, true})), s));
+  scheduleAndCheck(fusion, {randn({3, 5, 12}), randn({5}), at::scalar_tensor(0.5, at::kDouble)},
+                   "pw_3d");
+}
+
+TEST(PointwiseScheduler, SizeOneDimensionsAndMultipleOutputs) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor({1, 9, 1});
+  fusion.addInput(a);
+  TensorView* e = exp(a);
+  fusion.addOutput(e);
+  fusion.addOutput(neg(e));
+  scheduleAndCheck(fusion, {randn({1, 9, 1})}, "pw_size_one");
+}
+
+TEST(PointwiseScheduler, PaddedInputIsReadDirectly) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor({5, 6});
+  TensorView* b = makeConcreteTensor({5, 8});
+  fusion.addInput(a);
+  fusion.addInput(b);
+  fusion.addOutput(add(pad(a, {1, 1}, 3.0), b));
+  PointwiseParams params = scheduleAndCheck(fusion, {randn({5, 6}), randn({5, 8})}, "pw_pad");
+  EXPECT_EQ(params.vectorized_inputs, std::vector<int64_t>{1});
+}
+
+TEST(PointwiseScheduler, RejectsReductions) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeContigTensor(2);
+  fusion.addInput(a);
+  fusion.addOutput(sum(a, {1}));
+  EXPECT_NE(pointwiseRejectReason(fusion).find("reduction"), std::string::npos);
+  EXPECT_SMELT_ERROR(schedulePointwise(fusion, PointwiseParams{}), "pointwise scheduler",
+                     "reduction");
+}
+
+TEST(PointwiseScheduler, UserParametersOverrideHeuristics) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildAddRelu(fusion);
+  std::vector<at::Tensor> inputs = {randn({10, 30}), randn({10, 30})};
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
+  PointwiseParams params = pointwiseHeuristics(fusion, runtime);
+  params.block_x = 32;
+  params.vector_width = 2;
+  params.vectorized_inputs = {1};
+  params.vectorized_outputs = {};
+  schedulePointwise(fusion, params);
+  expectKernelCorrect(fusion, inputs);
+  EXPECT_EQ(fusion.outputs()[0]->asTensor()->axis(1)->extent().constant(), 32);
+}
+
+}  // namespace
+}  // namespace smelt::testing

@@ -1,0 +1,153 @@
+// The reduction scheduler: inner and outer reductions over a spread of
+// shapes, with prologue and epilogue ops, heuristics asserted, every kernel
+// simulated with race detection against ATen and compiled with NVRTC.
+#include <gtest/gtest.h>
+
+#include "common/expect_error.h"
+#include "fusion/ops.h"
+#include "scheduler/reduction.h"
+#include "scheduler/scheduler_test_util.h"
+
+namespace smelt::testing {
+namespace {
+
+ReductionParams scheduleAndCheck(Fusion& fusion, const std::vector<at::Tensor>& inputs,
+                                 const std::string& name) {
+  return testing::scheduleAndCheck(fusion, inputs, name, reductionHeuristics, scheduleReduction);
+}
+
+struct Shape {
+  int64_t rows;
+  int64_t cols;
+};
+void PrintTo(const Shape& s, std::ostream* os) { *os << "[" << s.rows << ", " << s.cols << "]"; }
+
+TEST(ReductionScheduler, SumOfSquaresOverRowsOfManyShapes) {
+  for (const Shape& s : std::vector<Shape>{{1, 1}, {5, 1}, {1, 13}, {7, 3}, {3, 500}, {17, 64}, {2, 1031}, {64, 6}}) {
+    SCOPED_TRACE(::testing::PrintToString(s));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeContigTensor(2);
+    fusion.addInput(x);
+    fusion.addOutput(sum(mul(x, x), {1}));
+    ReductionParams params = scheduleAndCheck(fusion, {randn({s.rows, s.cols})}, "red_inner");
+    EXPECT_TRUE(params.inner);
+    EXPECT_EQ(params.vector_width, s.cols % 4 == 0 ? 4 : s.cols % 2 == 0 ? 2 : 1);
+    EXPECT_LE(params.block_x * params.block_y, 256);
+  }
+}
+
+TEST(ReductionScheduler, ColumnMaxPlusOneOfManyShapes) {
+  for (const Shape& s : std::vector<Shape>{{1, 5}, {13, 1}, {7, 3}, {300, 5}, {9, 129}, {64, 64}}) {
+    SCOPED_TRACE(::testing::PrintToString(s));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeContigTensor(2);
+    fusion.addInput(x);
+    fusion.addOutput(add(max(x, {0}), 1.0));
+    ReductionParams params = scheduleAndCheck(fusion, {randn({s.rows, s.cols})}, "red_outer");
+    EXPECT_FALSE(params.inner);
+    EXPECT_TRUE(params.vectorized_inputs.empty());
+  }
+}
+
+TEST(ReductionScheduler, HeuristicsForLongAndShortRows) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  fusion.addInput(x);
+  fusion.addOutput(sum(x, {1}));
+  RuntimeInfo long_rows(fusion, {InputInfo::contiguous(DataType::Float, {64, 4096})});
+  EXPECT_EQ(reductionHeuristics(fusion, long_rows).toString(),
+            "ReductionParams{inner, vector_width=4, block=(256, 1), vectorized_inputs={0}}");
+  // Rows of 24 floats: 6 vectors, so 8 threads per row and 32 rows per block.
+  RuntimeInfo short_rows(fusion, {InputInfo::contiguous(DataType::Float, {1000, 24})});
+  EXPECT_EQ(reductionHeuristics(fusion, short_rows).toString(),
+            "ReductionParams{inner, vector_width=4, block=(8, 32), vectorized_inputs={0}}");
+}
+
+TEST(ReductionScheduler, MeanOfHalfWithEpilogue) {
+  // mean over the last dimension of a half tensor, accumulated in float.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2, DataType::Half);
+  fusion.addInput(x);
+  TensorView* total = sum(castOp(DataType::Float, x), {1});
+  fusion.addOutput(total);
+  fusion.addOutput(castOp(DataType::Half, div(total, 40.0)));
+  ReductionParams params = scheduleAndCheck(fusion, {randn({6, 40}, at::kHalf)}, "red_mean_half");
+  EXPECT_EQ(params.vector_width, 8);
+}
+
+TEST(ReductionScheduler, ThreeDimensionsReducedInTheMiddle) {
+  // sum over dimension 1 of [B, R, I]: an outer reduction; B and I merge.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(3);
+  fusion.addInput(x);
+  fusion.addOutput(sum(x, {1}));
+  ReductionParams params = scheduleAndCheck(fusion, {randn({3, 11, 5})}, "red_middle");
+  EXPECT_FALSE(params.inner);
+}
+
+TEST(ReductionScheduler, ReduceTwoInnerDimensionsAndNonContiguousInput) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(3);
+  fusion.addInput(x);
+  fusion.addOutput(sum(x, {1, 2}));
+  at::Tensor strided = randn({4, 6, 14}).slice(2, 0, 7);  // [4, 6, 7], row stride 14
+  ReductionParams params = scheduleAndCheck(fusion, {strided}, "red_two_inner");
+  EXPECT_TRUE(params.inner);
+  EXPECT_EQ(params.vector_width, 1);
+}
+
+TEST(ReductionScheduler, FullReductionToRankZero) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  fusion.addInput(x);
+  fusion.addOutput(sum(x, {0, 1}));
+  ReductionParams params = scheduleAndCheck(fusion, {randn({5, 37})}, "red_full");
+  EXPECT_EQ(params.block_y, 1);
+}
+
+TEST(ReductionScheduler, BroadcastOperandInThePrologue) {
+  // sum(x[I, R] * w[R]) over R.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  TensorView* w = makeContigTensor(1);
+  fusion.addInput(x);
+  fusion.addInput(w);
+  fusion.addOutput(sum(mul(x, broadcast(w, {true, false})), {1}));
+  ReductionParams params = scheduleAndCheck(fusion, {randn({9, 36}), randn({36})}, "red_bcast");
+  EXPECT_EQ(params.vectorized_inputs, (std::vector<int64_t>{0, 1}));
+}
+
+TEST(ReductionScheduler, RejectsWhatItCannotSchedule) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  fusion.addInput(x);
+  TensorView* m = max(x, {1});
+  fusion.addOutput(sub(x, broadcast(m, {false, true})));
+  EXPECT_NE(reductionRejectReason(fusion).find("broadcast back"), std::string::npos);
+  Fusion two;
+  FusionGuard guard2(&two);
+  TensorView* y = makeContigTensor(2);
+  two.addInput(y);
+  two.addOutput(sum(y, {1}));
+  two.addOutput(sum(y, {0}));
+  EXPECT_NE(reductionRejectReason(two).find("reduce different dimensions"), std::string::npos);
+  Fusion none;
+  FusionGuard guard3(&none);
+  TensorView* z = makeContigTensor(1);
+  none.addInput(z);
+  none.addOutput(neg(z));
+  EXPECT_SMELT_ERROR(scheduleReduction(none, ReductionParams{}), "reduction scheduler",
+                     "no reduction");
+}
+
+}  // namespace
+}  // namespace smelt::testing

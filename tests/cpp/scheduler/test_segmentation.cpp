@@ -1,0 +1,151 @@
+// Scheduler selection and segmentation: the scheduler chosen for each kind of
+// fusion, and fusions no single scheduler takes split into segments whose
+// kernels, run in order on the simulator, match ATen.
+#include <gtest/gtest.h>
+
+#include "common/expect_error.h"
+#include "fusion/ops.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler_test_util.h"
+#include "scheduler/segmenter.h"
+
+namespace smelt::testing {
+namespace {
+
+std::optional<SchedulerType> selected(Fusion& fusion, const std::vector<at::Tensor>& inputs) {
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
+  return selectScheduler(fusion, runtime);
+}
+
+SegmentedFusion segmentAndCheck(Fusion& fusion, const std::vector<at::Tensor>& inputs,
+                                double tolerance = 1e-4) {
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
+  SegmentedFusion segmented = segmentFusion(fusion, runtime);
+  std::vector<at::Tensor> got = runSegmentsInSimulator(fusion, segmented, inputs);
+  std::vector<at::Tensor> want = evaluateWithATen(fusion, inputs);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE(at::allclose(got[i].to(at::kDouble), want[i].to(at::kDouble), tolerance, tolerance))
+        << "output " << i << "\n" << segmented.toString() << got[i] << want[i];
+  }
+  return segmented;
+}
+
+TEST(SchedulerSelection, EachKindOfFusion) {
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeContigTensor(2);
+    fusion.addInput(a);
+    fusion.addOutput(exp(a));
+    EXPECT_EQ(selected(fusion, {randn({3, 4})}), SchedulerType::Pointwise);
+  }
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeContigTensor(2);
+    fusion.addInput(a);
+    fusion.addOutput(sum(exp(a), {0}));
+    EXPECT_EQ(selected(fusion, {randn({3, 4})}), SchedulerType::Reduction);
+  }
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeContigTensor(2);
+    fusion.addInput(a);
+    fusion.addOutput(sub(a, broadcast(max(a, {1}), {false, true})));
+    EXPECT_EQ(selected(fusion, {randn({3, 4})}), SchedulerType::Persistent);
+  }
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeContigTensor(2);
+    fusion.addInput(a);
+    fusion.addOutput(sum(a, {1}));
+    fusion.addOutput(sum(a, {0}));
+    std::vector<std::string> reasons;
+    RuntimeInfo runtime(fusion, inputInfosOf(fusion, {randn({3, 4})}));
+    EXPECT_EQ(selectScheduler(fusion, runtime, &reasons), std::nullopt);
+    ASSERT_EQ(reasons.size(), 3u);
+    EXPECT_EQ(reasons[2].rfind("pointwise: it has a reduction", 0), 0u) << reasons[2];
+    EXPECT_SMELT_ERROR(scheduleFusion(fusion, runtime), "no scheduler takes this fusion",
+                       "reduction: reductions T1 and T2 reduce different dimensions");
+  }
+}
+
+TEST(Segmentation, OneSegmentWhenASchedulerTakesTheFusion) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeContigTensor(2);
+  fusion.addInput(a);
+  fusion.addOutput(sum(exp(a), {1}));
+  SegmentedFusion segmented = segmentAndCheck(fusion, {randn({5, 9})});
+  EXPECT_EQ(segmented.toString(), "segment 0 (reduction): T0 -> T2\n");
+}
+
+TEST(Segmentation, ReductionsOverDifferentAxes) {
+  // s = sum(x, {1}); t = sum(s[:, None] * y, {0}): two kernels, s passes
+  // through global memory.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  TensorView* y = makeContigTensor(2);
+  fusion.addInput(x);
+  fusion.addInput(y);
+  TensorView* s = sum(x, {1});
+  fusion.addOutput(sum(mul(broadcast(s, {false, true}), y), {0}));
+  SegmentedFusion segmented = segmentAndCheck(fusion, {randn({7, 13}), randn({7, 5})});
+  EXPECT_EQ(segmented.toString(),
+            "segment 0 (reduction): T0 -> T2\n"
+            "segment 1 (reduction): T2, T1 -> T5\n");
+  // x is not in the second segment: s's extent becomes its own size symbol.
+  const Fusion& second = *segmented.segments[1].fusion;
+  EXPECT_EQ(second.inputs()[0]->asTensor()->axis(0)->extent().toString(), "T2.size[0]");
+}
+
+TEST(Segmentation, SiblingReductionsAndPointwiseTail) {
+  // Row sums and row maxima of one input, then combined: sum and max each
+  // take a kernel (one reduction per kernel), the tail joins one of them.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  fusion.addInput(x);
+  fusion.addOutput(add(sum(x, {1}), max(x, {1})));
+  SegmentedFusion segmented = segmentAndCheck(fusion, {randn({6, 10})});
+  ASSERT_EQ(segmented.segments.size(), 2u) << segmented.toString();
+  EXPECT_EQ(segmented.segments[0].scheduler, SchedulerType::Reduction);
+  EXPECT_EQ(segmented.segments[1].scheduler, SchedulerType::Reduction);
+}
+
+TEST(Segmentation, MatmulFollowedByReduction) {
+  // rowsum(a @ b): the contraction over K and the sum over N cannot share a
+  // kernel.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeContigTensor(2);
+  TensorView* b = makeContigTensor(2);
+  fusion.addInput(a);
+  fusion.addInput(b);
+  fusion.addOutput(sum(matmul(a, b), {1}));
+  SegmentedFusion segmented = segmentAndCheck(fusion, {randn({5, 6}), randn({6, 7})});
+  ASSERT_EQ(segmented.segments.size(), 2u) << segmented.toString();
+  EXPECT_EQ(segmented.segments[1].scheduler, SchedulerType::Reduction);
+}
+
+TEST(Segmentation, SoftmaxRowTooLongToKeepOnChip) {
+  // 32k floats per row: x and exp(x - max) do not fit one block's shared
+  // memory together. The row maxima take a kernel of their own; the rest
+  // keeps exp(x - max) in shared memory.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  fusion.addInput(x);
+  TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
+  fusion.addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
+  SegmentedFusion segmented = segmentAndCheck(fusion, {randn({1, 32768})}, 1e-6);
+  EXPECT_EQ(segmented.toString(),
+            "segment 0 (reduction): T0 -> T1\n"
+            "segment 1 (persistent): T1, T0 -> T7\n");
+}
+
+}  // namespace
+}  // namespace smelt::testing
