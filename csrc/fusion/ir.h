@@ -182,6 +182,14 @@ class TensorView : public Val {
   TensorView* promoteReuse(bool enable = true);
   bool shouldPromoteReuse() const { return promote_reuse_; }
 
+  // Multi-stage circular buffering of a Shared tensor computed inside a
+  // serial loop (the loop of its axis computePosition() - 1, e.g. a GEMM's
+  // K-tile loop): `stages` copies of its tile are allocated, a prologue loads
+  // the first stages - 1 tiles, and iteration k loads tile k + stages - 1
+  // while tile k is read (lower/circular_buffer.cpp). 1 turns it off.
+  TensorView* circularBuffer(int64_t stages);
+  int64_t circularBufferStages() const { return circular_buffer_stages_; }
+
   // Human-readable schedule: logical domain, each transform, loop domain,
   // memory type and compute position.
   std::string transformsString() const;
@@ -204,6 +212,7 @@ class TensorView : public Val {
   MemoryType memory_type_;
   int64_t compute_position_ = 0;
   bool promote_reuse_ = false;
+  int64_t circular_buffer_stages_ = 1;
 };
 
 // ---------------------------------------------------------------------------

@@ -399,9 +399,18 @@ TensorView* matmul(TensorView* a, TensorView* b) {
   auto kb = b_axes[0]->extent().constant();
   SMELT_CHECK(!ka || !kb || *ka == *kb, "matmul: K of ", a->name(), " (", *ka,
               ") does not match K of ", b->name(), " (", *kb, ")");
+  // Half and bfloat16 operands multiply and accumulate in float (as
+  // torch.matmul does); the result is rounded back to the operands' type.
+  DataType out_type = promoteTypes(a->dtype(), b->dtype());
+  bool low_precision = out_type == DataType::Half || out_type == DataType::BFloat16;
+  if (low_precision) {
+    a = castOp(DataType::Float, a);
+    b = castOp(DataType::Float, b);
+  }
   TensorView* a3 = broadcast(a, {false, false, true});  // [M, K, 1]
   TensorView* b3 = broadcast(b, {true, false, false});  // [1, K, N]
-  return sum(mul(a3, b3), {1});                         // [M, rK, N]
+  TensorView* c = sum(mul(a3, b3), {1});                // [M, rK, N]
+  return low_precision ? castOp(out_type, c) : c;
 }
 
 }  // namespace smelt

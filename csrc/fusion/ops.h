@@ -111,7 +111,8 @@ TensorView* expand(TensorView* in, const std::vector<IntExpr>& shape);
 TensorView* pad(TensorView* in, const std::vector<int64_t>& widths, double value = 0.0);
 
 // [M, K] x [K, N] -> [M, N] as broadcast, multiply and a sum over K (the
-// building block a matmul schedule tiles).
+// building block a matmul schedule tiles). Half/bfloat16 operands are cast to
+// float first (fp32 accumulation) and the sum is cast back to their type.
 TensorView* matmul(TensorView* a, TensorView* b);
 
 }  // namespace smelt

@@ -88,7 +88,10 @@ TensorView* TensorView::setMemoryType(MemoryType mtype) {
                 " and must stay in Global memory; use cacheAfter/cacheBefore for a copy");
   }
   memory_type_ = mtype;
-  if (mtype != MemoryType::Shared) promote_reuse_ = false;
+  if (mtype != MemoryType::Shared) {
+    promote_reuse_ = false;
+    circular_buffer_stages_ = 1;
+  }
   return this;
 }
 
@@ -327,11 +330,23 @@ TensorView* TensorView::promoteReuse(bool enable) {
   return this;
 }
 
+TensorView* TensorView::circularBuffer(int64_t stages) {
+  SMELT_CHECK(stages >= 1, "circularBuffer(", stages, "): tensor ", name_,
+              " needs at least one stage");
+  SMELT_CHECK(stages == 1 || memory_type_ == MemoryType::Shared, "circularBuffer(", stages,
+              "): tensor ", name_, " is in ", memory_type_,
+              " memory; only Shared tensors are circular-buffered (call setMemoryType(Shared) "
+              "first)");
+  circular_buffer_stages_ = stages;
+  return this;
+}
+
 std::string TensorView::transformsString() const {
   std::ostringstream os;
   os << name_ << " (" << memory_type_ << " " << dtype();
   if (compute_position_ > 0) os << ", computeAt " << compute_position_;
   if (promote_reuse_) os << ", promoteReuse";
+  if (circular_buffer_stages_ > 1) os << ", circularBuffer " << circular_buffer_stages_;
   os << ")\n  logical: [";
   for (size_t i = 0; i < logical_.size(); ++i) os << (i ? ", " : "") << logical_[i]->toString();
   os << "]\n";

@@ -46,8 +46,10 @@ IntExpr allocationIndex(const LoweringContext& ctx, const TensorView* tv,
 
 class Indexer {
  public:
-  Indexer(const LoweringContext& ctx, const TensorView* out) : ctx_(ctx), out_(out) {
-    for (int64_t k = 0; k < out->nDims(); ++k) loop_indices_.push_back(ctx.loopIndex(out, k));
+  // `stmt`: the statement whose loops to use (a reduction init has its own).
+  Indexer(const LoweringContext& ctx, const TensorView* out, const kir::Stmt* stmt = nullptr)
+      : ctx_(ctx), out_(out) {
+    for (int64_t k = 0; k < out->nDims(); ++k) loop_indices_.push_back(ctx.loopIndex(out, k, stmt));
     logical_ = logicalIndices(out, loop_indices_);
   }
 
@@ -119,7 +121,7 @@ void indexBody(const LoweringContext& ctx, kir::StmtList& body) {
         c->operands.push_back(indexer.operand(in));
       }
     } else if (auto* init = dynamic_cast<kir::ReduceInit*>(stmt.get())) {
-      init->out = Indexer(ctx, init->expr->output()).output();
+      init->out = Indexer(ctx, init->expr->output(), init).output();
     } else if (auto* step = dynamic_cast<kir::ReduceStep*>(stmt.get())) {
       Indexer indexer(ctx, step->expr->output());
       step->out = indexer.output();

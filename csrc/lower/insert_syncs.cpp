@@ -10,7 +10,9 @@
 //     the end of the loop body) unless one already lies after the reads or
 //     before the write;
 //   * barriers only go into loop bodies, never under a predicate, so every
-//     thread reaches them.
+//     thread reaches them;
+//   * circular-buffered tensors get none here: the circular_buffer pass has
+//     placed theirs.
 #include <algorithm>
 
 #include "fusion/error.h"
@@ -111,6 +113,12 @@ void insertWar(kir::Kernel& kernel, const CrossThreadAccess& access) {
 
 void insertSyncs(LoweringContext& ctx) {
   std::vector<CrossThreadAccess> accesses = crossThreadAccesses(ctx);
+  // Circular-buffered tiles have their barrier from the circular_buffer pass.
+  accesses.erase(std::remove_if(accesses.begin(), accesses.end(),
+                                [&](const CrossThreadAccess& a) {
+                                  return ctx.circular_buffered.count(a.tv) > 0;
+                                }),
+                 accesses.end());
   for (const CrossThreadAccess& access : accesses) insertRaw(ctx.kernel, access);
   for (const CrossThreadAccess& access : accesses) insertWar(ctx.kernel, access);
 }

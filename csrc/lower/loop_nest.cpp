@@ -70,20 +70,52 @@ class LoopNestBuilder {
     if (it != ctx_.loops.end()) return it->second;
     auto [owner, owner_axis] = key;
     kir::ForLoop* parent = owner_axis == 0 ? nullptr : loopFor(owner, owner_axis - 1);
-    const IterDomain* id = owner->axis(owner_axis);
-    auto loop = std::make_unique<kir::ForLoop>();
-    loop->iter_domain = id;
-    loop->parallel_type = id->parallelType();
-    loop->extent = id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1) : id->loopExtent();
-    std::string parallel_name = parallelIndexName(loop->parallel_type);
-    loop->index = parallel_name;  // serial loops are named once ordered (build)
-    loop->trivial = isParallelDim(loop->parallel_type) ||
-                    loop->parallel_type == ParallelType::Vectorize ||
-                    loop->extent.constant() == 1;
+    std::unique_ptr<kir::ForLoop> loop = newLoop(owner->axis(owner_axis));
     kir::ForLoop* raw = loop.get();
     bodyOf(parent).push_back(std::move(loop));
     ctx_.loops[key] = raw;
     return raw;
+  }
+
+  static std::unique_ptr<kir::ForLoop> newLoop(const IterDomain* id) {
+    auto loop = std::make_unique<kir::ForLoop>();
+    loop->iter_domain = id;
+    loop->parallel_type = id->parallelType();
+    loop->extent = id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1) : id->loopExtent();
+    loop->index = parallelIndexName(loop->parallel_type);  // serial loops are named in build()
+    loop->trivial = isParallelDim(loop->parallel_type) ||
+                    loop->parallel_type == ParallelType::Vectorize ||
+                    loop->extent.constant() == 1;
+    return loop;
+  }
+
+  // The init of a reduction whose iteration axes iterate inside its first
+  // serial reduction loop (a register tile accumulated over K) cannot sit in
+  // those loops: it gets its own nest of copies of them, just outside the
+  // reduction loops. Returns nullptr when every such axis runs once.
+  std::unique_ptr<kir::ForLoop> initLoops(const TensorView* out, int64_t first_serial,
+                                          const kir::Stmt* init) {
+    bool iterates = false;
+    for (int64_t k = first_serial + 1; k < out->nDims(); ++k) {
+      const IterDomain* id = out->axis(k);
+      iterates |= !id->isReduction() && !newLoop(id)->trivial;
+    }
+    if (!iterates) return nullptr;
+    std::unique_ptr<kir::ForLoop> root;
+    kir::ForLoop* innermost = nullptr;
+    for (int64_t k = first_serial + 1; k < out->nDims(); ++k) {
+      if (out->axis(k)->isReduction()) continue;
+      std::unique_ptr<kir::ForLoop> loop = newLoop(out->axis(k));
+      kir::ForLoop* raw = loop.get();
+      ctx_.statement_loops[init][k] = raw;
+      if (innermost == nullptr) {
+        root = std::move(loop);
+      } else {
+        innermost->body.push_back(std::move(loop));
+      }
+      innermost = raw;
+    }
+    return root;
   }
 
   kir::ForLoop* innermostLoop(const TensorView* tv) {
@@ -139,7 +171,16 @@ class LoopNestBuilder {
     kir::ForLoop* outside = first_serial == 0 ? nullptr : loopFor(out, first_serial - 1);
     auto init = std::make_unique<kir::ReduceInit>();
     init->expr = expr;
-    add(outside, std::move(init), {{name + ":init"}, {}});
+    if (std::unique_ptr<kir::ForLoop> nest = initLoops(out, first_serial, init.get())) {
+      kir::ForLoop* innermost = nest.get();
+      while (!innermost->body.empty()) {
+        innermost = static_cast<kir::ForLoop*>(innermost->body.back().get());
+      }
+      innermost->body.push_back(std::move(init));
+      add(outside, std::move(nest), {{name + ":init"}, {}});
+    } else {
+      add(outside, std::move(init), {{name + ":init"}, {}});
+    }
     std::set<std::string> step_uses = inputNames(expr);
     step_uses.insert(name + ":init");
     auto step = std::make_unique<kir::ReduceStep>();

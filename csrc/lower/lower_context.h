@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,13 +41,20 @@ struct LoweringContext {
   kir::Kernel kernel;
   // The loop that runs loop axis `axis` of a tensor that owns it (see loopOwner).
   std::map<std::pair<const TensorView*, int64_t>, kir::ForLoop*> loops;
+  // Loops that run some of a tensor's loop axes for one statement only: a
+  // reduction's init runs before its reduction loops, so iteration axes nested
+  // inside those loops get copies around the init (statement -> axis -> loop).
+  std::map<const kir::Stmt*, std::map<int64_t, kir::ForLoop*>> statement_loops;
   std::map<const TensorView*, kir::Buffer*> buffers;
+  // Tensors the circular_buffer pass pipelined (their barriers are its own).
+  std::set<const TensorView*> circular_buffered;
 
-  // The loop of `tv`'s loop axis `axis` (following compute-at sharing).
-  kir::ForLoop* loopOf(const TensorView* tv, int64_t axis) const;
+  // The loop of `tv`'s loop axis `axis` (following compute-at sharing), or
+  // the statement's own copy of it when `stmt` has one.
+  kir::ForLoop* loopOf(const TensorView* tv, int64_t axis, const kir::Stmt* stmt = nullptr) const;
   // The index value of that loop: the loop variable, the thread/block index,
   // or 0 for a loop of one iteration.
-  IntExpr loopIndex(const TensorView* tv, int64_t axis) const;
+  IntExpr loopIndex(const TensorView* tv, int64_t axis, const kir::Stmt* stmt = nullptr) const;
   kir::Buffer* bufferOf(const TensorView* tv) const;
 };
 

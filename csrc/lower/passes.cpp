@@ -16,21 +16,27 @@ const std::vector<LoweringPass>& loweringPasses() {
       {"allocation", insertAllocations},
       {"indexing", computeIndices},
       {"predicates", insertPredicates},
+      {"circular_buffer", insertCircularBuffers},
       {"syncs", insertSyncs},
       {"smem_addresses", assignSharedAddresses},
   };
   return passes;
 }
 
-kir::ForLoop* LoweringContext::loopOf(const TensorView* tv, int64_t axis) const {
+kir::ForLoop* LoweringContext::loopOf(const TensorView* tv, int64_t axis,
+                                      const kir::Stmt* stmt) const {
+  if (auto own = statement_loops.find(stmt); stmt != nullptr && own != statement_loops.end()) {
+    if (auto it = own->second.find(axis); it != own->second.end()) return it->second;
+  }
   auto owner = loopOwner(tv, axis);
   auto it = loops.find(owner);
   SMELT_INTERNAL_CHECK(it != loops.end(), "no loop for axis ", axis, " of ", tv->name());
   return it->second;
 }
 
-IntExpr LoweringContext::loopIndex(const TensorView* tv, int64_t axis) const {
-  return loopIndexValue(*loopOf(tv, axis));
+IntExpr LoweringContext::loopIndex(const TensorView* tv, int64_t axis,
+                                   const kir::Stmt* stmt) const {
+  return loopIndexValue(*loopOf(tv, axis, stmt));
 }
 
 kir::Buffer* LoweringContext::bufferOf(const TensorView* tv) const {

@@ -26,6 +26,7 @@ void buildLoopNest(LoweringContext& ctx);
 void insertAllocations(LoweringContext& ctx);
 void computeIndices(LoweringContext& ctx);
 void insertPredicates(LoweringContext& ctx);
+void insertCircularBuffers(LoweringContext& ctx);
 void insertSyncs(LoweringContext& ctx);
 void assignSharedAddresses(LoweringContext& ctx);
 

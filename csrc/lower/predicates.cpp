@@ -42,7 +42,7 @@ class Predicator {
       } else if (auto* c = dynamic_cast<kir::Compute*>(stmt.get())) {
         c->predicate = predicateFor(c->expr->output(), /*with_reduction_axes=*/false, true);
       } else if (auto* init = dynamic_cast<kir::ReduceInit*>(stmt.get())) {
-        init->predicate = predicateFor(init->expr->output(), false, true);
+        init->predicate = predicateFor(init->expr->output(), false, true, init);
       } else if (auto* step = dynamic_cast<kir::ReduceStep*>(stmt.get())) {
         step->predicate = predicateFor(step->expr->output(), true, true);
       } else if (auto* reduce = dynamic_cast<kir::BlockReduce*>(stmt.get())) {
@@ -55,11 +55,12 @@ class Predicator {
   }
 
  private:
+  // `stmt`: the statement whose loops to use (a reduction init has its own).
   kir::Predicate predicateFor(const TensorView* tv, bool with_reduction_axes,
-                              bool single_writer) {
+                              bool single_writer, const kir::Stmt* stmt = nullptr) {
     kir::Predicate pred;
     std::vector<IntExpr> loop_indices;
-    for (int64_t k = 0; k < tv->nDims(); ++k) loop_indices.push_back(ctx_.loopIndex(tv, k));
+    for (int64_t k = 0; k < tv->nDims(); ++k) loop_indices.push_back(ctx_.loopIndex(tv, k, stmt));
     IndexMap logical = logicalIndices(tv, loop_indices);
     for (const IterDomain* id : tv->logicalDomain()) {
       if (id->isReduction() && !with_reduction_axes) continue;
@@ -79,7 +80,7 @@ class Predicator {
       // thread index).
       const kir::ForLoop* bound = nullptr;
       for (int64_t k = 0; k < tv->nDims(); ++k) {
-        if (ctx_.loopOf(tv, k)->parallel_type == dim.pt) bound = ctx_.loopOf(tv, k);
+        if (ctx_.loopOf(tv, k, stmt)->parallel_type == dim.pt) bound = ctx_.loopOf(tv, k, stmt);
       }
       if (bound != nullptr) {
         // A broadcast axis bound to a thread index is computed by every

@@ -50,6 +50,10 @@ void checkComputePosition(const TensorView* tv) {
 
 void checkReduction(const TensorView* tv) {
   int64_t first_serial_reduction = -1;
+  bool block_reduction = false;
+  for (int64_t k = 0; k < tv->nDims(); ++k) {
+    block_reduction |= tv->axis(k)->isReduction() && isThreadDim(tv->axis(k)->parallelType());
+  }
   for (int64_t k = 0; k < tv->nDims(); ++k) {
     const IterDomain* id = tv->axis(k);
     ParallelType pt = id->parallelType();
@@ -60,8 +64,10 @@ void checkReduction(const TensorView* tv) {
       if (!isThreadDim(pt) && first_serial_reduction < 0) first_serial_reduction = k;
       continue;
     }
+    // A serial reduction initializes iteration axes inside its loops in a
+    // nest of their own (loop_nest); a block reduction has no such nest.
     bool runs_once = isParallelDim(pt) || id->loopExtent().constant() == 1;
-    SMELT_CHECK(first_serial_reduction < 0 || runs_once, "tensor ", tv->name(), " axis ", k,
+    SMELT_CHECK(first_serial_reduction < 0 || runs_once || !block_reduction, "tensor ", tv->name(), " axis ", k,
                 " (", id->toString(), ") iterates inside its reduction axis ",
                 first_serial_reduction,
                 "; reorder the serial reduction axes to the inside of the iteration axes");

@@ -14,7 +14,7 @@
 
 #include "fusion/types.h"
 #include "lower/kir.h"
-#include "runtime/simulator/index_code.h"
+#include "fusion/index_code.h"
 
 namespace smelt::sim {
 

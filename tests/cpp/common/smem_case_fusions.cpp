@@ -113,7 +113,7 @@ ExpandChain buildExpandBetweenAliases(bool concrete) {
   return {tv1, tv3};
 }
 
-TiledGemm buildTiledGemm(int64_t m, int64_t n, int64_t k, int64_t batch) {
+TiledGemm buildTiledGemm(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t stages) {
   Fusion* fusion = Fusion::current();
   bool batched = batch > 0;
   TensorView* a = batched ? makeConcreteTensor({batch, m, k}) : makeConcreteTensor({m, k});
@@ -158,6 +158,8 @@ TiledGemm buildTiledGemm(int64_t m, int64_t n, int64_t k, int64_t batch) {
   a_sub->axis(-1)->parallelize(ParallelType::TIDx);
   b_sub->axis(-1)->parallelize(ParallelType::TIDy);
   inlineMost(fusion);
+  a_sub->circularBuffer(stages);
+  b_sub->circularBuffer(stages);
   return {a_sub, b_sub, c_sub, c};
 }
 

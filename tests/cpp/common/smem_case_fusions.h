@@ -79,13 +79,15 @@ ExpandChain buildExpandBetweenAliases(bool concrete);
 // B1/B2: a tiled GEMM (32×32 tiles, block (32, 32)) staging Asub and Bsub
 // through Shared memory in a K loop and the result tile Csub through Shared
 // memory in the epilogue. `batch` > 0 wraps it in a serial batch loop (B2).
+// `stages` > 1 circular-buffers Asub and Bsub over the K loop.
 struct TiledGemm {
   TensorView* a_sub;
   TensorView* b_sub;
   TensorView* c_sub;
   TensorView* output;
 };
-TiledGemm buildTiledGemm(int64_t m = 64, int64_t n = 64, int64_t k = 64, int64_t batch = 0);
+TiledGemm buildTiledGemm(int64_t m = 64, int64_t n = 64, int64_t k = 64, int64_t batch = 0,
+                         int64_t stages = 1);
 
 // C1: w [256, 256] cached into Shared (w_s) and Local (w_l) copies whose rows
 // are split into 8 parts bound to BIDx; the columns are bound to TIDx.

@@ -1,8 +1,8 @@
-#include "runtime/simulator/index_code.h"
+#include "fusion/index_code.h"
 
 #include "fusion/error.h"
 
-namespace smelt::sim {
+namespace smelt {
 
 int SymbolTable::slot(const std::string& name) {
   auto it = slots_.find(name);
@@ -37,7 +37,7 @@ int IndexCode::add(const IntExpr& expr, SymbolTable& symbols) {
 }
 
 void IndexCode::emit(const IntExpr& expr, SymbolTable& symbols, int depth) {
-  SMELT_CHECK(depth < kMaxDepth, "simulator: index expression nests deeper than ", kMaxDepth,
+  SMELT_CHECK(depth < kMaxDepth, "IntExpr: index expression nests deeper than ", kMaxDepth,
               ": ", expr);
   if (auto c = expr.constant()) {
     code_.push_back({Op::Push, Src::Const, *c});
@@ -73,6 +73,17 @@ void IndexCode::emit(const IntExpr& expr, SymbolTable& symbols, int depth) {
   }
 }
 
+std::vector<int> IndexCode::slotsUsed(int handle) const {
+  const Header& h = headers_[handle];
+  if (h.form == Form::Constant) return {};
+  if (h.form == Form::Symbol) return {static_cast<int>(h.value)};
+  std::vector<int> slots;
+  for (uint32_t pc = h.begin; pc < h.end; ++pc) {
+    if (code_[pc].src == Src::Slot) slots.push_back(static_cast<int>(code_[pc].arg));
+  }
+  return slots;
+}
+
 int64_t IndexCode::run(const Header& h, const int64_t* slots) const {
   int64_t stack[kMaxDepth];
   int sp = -1;
@@ -92,15 +103,15 @@ int64_t IndexCode::run(const Header& h, const int64_t* slots) const {
       case Op::Sub: a -= b; break;
       case Op::Mul: a *= b; break;
       case Op::Div:
-        SMELT_CHECK(b != 0, "simulator: index division by zero");
+        SMELT_CHECK(b != 0, "IntExpr: index division by zero");
         a /= b;
         break;
       case Op::CeilDiv:
-        SMELT_CHECK(b != 0, "simulator: index ceilDiv by zero");
+        SMELT_CHECK(b != 0, "IntExpr: index ceilDiv by zero");
         a = (a + b - 1) / b;
         break;
       case Op::Mod:
-        SMELT_CHECK(b != 0, "simulator: index modulo by zero");
+        SMELT_CHECK(b != 0, "IntExpr: index modulo by zero");
         a %= b;
         break;
       case Op::Min: a = a < b ? a : b; break;
@@ -111,4 +122,4 @@ int64_t IndexCode::run(const Header& h, const int64_t* slots) const {
   return stack[0];
 }
 
-}  // namespace smelt::sim
+}  // namespace smelt

@@ -1,7 +1,8 @@
-// IntExpr compiled for the simulator's inner loop. IntExpr::evaluate walks a
-// tree of shared_ptr nodes and looks symbols up in a std::map; the simulator
-// evaluates every index of every statement of every thread, so each IntExpr is
-// compiled once into postfix code over a flat array of symbol slots.
+// IntExpr compiled for inner loops that evaluate the same expressions over
+// and over (the simulator, the planner's access footprints). IntExpr::evaluate
+// walks a tree of shared_ptr nodes and looks symbols up in a std::map; here
+// each IntExpr is compiled once into postfix code over a flat array of symbol
+// slots. Division, ceilDiv and modulo by zero throw smelt::Error.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 
 #include "fusion/int_expr.h"
 
-namespace smelt::sim {
+namespace smelt {
 
 // Symbol name -> slot in the per-thread value array.
 class SymbolTable {
@@ -30,6 +31,9 @@ class SymbolTable {
 class IndexCode {
  public:
   int add(const IntExpr& expr, SymbolTable& symbols);
+  int size() const { return static_cast<int>(headers_.size()); }
+  // The slots the expression reads.
+  std::vector<int> slotsUsed(int handle) const;
   int64_t eval(int handle, const int64_t* slots) const {
     const Header& h = headers_[handle];
     // Most indices are a constant or a bare loop index: skip the stack machine.
@@ -62,4 +66,4 @@ class IndexCode {
   std::vector<Instr> code_;
 };
 
-}  // namespace smelt::sim
+}  // namespace smelt

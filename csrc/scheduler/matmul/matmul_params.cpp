@@ -1,0 +1,99 @@
+#include "scheduler/matmul/matmul_params.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "fusion/error.h"
+
+namespace smelt {
+
+std::string toString(MatmulLayout layout) {
+  switch (layout) {
+    case MatmulLayout::TT: return "TT";
+    case MatmulLayout::TN: return "TN";
+    case MatmulLayout::NT: return "NT";
+    case MatmulLayout::NN: return "NN";
+  }
+  SMELT_INTERNAL_CHECK(false, "unknown MatmulLayout");
+}
+
+bool aIsKContiguous(MatmulLayout layout) {
+  return layout == MatmulLayout::TT || layout == MatmulLayout::TN;
+}
+
+bool bIsNContiguous(MatmulLayout layout) {
+  return layout == MatmulLayout::TT || layout == MatmulLayout::NT;
+}
+
+std::string MatmulParams::toString() const {
+  std::ostringstream os;
+  os << "MatmulParams\n"
+     << "  block tile (m, n, k): " << block_m << " x " << block_n << " x " << block_k << "\n"
+     << "  thread tile (m, n): " << thread_m << " x " << thread_n << " (" << threadsX() << " x "
+     << threadsY() << " threads)\n"
+     << "  stages: " << stages << "\n"
+     << "  smem epilogue: " << (smem_epilogue ? "yes" : "no") << "\n"
+     << "  promote operand reuse: " << (promote_operand_reuse ? "yes" : "no");
+  if (!promotion_reason.empty()) os << " (" << promotion_reason << ")";
+  os << "\n  layout: " << smelt::toString(layout) << "\n";
+  return os.str();
+}
+
+MatmulSmemEstimate estimateSmem(const MatmulParams& params, DataType a_type, DataType b_type) {
+  MatmulSmemEstimate e;
+  const int64_t a_tile = params.block_m * params.block_k * dataTypeSize(a_type);
+  const int64_t b_tile = params.block_k * params.block_n * dataTypeSize(b_type);
+  e.operand_bytes = params.stages * (a_tile + b_tile);
+  e.epilogue_bytes =
+      params.smem_epilogue ? params.block_m * params.block_n * dataTypeSize(DataType::Float) : 0;
+  e.no_reuse_bytes = e.operand_bytes + e.epilogue_bytes;
+  e.reuse_bytes = std::max(e.operand_bytes, e.epilogue_bytes);
+  return e;
+}
+
+int64_t blocksPerSm(int64_t threads, int64_t smem_bytes, const DeviceLimits& device) {
+  int64_t blocks = std::min(device.max_blocks_per_sm, device.max_threads_per_sm / threads);
+  if (smem_bytes > device.max_shared_memory_per_block) return 0;
+  if (smem_bytes > 0) {
+    blocks = std::min(blocks, device.shared_memory_per_sm /
+                                  (smem_bytes + device.reserved_shared_memory_per_block));
+  }
+  return blocks;
+}
+
+OperandReuseDecision decideOperandReuse(const MatmulParams& params, DataType a_type,
+                                        DataType b_type, bool operand_used_after_main_loop,
+                                        const DeviceLimits& device) {
+  OperandReuseDecision d;
+  d.smem = estimateSmem(params, a_type, b_type);
+  d.blocks_per_sm_without = blocksPerSm(params.threads(), d.smem.no_reuse_bytes, device);
+  d.blocks_per_sm_with = blocksPerSm(params.threads(), d.smem.reuse_bytes, device);
+  auto bytes = [](int64_t b) { return std::to_string(b) + " B"; };
+  if (!params.smem_epilogue) {
+    d.reason = "no shared epilogue tile to reuse the operand tiles' bytes";
+    return d;
+  }
+  if (operand_used_after_main_loop) {
+    d.reason = "an operand is used after the main loop";
+    return d;
+  }
+  const bool over_limit = d.smem.no_reuse_bytes > device.max_shared_memory_per_block;
+  if (over_limit && d.smem.reuse_bytes <= device.max_shared_memory_per_block) {
+    d.promote = true;
+    d.reason = "required to fit: " + bytes(d.smem.no_reuse_bytes) + " without reuse exceeds the " +
+               bytes(device.max_shared_memory_per_block) + " per-block limit, " +
+               bytes(d.smem.reuse_bytes) + " with";
+  } else if (d.blocks_per_sm_with > d.blocks_per_sm_without) {
+    d.promote = true;
+    d.reason = "raises blocks per SM from " + std::to_string(d.blocks_per_sm_without) + " to " +
+               std::to_string(d.blocks_per_sm_with) + " (" + bytes(d.smem.no_reuse_bytes) +
+               " -> " + bytes(d.smem.reuse_bytes) + ")";
+  } else if (over_limit) {
+    d.reason = "does not fit even with reuse (" + bytes(d.smem.reuse_bytes) + ")";
+  } else {
+    d.reason = "does not raise blocks per SM (" + std::to_string(d.blocks_per_sm_without) + ")";
+  }
+  return d;
+}
+
+}  // namespace smelt

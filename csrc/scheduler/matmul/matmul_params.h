@@ -1,0 +1,95 @@
+// The parameters of a matmul schedule (scheduleMatmul), the device limits
+// they are chosen against, and the arithmetic behind the choices: shared
+// memory per block with and without reuse of the operand tiles by the
+// epilogue tile, and blocks per SM. One printable struct; a user may change
+// any field of what matmulHeuristics returns before scheduling.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "fusion/types.h"
+
+namespace smelt {
+
+// Storage order of the operands of C[M, N] = A[M, K] @ B[K, N] (first letter
+// A, second B, as nvFuser names them): A "T" is row-major [M, K] (K
+// contiguous), A "N" is [K, M] storage (M contiguous); B "T" is row-major
+// [K, N] (N contiguous), B "N" is [N, K] storage (K contiguous). The fusion
+// always sees A as [M, K] and B as [K, N]: a transposed operand is a strided
+// input. The layout only steers which tile axis consecutive threads load.
+enum class MatmulLayout { TT, TN, NT, NN };
+std::string toString(MatmulLayout layout);
+bool aIsKContiguous(MatmulLayout layout);
+bool bIsNContiguous(MatmulLayout layout);
+
+// The per-block and per-SM resources a schedule is chosen against.
+struct DeviceLimits {
+  int64_t max_shared_memory_per_block = 232448;  // sm_90: 227 KiB with opt-in
+  int64_t shared_memory_per_sm = 233472;         // 228 KiB
+  int64_t reserved_shared_memory_per_block = 1024;  // the driver's per-block share
+  int64_t max_threads_per_block = 1024;
+  int64_t max_threads_per_sm = 2048;
+  int64_t max_blocks_per_sm = 32;
+  static DeviceLimits sm90() { return {}; }
+};
+
+struct MatmulParams {
+  // Block tile C[block_m, block_n], stepping K by block_k.
+  int64_t block_m = 128;
+  int64_t block_n = 128;
+  int64_t block_k = 32;
+  // Each thread accumulates a thread_m x thread_n register tile; the block
+  // has (block_n / thread_n) x (block_m / thread_m) threads (TIDx over N).
+  int64_t thread_m = 8;
+  int64_t thread_n = 8;
+  // Operand tiles held in shared memory at once (circular buffering); 1
+  // loads each K step's tiles in place, with a barrier before and after use.
+  int64_t stages = 3;
+  // Stage the fp32 output tile in shared memory (C_s) and store it with a
+  // block-wide coalesced mapping.
+  bool smem_epilogue = false;
+  // promoteReuse() on the operand tiles, so the epilogue tile may take
+  // their bytes after the main loop (case D2; see decideOperandReuse).
+  bool promote_operand_reuse = false;
+  MatmulLayout layout = MatmulLayout::TT;
+  // Why promote_operand_reuse has its value (set by the heuristics).
+  std::string promotion_reason;
+
+  int64_t threadsX() const { return block_n / thread_n; }
+  int64_t threadsY() const { return block_m / thread_m; }
+  int64_t threads() const { return threadsX() * threadsY(); }
+  // Multi-line, one field per line.
+  std::string toString() const;
+};
+
+// Shared-memory bytes of one block of a schedule, from the tile sizes (every
+// tile is a multiple of 16 bytes, so planned addresses need no padding).
+struct MatmulSmemEstimate {
+  int64_t operand_bytes = 0;   // stages x (A tile + B tile)
+  int64_t epilogue_bytes = 0;  // the fp32 C_s tile, 0 without smem epilogue
+  int64_t no_reuse_bytes = 0;  // operands + epilogue
+  int64_t reuse_bytes = 0;     // max(operands, epilogue)
+};
+MatmulSmemEstimate estimateSmem(const MatmulParams& params, DataType a_type, DataType b_type);
+
+// Resident blocks per SM for a block of `threads` threads using
+// `smem_bytes` of shared memory (registers are not modelled).
+int64_t blocksPerSm(int64_t threads, int64_t smem_bytes, const DeviceLimits& device);
+
+// Case D2: promote the operand tiles' reuse when the schedule has a shared
+// epilogue tile and either the no-reuse total exceeds the per-block limit
+// (while the reuse total fits) or reuse raises the blocks per SM; never when
+// an operand is used after the main loop (`a @ b + a`).
+struct OperandReuseDecision {
+  bool promote = false;
+  std::string reason;
+  MatmulSmemEstimate smem;
+  int64_t blocks_per_sm_without = 0;
+  int64_t blocks_per_sm_with = 0;
+};
+OperandReuseDecision decideOperandReuse(const MatmulParams& params, DataType a_type,
+                                        DataType b_type, bool operand_used_after_main_loop,
+                                        const DeviceLimits& device);
+
+}  // namespace smelt

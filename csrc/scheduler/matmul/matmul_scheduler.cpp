@@ -1,0 +1,305 @@
+#include "scheduler/matmul/matmul_scheduler.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "fusion/error.h"
+#include "fusion/ops.h"
+#include "fusion/transform_replay.h"
+
+namespace smelt {
+
+namespace {
+
+// An operand's chain from the fusion input to the broadcast the product
+// reads: input -> [cast] -> broadcast.
+struct OperandChain {
+  TensorView* input = nullptr;
+  Expr* first = nullptr;  // reads `input`
+  std::vector<TensorView*> tensors;  // computed ones, cast and broadcast
+  bool used_elsewhere = false;
+};
+
+OperandChain operandChain(TensorView* broadcast_out, const char* which) {
+  OperandChain chain;
+  chain.tensors.push_back(broadcast_out);
+  chain.used_elsewhere = broadcast_out->uses().size() > 1;
+  Expr* def = broadcast_out->definition();
+  TensorView* x = def->input(0)->asTensor();
+  chain.first = def;
+  if (x->definition() != nullptr && x->definition()->type() == ExprType::Unary &&
+      static_cast<const UnaryOp*>(x->definition())->op() == UnaryOpType::Cast) {
+    chain.tensors.insert(chain.tensors.begin(), x);
+    chain.used_elsewhere |= x->uses().size() > 1;
+    chain.first = x->definition();
+    x = x->definition()->input(0)->asTensor();
+  }
+  SMELT_CHECK(x->isFusionInput(), "scheduleMatmul: operand ", which, " (", x->name(),
+              ") is computed in the fusion; the matmul scheduler loads its operands from fusion "
+              "inputs");
+  chain.input = x;
+  chain.used_elsewhere |= x->uses().size() > 1;
+  return chain;
+}
+
+bool isBroadcastLike(const TensorView* tv, const std::vector<bool>& flags) {
+  const Expr* def = tv->definition();
+  return def != nullptr && def->type() == ExprType::Broadcast &&
+         static_cast<const BroadcastOp*>(def)->isNewAxis() == flags;
+}
+
+struct Analysis {
+  MatmulPattern pattern;
+  OperandChain a;
+  OperandChain b;
+  TensorView* product = nullptr;
+};
+
+Analysis analyze(Fusion* fusion) {
+  Analysis result;
+  MatmulPattern& p = result.pattern;
+  const ReductionOp* reduction = nullptr;
+  for (Expr* e : fusion->exprs()) {
+    if (e->type() == ExprType::Pad) {
+      SMELT_CHECK(false, "scheduleMatmul: ", e->toString(), " is not a pointwise epilogue op");
+    }
+    if (e->type() != ExprType::Reduction) continue;
+    SMELT_CHECK(reduction == nullptr, "scheduleMatmul: the fusion has two reductions (",
+                reduction ? reduction->output()->name() : "", " and ", e->output()->name(),
+                "); the matmul scheduler takes one matmul and a pointwise epilogue");
+    reduction = static_cast<const ReductionOp*>(e);
+  }
+  const char* pattern_help = " (a sum over K of broadcast operands, as matmul() builds)";
+  SMELT_CHECK(reduction != nullptr, "scheduleMatmul: the fusion has no matmul", pattern_help);
+  p.sum = reduction->output();
+  const Expr* product = reduction->input(0)->definition();
+  bool is_product = reduction->op() == ReductionOpType::Sum && product != nullptr &&
+                    product->type() == ExprType::Binary &&
+                    static_cast<const BinaryOp*>(product)->op() == BinaryOpType::Mul &&
+                    p.sum->logicalDomain().size() == 3 && p.sum->axis(1)->isReduction();
+  SMELT_CHECK(is_product, "scheduleMatmul: reduction ", p.sum->name(), " is not a matmul",
+              pattern_help);
+  TensorView* lhs = product->input(0)->asTensor();
+  TensorView* rhs = product->input(1)->asTensor();
+  SMELT_CHECK(lhs && rhs, "scheduleMatmul: ", product->toString(), " multiplies by a scalar");
+  if (isBroadcastLike(lhs, {true, false, false})) std::swap(lhs, rhs);
+  SMELT_CHECK(isBroadcastLike(lhs, {false, false, true}) && isBroadcastLike(rhs, {true, false, false}),
+              "scheduleMatmul: ", product->toString(), " does not multiply an [M, K, 1] by a "
+              "[1, K, N] broadcast", pattern_help);
+  result.a = operandChain(lhs, "A");
+  result.b = operandChain(rhs, "B");
+  result.product = product->output();
+  p.a = result.a.input;
+  p.b = result.b.input;
+  p.a_use = result.a.first;
+  p.b_use = result.b.first;
+  if (result.a.used_elsewhere) p.operand_used_elsewhere = p.a;
+  if (result.b.used_elsewhere && p.operand_used_elsewhere == nullptr) p.operand_used_elsewhere = p.b;
+
+  SMELT_CHECK(fusion->outputs().size() == 1 && fusion->outputs()[0]->asTensor() != nullptr,
+              "scheduleMatmul: the fusion has ", fusion->outputs().size(),
+              " outputs; the matmul scheduler writes exactly one tensor");
+  p.output = fusion->outputs()[0]->asTensor();
+  SMELT_CHECK(p.output->logicalNoReductions().size() == 2, "scheduleMatmul: output ",
+              p.output->name(), " has rank ", p.output->logicalNoReductions().size(),
+              ", not the [M, N] of the matmul");
+  return result;
+}
+
+void checkParams(const MatmulParams& p) {
+  auto positive = [](int64_t v) { return v > 0; };
+  SMELT_CHECK(positive(p.block_m) && positive(p.block_n) && positive(p.block_k) &&
+                  positive(p.thread_m) && positive(p.thread_n) && positive(p.stages),
+              "scheduleMatmul: tile sizes and stages must be positive\n", p.toString());
+  SMELT_CHECK(p.block_m % p.thread_m == 0 && p.block_n % p.thread_n == 0,
+              "scheduleMatmul: the block tile ", p.block_m, " x ", p.block_n,
+              " is not a multiple of the thread tile ", p.thread_m, " x ", p.thread_n);
+  SMELT_CHECK(p.threads() <= DeviceLimits::sm90().max_threads_per_block, "scheduleMatmul: ",
+              p.threads(), " threads per block exceed ", DeviceLimits::sm90().max_threads_per_block,
+              "; enlarge the thread tile");
+}
+
+// The block and register tiling of an [M, N] tensor, or of the accumulator
+// [M, rK, N] with its K loop: [Mo, No, (rKo,) BMt (TIDy), BNt (TIDx), (rKi,)
+// TM, TN]. Thread (ty, tx) owns rows ty + i * BM/TM and columns tx + j *
+// BN/TN of the block tile, so consecutive threads touch consecutive columns.
+void scheduleOutputTile(TensorView* tv, const MatmulParams& p) {
+  const bool has_k = tv->nDims() == 3;
+  const int64_t n = has_k ? 2 : 1;
+  tv->split(n, p.block_n);                           // [M, (rK,) No, BN]
+  tv->split(n + 1, p.thread_n, /*inner_split=*/false);  // [M, (rK,) No, TN, BNt]
+  tv->split(0, p.block_m);                           // [Mo, BM, (rK,) No, TN, BNt]
+  tv->split(1, p.thread_m, /*inner_split=*/false);   // [Mo, TM, BMt, (rK,) No, TN, BNt]
+  if (has_k) {
+    tv->split(3, p.block_k);  // [Mo, TM, BMt, rKo, rKi, No, TN, BNt]
+    tv->reorder({{5, 1}, {3, 2}, {2, 3}, {7, 4}, {4, 5}, {1, 6}, {6, 7}});
+  } else {
+    tv->reorder({{3, 1}, {2, 2}, {5, 3}, {1, 4}, {4, 5}});  // [Mo, No, BMt, BNt, TM, TN]
+  }
+  tv->axis(0)->parallelize(ParallelType::BIDy);
+  tv->axis(1)->parallelize(ParallelType::BIDx);
+  tv->axis(has_k ? 3 : 2)->parallelize(ParallelType::TIDy);
+  tv->axis(has_k ? 4 : 3)->parallelize(ParallelType::TIDx);
+}
+
+// Gives each producer in `chain` (producers first) its consumer's schedule.
+void replayBackwards(const std::vector<TensorView*>& chain) {
+  for (size_t i = chain.size() - 1; i-- > 0;) {
+    replayLike(chain[i], chain[i + 1], invert(pairwiseLogicalMap(chain[i], chain[i + 1])));
+  }
+}
+
+// An operand tile as replayed from the accumulator, [Outer, Ko, Bt, Ki, T]
+// (Outer the block axis, Bt x T the tile's M or N), becomes one axis in the
+// storage order of the operand (`k_inner`: K contiguous) spread over threads.
+void scheduleOperandLoad(TensorView* tile, bool k_inner, const MatmulParams& p) {
+  SMELT_INTERNAL_CHECK(tile->nDims() == 5, "unexpected operand schedule ", tile->toString());
+  tile->reorder({{4, 2}, {2, 3}, {3, 4}});  // [Outer, Ko, T, Bt, Ki]
+  tile->merge(2);                           // [Outer, Ko, MN, Ki]
+  if (!k_inner) tile->reorder({{2, 3}, {3, 2}});
+  tile->merge(2);  // [Outer, Ko, tile element]
+  tile->split(2, p.threads());
+  tile->split(3, p.threadsX());  // [Outer, Ko, iterations, TIDy, TIDx]
+  tile->axis(3)->parallelize(ParallelType::TIDy);
+  tile->axis(4)->parallelize(ParallelType::TIDx);
+}
+
+// The output tile [Mo, No, BMt, BNt, TM, TN] (scheduleOutputTile) re-tiled
+// for the store from C_s: thread (ty, tx) writes rows ty + i * BM/TM and the
+// thread_n consecutive columns from tx * thread_n, innermost (one vector per
+// row). M and N are not merged, so a broadcast epilogue input (a bias) keeps
+// its own indexing.
+void scheduleTileStore(TensorView* out, const MatmulParams& p) {
+  out->reorder({{4, 2}, {2, 3}, {5, 4}, {3, 5}});  // [Mo, No, TM, BMt, TN, BNt]
+  out->merge(4);                                   // [Mo, No, TM, BMt, n]
+  out->split(4, p.thread_n);                       // [Mo, No, TM, BMt, BNt, TN]
+  out->axis(3)->parallelize(ParallelType::TIDy);
+  out->axis(4)->parallelize(ParallelType::TIDx);
+}
+
+// set(tv) read by `use` only (cacheAfter redirects every use).
+TensorView* cacheUse(TensorView* tv, Expr* use) {
+  TensorView* cache = set(tv);
+  use->replaceInput(tv, cache);
+  return cache;
+}
+
+int64_t nextPowerOfTwo(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+MatmulPattern findMatmul(Fusion* fusion) {
+  SMELT_CHECK(fusion != nullptr, "scheduleMatmul: fusion is null");
+  return analyze(fusion).pattern;
+}
+
+MatmulParams matmulHeuristics(Fusion* fusion, MatmulLayout layout, const DeviceLimits& device) {
+  const MatmulPattern pattern = findMatmul(fusion);
+  auto extent = [](const TensorView* tv, int64_t d) {
+    return tv->logicalNoReductions().at(d)->extent().constant();
+  };
+  const std::optional<int64_t> m = extent(pattern.a, 0);
+  const std::optional<int64_t> k = extent(pattern.a, 1);
+  const std::optional<int64_t> n = extent(pattern.b, 1);
+  MatmulParams p;
+  p.layout = layout;
+  // 16 x 16 threads, each with a register tile of up to 8 x 8.
+  auto tile = [](std::optional<int64_t> e) {
+    return e ? std::clamp<int64_t>(nextPowerOfTwo(*e), 16, 128) : 128;
+  };
+  p.block_m = tile(m);
+  p.block_n = tile(n);
+  p.thread_m = p.block_m / 16;
+  p.thread_n = p.block_n / 16;
+  // Every thread loads at least one element of each operand tile.
+  const int64_t min_k = p.threads() / std::min(p.block_m, p.block_n);
+  p.block_k = std::max(min_k, k ? std::clamp<int64_t>(nextPowerOfTwo(*k), 8, 32) : int64_t{32});
+  const int64_t k_tiles = k ? (*k + p.block_k - 1) / p.block_k : 3;
+  p.stages = std::clamp<int64_t>(k_tiles, 1, 3);
+  const DataType a_type = pattern.a->dtype();
+  const DataType b_type = pattern.b->dtype();
+  // The shared epilogue tile when it costs nothing: its bytes fit in the
+  // operand tiles' and may take them over.
+  MatmulSmemEstimate smem = estimateSmem(p, a_type, b_type);
+  const bool used_elsewhere = pattern.operand_used_elsewhere != nullptr;
+  p.smem_epilogue = !used_elsewhere &&
+                    p.block_m * p.block_n * dataTypeSize(DataType::Float) <= smem.operand_bytes;
+  OperandReuseDecision reuse =
+      decideOperandReuse(p, a_type, b_type, used_elsewhere, device);
+  auto planned = [&] { return reuse.promote ? reuse.smem.reuse_bytes : reuse.smem.no_reuse_bytes; };
+  while (planned() > device.max_shared_memory_per_block && p.stages > 1) {
+    --p.stages;
+    reuse = decideOperandReuse(p, a_type, b_type, used_elsewhere, device);
+  }
+  p.promote_operand_reuse = reuse.promote;
+  p.promotion_reason = reuse.reason;
+  return p;
+}
+
+MatmulSchedule scheduleMatmul(Fusion* fusion, const MatmulParams& params) {
+  SMELT_CHECK(fusion != nullptr, "scheduleMatmul: fusion is null");
+  checkParams(params);
+  FusionGuard guard(fusion);
+  Analysis analysis = analyze(fusion);
+  const MatmulPattern& pattern = analysis.pattern;
+  SMELT_CHECK(!params.promote_operand_reuse || pattern.operand_used_elsewhere == nullptr,
+              "scheduleMatmul: cannot promote reuse of the operand tiles: operand ",
+              pattern.operand_used_elsewhere ? pattern.operand_used_elsewhere->name() : "",
+              " is also used after the main loop");
+
+  MatmulSchedule s;
+  s.output = pattern.output;
+  // Only the matmul reads the shared tiles; other uses of an operand read it
+  // from global memory.
+  s.a_smem = cacheUse(pattern.a, pattern.a_use)->setMemoryType(MemoryType::Shared)->setName("A_s");
+  s.b_smem = cacheUse(pattern.b, pattern.b_use)->setMemoryType(MemoryType::Shared)->setName("B_s");
+  s.acc = pattern.sum;
+  if (s.acc->isFusionOutput()) s.acc = s.acc->cacheBefore();
+  if (params.smem_epilogue) {
+    s.c_smem = s.acc->cacheAfter()->setMemoryType(MemoryType::Shared)->setName("C_s");
+  }
+
+  // The K loop: the accumulator's schedule, replayed up the operand chains.
+  scheduleOutputTile(s.acc, params);
+  for (const OperandChain* chain : {&analysis.a, &analysis.b}) {
+    std::vector<TensorView*> tensors{chain == &analysis.a ? s.a_smem : s.b_smem};
+    tensors.insert(tensors.end(), chain->tensors.begin(), chain->tensors.end());
+    tensors.push_back(analysis.product);
+    tensors.push_back(s.acc);
+    replayBackwards(tensors);
+  }
+  scheduleOperandLoad(s.a_smem, aIsKContiguous(params.layout), params);
+  scheduleOperandLoad(s.b_smem, !bIsNContiguous(params.layout), params);
+
+  // The epilogue: the output tile, and every other op in its loops.
+  std::unordered_set<const TensorView*> scheduled{s.a_smem, s.b_smem, analysis.product, s.acc,
+                                                   s.output};
+  for (const OperandChain* chain : {&analysis.a, &analysis.b}) {
+    scheduled.insert(chain->tensors.begin(), chain->tensors.end());
+  }
+  scheduleOutputTile(s.output, params);
+  if (s.c_smem != nullptr) {
+    replayLike(s.c_smem, s.acc, pairwiseLogicalMap(s.acc, s.c_smem));
+    scheduled.insert(s.c_smem);
+    scheduleTileStore(s.output, params);
+  }
+  for (TensorView* tv : fusion->allTensors()) {
+    if (!tv->isFusionInput() && !scheduled.count(tv)) tv->computeAt(s.output, -1);
+  }
+  inlineMost(fusion);
+  if (params.stages > 1) {
+    s.a_smem->circularBuffer(params.stages);
+    s.b_smem->circularBuffer(params.stages);
+  }
+  if (params.promote_operand_reuse) {
+    s.a_smem->promoteReuse();
+    s.b_smem->promoteReuse();
+  }
+  return s;
+}
+
+}  // namespace smelt

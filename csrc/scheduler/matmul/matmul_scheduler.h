@@ -1,0 +1,62 @@
+// The matmul scheduler (CUDA cores): C = A @ B, optionally followed by a
+// pointwise epilogue (bias, activation, cast, other inputs), for float, half
+// and bfloat16 operands with float accumulation (see matmul() in ops.h).
+//
+// The schedule: one block per block_m x block_n tile of C (BIDy over M tiles,
+// BIDx over N tiles); each thread accumulates a thread_m x thread_n register
+// tile whose rows and columns are strided by the thread counts (so
+// consecutive threads touch consecutive columns); a serial K loop steps by
+// block_k, staging the A and B tiles through shared memory (A_s, B_s), loaded
+// cooperatively by all threads with consecutive threads on the operand's
+// contiguous axis, circular-buffered over `stages`; optionally the fp32
+// output tile is staged through shared memory (C_s) and stored with a
+// block-wide mapping. The operand tiles promote reuse when the params say so
+// (decideOperandReuse: case D2 of shared/cases/smem_cases.md). M, N and K
+// need not divide the tiles: accesses are predicated.
+#pragma once
+
+#include "fusion/fusion.h"
+#include "scheduler/matmul/matmul_params.h"
+
+namespace smelt {
+
+// The matmul of a fusion, as matmul() builds it: out = sum(a3 * b3, K) with
+// a3/b3 broadcasts of the fusion inputs a [M, K] and b [K, N] (through casts
+// to float for half types).
+struct MatmulPattern {
+  TensorView* a = nullptr;    // fusion input [M, K]
+  TensorView* b = nullptr;    // fusion input [K, N]
+  Expr* a_use = nullptr;      // the expression of the matmul reading a
+  Expr* b_use = nullptr;
+  TensorView* sum = nullptr;  // [M, rK, N]
+  TensorView* output = nullptr;  // the fusion's output, [M, N]
+  // An operand (a or b) also read outside the matmul (`a @ b + a`), or null.
+  const TensorView* operand_used_elsewhere = nullptr;
+};
+
+// Finds the matmul; throws smelt::Error naming what does not fit the pattern
+// (no or several reductions, an operand computed in the fusion, not exactly
+// one output, an epilogue op the scheduler cannot run).
+MatmulPattern findMatmul(Fusion* fusion);
+
+// Parameters for the fusion on `device`: tiles shrink for small extents,
+// stages and the shared epilogue are chosen to fit the per-block limit, and
+// the operand reuse is decided by decideOperandReuse.
+MatmulParams matmulHeuristics(Fusion* fusion, MatmulLayout layout = MatmulLayout::TT,
+                              const DeviceLimits& device = DeviceLimits::sm90());
+
+// The tensors the schedule created or used.
+struct MatmulSchedule {
+  TensorView* a_smem = nullptr;  // "A_s"
+  TensorView* b_smem = nullptr;  // "B_s"
+  TensorView* acc = nullptr;     // the register accumulator (the sum)
+  TensorView* c_smem = nullptr;  // "C_s", nullptr without the shared epilogue
+  TensorView* output = nullptr;
+};
+
+// Schedules the fusion's matmul with `params`. Throws smelt::Error for
+// parameters that cannot form a schedule (tiles not divisible by the thread
+// tile, too many threads, promotion while an operand is used elsewhere).
+MatmulSchedule scheduleMatmul(Fusion* fusion, const MatmulParams& params);
+
+}  // namespace smelt

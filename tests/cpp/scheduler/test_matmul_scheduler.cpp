@@ -1,0 +1,454 @@
+// The matmul scheduler (scheduler/matmul/): every layout and dtype, with and
+// without the shared-memory epilogue, through the CPU simulator with race
+// detection against ATen (odd sizes included); planned totals and barrier
+// counts; NVRTC for every variant with ptxas shared memory equal to the plan;
+// the heuristics; the operand-reuse decision of cases D1 and D2 at fusion
+// level; errors.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/cuda_codegen.h"
+#include "common/expect_error.h"
+#include "fusion/ops.h"
+#include "lower/alloc_reuse/kernel_plan.h"
+#include "runtime/nvrtc_compiler.h"
+#include "scheduler/matmul/matmul_scheduler.h"
+#include "simulator/expect_kernel_correct.h"
+
+namespace smelt {
+namespace {
+
+using sim::testing::expectKernelCorrect;
+using smelt::testing::toScalarType;
+
+enum class Epilogue { None, BiasRelu, PlusA };
+
+// out = a @ b, or relu(a @ b + bias[N]), or a @ b + a (square), with
+// concrete extents.
+void buildMatmul(int64_t m, int64_t n, int64_t k, DataType dtype, Epilogue epilogue = Epilogue::None) {
+  Fusion* fusion = Fusion::current();
+  TensorView* a = makeConcreteTensor({m, k}, dtype);
+  TensorView* b = makeConcreteTensor({k, n}, dtype);
+  fusion->addInput(a);
+  fusion->addInput(b);
+  TensorView* c = matmul(a, b);
+  if (epilogue == Epilogue::BiasRelu) {
+    TensorView* bias = makeConcreteTensor({n}, dtype);
+    fusion->addInput(bias);
+    c = relu(add(c, broadcast(bias, {true, false})));
+  } else if (epilogue == Epilogue::PlusA) {
+    c = add(c, a);
+  }
+  fusion->addOutput(c);
+}
+
+// Inputs stored as the layout says (a transposed operand is a strided view).
+std::vector<at::Tensor> layoutInputs(Fusion& fusion, MatmulLayout layout, uint64_t seed = 0) {
+  at::manual_seed(seed);
+  std::vector<at::Tensor> inputs;
+  for (size_t i = 0; i < fusion.inputs().size(); ++i) {
+    const TensorView* tv = fusion.inputs()[i]->asTensor();
+    std::vector<int64_t> shape;
+    for (const IterDomain* id : tv->logicalNoReductions()) shape.push_back(*id->extent().constant());
+    bool transposed = (i == 0 && !aIsKContiguous(layout)) || (i == 1 && !bIsNContiguous(layout));
+    at::Tensor t = transposed ? at::randn({shape[1], shape[0]}, at::kDouble).t()
+                              : at::randn(shape, at::kDouble);
+    inputs.push_back(t.to(toScalarType(tv->dtype())));
+  }
+  return inputs;
+}
+
+int countSyncs(const kir::Kernel& kernel, bool inserted_for_reuse_only = false) {
+  int n = 0;
+  kir::forEachStmt(kernel.body, [&](const kir::Stmt* s, int) {
+    auto* sync = dynamic_cast<const kir::BlockSync*>(s);
+    if (sync != nullptr && (!inserted_for_reuse_only || sync->inserted_for_reuse)) ++n;
+  });
+  return n;
+}
+
+const kir::Buffer* bufferNamed(const kir::Kernel& kernel, const std::string& name) {
+  for (const auto& b : kernel.buffers) {
+    if (b->name == name) return b.get();
+  }
+  return nullptr;
+}
+
+int64_t plannedTotal(const kir::Kernel& kernel) {
+  return *kernel.smem_plan->plan.total_bytes.constant();
+}
+
+// Small tiles so the simulation stays fast: 32 x 32 x 8, 4 x 4 per thread
+// (8 x 8 threads), 3 stages.
+MatmulParams smallParams(MatmulLayout layout, bool smem_epilogue) {
+  MatmulParams p;
+  p.block_m = 32;
+  p.block_n = 32;
+  p.block_k = 8;
+  p.thread_m = 4;
+  p.thread_n = 4;
+  p.stages = 3;
+  p.smem_epilogue = smem_epilogue;
+  p.layout = layout;
+  return p;
+}
+
+std::string layoutName(const ::testing::TestParamInfo<MatmulLayout>& info) {
+  return toString(info.param);
+}
+
+double tolerance(DataType dtype) { return dtype == DataType::Float ? 1e-4 : 2e-2; }
+
+// One test per layout (each test is a process: torch loads once per layout),
+// covering every dtype with and without the shared epilogue.
+class MatmulLayoutTest : public ::testing::TestWithParam<MatmulLayout> {};
+
+// Odd M, N, K (none divides the tiles) through the simulator in every thread
+// order; the plan total is the estimate's no-reuse figure and the barriers
+// are: one per K iteration (circular buffer) and the epilogue tile's RAW.
+TEST_P(MatmulLayoutTest, EveryDtypeSimulatesCorrectlyWithPlannedSharedMemory) {
+  const MatmulLayout layout = GetParam();
+  for (DataType dtype : {DataType::Float, DataType::Half, DataType::BFloat16}) {
+    for (bool smem_epilogue : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << dtype << (smem_epilogue ? ", smem epilogue" : ""));
+      const MatmulParams params = smallParams(layout, smem_epilogue);
+      Fusion fusion;
+      FusionGuard guard(&fusion);
+      buildMatmul(37, 29, 43, dtype);
+      scheduleMatmul(&fusion, params);
+      expectKernelCorrect(fusion, layoutInputs(fusion, layout), tolerance(dtype), tolerance(dtype));
+
+      Fusion again;
+      FusionGuard guard_again(&again);
+      buildMatmul(37, 29, 43, dtype);
+      scheduleMatmul(&again, params);
+      GpuLower lower(&again);
+      const kir::Kernel& kernel = lower.run();
+      EXPECT_EQ(plannedTotal(kernel), estimateSmem(params, dtype, dtype).no_reuse_bytes);
+      EXPECT_EQ(countSyncs(kernel), smem_epilogue ? 2 : 1) << kernel.toString();
+    }
+  }
+}
+
+// NVRTC compiles every variant (with a bias + relu epilogue) for sm_90; with
+// the shared array declared static, ptxas reports exactly the planned bytes.
+TEST_P(MatmulLayoutTest, EveryDtypeCompilesWithPtxasSharedMemoryEqualToPlan) {
+  const MatmulLayout layout = GetParam();
+  for (DataType dtype : {DataType::Float, DataType::Half, DataType::BFloat16}) {
+    for (bool smem_epilogue : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << dtype << (smem_epilogue ? ", smem epilogue" : ""));
+      Fusion fusion;
+      FusionGuard guard(&fusion);
+      buildMatmul(37, 29, 43, dtype, Epilogue::BiasRelu);
+      scheduleMatmul(&fusion, smallParams(layout, smem_epilogue));
+      GpuLower lower(&fusion);
+      const kir::Kernel& kernel = lower.run();
+      CodegenOptions fixed;
+      fixed.static_shared_memory = true;
+      const CompiledKernel compiled = compileCuda(generateCuda(kernel, "matmul", fixed), "matmul");
+      EXPECT_EQ(compiled.ptxas.static_smem_bytes, plannedTotal(kernel)) << compiled.log;
+      EXPECT_GT(compiled.ptxas.registers, 0);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllLayouts, MatmulLayoutTest,
+                         ::testing::Values(MatmulLayout::TT, MatmulLayout::TN, MatmulLayout::NT,
+                                           MatmulLayout::NN),
+                         layoutName);
+
+// Tiny and prime extents, one stage (load, barrier, use, barrier) and two.
+TEST(MatmulScheduler, OddShapesAndStageCounts) {
+  struct Shape {
+    int64_t m, n, k, stages;
+  };
+  for (Shape shape : {Shape{1, 1, 1, 3}, Shape{5, 3, 2, 2}, Shape{17, 31, 7, 1}, Shape{33, 8, 61, 2}}) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildMatmul(shape.m, shape.n, shape.k, DataType::Float);
+    MatmulParams params = smallParams(MatmulLayout::TT, true);
+    params.stages = shape.stages;
+    scheduleMatmul(&fusion, params);
+    SCOPED_TRACE(::testing::Message() << shape.m << "x" << shape.n << "x" << shape.k << ", "
+                                      << shape.stages << " stages");
+    expectKernelCorrect(fusion, layoutInputs(fusion, MatmulLayout::TT), 1e-4, 1e-4);
+  }
+}
+
+// A pointwise epilogue with its own input runs in the output's loops.
+TEST(MatmulScheduler, BiasReluEpilogue) {
+  for (bool smem_epilogue : {false, true}) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildMatmul(40, 24, 19, DataType::Half, Epilogue::BiasRelu);
+    scheduleMatmul(&fusion, smallParams(MatmulLayout::NT, smem_epilogue));
+    expectKernelCorrect(fusion, layoutInputs(fusion, MatmulLayout::NT), 2e-2, 2e-2);
+  }
+}
+
+// The 64^3 matmul of the heuristics, simulated.
+TEST(MatmulScheduler, HeuristicSchedule64Cubed) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildMatmul(64, 64, 64, DataType::Float);
+  MatmulParams params = matmulHeuristics(&fusion);
+  scheduleMatmul(&fusion, params);
+  expectKernelCorrect(fusion, layoutInputs(fusion, MatmulLayout::TT), 1e-4, 1e-4);
+}
+
+}  // namespace
+}  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// Cases D1/D2: fp16 operands, fp32 epilogue tile C_s, 8 x 8 per thread.
+MatmulParams caseParams(int64_t block_m, int64_t block_n, int64_t block_k, int64_t stages,
+                        bool promote) {
+  MatmulParams p;
+  p.block_m = block_m;
+  p.block_n = block_n;
+  p.block_k = block_k;
+  p.thread_m = 8;
+  p.thread_n = block_n / 16;
+  p.stages = stages;
+  p.smem_epilogue = true;
+  p.promote_operand_reuse = promote;
+  return p;
+}
+
+struct Planned {
+  int64_t total = 0;
+  int64_t no_reuse = 0;
+  int reuse_barriers = 0;
+  int barriers = 0;
+  int64_t c_address = -1;
+  // The promoteReuse barrier lies after the K loop (the drain point) and
+  // before the first write of C_s.
+  bool reuse_barrier_after_main_loop = false;
+};
+
+Planned planMatmul(const MatmulParams& params, Epilogue epilogue = Epilogue::None) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  // K = 2048: the planner's access footprints give up on the K loop at once
+  // (lowering stays fast). `a @ b + a` needs N = K.
+  buildMatmul(512, epilogue == Epilogue::PlusA ? 2048 : 512, 2048, DataType::Half, epilogue);
+  scheduleMatmul(&fusion, params);
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  Planned p;
+  p.total = plannedTotal(kernel);
+  p.no_reuse = *kernel.smem_plan->plan.no_reuse_bytes.constant();
+  p.reuse_barriers = countSyncs(kernel, true);
+  p.barriers = countSyncs(kernel);
+  const kir::Buffer* c_smem = bufferNamed(kernel, "C_s");
+  p.c_address = *c_smem->address->constant();
+  const kir::ProgramPositions positions = kir::numberPositions(kernel.body);
+  int64_t main_loop_end = -1;
+  int64_t reuse_barrier = -1;
+  int64_t first_c_write = -1;
+  kir::forEachStmt(kernel.body, [&](const kir::Stmt* s, int) {
+    auto* loop = dynamic_cast<const kir::ForLoop*>(s);
+    if (loop != nullptr && !loop->trivial && !loop->body.empty() &&
+        loop->body.front()->kind() == kir::StmtKind::BlockSync) {
+      main_loop_end = positions.loop_end.at(loop);
+    }
+    auto* sync = dynamic_cast<const kir::BlockSync*>(s);
+    if (sync != nullptr && sync->inserted_for_reuse) reuse_barrier = positions.start.at(s);
+    auto* compute = dynamic_cast<const kir::Compute*>(s);
+    if (compute != nullptr && compute->out.buffer == c_smem && first_c_write < 0) {
+      first_c_write = positions.start.at(s);
+    }
+  });
+  p.reuse_barrier_after_main_loop = main_loop_end < reuse_barrier && reuse_barrier < first_c_write;
+  return p;
+}
+
+// D1: BM = BN = 128, BK = 32, 3 stages: A_s and B_s 24,576 B each, C_s 65,536 B.
+TEST(MatmulCaseD1, OperandTilesStackWithoutPromotion) {
+  Planned p = planMatmul(caseParams(128, 128, 32, 3, false));
+  EXPECT_EQ(p.total, 114688);
+  EXPECT_EQ(p.no_reuse, 114688);
+  EXPECT_EQ(p.reuse_barriers, 0);
+  EXPECT_EQ(p.barriers, 2);  // the K loop's, C_s's RAW
+}
+
+TEST(MatmulCaseD1, PromotedOperandTilesLeaveTheEpilogueTileAtZero) {
+  Planned p = planMatmul(caseParams(128, 128, 32, 3, true));
+  EXPECT_EQ(p.total, 65536);
+  EXPECT_EQ(p.no_reuse, 114688);
+  EXPECT_EQ(p.c_address, 0);
+  EXPECT_EQ(p.reuse_barriers, 1);  // one barrier serves both operand tiles
+  EXPECT_TRUE(p.reuse_barrier_after_main_loop);
+  EXPECT_EQ(p.barriers, 3);
+}
+
+TEST(MatmulCaseD1, TheSchedulerPromotesBecauseReuseRaisesBlocksPerSm) {
+  OperandReuseDecision d = decideOperandReuse(caseParams(128, 128, 32, 3, false), DataType::Half,
+                                              DataType::Half, false, DeviceLimits::sm90());
+  EXPECT_TRUE(d.promote);
+  EXPECT_EQ(d.smem.no_reuse_bytes, 114688);
+  EXPECT_EQ(d.smem.reuse_bytes, 65536);
+  EXPECT_EQ(d.blocks_per_sm_without, 2);
+  EXPECT_EQ(d.blocks_per_sm_with, 3);
+  EXPECT_EQ(d.reason, "raises blocks per SM from 2 to 3 (114688 B -> 65536 B)");
+}
+
+// D2: 3 stages of 128 x 128 x 64 fp16 operand tiles plus the 128 x 128 fp32
+// epilogue tile: 163,840 B without reuse (one block per SM), 98,304 B with
+// (two).
+TEST(MatmulCaseD2, PromotionDoublesBlocksPerSm) {
+  OperandReuseDecision d = decideOperandReuse(caseParams(128, 128, 64, 3, false), DataType::Half,
+                                              DataType::Half, false, DeviceLimits::sm90());
+  EXPECT_TRUE(d.promote);
+  EXPECT_EQ(d.blocks_per_sm_without, 1);
+  EXPECT_EQ(d.blocks_per_sm_with, 2);
+  EXPECT_EQ(planMatmul(caseParams(128, 128, 64, 3, false)).total, 163840);
+  Planned promoted = planMatmul(caseParams(128, 128, 64, 3, true));
+  EXPECT_EQ(promoted.total, 98304);
+  EXPECT_EQ(promoted.c_address, 0);
+  EXPECT_EQ(promoted.reuse_barriers, 1);
+}
+
+// A 128 x 256 block tile: 278,528 B without reuse exceeds sm_90's 232,448 B
+// per block; with reuse 147,456 B fit.
+TEST(MatmulCaseD2, PromotionRequiredToFit) {
+  OperandReuseDecision d = decideOperandReuse(caseParams(128, 256, 64, 3, false), DataType::Half,
+                                              DataType::Half, false, DeviceLimits::sm90());
+  EXPECT_TRUE(d.promote);
+  EXPECT_EQ(d.reason,
+            "required to fit: 278528 B without reuse exceeds the 232448 B per-block limit, "
+            "147456 B with");
+  EXPECT_SMELT_ERROR(planMatmul(caseParams(128, 256, 64, 3, false)), "232448");
+  EXPECT_EQ(planMatmul(caseParams(128, 256, 64, 3, true)).total, 147456);
+}
+
+// `a @ b + a`: an operand is read after the main loop, so the scheduler never
+// promotes the operand tiles' reuse, and refuses a forced promotion.
+TEST(MatmulCaseD2, RefusedWhenAnOperandIsUsedAfterTheMainLoop) {
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildMatmul(512, 2048, 2048, DataType::Half, Epilogue::PlusA);
+    EXPECT_EQ(findMatmul(&fusion).operand_used_elsewhere, fusion.inputs()[0]);
+    MatmulParams heuristic = matmulHeuristics(&fusion);
+    EXPECT_FALSE(heuristic.promote_operand_reuse);
+  }
+  OperandReuseDecision d = decideOperandReuse(caseParams(128, 128, 64, 3, false), DataType::Half,
+                                              DataType::Half, true, DeviceLimits::sm90());
+  EXPECT_FALSE(d.promote);
+  EXPECT_EQ(d.reason, "an operand is used after the main loop");
+  Planned refused = planMatmul(caseParams(128, 128, 64, 3, false), Epilogue::PlusA);
+  EXPECT_EQ(refused.total, 163840);
+  EXPECT_EQ(refused.no_reuse, 163840);
+  EXPECT_EQ(refused.reuse_barriers, 0);
+  EXPECT_SMELT_ERROR(planMatmul(caseParams(128, 128, 64, 3, true), Epilogue::PlusA),
+                     "cannot promote reuse", "T0", "used after the main loop");
+}
+
+TEST(MatmulCaseD2, PlusAEpilogueSimulatesCorrectly) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildMatmul(36, 36, 36, DataType::Float, Epilogue::PlusA);
+  scheduleMatmul(&fusion, smallParams(MatmulLayout::TN, true));
+  expectKernelCorrect(fusion, layoutInputs(fusion, MatmulLayout::TN), 1e-4, 1e-4);
+}
+
+// Planned totals of several tile configurations (fp16 operands, fp32
+// epilogue tile), without and with promotion, as the estimate predicts.
+TEST(MatmulPlan, TotalsForTileConfigurations) {
+  struct Config {
+    int64_t bm, bn, bk, stages;
+    int64_t no_reuse, promoted;
+  };
+  const Config configs[] = {
+      {128, 128, 32, 3, 114688, 65536},  // D1
+      {128, 128, 64, 3, 163840, 98304},  // D2
+      {64, 64, 32, 2, 32768, 16384},
+      {128, 128, 32, 4, 131072, 65536},
+      {64, 128, 64, 2, 81920, 49152},
+  };
+  for (const Config& c : configs) {
+    SCOPED_TRACE(::testing::Message() << c.bm << "x" << c.bn << "x" << c.bk << ", " << c.stages
+                                      << " stages");
+    MatmulParams params = caseParams(c.bm, c.bn, c.bk, c.stages, false);
+    const MatmulSmemEstimate estimate = estimateSmem(params, DataType::Half, DataType::Half);
+    EXPECT_EQ(estimate.no_reuse_bytes, c.no_reuse);
+    EXPECT_EQ(estimate.reuse_bytes, c.promoted);
+    EXPECT_EQ(planMatmul(params).total, c.no_reuse);
+    params.promote_operand_reuse = true;
+    EXPECT_EQ(planMatmul(params).total, c.promoted);
+  }
+}
+
+TEST(MatmulHeuristics, SmallCubeShrinksTilesAndTakesAFreeEpilogue) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildMatmul(64, 64, 64, DataType::Float);
+  MatmulParams p = matmulHeuristics(&fusion);
+  EXPECT_EQ(p.toString(),
+            "MatmulParams\n"
+            "  block tile (m, n, k): 64 x 64 x 32\n"
+            "  thread tile (m, n): 4 x 4 (16 x 16 threads)\n"
+            "  stages: 2\n"
+            "  smem epilogue: yes\n"
+            "  promote operand reuse: yes (raises blocks per SM from 4 to 6 (49152 B -> 32768 B))\n"
+            "  layout: TT\n");
+}
+
+TEST(MatmulHeuristics, LargeHalfMatmul) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildMatmul(4096, 4096, 4096, DataType::Half);
+  MatmulParams p = matmulHeuristics(&fusion, MatmulLayout::NN);
+  EXPECT_EQ(p.block_m, 128);
+  EXPECT_EQ(p.block_n, 128);
+  EXPECT_EQ(p.block_k, 32);
+  EXPECT_EQ(p.threads(), 256);
+  EXPECT_EQ(p.stages, 3);
+  // 65,536 B of epilogue tile would not fit in 49,152 B of operand tiles.
+  EXPECT_FALSE(p.smem_epilogue);
+  EXPECT_FALSE(p.promote_operand_reuse);
+  EXPECT_EQ(p.layout, MatmulLayout::NN);
+}
+
+TEST(MatmulScheduler, Errors) {
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeConcreteTensor({4, 4});
+    fusion.addInput(x);
+    fusion.addOutput(relu(x));
+    EXPECT_SMELT_ERROR(scheduleMatmul(&fusion, MatmulParams()), "no matmul");
+  }
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor({8, 8});
+    TensorView* b = makeConcreteTensor({8, 8});
+    fusion.addInput(a);
+    fusion.addInput(b);
+    fusion.addOutput(matmul(relu(a), b));
+    EXPECT_SMELT_ERROR(scheduleMatmul(&fusion, MatmulParams()), "operand A", "computed in the fusion");
+  }
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildMatmul(8, 8, 8, DataType::Float);
+    MatmulParams p;
+    p.thread_m = 3;
+    EXPECT_SMELT_ERROR(scheduleMatmul(&fusion, p), "128 x 128", "3 x 8");
+    p = MatmulParams();
+    p.thread_m = 1;
+    p.thread_n = 1;
+    EXPECT_SMELT_ERROR(scheduleMatmul(&fusion, p), "16384 threads");
+  }
+}
+
+}  // namespace
+}  // namespace smelt
