@@ -4,32 +4,6 @@
 
 namespace smelt::kir {
 
-IntExpr substitute(const IntExpr& e, const SymbolMap& symbols) {
-  using K = IntExpr::Kind;
-  switch (e.kind()) {
-    case K::Constant: return e;
-    case K::Symbol: {
-      auto it = symbols.find(e.symbolName());
-      return it == symbols.end() ? e : it->second;
-    }
-    default: break;
-  }
-  const IntExpr a = substitute(e.lhs(), symbols);
-  const IntExpr b = substitute(e.rhs(), symbols);
-  switch (e.kind()) {
-    case K::Add: return a + b;
-    case K::Sub: return a - b;
-    case K::Mul: return a * b;
-    case K::Div: return a / b;
-    case K::CeilDiv: return ceilDiv(a, b);
-    case K::Mod: return a % b;
-    case K::Min: return min(a, b);
-    case K::Max: return max(a, b);
-    default: break;
-  }
-  SMELT_INTERNAL_CHECK(false, "unknown IntExpr kind");
-}
-
 namespace {
 
 void predicateIndices(Predicate& p, const std::function<void(IntExpr&)>& f) {

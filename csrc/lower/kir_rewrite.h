@@ -17,9 +17,6 @@ namespace smelt::kir {
 
 using SymbolMap = std::map<std::string, IntExpr>;
 
-// `e` with every symbol named in `symbols` replaced by its value.
-IntExpr substitute(const IntExpr& e, const SymbolMap& symbols);
-
 // Calls f on every index expression `stmt` itself holds (access indices,
 // predicate terms, operand bounds, a loop's extent), not on its body.
 void forEachIndex(Stmt& stmt, const std::function<void(IntExpr&)>& f);
