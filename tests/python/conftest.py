@@ -3,8 +3,14 @@
 The build directory is $SMELT_BUILD_DIR (as used by scripts/build.sh and
 scripts/test.sh), default <repo>/build. Tests that need built programs fail,
 rather than skip, when they are missing: scripts/test.sh always builds first.
+
+`import smelt` finds the package of the build tree (<build>/python/smelt: the
+sources of python/smelt plus the built extension), so the tests run what
+scripts/build.sh built. SMELT_TEST_INSTALLED=1 tests the installed package
+(pip install) instead.
 """
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +21,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def _build_dir() -> Path:
     path = Path(os.environ.get("SMELT_BUILD_DIR", "build"))
     return path if path.is_absolute() else REPO_ROOT / path
+
+
+if os.environ.get("SMELT_TEST_INSTALLED") != "1":
+    sys.path.insert(0, str(_build_dir() / "python"))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,207 @@
+// Fusion IR bindings: enums, Fusion and FusionGuard, TensorView with its
+// scheduling primitives, IterDomain, Scalar, and the op functions of
+// fusion/ops.h under their Python names.
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "fusion/error.h"
+#include "fusion/fusion.h"
+#include "fusion/ops.h"
+#include "fusion/transform_replay.h"
+#include "bindings.h"
+
+namespace py = pybind11;
+
+namespace smelt::python {
+
+namespace {
+
+constexpr auto kRef = py::return_value_policy::reference;
+
+std::optional<int64_t> constantOrNone(const IntExpr& e) { return e.constant(); }
+
+// A fusion input: -1 extents are symbolic ("T<n>.size[d]", bound from the
+// tensor passed at run time), 1 is a broadcast dimension, others fixed.
+// contiguity[d] is None where the stride does not matter (size 1).
+TensorView* defineTensor(const std::vector<int64_t>& shape,
+                         const std::vector<std::optional<bool>>& contiguity, DataType dtype) {
+  SMELT_CHECK(contiguity.empty() || contiguity.size() == shape.size(), "define_tensor: shape has ",
+              shape.size(), " dimensions but contiguity has ", contiguity.size(), " entries");
+  Fusion* f = Fusion::current();
+  // The tensor's number names its size symbols, so create it first.
+  TensorView* tv = f->newTensor(dtype, {}, MemoryType::Global);
+  std::vector<IterDomain*> axes;
+  std::vector<bool> contiguous;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    SMELT_CHECK(shape[d] == -1 || shape[d] > 0, "define_tensor: dimension ", d, " has extent ",
+                shape[d], "; use a positive extent, or -1 for a size known at run time");
+    IntExpr extent = shape[d] == -1 ? IntExpr::symbol(tv->name() + ".size[" +
+                                                      std::to_string(d) + "]")
+                                    : IntExpr(shape[d]);
+    // Size 1 broadcasts against the other operands, as in PyTorch.
+    axes.push_back(f->newIterDomain(extent, shape[d] == 1 ? IterType::Broadcast : IterType::Iteration));
+    contiguous.push_back(contiguity.empty() || contiguity[d].value_or(true));
+  }
+  tv->setLogicalDomain(std::move(axes));
+  tv->setContiguity(std::move(contiguous));
+  return tv;
+}
+
+std::vector<IntExpr> toIntExprs(const std::vector<int64_t>& values) {
+  return {values.begin(), values.end()};
+}
+
+void bindEnums(py::module_& m) {
+  py::enum_<DataType>(m, "DataType")
+      .value("Float", DataType::Float)
+      .value("Double", DataType::Double)
+      .value("Half", DataType::Half)
+      .value("BFloat16", DataType::BFloat16)
+      .value("Int", DataType::Int)
+      .value("Int32", DataType::Int32)
+      .value("Bool", DataType::Bool);
+  py::enum_<MemoryType>(m, "MemoryType")
+      .value("Global", MemoryType::Global)
+      .value("Shared", MemoryType::Shared)
+      .value("Local", MemoryType::Local);
+  py::enum_<ParallelType>(m, "ParallelType")
+      .value("Serial", ParallelType::Serial)
+      .value("BIDx", ParallelType::BIDx)
+      .value("BIDy", ParallelType::BIDy)
+      .value("BIDz", ParallelType::BIDz)
+      .value("TIDx", ParallelType::TIDx)
+      .value("TIDy", ParallelType::TIDy)
+      .value("TIDz", ParallelType::TIDz)
+      .value("Vectorize", ParallelType::Vectorize)
+      .value("Unroll", ParallelType::Unroll);
+  py::enum_<IterType>(m, "IterType")
+      .value("Iteration", IterType::Iteration)
+      .value("Reduction", IterType::Reduction)
+      .value("Broadcast", IterType::Broadcast);
+  m.def("data_type_size", &dataTypeSize);
+}
+
+void bindNodes(py::module_& m) {
+  py::class_<Fusion, std::shared_ptr<Fusion>>(m, "Fusion")
+      .def(py::init<>())
+      .def("add_input", &Fusion::addInput)
+      .def("add_output", &Fusion::addOutput)
+      .def("inputs", &Fusion::inputs, kRef)
+      .def("outputs", &Fusion::outputs, kRef)
+      .def("all_tensors", &Fusion::allTensors, kRef)
+      .def("math_string", &Fusion::mathString)
+      .def("transforms_string", &Fusion::transformsString)
+      .def("__str__", &Fusion::toString);
+
+  // `with fusion_guard(fusion):` makes `fusion` the one ops build into.
+  struct PyFusionGuard {
+    std::shared_ptr<Fusion> fusion;
+    std::unique_ptr<FusionGuard> guard;
+  };
+  py::class_<PyFusionGuard>(m, "FusionGuard")
+      .def(py::init([](std::shared_ptr<Fusion> f) { return PyFusionGuard{std::move(f), {}}; }))
+      .def("__enter__", [](PyFusionGuard& g) { g.guard = std::make_unique<FusionGuard>(g.fusion.get()); })
+      .def("__exit__", [](PyFusionGuard& g, py::args) { g.guard.reset(); });
+
+  py::class_<Val>(m, "Val")
+      .def_property_readonly("dtype", &Val::dtype)
+      .def_property_readonly("is_tensor", [](const Val& v) { return v.asTensor() != nullptr; })
+      .def("__str__", &Val::toString);
+
+  py::class_<Scalar, Val>(m, "Scalar")
+      .def_property_readonly("is_constant", &Scalar::isConstant)
+      .def_property_readonly("symbol", &Scalar::symbol);
+
+  py::class_<IterDomain>(m, "IterDomain")
+      .def_property_readonly("extent", [](const IterDomain& id) { return id.extent().toString(); })
+      .def_property_readonly("extent_value",
+                             [](const IterDomain& id) { return constantOrNone(id.extent()); })
+      .def_property_readonly("iter_type", &IterDomain::iterType)
+      .def_property_readonly("parallel_type", &IterDomain::parallelType)
+      .def("parallelize", &IterDomain::parallelize, kRef)
+      .def("__str__", &IterDomain::toString);
+
+  py::class_<TensorView, Val>(m, "TensorView")
+      .def_property_readonly("name", &TensorView::name)
+      .def("set_name", &TensorView::setName, kRef)
+      .def_property_readonly("ndim", &TensorView::nDims)
+      .def_property_readonly("logical_domain", &TensorView::logicalDomain, kRef)
+      .def_property_readonly("logical_no_reductions", &TensorView::logicalNoReductions, kRef)
+      .def_property_readonly("loop_domain", &TensorView::loopDomain, kRef)
+      .def("axis", &TensorView::axis, kRef)
+      .def_property_readonly("contiguity", &TensorView::contiguity)
+      .def_property_readonly("memory_type", &TensorView::memoryType)
+      .def("set_memory_type", &TensorView::setMemoryType, kRef)
+      .def("split", &TensorView::split, py::arg("axis"), py::arg("factor"),
+           py::arg("inner_split") = true, kRef)
+      .def("merge", py::overload_cast<int64_t, int64_t>(&TensorView::merge), kRef)
+      .def("reorder", &TensorView::reorder, kRef)
+      .def("compute_at", &TensorView::computeAt, kRef)
+      .def("inline_at", &TensorView::inlineAt, kRef)
+      .def("inline_most", &TensorView::inlineMost, kRef)
+      .def_property_readonly("compute_position", &TensorView::computePosition)
+      .def("cache_after", &TensorView::cacheAfter, kRef)
+      .def("cache_before", &TensorView::cacheBefore, kRef)
+      .def("promote_reuse", &TensorView::promoteReuse, py::arg("enable") = true, kRef)
+      .def_property_readonly("promotes_reuse", &TensorView::shouldPromoteReuse)
+      .def("transforms_string", &TensorView::transformsString);
+
+  py::class_<IntExpr>(m, "IntExpr")
+      .def(py::init<int64_t>())
+      .def_static("symbol", &IntExpr::symbol)
+      .def("__str__", &IntExpr::toString);
+  py::implicitly_convertible<int64_t, IntExpr>();
+}
+
+void bindOps(py::module_& m) {
+  // The active fusion (see FusionGuard) gains an input or output.
+  m.def("add_input", [](Val* v) { Fusion::current()->addInput(v); });
+  m.def("add_output", [](Val* v) { Fusion::current()->addOutput(v); });
+  m.def("inline_all", [] { inlineMost(Fusion::current()); });
+  m.def("propagate_schedule", &propagateSchedule);
+  m.def("define_tensor", &defineTensor, kRef);
+  m.def("constant", &constant, kRef);
+  m.def("symbolic_scalar", &symbolicScalar, kRef);
+  m.def("full", [](const std::vector<int64_t>& shape, Val* value, DataType dtype) {
+    return full(toIntExprs(shape), value, dtype);
+  }, kRef);
+  m.def("set", &set, kRef);
+  m.def("neg", &neg, kRef);
+  m.def("exp", &exp, kRef);
+  m.def("tanh", &tanh, kRef);
+  m.def("abs", &abs, kRef);
+  m.def("relu", &relu, kRef);
+  m.def("cast", [](TensorView* in, DataType dtype) { return castOp(dtype, in); }, kRef);
+  using Binary = TensorView* (*)(Val*, Val*);
+  m.def("add", static_cast<Binary>(&add), kRef);
+  m.def("sub", static_cast<Binary>(&sub), kRef);
+  m.def("mul", static_cast<Binary>(&mul), kRef);
+  m.def("div", static_cast<Binary>(&div), kRef);
+  m.def("maximum", static_cast<Binary>(&maximum), kRef);
+  m.def("minimum", static_cast<Binary>(&minimum), kRef);
+  m.def("where", &where, kRef);
+  using Reduction = TensorView* (*)(TensorView*, const std::vector<int64_t>&);
+  m.def("sum", static_cast<Reduction>(&sum), kRef);
+  m.def("max", static_cast<Reduction>(&max), kRef);
+  m.def("broadcast", &broadcast, kRef);
+  m.def("expand", [](TensorView* in, const std::vector<int64_t>& shape) {
+    return expand(in, toIntExprs(shape));
+  }, kRef);
+  m.def("pad", &pad, py::arg("input"), py::arg("widths"), py::arg("value") = 0.0, kRef);
+  m.def("matmul", &matmul, kRef);
+}
+
+}  // namespace
+
+void bindFusion(py::module_& m) {
+  bindEnums(m);
+  bindNodes(m);
+  bindOps(m);
+}
+
+}  // namespace smelt::python

@@ -1,0 +1,107 @@
+// Lowering and compilation bindings: GpuLower on a scheduled Fusion, the
+// kernel IR as text, the shared-memory plan reports, CUDA generation and
+// NVRTC compilation with ptxas's resource report.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "bindings.h"
+#include "codegen/cuda_codegen.h"
+#include "runtime/nvrtc_compiler.h"
+
+namespace py = pybind11;
+
+namespace smelt::python {
+
+namespace {
+
+std::shared_ptr<LoweredKernel> lowerFusion(std::shared_ptr<Fusion> fusion, SmemHazards hazards,
+                                           SmemAllocator allocator,
+                                           int64_t max_shared_memory_bytes) {
+  LowerOptions options;
+  options.smem_hazards = hazards;
+  options.smem_allocator = allocator;
+  options.max_shared_memory_bytes = max_shared_memory_bytes;
+  auto lowered = std::make_shared<LoweredKernel>();
+  lowered->fusion = std::move(fusion);
+  lowered->lower = std::make_unique<GpuLower>(lowered->fusion.get(), options);
+  lowered->lower->run();
+  return lowered;
+}
+
+py::tuple dims(const IntExpr (&extents)[3]) {
+  return py::make_tuple(intOrText(extents[0]), intOrText(extents[1]), intOrText(extents[2]));
+}
+
+}  // namespace
+
+py::object intOrText(const IntExpr& e) {
+  if (auto value = e.constant()) return py::int_(*value);
+  return py::str(e.toString());
+}
+
+void bindLowering(py::module_& m) {
+  py::enum_<SmemHazards>(m, "SmemHazards")
+      .value("Precise", SmemHazards::Precise)
+      .value("Conservative", SmemHazards::Conservative);
+  py::enum_<SmemAllocator>(m, "SmemAllocator")
+      .value("Best", SmemAllocator::Best)
+      .value("Stack", SmemAllocator::Stack);
+  LowerOptions defaults;
+
+  py::class_<LoweredKernel, std::shared_ptr<LoweredKernel>>(m, "LoweredKernel")
+      .def_property_readonly("fusion", [](const LoweredKernel& k) { return k.fusion; })
+      .def_property_readonly("kernel_ir", [](const LoweredKernel& k) { return k.kernel().toString(); })
+      .def_property_readonly("summary", [](const LoweredKernel& k) { return k.kernel().summary(); })
+      .def_property_readonly("grid", [](const LoweredKernel& k) { return dims(k.kernel().launch.grid); })
+      .def_property_readonly("block", [](const LoweredKernel& k) { return dims(k.kernel().launch.block); })
+      .def_property_readonly("shared_memory_bytes",
+                             [](const LoweredKernel& k) { return intOrText(sharedMemoryBytes(k.kernel())); })
+      .def_property_readonly("smem_plan_text", [](const LoweredKernel& k) {
+        return k.plan() ? k.plan()->report_text : std::string();
+      })
+      .def_property_readonly("smem_plan_json", [](const LoweredKernel& k) {
+        return k.plan() ? k.plan()->report_json : std::string();
+      })
+      .def_property_readonly("smem_plan_svg", [](const LoweredKernel& k) {
+        return k.plan() ? k.plan()->report_svg : std::string();
+      })
+      .def_property_readonly("smem_tensor_bytes", [](const LoweredKernel& k) {
+        return k.plan() ? intOrText(k.plan()->tensor_bytes) : py::object(py::int_(0));
+      })
+      .def("cuda", [](const LoweredKernel& k, const std::string& name, bool static_smem) {
+        CodegenOptions options;
+        options.static_shared_memory = static_smem;
+        return generateCuda(k.kernel(), name, options);
+      }, py::arg("kernel_name"), py::arg("static_shared_memory") = false);
+  m.def("lower", &lowerFusion, py::arg("fusion"), py::arg("hazards") = defaults.smem_hazards,
+        py::arg("allocator") = defaults.smem_allocator,
+        py::arg("max_shared_memory_bytes") = defaults.max_shared_memory_bytes);
+
+  py::class_<PtxasInfo>(m, "PtxasInfo")
+      .def_readonly("registers", &PtxasInfo::registers)
+      .def_readonly("spill_store_bytes", &PtxasInfo::spill_store_bytes)
+      .def_readonly("spill_load_bytes", &PtxasInfo::spill_load_bytes)
+      .def_readonly("stack_frame_bytes", &PtxasInfo::stack_frame_bytes)
+      .def_readonly("static_smem_bytes", &PtxasInfo::static_smem_bytes)
+      .def_readonly("barriers", &PtxasInfo::barriers);
+  py::class_<CompiledKernel>(m, "CompiledKernel")
+      .def_readonly("kernel_name", &CompiledKernel::kernel_name)
+      .def_readonly("arch", &CompiledKernel::arch)
+      .def_readonly("log", &CompiledKernel::log)
+      .def_readonly("ptxas", &CompiledKernel::ptxas)
+      .def_readonly("compile_ms", &CompiledKernel::compile_ms)
+      .def_property_readonly("cubin_bytes", [](const CompiledKernel& k) { return k.cubin.size(); });
+  m.def("compile_cuda", [](const std::string& source, const std::string& name, int arch) {
+    NvrtcOptions options;
+    options.arch = arch;
+    py::gil_scoped_release release;
+    return compileCuda(source, name, options);
+  }, py::arg("source"), py::arg("kernel_name"), py::arg("arch") = NvrtcOptions{}.arch);
+  m.def("nvrtc_supported_archs", &nvrtcSupportedArchs);
+}
+
+}  // namespace smelt::python

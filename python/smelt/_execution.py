@@ -1,0 +1,73 @@
+"""fd.execute: arguments to tensors, the cache lookup and the run.
+
+Python numbers for scalar inputs become 0-dim tensors of the scalar's dtype;
+the executor then checks every input against the fusion (count, dtype, rank,
+sizes, strides, one device; see csrc/runtime/input_validation.h) and raises
+SmeltError naming the input.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Sequence
+
+import torch
+
+from smelt import _C
+from smelt._C import SmeltError
+from smelt.dtypes import to_torch_dtype
+from smelt.fusion_cache import fusion_cache
+
+
+def _arguments(fd, inputs: Sequence[Any]) -> List[torch.Tensor]:
+    from smelt.fusion_definition import Tensor
+    if not isinstance(inputs, (list, tuple)):
+        raise SmeltError(f"execute: expected a list of inputs, got {type(inputs).__name__}")
+    declared = fd.inputs
+    if len(inputs) != len(declared):
+        raise SmeltError(f"execute: the fusion has {len(declared)} inputs, {len(inputs)} were given")
+    args = []
+    for i, (decl, arg) in enumerate(zip(declared, inputs)):
+        if isinstance(arg, torch.Tensor):
+            args.append(arg)
+        elif isinstance(decl, Tensor):
+            raise SmeltError(f"input {i} ({decl.name}): expected a torch.Tensor, got "
+                             f"{type(arg).__name__}")
+        elif isinstance(arg, (bool, int, float)):
+            args.append(torch.tensor(arg, dtype=to_torch_dtype(decl.dtype)))
+        else:
+            raise SmeltError(f"input {i} (scalar): expected a Python number or a 0-dim tensor, "
+                             f"got {type(arg).__name__}")
+    return args
+
+
+def _device(fd, args: List[torch.Tensor]) -> torch.device:
+    from smelt.fusion_definition import Tensor
+    for decl, arg in zip(fd.inputs, args):
+        if isinstance(decl, Tensor):
+            return arg.device
+    return torch.device("cpu")
+
+
+def execute(fd, inputs: Sequence[Any]) -> List[torch.Tensor]:
+    args = _arguments(fd, inputs)
+    device = _device(fd, args)
+    entry = fusion_cache().entry(tuple(fd.records))
+    executor = fusion_cache().executor(entry, str(device), lambda: Executor(fd, args, device))
+    outputs = executor.run(args)
+    entry.runs += 1
+    fd._last_executor = executor
+    return outputs
+
+
+class Executor:
+    """One fusion built from a record, compiled for one device."""
+
+    def __init__(self, fd, example_inputs: List[torch.Tensor], device: torch.device):
+        self._impl = _C.FusionExecutor(fd.build_fusion())
+        self._impl.compile(example_inputs, device=str(device))
+
+    def run(self, args: List[torch.Tensor]) -> List[torch.Tensor]:
+        return self._impl.run(args)
+
+    def kernels(self) -> list:
+        from smelt.inspection import Kernel
+        return [Kernel.from_executor(self._impl)]

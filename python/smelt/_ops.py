@@ -1,0 +1,160 @@
+"""Implementations of every recorded operation on the active ``_C.Fusion``.
+
+One function per record op: it receives the record's arguments with Refs
+resolved to ``_C`` values and returns the values it defines. The same
+functions build the definition eagerly (so mistakes raise at the line that
+made them) and replay it on fresh fusions. Definition ops are listed in
+DEFINITION_OPS, schedule ops in SCHEDULE_OPS.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Sequence
+
+from smelt import _C
+from smelt._C import DataType
+from smelt._records import Impl
+
+
+def as_val(x: Any) -> Any:
+    """A Python number becomes a constant scalar (bool, int64 or double, as
+    PyTorch types Python scalars); fusion values pass through."""
+    if isinstance(x, _C.Val):
+        return x
+    if isinstance(x, bool):
+        return _C.constant(float(x), DataType.Bool)
+    if isinstance(x, int):
+        return _C.constant(float(x), DataType.Int)
+    if isinstance(x, float):
+        return _C.constant(x, DataType.Double)
+    raise TypeError(f"expected a tensor, a scalar or a Python number, got {type(x).__name__}")
+
+
+def _rank(tv: Any) -> int:
+    return len(tv.logical_no_reductions)
+
+
+def _axes(dims: Sequence[int], rank: int, op: str) -> list:
+    axes = []
+    for d in dims:
+        n = d + rank if d < 0 else d
+        if not 0 <= n < rank:
+            raise _C.SmeltError(f"{op}: dimension {d} is out of range for a tensor of rank {rank}")
+        axes.append(n)
+    return axes
+
+
+def _define_tensor(shape, contiguity, dtype):
+    tv = _C.define_tensor(list(shape), list(contiguity), dtype)
+    _C.add_input(tv)
+    return tv
+
+
+def _define_scalar(value, dtype):
+    if value is None:
+        s = _C.symbolic_scalar(dtype)
+        _C.add_input(s)
+        return s
+    return _C.constant(float(value), dtype)
+
+
+def _reduction(c_op, tv, dims, keepdim, dtype):
+    if dtype is not None and dtype != tv.dtype:
+        tv = _C.cast(tv, dtype)
+    rank = _rank(tv)
+    out = c_op(tv, list(dims) if dims is not None else list(range(rank)))
+    if keepdim:
+        reduced = {d + rank if d < 0 else d for d in dims} if dims is not None else set(range(rank))
+        out = _C.broadcast(out, [d in reduced for d in range(rank)])
+    return out
+
+
+def _broadcast_in_dim(tv, shape, broadcast_dims):
+    rank = len(shape)
+    if len(broadcast_dims) != _rank(tv):
+        raise _C.SmeltError(
+            f"broadcast_in_dim: tensor {tv.name} has rank {_rank(tv)} but broadcast_dims has "
+            f"{len(broadcast_dims)} entries")
+    dims = _axes(broadcast_dims, rank, "broadcast_in_dim")
+    if sorted(dims) != list(dims) or len(set(dims)) != len(dims):
+        raise _C.SmeltError(f"broadcast_in_dim: broadcast_dims {list(broadcast_dims)} must be "
+                            "strictly increasing")
+    out = _C.broadcast(tv, [d not in dims for d in range(rank)]) if rank > len(dims) else tv
+    # Axes of size 1 in `out` that `shape` asks to be larger are expanded.
+    target = [-1] * rank
+    for d, id_ in enumerate(out.logical_no_reductions):
+        if shape[d] not in (-1, 1) and id_.iter_type == _C.IterType.Broadcast:
+            target[d] = shape[d]
+    return _C.expand(out, target) if any(t != -1 for t in target) else out
+
+
+def _binary(c_op):
+    return lambda a, b: c_op(as_val(a), as_val(b))
+
+
+DEFINITION_OPS: Dict[str, Impl] = {
+    "define_tensor": _define_tensor,
+    "define_scalar": _define_scalar,
+    "add_output": lambda v: _C.add_output(v),
+    "full": lambda shape, value, dtype: _C.full(list(shape), as_val(value), dtype),
+    "set": _C.set,
+    "neg": _C.neg,
+    "exp": _C.exp,
+    "tanh": _C.tanh,
+    "abs": _C.abs,
+    "relu": _C.relu,
+    "cast": lambda tv, dtype: _C.cast(tv, dtype),
+    "add": _binary(_C.add),
+    "sub": _binary(_C.sub),
+    "mul": _binary(_C.mul),
+    "div": _binary(_C.div),
+    "maximum": _binary(_C.maximum),
+    "minimum": _binary(_C.minimum),
+    "where": lambda c, a, b: _C.where(as_val(c), as_val(a), as_val(b)),
+    "sum": lambda tv, dims, keepdim, dtype: _reduction(_C.sum, tv, dims, keepdim, dtype),
+    "max": lambda tv, dims, keepdim, dtype: _reduction(_C.max, tv, dims, keepdim, dtype),
+    "broadcast": lambda tv, is_new: _C.broadcast(tv, list(is_new)),
+    "broadcast_in_dim": _broadcast_in_dim,
+    "expand": lambda tv, shape: _C.expand(tv, list(shape)),
+    "pad": lambda tv, widths, value: _C.pad(tv, list(widths), float(value)),
+    "matmul": _C.matmul,
+}
+
+
+def _schedule(method: str) -> Impl:
+    def impl(tv, *args):
+        getattr(tv, method)(*args)
+    return impl
+
+
+def _reorder(tv, pairs):
+    tv.reorder(dict(pairs))
+
+
+def _parallelize(tv, axis, parallel_type):
+    tv.axis(axis).parallelize(parallel_type)
+
+
+SCHEDULE_OPS: Dict[str, Impl] = {
+    "split": _schedule("split"),
+    "merge": _schedule("merge"),
+    "reorder": _reorder,
+    "parallelize": _parallelize,
+    "compute_at": _schedule("compute_at"),
+    "inline_at": _schedule("inline_at"),
+    "inline_most": _schedule("inline_most"),
+    "inline_all": lambda: _C.inline_all(),
+    "propagate_schedule": lambda tv: _C.propagate_schedule(tv),
+    "cache_after": lambda tv: tv.cache_after(),
+    "cache_before": lambda tv: tv.cache_before(),
+    "set_memory_type": _schedule("set_memory_type"),
+    "promote_reuse": _schedule("promote_reuse"),
+    "set_name": _schedule("set_name"),
+}
+
+IMPLS: Dict[str, Impl] = {**DEFINITION_OPS, **SCHEDULE_OPS}
+
+
+def reduction_dims(dims: Optional[Sequence[int]]) -> Optional[tuple]:
+    if dims is None:
+        return None
+    return (dims,) if isinstance(dims, int) else tuple(dims)

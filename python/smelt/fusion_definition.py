@@ -1,0 +1,437 @@
+"""FusionDefinition: build a fusion from Python, schedule it, inspect and run it.
+
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        t1 = fd.ops.relu(fd.ops.add(t0, 1.0))
+        fd.add_output(t1)
+    out, = fd.execute([x])
+
+Every call is recorded (see _records.py) and applied at once to a definition
+Fusion, so a mistake raises SmeltError at the call that made it and tensors
+know their rank and dtype. The record is the cache key: defining the same
+fusion again reuses its compiled kernels.
+
+Scheduling by hand: tensors expose split, merge, reorder, axis(i).parallelize,
+compute_at, inline_at, inline_most, cache_after, cache_before,
+set_memory_type, promote_reuse; call them after the definition (or in the
+schedule() method of a FusionDefinition subclass). They are recorded like the
+definition and replayed on every fusion built from it. A fusion without
+schedule calls is scheduled automatically when it runs.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import torch
+
+from smelt import _C
+from smelt._C import DataType, MemoryType, ParallelType, SmeltError
+from smelt import _ops
+from smelt._records import Record, Ref, apply, freeze, replay
+from smelt.dtypes import to_data_type
+
+Number = Union[bool, int, float]
+
+
+class Value:
+    """A value (tensor or scalar) of a FusionDefinition."""
+
+    __slots__ = ("fd", "index")
+
+    def __init__(self, fd: "FusionDefinition", index: int):
+        self.fd = fd
+        self.index = index
+
+    @property
+    def _val(self):
+        return self.fd._values[self.index]
+
+    @property
+    def dtype(self) -> DataType:
+        return self._val.dtype
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(%{self.index}: {self._val})"
+
+
+class Scalar(Value):
+    """A scalar of the definition: a constant, or an input given to execute()."""
+
+    @property
+    def is_constant(self) -> bool:
+        return self._val.is_constant
+
+
+class Axis:
+    """Loop axis `index` of a tensor (as it stands when this is used)."""
+
+    __slots__ = ("tensor", "index")
+
+    def __init__(self, tensor: "Tensor", index: int):
+        self.tensor = tensor
+        self.index = index
+
+    @property
+    def _id(self):
+        return self.tensor._val.axis(self.index)
+
+    @property
+    def extent(self) -> Union[int, str]:
+        value = self._id.extent_value
+        return value if value is not None else self._id.extent
+
+    @property
+    def parallel_type(self) -> ParallelType:
+        return self._id.parallel_type
+
+    @property
+    def iter_type(self):
+        return self._id.iter_type
+
+    def parallelize(self, parallel_type: ParallelType) -> "Axis":
+        self.tensor.fd._schedule_op("parallelize", self.tensor, self.index, parallel_type)
+        return self
+
+    def __repr__(self) -> str:
+        return f"Axis({self.tensor.name}[{self.index}]: {self._id})"
+
+
+class Tensor(Value):
+    """A tensor of the definition. Its scheduling methods return the tensor
+    (so they chain), cache_after/cache_before the new tensor."""
+
+    @property
+    def name(self) -> str:
+        return self._val.name
+
+    @property
+    def ndim(self) -> int:
+        """Rank as consumers see it (reduced axes excluded)."""
+        return len(self._val.logical_no_reductions)
+
+    def size(self, dim: int) -> Union[int, str]:
+        """The extent of logical dimension `dim`: an int, or its symbol."""
+        id_ = self._val.logical_no_reductions[dim]
+        value = id_.extent_value
+        return value if value is not None else id_.extent
+
+    @property
+    def shape(self) -> List[Union[int, str]]:
+        return [self.size(d) for d in range(self.ndim)]
+
+    @property
+    def num_loop_axes(self) -> int:
+        return self._val.ndim
+
+    @property
+    def memory_type(self) -> MemoryType:
+        return self._val.memory_type
+
+    @property
+    def compute_position(self) -> int:
+        return self._val.compute_position
+
+    def axis(self, index: int) -> Axis:
+        self._val.axis(index)  # range check now, with smelt's message
+        return Axis(self, index)
+
+    def schedule_string(self) -> str:
+        return self._val.transforms_string()
+
+    # ---- scheduling primitives (recorded, replayed on every built fusion) ----
+    def split(self, axis: int, factor: int, inner_split: bool = True) -> "Tensor":
+        self.fd._schedule_op("split", self, axis, factor, inner_split)
+        return self
+
+    def merge(self, axis_outer: int, axis_inner: Optional[int] = None) -> "Tensor":
+        inner = axis_outer + 1 if axis_inner is None else axis_inner
+        self.fd._schedule_op("merge", self, axis_outer, inner)
+        return self
+
+    def reorder(self, old_to_new: Dict[int, int]) -> "Tensor":
+        pairs = tuple(sorted(old_to_new.items()))
+        self.fd._schedule_op("reorder", self, pairs)
+        return self
+
+    def compute_at(self, consumer: "Tensor", position: int) -> "Tensor":
+        self.fd._schedule_op("compute_at", self, consumer, position)
+        return self
+
+    def inline_at(self, position: int) -> "Tensor":
+        self.fd._schedule_op("inline_at", self, position)
+        return self
+
+    def inline_most(self) -> "Tensor":
+        self.fd._schedule_op("inline_most", self)
+        return self
+
+    def cache_after(self) -> "Tensor":
+        return self.fd._schedule_op("cache_after", self)
+
+    def cache_before(self) -> "Tensor":
+        return self.fd._schedule_op("cache_before", self)
+
+    def set_memory_type(self, memory_type: MemoryType) -> "Tensor":
+        self.fd._schedule_op("set_memory_type", self, memory_type)
+        return self
+
+    def promote_reuse(self, enable: bool = True) -> "Tensor":
+        self.fd._schedule_op("promote_reuse", self, enable)
+        return self
+
+    def set_name(self, name: str) -> "Tensor":
+        self.fd._schedule_op("set_name", self, name)
+        return self
+
+    def propagate_schedule(self) -> "Tensor":
+        """Replays this tensor's schedule onto every tensor connected to it."""
+        self.fd._schedule_op("propagate_schedule", self)
+        return self
+
+
+class Operators:
+    """fd.ops: the ops of the IR. Python numbers are accepted wherever a
+    scalar operand fits."""
+
+    def __init__(self, fd: "FusionDefinition"):
+        self._fd = fd
+
+    def _op(self, name: str, *args: Any) -> Any:
+        return self._fd._define_op(name, *args)
+
+    # unary
+    def set(self, x: Tensor) -> Tensor: return self._op("set", x)
+    def neg(self, x: Tensor) -> Tensor: return self._op("neg", x)
+    def exp(self, x: Tensor) -> Tensor: return self._op("exp", x)
+    def tanh(self, x: Tensor) -> Tensor: return self._op("tanh", x)
+    def abs(self, x: Tensor) -> Tensor: return self._op("abs", x)
+    def relu(self, x: Tensor) -> Tensor: return self._op("relu", x)
+
+    def cast(self, x: Tensor, dtype: DataType) -> Tensor:
+        return self._op("cast", x, to_data_type(dtype))
+
+    # binary (tensor or scalar operands)
+    def add(self, a, b) -> Tensor: return self._op("add", a, b)
+    def sub(self, a, b) -> Tensor: return self._op("sub", a, b)
+    def mul(self, a, b) -> Tensor: return self._op("mul", a, b)
+    def div(self, a, b) -> Tensor: return self._op("div", a, b)
+    def maximum(self, a, b) -> Tensor: return self._op("maximum", a, b)
+    def minimum(self, a, b) -> Tensor: return self._op("minimum", a, b)
+
+    def where(self, condition, a, b) -> Tensor:
+        return self._op("where", condition, a, b)
+
+    # reductions
+    def sum(self, x: Tensor, dims: Union[int, Sequence[int], None] = None, keepdim: bool = False,
+            dtype: Optional[DataType] = None) -> Tensor:
+        return self._op("sum", x, _ops.reduction_dims(dims), keepdim,
+                        None if dtype is None else to_data_type(dtype))
+
+    def max(self, x: Tensor, dims: Union[int, Sequence[int], None] = None,
+            keepdim: bool = False) -> Tensor:
+        return self._op("max", x, _ops.reduction_dims(dims), keepdim, None)
+
+    # shape
+    def broadcast(self, x: Tensor, is_broadcast_dim: Sequence[bool]) -> Tensor:
+        return self._op("broadcast", x, tuple(is_broadcast_dim))
+
+    def broadcast_in_dim(self, x: Tensor, shape: Sequence[int],
+                         broadcast_dims: Sequence[int]) -> Tensor:
+        return self._op("broadcast_in_dim", x, tuple(shape), tuple(broadcast_dims))
+
+    def expand(self, x: Tensor, shape: Sequence[int]) -> Tensor:
+        return self._op("expand", x, tuple(shape))
+
+    def pad(self, x: Tensor, pad_widths: Sequence[int], value: Number = 0.0) -> Tensor:
+        return self._op("pad", x, tuple(pad_widths), value)
+
+    def full(self, shape: Sequence[int], fill_value: Number,
+             dtype: DataType = DataType.Float) -> Tensor:
+        return self._op("full", tuple(shape), fill_value, to_data_type(dtype))
+
+    def matmul(self, a: Tensor, b: Tensor) -> Tensor:
+        return self._op("matmul", a, b)
+
+
+class FusionDefinition:
+    """A fusion defined from Python (see the module docstring).
+
+    Subclasses may define it in `definition(self)` and schedule it in
+    `schedule(self)`; both run when the object is created."""
+
+    def __init__(self):
+        self._records: List[Record] = []
+        self._values: List[Any] = []  # the definition fusion's _C values
+        self._handles: List[Value] = []
+        self._fusion = _C.Fusion()
+        self._inputs: List[Value] = []
+        self._outputs: List[Tensor] = []
+        self._defining = False
+        self._last_executor = None
+        self.ops = Operators(self)
+        if type(self).definition is not FusionDefinition.definition:
+            with self:
+                self.definition()
+            if type(self).schedule is not FusionDefinition.schedule:
+                self.schedule()
+
+    # ---- hooks for subclasses ----
+    def definition(self) -> None:
+        raise NotImplementedError
+
+    def schedule(self) -> None:
+        pass
+
+    # ---- the definition ----
+    def __enter__(self) -> "FusionDefinition":
+        if self._records:
+            raise SmeltError("this FusionDefinition is already defined; create a new one")
+        self._defining = True
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._defining = False
+        if exc_type is None and not self._outputs:
+            raise SmeltError("the fusion has no outputs: call fd.add_output(tensor)")
+
+    def define_tensor(self, shape: Sequence[int], contiguity: Optional[Sequence[Optional[bool]]] = None,
+                      dtype: Any = DataType.Float) -> Tensor:
+        """An input tensor. shape: -1 for an extent known at run time, 1 for a
+        broadcast dimension, else a fixed extent. contiguity: per dimension
+        (None for broadcast dimensions); default all contiguous."""
+        shape = tuple(int(s) for s in shape)
+        contiguity = tuple(contiguity) if contiguity is not None else tuple(
+            None if s == 1 else True for s in shape)
+        t = self._define_op("define_tensor", shape, contiguity, to_data_type(dtype))
+        self._inputs.append(t)
+        return t
+
+    def define_scalar(self, value: Optional[Number] = None, dtype: Any = None) -> Scalar:
+        """A constant scalar (value given), or a scalar input (value None)
+        passed to execute() in its place among the inputs."""
+        if dtype is None:
+            dtype = DataType.Double if value is None or isinstance(value, float) else (
+                DataType.Bool if isinstance(value, bool) else DataType.Int)
+        s = self._define_op("define_scalar", value, to_data_type(dtype))
+        if value is None:
+            self._inputs.append(s)
+        return s
+
+    def from_pytorch(self, tensor: torch.Tensor, static_sizes: bool = False) -> Tensor:
+        """An input tensor shaped like `tensor` (symbolic extents unless
+        static_sizes; size-1 dimensions broadcast), with its dtype and
+        contiguity."""
+        if not isinstance(tensor, torch.Tensor):
+            raise SmeltError(f"from_pytorch: expected a torch.Tensor, got {type(tensor).__name__}")
+        shape = [1 if s == 1 else (s if static_sizes else -1) for s in tensor.shape]
+        return self.define_tensor(shape, _contiguity(tensor), tensor.dtype)
+
+    def add_output(self, tensor: Tensor) -> None:
+        if not isinstance(tensor, Tensor) or tensor.fd is not self:
+            raise SmeltError("add_output: expected a tensor of this FusionDefinition")
+        self._define_op("add_output", tensor)
+        self._outputs.append(tensor)
+
+    def inline_all(self) -> None:
+        """Schedule: inlines every computed tensor as deep as legal."""
+        self._schedule_op("inline_all")
+
+    @property
+    def inputs(self) -> List[Value]:
+        return list(self._inputs)
+
+    @property
+    def outputs(self) -> List[Tensor]:
+        return list(self._outputs)
+
+    @property
+    def records(self) -> List[Record]:
+        return list(self._records)
+
+    @property
+    def is_scheduled(self) -> bool:
+        """True once a schedule primitive was called (no automatic scheduling)."""
+        return any(r.op in _ops.SCHEDULE_OPS for r in self._records)
+
+    def __repr__(self) -> str:
+        lines = [f"FusionDefinition ({len(self._records)} records):"]
+        lines += [f"  {r}" for r in self._records]
+        return "\n".join(lines)
+
+    def fusion_text(self) -> str:
+        """The definition fusion's math and schedule as smelt prints them."""
+        return str(self._fusion)
+
+    # ---- building fusions from the record ----
+    def build_fusion(self):
+        """A fresh _C.Fusion from the record (definition and schedule)."""
+        fusion = _C.Fusion()
+        with _C.FusionGuard(fusion):
+            replay(self._records, _ops.IMPLS, [])
+        return fusion
+
+    def _define_op(self, op: str, *args: Any) -> Any:
+        if not self._defining:
+            raise SmeltError(f"{op}: definitions go inside `with FusionDefinition() as fd:` "
+                             "(or a definition() method); this one is closed")
+        return self._apply(op, args)
+
+    def _schedule_op(self, op: str, *args: Any) -> Any:
+        return self._apply(op, args)
+
+    def _apply(self, op: str, args: Sequence[Any]) -> Any:
+        record = Record(op, freeze([self._ref(a) for a in args]))
+        with _C.FusionGuard(self._fusion):
+            new = apply(_ops.IMPLS[op], record, self._values)
+        self._records.append(record)
+        handles = [self._new_handle(v) for v in new]
+        return handles[0] if len(handles) == 1 else (tuple(handles) if handles else None)
+
+    def _ref(self, arg: Any) -> Any:
+        if isinstance(arg, Value):
+            if arg.fd is not self:
+                raise SmeltError(f"{arg!r} belongs to another FusionDefinition")
+            return Ref(arg.index)
+        if isinstance(arg, (list, tuple)):
+            return tuple(self._ref(a) for a in arg)
+        return arg
+
+    def _new_handle(self, val: Any) -> Value:
+        index = len(self._handles)
+        handle = Tensor(self, index) if val.is_tensor else Scalar(self, index)
+        self._handles.append(handle)
+        return handle
+
+    # ---- running and inspecting (see _execution.py, inspection.py) ----
+    def execute(self, inputs: Sequence[Any]) -> List[torch.Tensor]:
+        """Runs the fusion: CUDA tensors on the GPU, CPU tensors through the
+        CPU simulator (the reference path: exact CUDA semantics, slow).
+        Returns the outputs in add_output order."""
+        from smelt._execution import execute
+        return execute(self, inputs)
+
+    def last_kernels(self) -> list:
+        """The kernels the latest execute() ran (smelt.inspection.Kernel)."""
+        if self._last_executor is None:
+            raise SmeltError("last_kernels: this FusionDefinition has not been executed")
+        return self._last_executor.kernels()
+
+    def lower(self, **options: Any):
+        """The lowered kernel of the (scheduled) fusion: kernel IR, CUDA,
+        shared-memory plan, ptxas report. See smelt.inspection.Kernel."""
+        from smelt.inspection import lower
+        return lower(self, **options)
+
+
+def _contiguity(tensor: torch.Tensor) -> List[Optional[bool]]:
+    """Per dimension: None for size 1, else whether its stride is the
+    product of the inner (non-size-1) dimension's extent and stride (1 for
+    the innermost)."""
+    result: List[Optional[bool]] = [None] * tensor.dim()
+    expected = 1
+    for d in reversed(range(tensor.dim())):
+        if tensor.shape[d] == 1:
+            continue
+        result[d] = tensor.stride(d) == expected
+        expected = tensor.stride(d) * tensor.shape[d]
+    return result

@@ -1,0 +1,47 @@
+"""The fusion cache: the same definition again reuses its executors; any
+difference in the record (ops, constants, schedule) is a different fusion."""
+import torch
+
+from smelt import FusionDefinition, ParallelType, fusion_cache
+
+
+def scaled_exp(scale=2.0, threads=32):
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1])
+        y = fd.ops.mul(fd.ops.exp(x), scale)
+        fd.add_output(y)
+    y.split(0, threads).axis(1).parallelize(ParallelType.TIDx)
+    y.propagate_schedule()
+    fd.inline_all()
+    return fd
+
+
+def test_same_definition_reuses_the_executor():
+    fusion_cache().clear()
+    x = torch.randn(40)
+    first = scaled_exp().execute([x])[0]
+    second = scaled_exp().execute([x])[0]
+    third = scaled_exp().execute([torch.randn(70)])[0]  # new size, same fusion
+    stats = fusion_cache().stats()
+    assert (stats.entries, stats.misses, stats.hits, stats.executors_built) == (1, 1, 2, 1)
+    torch.testing.assert_close(first, second)
+    assert third.shape == (70,)
+
+
+def test_records_are_the_key():
+    fusion_cache().clear()
+    assert scaled_exp(2.0).records == scaled_exp(2.0).records
+    assert scaled_exp(2.0).records != scaled_exp(3.0).records
+    assert scaled_exp(2.0).records != scaled_exp(2.0, threads=64).records
+    x = torch.randn(50)
+    for scale, threads in [(2.0, 32), (3.0, 32), (2.0, 64)]:
+        fd = scaled_exp(scale, threads)
+        torch.testing.assert_close(fd.execute([x])[0], x.exp() * scale)
+        assert fd.last_kernels()[0].block == (threads, 1, 1)
+    assert fusion_cache().stats().entries == 3
+
+
+def test_record_is_printable():
+    text = repr(scaled_exp())
+    assert "define_tensor((-1,)" in text and "mul(%1, 2.0)" in text and "add_output(%2)" in text
+    assert "split(%2, 0, 32, True)" in text and "inline_all()" in text
