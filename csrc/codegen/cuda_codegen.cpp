@@ -673,8 +673,11 @@ class Emitter {
       case ExprType::Set:
       case ExprType::Broadcast:
       case ExprType::Expand:
+      case ExprType::Permute:
+      case ExprType::Squeeze:
+      case ExprType::Reshape:
       case ExprType::Pad:
-        // Copies: broadcast/expand are in the indexing, pad in the operand's bounds.
+        // Copies: layout ops are in the indexing, pad in the operand's bounds.
         value = operandValue(operandAt(c, 0), ct);
         break;
       case ExprType::Unary: value = unary(static_cast<const UnaryOp*>(c.expr), c, ct); break;

@@ -100,13 +100,19 @@ class GraphCopier {
       dst_.vals_.push_back(std::move(copy));
       return;
     }
+    // A reshape's root and view transforms first: its logical axes are
+    // their outputs.
+    std::vector<IterDomain*> root = copyIds(tv->rootDomain());
     std::vector<IterDomain*> logical = copyIds(tv->logicalDomain());
     auto copy = std::make_unique<TensorView>(&dst_, tv->number(), tv->dtype(), logical,
                                              tv->memoryType());
     TensorView* raw = copy.get();
     map_.vals[tv] = raw;
     dst_.vals_.push_back(std::move(copy));
-    for (const IdTransform* t : transformHistory(tv)) {
+    if (tv->hasViewTransforms()) raw->setRootDomain(root);
+    std::vector<const IdTransform*> transforms = viewTransforms(tv);
+    for (const IdTransform* t : transformHistory(tv)) transforms.push_back(t);
+    for (const IdTransform* t : transforms) {
       IdTransform transform{t->kind, copyIds(t->inputs), copyIds(t->outputs),
                             t->kind == IdTransform::Kind::Split ? rewritten(t->factor) : t->factor,
                             t->inner_split};

@@ -352,9 +352,52 @@ Expr* LoadStoreOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
                              const std::vector<Val*>& outs) const {
   return f.newExpr<LoadStoreOp>(tensorAt(outs, 0), tensorAt(ins, 0));
 }
+Expr* PermuteOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                           const std::vector<Val*>& outs) const {
+  return f.newExpr<PermuteOp>(tensorAt(outs, 0), tensorAt(ins, 0), dims_);
+}
+Expr* SqueezeOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                           const std::vector<Val*>& outs) const {
+  return f.newExpr<SqueezeOp>(tensorAt(outs, 0), tensorAt(ins, 0), is_squeezed_);
+}
+Expr* ReshapeOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                           const std::vector<Val*>& outs) const {
+  return f.newExpr<ReshapeOp>(tensorAt(outs, 0), tensorAt(ins, 0));
+}
 Expr* PadOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
                        const std::vector<Val*>& outs) const {
   return f.newExpr<PadOp>(tensorAt(outs, 0), tensorAt(ins, 0), widths_, ins.at(1));
 }
+
+namespace {
+template <typename T>
+std::string listText(const std::vector<T>& values) {
+  std::ostringstream os;
+  os << "{";
+  for (size_t i = 0; i < values.size(); ++i) os << (i ? ", " : "") << values[i];
+  os << "}";
+  return os.str();
+}
+}  // namespace
+
+PermuteOp::PermuteOp(TensorView* out, TensorView* in, std::vector<int64_t> dims)
+    : Expr(ExprType::Permute, {in}, {out}), dims_(std::move(dims)) {}
+
+std::string PermuteOp::toString() const {
+  return output()->toString() + " = permute(" + input(0)->asTensor()->name() + ", " +
+         listText(dims_) + ")";
+}
+
+SqueezeOp::SqueezeOp(TensorView* out, TensorView* in, std::vector<bool> is_squeezed)
+    : Expr(ExprType::Squeeze, {in}, {out}), is_squeezed_(std::move(is_squeezed)) {}
+
+std::string SqueezeOp::toString() const {
+  std::vector<std::string> flags;
+  for (bool f : is_squeezed_) flags.push_back(f ? "true" : "false");
+  return output()->toString() + " = squeeze(" + input(0)->asTensor()->name() + ", " +
+         listText(flags) + ")";
+}
+
+ReshapeOp::ReshapeOp(TensorView* out, TensorView* in) : Expr(ExprType::Reshape, {in}, {out}) {}
 
 }  // namespace smelt

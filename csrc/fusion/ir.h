@@ -136,6 +136,11 @@ class TensorView : public Val {
   std::string toString() const override;
 
   const std::vector<IterDomain*>& logicalDomain() const { return logical_; }
+  // The output of a reshape has a root domain (copies of its input's axes)
+  // from which its logical domain derives by merges and splits (the view
+  // transforms). Every other tensor's root domain is its logical domain.
+  const std::vector<IterDomain*>& rootDomain() const { return root_.empty() ? logical_ : root_; }
+  bool hasViewTransforms() const { return !root_.empty(); }
   const std::vector<IterDomain*>& loopDomain() const { return loop_; }
   // The logical domain without reduction axes: what consumers see.
   std::vector<IterDomain*> logicalNoReductions() const;
@@ -197,7 +202,10 @@ class TensorView : public Val {
   // Used by transform replay: install a new loop domain built elsewhere.
   void setLoopDomain(std::vector<IterDomain*> loop);
   // Used by cacheBefore: swap the definitions' output without touching uses.
+  // Clears the root domain.
   void setLogicalDomain(std::vector<IterDomain*> logical);
+  // Used by reshape (and cacheBefore, which moves a reshape's root along).
+  void setRootDomain(std::vector<IterDomain*> root);
   void setComputePosition(int64_t pos);
 
  private:
@@ -206,6 +214,7 @@ class TensorView : public Val {
 
   int64_t number_;
   std::string name_;
+  std::vector<IterDomain*> root_;  // empty unless the definition is a reshape
   std::vector<IterDomain*> logical_;
   std::vector<IterDomain*> loop_;
   std::vector<bool> contiguity_;
@@ -219,7 +228,9 @@ class TensorView : public Val {
 // Expressions
 // ---------------------------------------------------------------------------
 
-enum class ExprType { Full, Unary, Binary, Where, Reduction, Broadcast, Expand, Set, Pad };
+enum class ExprType {
+  Full, Unary, Binary, Where, Reduction, Broadcast, Expand, Set, Pad, Permute, Squeeze, Reshape,
+};
 enum class UnaryOpType {
   Neg, Exp, Tanh, Abs, Relu, Cast,
   Sqrt, Rsqrt, Log, Log2, Log1p, Exp2, Expm1, Sigmoid, Erf, Reciprocal, Sin, Cos,
@@ -381,6 +392,45 @@ class PadOp : public Expr {
 
  private:
   std::vector<std::pair<int64_t, int64_t>> widths_;
+};
+
+// permute(): the output's logical axis i is the input's axis dims[i].
+class PermuteOp : public Expr {
+ public:
+  PermuteOp(TensorView* out, TensorView* in, std::vector<int64_t> dims);
+  const std::vector<int64_t>& dims() const { return dims_; }
+  std::string opName() const override { return "permute"; }
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
+  std::string toString() const override;
+
+ private:
+  std::vector<int64_t> dims_;
+};
+
+// squeeze(): drops the input's extent-1 axes flagged in isSqueezed (one flag
+// per non-reduction logical axis of the input).
+class SqueezeOp : public Expr {
+ public:
+  SqueezeOp(TensorView* out, TensorView* in, std::vector<bool> is_squeezed);
+  const std::vector<bool>& isSqueezed() const { return is_squeezed_; }
+  std::string opName() const override { return "squeeze"; }
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
+  std::string toString() const override;
+
+ private:
+  std::vector<bool> is_squeezed_;
+};
+
+// reshape() as a view: the output's root domain copies the input's axes one
+// to one; its logical domain derives from the root by merges and splits.
+class ReshapeOp : public Expr {
+ public:
+  ReshapeOp(TensorView* out, TensorView* in);
+  std::string opName() const override { return "reshape"; }
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
 };
 
 }  // namespace smelt

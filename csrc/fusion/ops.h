@@ -115,4 +115,36 @@ TensorView* pad(TensorView* in, const std::vector<int64_t>& widths, double value
 // float first (fp32 accumulation) and the sum is cast back to their type.
 TensorView* matmul(TensorView* a, TensorView* b);
 
+// ---- layout ops ----
+// torch.permute: the output's dimension i is the input's dimension dims[i]
+// (negative values count from the end).
+TensorView* permute(TensorView* in, const std::vector<int64_t>& dims);
+// torch.transpose: swaps two dimensions.
+TensorView* transpose(TensorView* in, int64_t dim0, int64_t dim1);
+// torch.squeeze(dims): drops the listed dimensions of extent 1; like torch,
+// a listed dimension of another constant extent is kept. A symbolic extent
+// cannot be decided here and is an error.
+TensorView* squeeze(TensorView* in, const std::vector<int64_t>& dims);
+// torch.unsqueeze: a new broadcast dimension at `dim` (of the output).
+TensorView* unsqueeze(TensorView* in, int64_t dim);
+// torch.reshape as a view of the logical axes: extent-1 dimensions are
+// squeezed, the rest regrouped by merging and splitting consecutive
+// dimensions, and new extent-1 entries become broadcasts. One entry may be -1.
+// With symbolic extents a dimension may pass through unchanged or be merged
+// with its neighbours; splitting a symbolic extent would need a divisibility
+// check at run time and is rejected.
+TensorView* reshape(TensorView* in, const std::vector<IntExpr>& shape);
+// torch.flatten: merges dimensions start_dim..end_dim into one.
+TensorView* flatten(TensorView* in, int64_t start_dim = 0, int64_t end_dim = -1);
+
+// ---- composites ----
+// torch.nn.functional.linear: x [..., K], weight [N, K], optional bias [N]
+// -> [..., N] = x @ weight^T + bias, as broadcasts, a multiply and a sum
+// over K. Half and bfloat16 operands are computed in float (torch
+// accumulates in float too) and the result is cast back.
+TensorView* linear(TensorView* x, TensorView* weight, TensorView* bias = nullptr);
+// torch.nn.functional.gelu: the erf form, or with tanh_approximation the
+// form of approximate="tanh". Half/bfloat16 compute in float.
+TensorView* gelu(TensorView* x, bool tanh_approximation = false);
+
 }  // namespace smelt

@@ -174,9 +174,15 @@ void TensorView::setLoopDomain(std::vector<IterDomain*> loop) {
 
 void TensorView::setLogicalDomain(std::vector<IterDomain*> logical) {
   for (IterDomain* id : logical) adopt(id);
+  root_.clear();
   logical_ = std::move(logical);
   loop_ = logical_;
   contiguity_.assign(logical_.size(), true);
+}
+
+void TensorView::setRootDomain(std::vector<IterDomain*> root) {
+  for (IterDomain* id : root) adopt(id);
+  root_ = std::move(root);
 }
 
 void TensorView::setComputePosition(int64_t pos) { compute_position_ = pos; }
@@ -308,6 +314,7 @@ TensorView* TensorView::cacheBefore() {
   // The new producer takes over this tensor's domain (reduction axes and
   // schedule included); this tensor becomes a plain copy of it.
   TensorView* producer = f->newTensor(dtype(), logical_, MemoryType::Local);
+  if (hasViewTransforms()) producer->setRootDomain(root_);
   producer->setLoopDomain(loop_);
   std::vector<IterDomain*> fresh;
   for (IterDomain* id : logicalNoReductions()) {
@@ -347,19 +354,30 @@ std::string TensorView::transformsString() const {
   if (compute_position_ > 0) os << ", computeAt " << compute_position_;
   if (promote_reuse_) os << ", promoteReuse";
   if (circular_buffer_stages_ > 1) os << ", circularBuffer " << circular_buffer_stages_;
-  os << ")\n  logical: [";
-  for (size_t i = 0; i < logical_.size(); ++i) os << (i ? ", " : "") << logical_[i]->toString();
-  os << "]\n";
-  for (const IdTransform* t : transformHistory(this)) {
-    if (t->kind == IdTransform::Kind::Split) {
-      os << "  Split: " << t->inputs[0]->toString() << " by " << t->factor
-         << (t->inner_split ? "" : " (nparts)") << " -> " << t->outputs[0]->toString() << ", "
-         << t->outputs[1]->toString() << "\n";
-    } else {
-      os << "  Merge: " << t->inputs[0]->toString() << " and " << t->inputs[1]->toString()
-         << " -> " << t->outputs[0]->toString() << "\n";
+  os << ")\n";
+  auto domain = [&](const char* what, const std::vector<IterDomain*>& ids) {
+    os << "  " << what << ": [";
+    for (size_t i = 0; i < ids.size(); ++i) os << (i ? ", " : "") << ids[i]->toString();
+    os << "]\n";
+  };
+  auto transforms = [&](const std::vector<const IdTransform*>& list) {
+    for (const IdTransform* t : list) {
+      if (t->kind == IdTransform::Kind::Split) {
+        os << "  Split: " << t->inputs[0]->toString() << " by " << t->factor
+           << (t->inner_split ? "" : " (nparts)") << " -> " << t->outputs[0]->toString() << ", "
+           << t->outputs[1]->toString() << "\n";
+      } else {
+        os << "  Merge: " << t->inputs[0]->toString() << " and " << t->inputs[1]->toString()
+           << " -> " << t->outputs[0]->toString() << "\n";
+      }
     }
+  };
+  if (hasViewTransforms()) {
+    domain("root", root_);
+    transforms(viewTransforms(this));
   }
+  domain("logical", logical_);
+  transforms(transformHistory(this));
   os << "  loop: [";
   for (size_t i = 0; i < loop_.size(); ++i) os << (i ? ", " : "") << loop_[i]->toString();
   os << "]\n";

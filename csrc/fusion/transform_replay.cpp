@@ -17,13 +17,27 @@ IdMap pairwiseLogicalMap(const TensorView* producer, const TensorView* consumer)
   SMELT_INTERNAL_CHECK(std::find(ins.begin(), ins.end(), producer) != ins.end(),
                        producer->name(), " is not a producer of ", consumer->name());
   std::vector<IterDomain*> p_axes = producer->logicalNoReductions();
-  const auto& c_axes = consumer->logicalDomain();
+  // A reshape's input maps onto its output's root domain.
+  const auto& c_axes = consumer->rootDomain();
   IdMap map;
   if (def->type() == ExprType::Broadcast) {
     const auto& is_new = static_cast<const BroadcastOp*>(def)->isNewAxis();
     size_t p = 0;
     for (size_t c = 0; c < c_axes.size(); ++c) {
       if (!is_new[c]) map[p_axes.at(p++)] = c_axes[c];
+    }
+    return map;
+  }
+  if (def->type() == ExprType::Permute) {
+    const auto& dims = static_cast<const PermuteOp*>(def)->dims();
+    for (size_t c = 0; c < c_axes.size(); ++c) map[p_axes.at(dims[c])] = c_axes[c];
+    return map;
+  }
+  if (def->type() == ExprType::Squeeze) {
+    const auto& squeezed = static_cast<const SqueezeOp*>(def)->isSqueezed();
+    size_t c = 0;
+    for (size_t p = 0; p < p_axes.size(); ++p) {
+      if (!squeezed[p]) map[p_axes[p]] = c_axes.at(c++);
     }
     return map;
   }
@@ -114,18 +128,49 @@ std::vector<int64_t> matchLoopAxes(const TensorView* producer, const TensorView*
   return match;
 }
 
-std::vector<const IdTransform*> transformHistory(const TensorView* tv) {
+namespace {
+
+// The transforms between `from` and `to` (each derived from `from`), in an
+// order where each comes after the ones producing its inputs.
+std::vector<const IdTransform*> transformsBetween(const std::vector<IterDomain*>& from,
+                                                  const std::vector<IterDomain*>& to) {
+  std::unordered_set<const IterDomain*> start(from.begin(), from.end());
   std::vector<const IdTransform*> order;
   std::unordered_set<const IdTransform*> seen;
   std::function<void(const IterDomain*)> visit = [&](const IterDomain* id) {
     const IdTransform* t = id->definition();
-    if (t == nullptr || seen.count(t)) return;
+    if (start.count(id) || t == nullptr || seen.count(t)) return;
     seen.insert(t);
     for (const IterDomain* in : t->inputs) visit(in);
     order.push_back(t);
   };
-  for (const IterDomain* id : tv->loopDomain()) visit(id);
+  for (const IterDomain* id : to) visit(id);
   return order;
+}
+
+// A view transform of `target` of the same kind as `t` (and the same factor
+// for a split) whose inputs are `inputs`, or nullptr.
+const IdTransform* matchingViewTransform(const TensorView* target, const IdTransform* t,
+                                         const std::vector<IterDomain*>& inputs) {
+  for (const IdTransform* view : viewTransforms(target)) {
+    if (view->kind != t->kind || view->inputs != inputs) continue;
+    if (t->kind == IdTransform::Kind::Merge ||
+        (view->factor.sameAs(t->factor) && view->inner_split == t->inner_split)) {
+      return view;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<const IdTransform*> transformHistory(const TensorView* tv) {
+  return transformsBetween(tv->logicalDomain(), tv->loopDomain());
+}
+
+std::vector<const IdTransform*> viewTransforms(const TensorView* tv) {
+  if (!tv->hasViewTransforms()) return {};
+  return transformsBetween(tv->rootDomain(), tv->logicalDomain());
 }
 
 int64_t replayLike(TensorView* target, const TensorView* source, const IdMap& source_to_target) {
@@ -135,7 +180,24 @@ int64_t replayLike(TensorView* target, const TensorView* source, const IdMap& so
   auto leafPosition = [&](IterDomain* id) {
     return std::find(leaves.begin(), leaves.end(), id);
   };
-  for (const IdTransform* t : transformHistory(source)) {
+  // A source axis mapped onto the target's root (the target is a reshape's
+  // output) follows the target's view transforms where the source repeats them.
+  auto followView = [&](const IdTransform* t) {
+    std::vector<IterDomain*> inputs;
+    for (const IterDomain* in : t->inputs) {
+      auto it = s2t.find(in);
+      if (it == s2t.end()) return false;
+      inputs.push_back(it->second);
+    }
+    const IdTransform* view = matchingViewTransform(target, t, inputs);
+    if (view == nullptr) return false;
+    for (size_t k = 0; k < t->outputs.size(); ++k) s2t[t->outputs[k]] = view->outputs[k];
+    return true;
+  };
+  std::vector<const IdTransform*> history = viewTransforms(source);
+  for (const IdTransform* t : transformHistory(source)) history.push_back(t);
+  for (const IdTransform* t : history) {
+    if (followView(t)) continue;
     if (t->kind == IdTransform::Kind::Split) {
       auto it = s2t.find(t->inputs[0]);
       if (it == s2t.end() || leafPosition(it->second) == leaves.end()) continue;

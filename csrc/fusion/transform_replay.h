@@ -38,7 +38,10 @@ bool loopAxesMapped(const IterDomain* a, const IterDomain* b, const IdMap& logic
 std::vector<int64_t> matchLoopAxes(const TensorView* producer, const TensorView* consumer);
 
 // Replaces target's loop domain by a replay of source's splits and merges
-// (source logical -> target logical given by `source_to_target`). Mapped axes
+// (source logical -> target logical given by `source_to_target`; a reshape
+// output's view transforms are replayed too when its root axes are mapped,
+// and a source transform that repeats a view transform of the target maps
+// onto that transform's outputs). Mapped axes
 // come first in source's loop order, then target's unmapped axes. Parallel
 // types (except Vectorize) are copied. Returns how many leading loop axes of
 // source found a counterpart in target.
@@ -47,6 +50,9 @@ int64_t replayLike(TensorView* target, const TensorView* source, const IdMap& so
 // The splits and merges between a tensor's logical and loop domains, in an
 // order where each transform comes after the ones producing its inputs.
 std::vector<const IdTransform*> transformHistory(const TensorView* tv);
+// The merges and splits from a reshape output's root domain to its logical
+// domain (none for other tensors), in the same order.
+std::vector<const IdTransform*> viewTransforms(const TensorView* tv);
 
 // Replays `reference`'s schedule onto every tensor connected to it (producers
 // and consumers, transitively), copying parallel types. Each tensor is reached

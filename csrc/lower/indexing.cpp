@@ -4,8 +4,11 @@
 //     "T<n>.stride[d]" parameters, a Shared/Local buffer row-major over its
 //     allocated loop axes;
 //   * an input element is addressed at the consumer's logical indices mapped
-//     through the op (broadcast and expanded axes read index 0), then through
-//     the producer's own splits and merges to its allocation;
+//     through the op (broadcast, expanded and squeezed axes read index 0;
+//     a permute's axes map to their new positions; a reshape's input axes to
+//     the output's root axes, whose indices come back through the view's
+//     merges and splits), then through the producer's own splits and merges
+//     to its allocation;
 //   * a read of a padded axis carries the in-bounds predicate and pad value.
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
@@ -80,6 +83,10 @@ class Indexer {
       auto mapped = to_out.find(id);
       if (mapped != to_out.end()) {
         in_logical[id] = logical_.at(mapped->second);
+        continue;
+      }
+      if (out_->definition()->type() == ExprType::Squeeze) {  // a squeezed extent-1 axis
+        in_logical[id] = 0;
         continue;
       }
       // A padded axis: the consumer's index, shifted by the leading pad.

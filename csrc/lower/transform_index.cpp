@@ -24,7 +24,10 @@ IndexMap logicalIndices(const TensorView* tv, const std::vector<IntExpr>& loop_i
   SMELT_INTERNAL_CHECK(static_cast<int64_t>(loop_indices.size()) == tv->nDims());
   IndexMap index;
   for (int64_t k = 0; k < tv->nDims(); ++k) index[tv->axis(k)] = loop_indices[k];
-  std::vector<const IdTransform*> history = transformHistory(tv);
+  // Back through the schedule to the logical axes, then through a reshape's
+  // view transforms to the root axes its input maps onto.
+  std::vector<const IdTransform*> history = viewTransforms(tv);
+  for (const IdTransform* t : transformHistory(tv)) history.push_back(t);
   for (auto it = history.rbegin(); it != history.rend(); ++it) {
     const IdTransform* t = *it;
     if (t->kind == IdTransform::Kind::Split) {

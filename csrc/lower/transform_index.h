@@ -19,7 +19,8 @@ using IndexMap = std::unordered_map<const IterDomain*, IntExpr>;
 // bound to, or 0 when it runs once.
 IntExpr loopIndexValue(const kir::ForLoop& loop);
 
-// Logical-axis indices of `tv` given the index of each of its loop axes.
+// Logical-axis indices of `tv` given the index of each of its loop axes
+// (and root-axis indices, for a reshape's output).
 IndexMap logicalIndices(const TensorView* tv, const std::vector<IntExpr>& loop_indices);
 
 // Loop-axis indices of `tv` given indices of its logical axes (axes absent

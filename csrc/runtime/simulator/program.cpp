@@ -205,6 +205,9 @@ class Compiler {
       case ExprType::Set:
       case ExprType::Broadcast:
       case ExprType::Expand:
+      case ExprType::Permute:
+      case ExprType::Squeeze:
+      case ExprType::Reshape:
       case ExprType::Pad: return {Fn::Copy, 1};
       case ExprType::Reduction: break;
     }

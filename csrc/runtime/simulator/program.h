@@ -35,7 +35,7 @@ enum class Op : uint8_t {
 
 // What a Compute/Reduce statement computes.
 enum class Fn : uint8_t {
-  Copy,  // set, cast, broadcast, expand, pad, full: the value, rounded on store
+  Copy,  // set, cast, layout ops, pad, full: the value, rounded on store
   Neg, Exp, Tanh, Abs, Relu,
   Sqrt, Rsqrt, Log, Log2, Log1p, Exp2, Expm1, Sigmoid, Erf, Reciprocal, Sin, Cos,
   Floor, Ceil, Round, Trunc, LogicalNot,

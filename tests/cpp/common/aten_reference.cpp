@@ -120,6 +120,11 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
     }
     case ExprType::Expand:
       return in(0).expand(concreteShape(out->logicalNoReductions(), sizes));
+    case ExprType::Permute:
+      return in(0).permute(static_cast<const PermuteOp*>(expr)->dims());
+    case ExprType::Squeeze:
+    case ExprType::Reshape:
+      return in(0).reshape(concreteShape(out->logicalNoReductions(), sizes));
     case ExprType::Pad: {
       const auto* pad = static_cast<const PadOp*>(expr);
       std::vector<int64_t> widths;  // torch order: last dimension first

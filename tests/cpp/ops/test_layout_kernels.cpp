@@ -1,0 +1,240 @@
+// Layout ops (permute, squeeze, unsqueeze, reshape) and the composites
+// (linear, gelu) through scheduling, GpuLower, the simulator (against ATen)
+// and NVRTC; schedules replay across reshapes in both directions so
+// producers are computed inside their consumers' loops.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/cuda_codegen.h"
+#include "fusion/ops.h"
+#include "fusion/transform_replay.h"
+#include "runtime/nvrtc_compiler.h"
+#include "simulator/expect_kernel_correct.h"
+
+namespace smelt {
+namespace {
+
+using sim::testing::expectKernelCorrect;
+using smelt::testing::randomInputs;
+
+void expectCompiles(Fusion& fusion, const std::string& name) {
+  GpuLower lower(&fusion);
+  const std::string cuda = generateCuda(lower.run(), name);
+  EXPECT_GT(compileCuda(cuda, name).ptxas.registers, 0) << cuda;
+}
+
+// Merges every axis of `reference`, splits by `threads` onto BIDx x TIDx,
+// propagates the schedule and inlines.
+void schedulePointwise(Fusion& fusion, TensorView* reference, int64_t threads = 64) {
+  while (reference->nDims() > 1) reference->merge(0);
+  reference->split(0, threads);
+  reference->axis(0)->parallelize(ParallelType::BIDx);
+  reference->axis(1)->parallelize(ParallelType::TIDx);
+  propagateSchedule(reference);
+  inlineMost(&fusion);
+}
+
+TEST(LayoutKernels, PermuteReadsThroughTheIndexing) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({3, 5, 7});
+  fusion.addInput(x);
+  TensorView* y = exp(permute(x, {2, 0, 1}));
+  fusion.addOutput(y);
+  schedulePointwise(fusion, y);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+  expectCompiles(fusion, "permute3d");
+}
+
+// flatten of a transpose: the view merges axes the permute reordered, so
+// the input is read through both maps.
+TEST(LayoutKernels, FlattenOfATranspose) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({3, 5, 7});
+  fusion.addInput(x);
+  TensorView* y = relu(flatten(transpose(x, 0, 2), 1));  // [7, 15]
+  fusion.addOutput(y);
+  schedulePointwise(fusion, y);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+  expectCompiles(fusion, "flatten_transpose");
+}
+
+// The classic tiled transpose: a 16x16 tile staged in shared memory, written
+// with threadIdx.x along the input's rows and read along the output's rows.
+// The threads exchange data through the tile, so a barrier must separate the
+// write and the read: the race detector checks it is there.
+TEST(LayoutKernels, TransposeStagedThroughSharedMemory) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({32, 48});
+  fusion.addInput(x);
+  TensorView* out = permute(x, {1, 0});  // [48, 32]
+  fusion.addOutput(out);
+  TensorView* tile = x->cacheAfter();
+  tile->setMemoryType(MemoryType::Shared);
+  out->split(0, 16)->split(2, 16)->reorder({{1, 2}, {2, 1}});  // [48/16, 32/16, 16, 16]
+  out->axis(0)->parallelize(ParallelType::BIDx);
+  out->axis(1)->parallelize(ParallelType::BIDy);
+  out->axis(2)->parallelize(ParallelType::TIDy);
+  out->axis(3)->parallelize(ParallelType::TIDx);
+  tile->computeAt(out, 2);
+  // The tile's own loops: threadIdx.x walks the input's contiguous axis.
+  tile->axis(2)->parallelize(ParallelType::Serial);
+  tile->axis(3)->parallelize(ParallelType::TIDy);
+  tile->axis(2)->parallelize(ParallelType::TIDx);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+  expectCompiles(fusion, "transpose_tile");
+}
+
+TEST(LayoutKernels, ReshapeMergeIsComputedInsideItsConsumer) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({6, 4, 9});
+  TensorView* bias = makeConcreteTensor({24, 9});
+  fusion.addInput(x);
+  fusion.addInput(bias);
+  TensorView* e = exp(x);
+  TensorView* y = reshape(e, {24, 9});
+  TensorView* out = add(y, bias);
+  fusion.addOutput(out);
+  schedulePointwise(fusion, out);
+  EXPECT_EQ(e->computePosition(), 2);
+  EXPECT_EQ(y->computePosition(), 2);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+  expectCompiles(fusion, "reshape_merge");
+}
+
+TEST(LayoutKernels, ReshapeSplitIsComputedInsideItsConsumer) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({24, 9});
+  fusion.addInput(x);
+  TensorView* t = tanh(x);
+  TensorView* out = mul(reshape(t, {6, 4, 9}), 2.0);
+  fusion.addOutput(out);
+  schedulePointwise(fusion, out);
+  EXPECT_EQ(t->computePosition(), 2);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+  expectCompiles(fusion, "reshape_split");
+}
+
+TEST(LayoutKernels, ReshapeScheduledFromItsInput) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({6, 4, 9});
+  fusion.addInput(x);
+  TensorView* e = exp(x);
+  TensorView* y = reshape(e, {24, 9});
+  TensorView* out = neg(y);
+  fusion.addOutput(out);
+  e->merge(0)->split(0, 8);
+  e->axis(0)->parallelize(ParallelType::BIDx);
+  e->axis(1)->parallelize(ParallelType::TIDx);
+  propagateSchedule(e);
+  inlineMost(&fusion);
+  EXPECT_EQ(e->computePosition(), 3);
+  EXPECT_EQ(y->computePosition(), 3);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+  expectCompiles(fusion, "reshape_from_input");
+}
+
+TEST(LayoutKernels, SymbolicReshapeMergesLeadingDimensions) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(3);
+  fusion.addInput(x);
+  TensorView* out = add(reshape(x, {-1, x->axis(2)->extent()}), 1.0);
+  fusion.addOutput(out);
+  schedulePointwise(fusion, out, 128);
+  expectKernelCorrect(fusion, {at::randn({3, 5, 7})});
+  expectKernelCorrect(fusion, {at::randn({2, 1, 300})});
+  expectCompiles(fusion, "reshape_symbolic");
+}
+
+TEST(LayoutKernels, SqueezeAndUnsqueeze) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({6, 1, 37});
+  TensorView* row = makeConcreteTensor({37, 1});
+  fusion.addInput(x);
+  fusion.addInput(row);
+  TensorView* r = unsqueeze(squeeze(row, {1}), 0);  // [1, 37] broadcast
+  TensorView* out = sub(squeeze(x, {1}), r);
+  fusion.addOutput(out);
+  // Rows on blocks, columns on threads: the broadcast row is not merged.
+  out->axis(0)->parallelize(ParallelType::BIDx);
+  out->axis(1)->parallelize(ParallelType::TIDx);
+  propagateSchedule(out);
+  inlineMost(&fusion);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+  expectCompiles(fusion, "squeeze_unsqueeze");
+}
+
+class LinearKernel : public ::testing::TestWithParam<DataType> {};
+
+// y[b, s, n] = sum_k x[b, s, k] w[n, k] + bias[n]: batch rows on blocks,
+// output features on threads, K reduced serially per thread.
+TEST_P(LinearKernel, MatchesATen) {
+  const DataType dtype = GetParam();
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({2, 3, 16}, dtype);
+  TensorView* w = makeConcreteTensor({8, 16}, dtype);
+  TensorView* b = makeConcreteTensor({8}, dtype);
+  fusion.addInput(x);
+  fusion.addInput(w);
+  fusion.addInput(b);
+  TensorView* y = linear(x, w, b);
+  fusion.addOutput(y);
+  y->merge(0);
+  y->axis(0)->parallelize(ParallelType::BIDx);
+  y->axis(1)->parallelize(ParallelType::TIDx);
+  propagateSchedule(y);
+  inlineMost(&fusion);
+  std::vector<at::Tensor> inputs = randomInputs(fusion);
+  double tol = dtype == DataType::Float ? 1e-4 : 1e-2;
+  expectKernelCorrect(fusion, inputs, tol, tol);
+  // The composite is torch's linear.
+  at::Tensor want = at::linear(inputs[0].to(at::kFloat), inputs[1].to(at::kFloat),
+                               inputs[2].to(at::kFloat));
+  at::Tensor got = smelt::testing::evaluateWithATen(fusion, inputs)[0].to(at::kFloat);
+  EXPECT_TRUE(at::allclose(got, want, tol, tol));
+  expectCompiles(fusion, "linear_" + toString(dtype));
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, LinearKernel,
+                         ::testing::Values(DataType::Float, DataType::Half, DataType::BFloat16),
+                         [](const auto& info) { return toString(info.param); });
+
+class GeluKernel : public ::testing::TestWithParam<std::tuple<DataType, bool>> {};
+
+TEST_P(GeluKernel, MatchesTorchGelu) {
+  const auto [dtype, tanh_form] = GetParam();
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({6, 37}, dtype);
+  fusion.addInput(x);
+  TensorView* y = gelu(x, tanh_form);
+  fusion.addOutput(y);
+  schedulePointwise(fusion, y);
+  std::vector<at::Tensor> inputs = randomInputs(fusion);
+  double tol = dtype == DataType::Float ? 1e-5 : 1e-2;
+  expectKernelCorrect(fusion, inputs, tol, tol);
+  at::Tensor want = at::gelu(inputs[0], tanh_form ? "tanh" : "none").to(at::kFloat);
+  at::Tensor got = smelt::testing::evaluateWithATen(fusion, inputs)[0].to(at::kFloat);
+  EXPECT_TRUE(at::allclose(got, want, tol, tol));
+  expectCompiles(fusion, std::string("gelu_") + (tanh_form ? "tanh_" : "erf_") + toString(dtype));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Forms, GeluKernel,
+    ::testing::Combine(::testing::Values(DataType::Float, DataType::Half), ::testing::Bool()),
+    [](const auto& info) {
+      return toString(std::get<0>(info.param)) + (std::get<1>(info.param) ? "_tanh" : "_erf");
+    });
+
+}  // namespace
+}  // namespace smelt
