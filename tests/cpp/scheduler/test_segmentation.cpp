@@ -59,14 +59,25 @@ TEST(SchedulerSelection, EachKindOfFusion) {
     Fusion fusion;
     FusionGuard guard(&fusion);
     TensorView* a = makeContigTensor(2);
+    TensorView* b = makeContigTensor(2);
+    fusion.addInput(a);
+    fusion.addInput(b);
+    fusion.addOutput(matmul(a, b));
+    EXPECT_EQ(selected(fusion, {randn({3, 4}), randn({4, 5})}), SchedulerType::Matmul);
+  }
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeContigTensor(2);
     fusion.addInput(a);
     fusion.addOutput(sum(a, {1}));
     fusion.addOutput(sum(a, {0}));
     std::vector<std::string> reasons;
     RuntimeInfo runtime(fusion, inputInfosOf(fusion, {randn({3, 4})}));
     EXPECT_EQ(selectScheduler(fusion, runtime, &reasons), std::nullopt);
-    ASSERT_EQ(reasons.size(), 3u);
-    EXPECT_EQ(reasons[2].rfind("pointwise: it has a reduction", 0), 0u) << reasons[2];
+    ASSERT_EQ(reasons.size(), 4u);
+    EXPECT_EQ(reasons[0].rfind("matmul: the fusion has two reductions", 0), 0u) << reasons[0];
+    EXPECT_EQ(reasons[3].rfind("pointwise: it has a reduction", 0), 0u) << reasons[3];
     EXPECT_SMELT_ERROR(scheduleFusion(fusion, runtime), "no scheduler takes this fusion",
                        "reduction: reductions T1 and T2 reduce different dimensions");
   }
@@ -128,6 +139,7 @@ TEST(Segmentation, MatmulFollowedByReduction) {
   fusion.addOutput(sum(matmul(a, b), {1}));
   SegmentedFusion segmented = segmentAndCheck(fusion, {randn({5, 6}), randn({6, 7})});
   ASSERT_EQ(segmented.segments.size(), 2u) << segmented.toString();
+  EXPECT_EQ(segmented.segments[0].scheduler, SchedulerType::Matmul);
   EXPECT_EQ(segmented.segments[1].scheduler, SchedulerType::Reduction);
 }
 
