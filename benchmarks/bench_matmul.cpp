@@ -11,8 +11,9 @@
 #include <benchmark/benchmark.h>
 
 #include <ATen/ATen.h>
-#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAFunctions.h>
+
+#include "bench_gpu_util.h"
 
 #include "fusion/ops.h"
 #include "lower/lower.h"
@@ -67,11 +68,7 @@ void BM_MatmulSimulate64Cubed(benchmark::State& state) {
 }
 BENCHMARK(BM_MatmulSimulate64Cubed)->Unit(benchmark::kMillisecond);
 
-bool gpuMissing(benchmark::State& state) {
-  if (cuda::deviceAvailable() && at::cuda::is_available()) return false;
-  state.SkipWithError("no CUDA device");
-  return true;
-}
+using bench::gpuMissing;
 
 void reportTflops(benchmark::State& state, int64_t n) {
   state.counters["TFLOP/s"] = benchmark::Counter(

@@ -14,6 +14,7 @@
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "lower/alloc_reuse/kernel_plan.h"
+#include "runtime/executor_test_util.h"
 #include "scheduler/matmul/matmul_scheduler.h"
 #include "scheduler/registry.h"
 #include "scheduler/scheduler_test_util.h"
@@ -161,6 +162,52 @@ TEST_P(MatmulLayoutTest, EveryDtypeCompilesWithPtxasSharedMemoryEqualToPlan) {
       scheduleMatmul(&fusion, smallParams(layout, smem_epilogue));
       expectCompilesWithPlannedSharedMemory(fusion, "matmul");
     }
+  }
+}
+
+// Automatic scheduling of an unscheduled relu(a @ b + bias) with symbolic
+// extents and odd sizes (37 x 29 x 43), operands stored as the layout says:
+// the executor cache selects the matmul scheduler, whose heuristics read the
+// layout from the strides; the kernel simulates with race detection and
+// matches ATen; it compiles with NVRTC with ptxas shared memory equal to the
+// plan.
+TEST_P(MatmulLayoutTest, EveryDtypeIsSelectedAutomaticallyThroughTheCache) {
+  const MatmulLayout layout = GetParam();
+  const int64_t m = 37, n = 29, k = 43;
+  for (DataType dtype : {DataType::Float, DataType::Half, DataType::BFloat16}) {
+    SCOPED_TRACE(::testing::Message() << dtype);
+    auto fusion = std::make_unique<Fusion>();
+    {
+      FusionGuard guard(fusion.get());
+      TensorView* a = makeContigTensor(2, dtype);
+      TensorView* b = makeContigTensor(2, dtype);
+      TensorView* bias = makeContigTensor(1, dtype);
+      fusion->addInput(a);
+      fusion->addInput(b);
+      fusion->addInput(bias);
+      fusion->addOutput(relu(add(matmul(a, b), broadcast(bias, {true, false}))));
+    }
+    FusionExecutorCache cache(std::move(fusion));
+    const at::ScalarType type = toScalarType(dtype);
+    auto stored = [&](int64_t rows, int64_t cols, bool transposed) {
+      return transposed ? smelt::testing::randn({cols, rows}, type).t()
+                        : smelt::testing::randn({rows, cols}, type);
+    };
+    const std::vector<at::Tensor> inputs = {stored(m, k, !aIsKContiguous(layout)),
+                                            stored(k, n, !bIsNContiguous(layout)),
+                                            smelt::testing::randn({n}, type)};
+    const std::vector<at::Tensor> outputs = cache.runFusionWithInputs(inputs);
+    Fusion& complete = const_cast<Fusion&>(cache.fusion());
+    smelt::testing::expectOutputsMatch(complete, outputs,
+                                       smelt::testing::evaluateWithATen(complete, inputs),
+                                       cache.lastRun().toString());
+    ASSERT_EQ(cache.lastRun().segments.size(), 1u) << cache.lastRun().toString();
+    const SegmentRun& run = cache.lastRun().segments[0];
+    EXPECT_EQ(run.scheduler, SchedulerType::Matmul);
+    EXPECT_NE(run.params.find("layout: " + toString(layout)), std::string::npos) << run.params;
+    EXPECT_TRUE(cache.lastExecutor(0).simulationReport().clean())
+        << cache.lastExecutor(0).simulationReport().toString();
+    expectCompilesWithPlannedSharedMemory(cache.lastExecutor(0).kernel(), "matmul_selected");
   }
 }
 
@@ -373,6 +420,30 @@ TEST(MatmulCaseD2, RefusedWhenAnOperandIsUsedAfterTheMainLoop) {
   EXPECT_EQ(refused.reuse_barriers, 0);
   EXPECT_SMELT_ERROR(planMatmul(caseParams(128, 128, 64, 3, true), Epilogue::PlusA),
                      "cannot promote reuse", "T0", "used after the main loop");
+}
+
+// The promoted schedules run in the simulator with race detection: the
+// epilogue tile's writes into the operand tiles' bytes come after the
+// barrier that follows the drained main loop. Small tiles on odd sizes in
+// every dtype, and the D2 configuration itself on one 128 x 128 tile with
+// two K steps.
+TEST(MatmulCaseD2, PromotedSchedulesSimulateWithoutRaces) {
+  for (DataType dtype : {DataType::Float, DataType::Half, DataType::BFloat16}) {
+    SCOPED_TRACE(::testing::Message() << dtype);
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildMatmul(37, 29, 43, dtype, Epilogue::BiasRelu);
+    MatmulParams params = smallParams(MatmulLayout::NN, true);
+    params.promote_operand_reuse = true;
+    scheduleMatmul(&fusion, params);
+    expectKernelCorrect(fusion, layoutInputs(fusion, MatmulLayout::NN), tolerance(dtype),
+                        tolerance(dtype));
+  }
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildMatmul(128, 128, 128, DataType::Half);
+  scheduleMatmul(&fusion, caseParams(128, 128, 64, 3, true));
+  expectKernelCorrect(fusion, layoutInputs(fusion, MatmulLayout::TT), 2e-2, 2e-2);
 }
 
 TEST(MatmulCaseD2, PlusAEpilogueSimulatesCorrectly) {
