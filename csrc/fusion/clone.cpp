@@ -124,6 +124,7 @@ class GraphCopier {
     raw->setContiguity(tv->contiguity());
     raw->setComputePosition(tv->computePosition());
     if (tv->shouldPromoteReuse()) raw->promoteReuse();
+    raw->circularBuffer(tv->circularBufferStages());
   }
 
   const Fusion& src_;

@@ -100,6 +100,34 @@ FusionExecutorCache::FusionExecutorCache(std::unique_ptr<Fusion> fusion, Executo
   checkUnscheduled(*fusion_);
 }
 
+std::vector<at::Tensor> segmentInputTensors(
+    const SegmentedFusion& segmented, size_t index,
+    const std::unordered_map<const Val*, at::Tensor>& values, int64_t chunks) {
+  const Segment& segment = segmented.segments.at(index);
+  const GridSplit& split = segmented.grid_split;
+  std::vector<at::Tensor> tensors;
+  for (const Val* v : segment.inputs) {
+    if (segment.grid_split_role == GridSplitRole::Partials && v->asTensor() != nullptr) {
+      // [.., R, N] -> [.., R * chunks, N / chunks]
+      const at::Tensor& t = values.at(v);
+      std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end() - 2);
+      sizes.push_back(t.size(-2) * chunks);
+      sizes.push_back(t.size(-1) / chunks);
+      tensors.push_back(t.reshape(sizes));
+    } else if (segment.grid_split_role == GridSplitRole::Final && v == split.final_input) {
+      // [.., R * chunks] -> [.., R, chunks]
+      const at::Tensor& partials = values.at(split.partials);
+      std::vector<int64_t> sizes(partials.sizes().begin(), partials.sizes().end() - 1);
+      sizes.push_back(partials.size(-1) / chunks);
+      sizes.push_back(chunks);
+      tensors.push_back(partials.view(sizes));
+    } else {
+      tensors.push_back(values.at(v));
+    }
+  }
+  return tensors;
+}
+
 void FusionExecutorCache::setHeuristicOverride(HeuristicOverride override_params) {
   override_ = std::move(override_params);
 }
@@ -119,7 +147,7 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
     }
   }
   RuntimeInfo runtime(*entry.fusion, inputInfosOf(*entry.fusion, inputs));
-  entry.segmented = segmentFusion(*entry.fusion, runtime);
+  entry.segmented = segmentFusion(*entry.fusion, runtime, override_);
   entry.kernels.resize(entry.segmented.segments.size());
   last_run_.new_signature = true;
   return signatures_.emplace(signature, std::move(entry)).first->second;
@@ -135,10 +163,15 @@ std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
   SignatureEntry& entry = entryFor(last_run_.signature, inputs);
   std::unordered_map<const Val*, at::Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) values[entry.fusion->inputs()[i]] = inputs[i];
+  const int64_t chunks =
+      entry.segmented.grid_split.max_chunks > 1
+          ? gridSplitChunksOf(entry.segmented,
+                              RuntimeInfo(*entry.fusion, inputInfosOf(*entry.fusion, inputs)))
+          : 1;
   for (size_t s = 0; s < entry.segmented.segments.size(); ++s) {
     const Segment& segment = entry.segmented.segments[s];
-    std::vector<at::Tensor> segment_inputs;
-    for (const Val* v : segment.inputs) segment_inputs.push_back(values.at(v));
+    const std::vector<at::Tensor> segment_inputs =
+        segmentInputTensors(entry.segmented, s, values, chunks);
     const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
     RuntimeInfo runtime(*segment.fusion, inputInfosOf(*segment.fusion, segment_inputs));
     std::string reason = scheduler.reject_reason(*segment.fusion, runtime);

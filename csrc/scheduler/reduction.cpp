@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <unordered_set>
 
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
@@ -15,6 +16,8 @@ namespace {
 
 // Threads per block the heuristics aim for.
 constexpr int64_t kBlockThreads = 256;
+// SMs of the device the heuristics aim at (an H200).
+constexpr int64_t kSmCount = 132;
 
 ReductionLayout checkedLayout(const Fusion& fusion) {
   std::string reason = reductionRejectReason(fusion);
@@ -30,7 +33,9 @@ std::string ReductionParams::toString() const {
   std::ostringstream os;
   os << "ReductionParams{" << (inner ? "inner" : "outer") << ", vector_width=" << vector_width
      << ", block=(" << block_x << ", " << block_y
-     << "), vectorized_inputs=" << scheduler_utils::toString(vectorized_inputs) << "}";
+     << "), vectorized_inputs=" << scheduler_utils::toString(vectorized_inputs);
+  if (grid_split > 1) os << ", grid_split=" << grid_split;
+  os << "}";
   return os.str();
 }
 
@@ -56,6 +61,56 @@ std::string reductionRejectReason(const Fusion& fusion) {
   return "";
 }
 
+std::string gridSplitRejectReason(const Fusion& fusion) {
+  std::string reason = reductionRejectReason(fusion);
+  if (!reason.empty()) return reason;
+  ReductionLayout layout;
+  analyzeReductions(fusion, &layout);
+  const TensorView* ref = layout.reference;
+  const int64_t rank = static_cast<int64_t>(ref->logicalDomain().size());
+  if (rank < 2) return "it reduces a whole tensor; a grid split regroups rows";
+  if (layout.reduced_dims != std::vector<int64_t>{rank - 1}) {
+    return "reduction " + ref->name() + " does not reduce its innermost dimension alone";
+  }
+  const TensorView* reduced_input = ref->definition()->input(0)->asTensor();
+  if (reduced_input->dtype() != ref->dtype()) {
+    return "reduction " + ref->name() + " changes the dtype of " + reduced_input->name();
+  }
+  std::unordered_set<const Val*> upstream{reduced_input};
+  const std::vector<Expr*> exprs = fusion.exprs();
+  for (auto it = exprs.rbegin(); it != exprs.rend(); ++it) {
+    const Expr* e = *it;
+    if (!upstream.count(e->output())) continue;
+    if (e->type() == ExprType::Pad || e->type() == ExprType::Expand) {
+      return e->toString() + " changes extents before the reduction";
+    }
+    upstream.insert(e->inputs().begin(), e->inputs().end());
+  }
+  for (const Val* in : fusion.inputs()) {
+    const TensorView* tv = in->asTensor();
+    if (tv == nullptr || !upstream.count(tv)) continue;
+    if (static_cast<int64_t>(tv->logicalNoReductions().size()) != rank) {
+      return "input " + tv->name() + " is read before the reduction without the reduction's shape";
+    }
+    for (int64_t d : {rank - 2, rank - 1}) {
+      if (layout.map->role(tv, d) != DimensionMap::Role::Iteration) {
+        return "input " + tv->name() + " is broadcast along dimension " + std::to_string(d);
+      }
+      if (tv->logicalNoReductions()[d]->extent().isConstant()) {
+        return "input " + tv->name() + " has a constant extent in dimension " + std::to_string(d);
+      }
+    }
+  }
+  return "";
+}
+
+int64_t gridSplitChunks(int64_t extent, int64_t max_chunks) {
+  for (int64_t chunks = std::min(extent, max_chunks); chunks > 1; --chunks) {
+    if (extent % chunks == 0) return chunks;
+  }
+  return 1;
+}
+
 ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {
   ReductionLayout layout = checkedLayout(fusion);
   const DimensionMap& map = *layout.map;
@@ -78,6 +133,13 @@ ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& run
   params.vectorized_inputs = vector.inputs;
   params.block_x = std::min(kBlockThreads, nextPowerOfTwo(ceilDiv(n_red, params.vector_width)));
   params.block_y = std::min(kBlockThreads / params.block_x, nextPowerOfTwo(n_iter));
+  int64_t rows = 1;
+  for (const std::vector<int64_t>& run : layout.iteration_runs) rows *= extentOf(ref, map, run, runtime);
+  if (rows < kSmCount && n_red >= kGridSplitMinRow && gridSplitRejectReason(fusion).empty()) {
+    // Two blocks per SM, chunks of at least kGridSplitMinChunk elements.
+    const int64_t chunks = std::min(ceilDiv(2 * kSmCount, rows), n_red / kGridSplitMinChunk);
+    params.grid_split = std::max<int64_t>(1, nextPowerOfTwo(chunks + 1) / 2);
+  }
   return params;
 }
 

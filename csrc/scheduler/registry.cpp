@@ -1,6 +1,7 @@
 #include "scheduler/registry.h"
 
 #include "fusion/error.h"
+#include "scheduler/matmul/matmul_scheduler.h"
 #include "scheduler/normalization.h"
 #include "scheduler/pointwise.h"
 #include "scheduler/reduction.h"
@@ -8,6 +9,13 @@
 namespace smelt {
 
 namespace {
+
+SchedulerEntry matmulEntry() {
+  return typedEntry<MatmulParams>(
+      SchedulerType::Matmul, [](const Fusion& f, const RuntimeInfo&) { return matmulRejectReason(f); },
+      [](const Fusion& f, const RuntimeInfo& r) { return matmulHeuristics(f, r); },
+      [](Fusion& f, const MatmulParams& p) { scheduleMatmul(&f, p); });
+}
 
 SchedulerEntry persistentEntry() {
   return typedEntry(
@@ -33,8 +41,9 @@ SchedulerEntry pointwiseEntry() {
 }  // namespace
 
 const std::vector<SchedulerEntry>& schedulerEntries() {
-  static const std::vector<SchedulerEntry> entries = {persistentEntry(), reductionEntry(),
-                                                      pointwiseEntry()};
+  // The matmul first: it is also a reduction.
+  static const std::vector<SchedulerEntry> entries = {matmulEntry(), persistentEntry(),
+                                                      reductionEntry(), pointwiseEntry()};
   return entries;
 }
 

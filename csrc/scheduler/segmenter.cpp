@@ -11,6 +11,7 @@
 
 #include "fusion/clone.h"
 #include "fusion/error.h"
+#include "scheduler/reduction.h"
 #include "scheduler/registry.h"
 
 namespace smelt {
@@ -52,8 +53,8 @@ std::string names(const std::vector<const Val*>& vals) {
 
 class Segmenter {
  public:
-  Segmenter(const Fusion& fusion, const RuntimeInfo& runtime)
-      : fusion_(fusion), runtime_(runtime), exprs_(fusion.exprs()) {
+  Segmenter(const Fusion& fusion, const RuntimeInfo& runtime, const ParamsOverride& override_params)
+      : fusion_(fusion), runtime_(runtime), override_(override_params), exprs_(fusion.exprs()) {
     for (size_t i = 0; i < exprs_.size(); ++i) {
       for (const Val* out : exprs_[i]->outputs()) producer_[out] = static_cast<int>(i);
     }
@@ -63,6 +64,8 @@ class Segmenter {
     std::vector<int> all(exprs_.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
     if (std::optional<Segment> whole = trySegment(all)) {
+      const int64_t max_chunks = gridSplitOf(*whole);
+      if (max_chunks > 1) return splitReduction(max_chunks);
       SegmentedFusion result;
       result.segments.push_back(std::move(*whole));
       return result;
@@ -156,6 +159,57 @@ class Segmenter {
       bytes += numel * dataTypeSize(tv->dtype());
     }
     return bytes;
+  }
+
+  // The grid_split of the reduction heuristics (after the override) when the
+  // reduction scheduler takes the whole fusion; 1 otherwise.
+  int64_t gridSplitOf(const Segment& whole) const {
+    if (whole.scheduler != SchedulerType::Reduction) return 1;
+    ReductionParams params = reductionHeuristics(fusion_, runtime_);
+    if (override_) override_(params);
+    return params.grid_split;
+  }
+
+  // The partial segment (the reduction and the expressions it reads,
+  // transitively) and the final segment (the reduction again, reading the
+  // partial results, and every other expression).
+  SegmentedFusion splitReduction(int64_t max_chunks) {
+    const std::string reason = gridSplitRejectReason(fusion_);
+    SMELT_CHECK(reason.empty(), "cannot split the reduction across blocks (grid_split = ",
+                max_chunks, "): ", reason);
+    int reduction = -1;
+    for (size_t e = 0; e < exprs_.size(); ++e) {
+      if (exprs_[e]->type() == ExprType::Reduction) reduction = static_cast<int>(e);
+    }
+    const Expr* reduce = exprs_[reduction];
+    std::unordered_set<const Val*> upstream{reduce->input(0)};
+    std::vector<int> partial{reduction};
+    std::vector<int> final{reduction};
+    for (int e = static_cast<int>(exprs_.size()) - 1; e >= 0; --e) {
+      if (e == reduction) continue;
+      if (e < reduction && upstream.count(exprs_[e]->output())) {
+        partial.push_back(e);
+        upstream.insert(exprs_[e]->inputs().begin(), exprs_[e]->inputs().end());
+      } else {
+        final.push_back(e);
+      }
+    }
+    SegmentedFusion result;
+    for (auto [members, role] : {std::pair{&partial, GridSplitRole::Partials},
+                                 std::pair{&final, GridSplitRole::Final}}) {
+      std::sort(members->begin(), members->end());
+      std::vector<std::string> reasons;
+      std::optional<Segment> segment = trySegment(*members, &reasons);
+      SMELT_INTERNAL_CHECK(segment.has_value(), "a grid-split segment is taken by no scheduler:",
+                           joined(reasons));
+      segment->grid_split_role = role;
+      result.segments.push_back(std::move(*segment));
+    }
+    SMELT_INTERNAL_CHECK(result.segments[0].outputs == std::vector<const Val*>{reduce->output()},
+                         "the partial segment of a grid split writes more than its reduction");
+    result.grid_split = {reduce->input(0)->asTensor()->logicalNoReductions().back(), max_chunks,
+                         reduce->output(), reduce->input(0)};
+    return result;
   }
 
   static std::string joined(const std::vector<std::string>& reasons) {
@@ -313,6 +367,7 @@ class Segmenter {
 
   const Fusion& fusion_;
   const RuntimeInfo& runtime_;
+  const ParamsOverride& override_;
   std::vector<Expr*> exprs_;
   std::unordered_map<const Val*, int> producer_;
   std::vector<std::vector<int>> groups_;
@@ -326,13 +381,26 @@ std::string SegmentedFusion::toString() const {
   for (size_t i = 0; i < segments.size(); ++i) {
     const Segment& s = segments[i];
     os << "segment " << i << " (" << smelt::toString(s.scheduler) << "): " << names(s.inputs)
-       << " -> " << names(s.outputs) << "\n";
+       << " -> " << names(s.outputs);
+    if (s.grid_split_role == GridSplitRole::Partials) {
+      os << " (partial results, rows in at most " << grid_split.max_chunks << " chunks)";
+    } else if (s.grid_split_role == GridSplitRole::Final) {
+      os << " (reduces the partial results)";
+    }
+    os << "\n";
   }
   return os.str();
 }
 
-SegmentedFusion segmentFusion(const Fusion& fusion, const RuntimeInfo& runtime) {
-  return Segmenter(fusion, runtime).run();
+SegmentedFusion segmentFusion(const Fusion& fusion, const RuntimeInfo& runtime,
+                              const ParamsOverride& override_params) {
+  return Segmenter(fusion, runtime, override_params).run();
+}
+
+int64_t gridSplitChunksOf(const SegmentedFusion& segmented, const RuntimeInfo& whole) {
+  const GridSplit& split = segmented.grid_split;
+  if (split.max_chunks <= 1) return 1;
+  return gridSplitChunks(whole.extent(split.reduced_axis), split.max_chunks);
 }
 
 std::vector<InputInfo> segmentInputInfos(const Segment& segment, const RuntimeInfo& whole) {

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "fusion/types.h"
+#include "scheduler/heuristic.h"
 
 namespace smelt {
 
@@ -34,7 +36,7 @@ struct DeviceLimits {
   static DeviceLimits sm90() { return {}; }
 };
 
-struct MatmulParams {
+struct MatmulParams : HeuristicParams {
   // Block tile C[block_m, block_n], stepping K by block_k.
   int64_t block_m = 128;
   int64_t block_n = 128;
@@ -59,8 +61,13 @@ struct MatmulParams {
   int64_t threadsX() const { return block_n / thread_n; }
   int64_t threadsY() const { return block_m / thread_m; }
   int64_t threads() const { return threadsX() * threadsY(); }
+
+  SchedulerType type() const override { return SchedulerType::Matmul; }
   // Multi-line, one field per line.
-  std::string toString() const;
+  std::string toString() const override;
+  std::unique_ptr<HeuristicParams> clone() const override {
+    return std::make_unique<MatmulParams>(*this);
+  }
 };
 
 // Shared-memory bytes of one block of a schedule, from the tile sizes (every

@@ -6,6 +6,7 @@
 #include "fusion/error.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
+#include "scheduler/utils.h"
 
 namespace smelt {
 
@@ -20,8 +21,8 @@ struct OperandChain {
   bool used_elsewhere = false;
 };
 
-OperandChain operandChain(TensorView* broadcast_out, const char* which) {
-  OperandChain chain;
+// The chain ending in `broadcast_out`, or a reason it is not one.
+std::string operandChain(TensorView* broadcast_out, const char* which, OperandChain& chain) {
   chain.tensors.push_back(broadcast_out);
   chain.used_elsewhere = broadcast_out->uses().size() > 1;
   Expr* def = broadcast_out->definition();
@@ -34,12 +35,14 @@ OperandChain operandChain(TensorView* broadcast_out, const char* which) {
     chain.first = x->definition();
     x = x->definition()->input(0)->asTensor();
   }
-  SMELT_CHECK(x->isFusionInput(), "scheduleMatmul: operand ", which, " (", x->name(),
-              ") is computed in the fusion; the matmul scheduler loads its operands from fusion "
-              "inputs");
+  if (!x->isFusionInput()) {
+    return errorMessage("operand ", which, " (", x->name(),
+                        ") is computed in the fusion; the matmul scheduler loads its operands "
+                        "from fusion inputs");
+  }
   chain.input = x;
   chain.used_elsewhere |= x->uses().size() > 1;
-  return chain;
+  return "";
 }
 
 bool isBroadcastLike(const TensorView* tv, const std::vector<bool>& flags) {
@@ -55,39 +58,42 @@ struct Analysis {
   TensorView* product = nullptr;
 };
 
-Analysis analyze(Fusion* fusion) {
-  Analysis result;
+// Fills `result` and returns "", or returns why the fusion is not a matmul
+// with a pointwise epilogue.
+std::string analyze(const Fusion& fusion, Analysis& result) {
   MatmulPattern& p = result.pattern;
   const ReductionOp* reduction = nullptr;
-  for (Expr* e : fusion->exprs()) {
-    if (e->type() == ExprType::Pad) {
-      SMELT_CHECK(false, "scheduleMatmul: ", e->toString(), " is not a pointwise epilogue op");
-    }
+  for (Expr* e : fusion.exprs()) {
+    if (e->type() == ExprType::Pad) return e->toString() + " is not a pointwise epilogue op";
     if (e->type() != ExprType::Reduction) continue;
-    SMELT_CHECK(reduction == nullptr, "scheduleMatmul: the fusion has two reductions (",
-                reduction ? reduction->output()->name() : "", " and ", e->output()->name(),
-                "); the matmul scheduler takes one matmul and a pointwise epilogue");
+    if (reduction != nullptr) {
+      return errorMessage("the fusion has two reductions (", reduction->output()->name(), " and ",
+                          e->output()->name(), "); the matmul scheduler takes one matmul and a "
+                          "pointwise epilogue");
+    }
     reduction = static_cast<const ReductionOp*>(e);
   }
   const char* pattern_help = " (a sum over K of broadcast operands, as matmul() builds)";
-  SMELT_CHECK(reduction != nullptr, "scheduleMatmul: the fusion has no matmul", pattern_help);
+  if (reduction == nullptr) return std::string("the fusion has no matmul") + pattern_help;
   p.sum = reduction->output();
   const Expr* product = reduction->input(0)->definition();
   bool is_product = reduction->op() == ReductionOpType::Sum && product != nullptr &&
                     product->type() == ExprType::Binary &&
                     static_cast<const BinaryOp*>(product)->op() == BinaryOpType::Mul &&
                     p.sum->logicalDomain().size() == 3 && p.sum->axis(1)->isReduction();
-  SMELT_CHECK(is_product, "scheduleMatmul: reduction ", p.sum->name(), " is not a matmul",
-              pattern_help);
+  if (!is_product) return "reduction " + p.sum->name() + " is not a matmul" + pattern_help;
   TensorView* lhs = product->input(0)->asTensor();
   TensorView* rhs = product->input(1)->asTensor();
-  SMELT_CHECK(lhs && rhs, "scheduleMatmul: ", product->toString(), " multiplies by a scalar");
+  if (!lhs || !rhs) return product->toString() + " multiplies by a scalar";
   if (isBroadcastLike(lhs, {true, false, false})) std::swap(lhs, rhs);
-  SMELT_CHECK(isBroadcastLike(lhs, {false, false, true}) && isBroadcastLike(rhs, {true, false, false}),
-              "scheduleMatmul: ", product->toString(), " does not multiply an [M, K, 1] by a "
-              "[1, K, N] broadcast", pattern_help);
-  result.a = operandChain(lhs, "A");
-  result.b = operandChain(rhs, "B");
+  if (!isBroadcastLike(lhs, {false, false, true}) || !isBroadcastLike(rhs, {true, false, false})) {
+    return product->toString() + " does not multiply an [M, K, 1] by a [1, K, N] broadcast" +
+           pattern_help;
+  }
+  for (auto [side, chain] : {std::pair{lhs, &result.a}, std::pair{rhs, &result.b}}) {
+    std::string reason = operandChain(side, chain == &result.a ? "A" : "B", *chain);
+    if (!reason.empty()) return reason;
+  }
   result.product = product->output();
   p.a = result.a.input;
   p.b = result.b.input;
@@ -96,13 +102,22 @@ Analysis analyze(Fusion* fusion) {
   if (result.a.used_elsewhere) p.operand_used_elsewhere = p.a;
   if (result.b.used_elsewhere && p.operand_used_elsewhere == nullptr) p.operand_used_elsewhere = p.b;
 
-  SMELT_CHECK(fusion->outputs().size() == 1 && fusion->outputs()[0]->asTensor() != nullptr,
-              "scheduleMatmul: the fusion has ", fusion->outputs().size(),
-              " outputs; the matmul scheduler writes exactly one tensor");
-  p.output = fusion->outputs()[0]->asTensor();
-  SMELT_CHECK(p.output->logicalNoReductions().size() == 2, "scheduleMatmul: output ",
-              p.output->name(), " has rank ", p.output->logicalNoReductions().size(),
-              ", not the [M, N] of the matmul");
+  if (fusion.outputs().size() != 1 || fusion.outputs()[0]->asTensor() == nullptr) {
+    return errorMessage("the fusion has ", fusion.outputs().size(),
+                        " outputs; the matmul scheduler writes exactly one tensor");
+  }
+  p.output = fusion.outputs()[0]->asTensor();
+  if (p.output->logicalNoReductions().size() != 2) {
+    return errorMessage("output ", p.output->name(), " has rank ",
+                        p.output->logicalNoReductions().size(), ", not the [M, N] of the matmul");
+  }
+  return "";
+}
+
+Analysis analyzeOrThrow(const Fusion& fusion) {
+  Analysis result;
+  std::string reason = analyze(fusion, result);
+  SMELT_CHECK(reason.empty(), "scheduleMatmul: ", reason);
   return result;
 }
 
@@ -184,52 +199,56 @@ TensorView* cacheUse(TensorView* tv, Expr* use) {
   return cache;
 }
 
-int64_t nextPowerOfTwo(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
-
 }  // namespace
 
-MatmulPattern findMatmul(Fusion* fusion) {
-  SMELT_CHECK(fusion != nullptr, "scheduleMatmul: fusion is null");
-  return analyze(fusion).pattern;
+std::string matmulRejectReason(const Fusion& fusion) {
+  Analysis unused;
+  return analyze(fusion, unused);
 }
 
-MatmulParams matmulHeuristics(Fusion* fusion, MatmulLayout layout, const DeviceLimits& device) {
+MatmulPattern findMatmul(const Fusion& fusion) { return analyzeOrThrow(fusion).pattern; }
+
+MatmulLayout matmulLayout(const Fusion& fusion, const RuntimeInfo& runtime) {
   const MatmulPattern pattern = findMatmul(fusion);
-  auto extent = [](const TensorView* tv, int64_t d) {
-    return tv->logicalNoReductions().at(d)->extent().constant();
+  // An operand whose inner stride is 1 is stored row-major.
+  auto row_major = [&](const TensorView* tv) {
+    const InputInfo* info = runtime.inputInfo(tv);
+    return info == nullptr || info->sizes.at(1) == 1 || info->strides.at(1) == 1;
   };
-  const std::optional<int64_t> m = extent(pattern.a, 0);
-  const std::optional<int64_t> k = extent(pattern.a, 1);
-  const std::optional<int64_t> n = extent(pattern.b, 1);
+  const bool a_t = row_major(pattern.a);
+  const bool b_t = row_major(pattern.b);
+  return a_t ? (b_t ? MatmulLayout::TT : MatmulLayout::TN)
+             : (b_t ? MatmulLayout::NT : MatmulLayout::NN);
+}
+
+MatmulParams matmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime,
+                              const DeviceLimits& device) {
+  const MatmulPattern pattern = findMatmul(fusion);
+  const int64_t m = runtime.extent(pattern.a->logicalNoReductions().at(0));
+  const int64_t k = runtime.extent(pattern.a->logicalNoReductions().at(1));
+  const int64_t n = runtime.extent(pattern.b->logicalNoReductions().at(1));
   MatmulParams p;
-  p.layout = layout;
+  p.layout = matmulLayout(fusion, runtime);
   // 16 x 16 threads, each with a register tile of up to 8 x 8.
-  auto tile = [](std::optional<int64_t> e) {
-    return e ? std::clamp<int64_t>(nextPowerOfTwo(*e), 16, 128) : 128;
-  };
+  auto tile = [](int64_t e) { return std::clamp<int64_t>(scheduler_utils::nextPowerOfTwo(e), 16, 128); };
   p.block_m = tile(m);
   p.block_n = tile(n);
   p.thread_m = p.block_m / 16;
   p.thread_n = p.block_n / 16;
   // Every thread loads at least one element of each operand tile.
   const int64_t min_k = p.threads() / std::min(p.block_m, p.block_n);
-  p.block_k = std::max(min_k, k ? std::clamp<int64_t>(nextPowerOfTwo(*k), 8, 32) : int64_t{32});
-  const int64_t k_tiles = k ? (*k + p.block_k - 1) / p.block_k : 3;
+  p.block_k = std::max(min_k, std::clamp<int64_t>(scheduler_utils::nextPowerOfTwo(k), 8, 32));
+  const int64_t k_tiles = scheduler_utils::ceilDiv(k, p.block_k);
   p.stages = std::clamp<int64_t>(k_tiles, 1, 3);
   const DataType a_type = pattern.a->dtype();
   const DataType b_type = pattern.b->dtype();
+  const bool used_elsewhere = pattern.operand_used_elsewhere != nullptr;
   // The shared epilogue tile when it costs nothing: its bytes fit in the
   // operand tiles' and may take them over.
   MatmulSmemEstimate smem = estimateSmem(p, a_type, b_type);
-  const bool used_elsewhere = pattern.operand_used_elsewhere != nullptr;
   p.smem_epilogue = !used_elsewhere &&
                     p.block_m * p.block_n * dataTypeSize(DataType::Float) <= smem.operand_bytes;
-  OperandReuseDecision reuse =
-      decideOperandReuse(p, a_type, b_type, used_elsewhere, device);
+  OperandReuseDecision reuse = decideOperandReuse(p, a_type, b_type, used_elsewhere, device);
   auto planned = [&] { return reuse.promote ? reuse.smem.reuse_bytes : reuse.smem.no_reuse_bytes; };
   while (planned() > device.max_shared_memory_per_block && p.stages > 1) {
     --p.stages;
@@ -244,7 +263,7 @@ MatmulSchedule scheduleMatmul(Fusion* fusion, const MatmulParams& params) {
   SMELT_CHECK(fusion != nullptr, "scheduleMatmul: fusion is null");
   checkParams(params);
   FusionGuard guard(fusion);
-  Analysis analysis = analyze(fusion);
+  Analysis analysis = analyzeOrThrow(*fusion);
   const MatmulPattern& pattern = analysis.pattern;
   SMELT_CHECK(!params.promote_operand_reuse || pattern.operand_used_elsewhere == nullptr,
               "scheduleMatmul: cannot promote reuse of the operand tiles: operand ",
@@ -263,10 +282,16 @@ MatmulSchedule scheduleMatmul(Fusion* fusion, const MatmulParams& params) {
     s.c_smem = s.acc->cacheAfter()->setMemoryType(MemoryType::Shared)->setName("C_s");
   }
 
+  // Register fragments: per K step each thread reads its thread_m values of
+  // A_s and thread_n values of B_s once, for thread_m x thread_n products.
+  TensorView* a_frag = s.a_smem->cacheAfter();
+  TensorView* b_frag = s.b_smem->cacheAfter();
+
   // The K loop: the accumulator's schedule, replayed up the operand chains.
   scheduleOutputTile(s.acc, params);
   for (const OperandChain* chain : {&analysis.a, &analysis.b}) {
-    std::vector<TensorView*> tensors{chain == &analysis.a ? s.a_smem : s.b_smem};
+    const bool is_a = chain == &analysis.a;
+    std::vector<TensorView*> tensors{is_a ? s.a_smem : s.b_smem, is_a ? a_frag : b_frag};
     tensors.insert(tensors.end(), chain->tensors.begin(), chain->tensors.end());
     tensors.push_back(analysis.product);
     tensors.push_back(s.acc);
@@ -276,8 +301,8 @@ MatmulSchedule scheduleMatmul(Fusion* fusion, const MatmulParams& params) {
   scheduleOperandLoad(s.b_smem, !bIsNContiguous(params.layout), params);
 
   // The epilogue: the output tile, and every other op in its loops.
-  std::unordered_set<const TensorView*> scheduled{s.a_smem, s.b_smem, analysis.product, s.acc,
-                                                   s.output};
+  std::unordered_set<const TensorView*> scheduled{s.a_smem, s.b_smem, a_frag, b_frag,
+                                                   analysis.product, s.acc, s.output};
   for (const OperandChain* chain : {&analysis.a, &analysis.b}) {
     scheduled.insert(chain->tensors.begin(), chain->tensors.end());
   }
@@ -291,6 +316,9 @@ MatmulSchedule scheduleMatmul(Fusion* fusion, const MatmulParams& params) {
     if (!tv->isFusionInput() && !scheduled.count(tv)) tv->computeAt(s.output, -1);
   }
   inlineMost(fusion);
+  // [Outer, Ko, Bt, Ki | T]: a fragment per K step, T registers.
+  a_frag->inlineAt(4);
+  b_frag->inlineAt(4);
   if (params.stages > 1) {
     s.a_smem->circularBuffer(params.stages);
     s.b_smem->circularBuffer(params.stages);

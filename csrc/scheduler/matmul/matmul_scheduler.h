@@ -8,15 +8,20 @@
 // consecutive threads touch consecutive columns); a serial K loop steps by
 // block_k, staging the A and B tiles through shared memory (A_s, B_s), loaded
 // cooperatively by all threads with consecutive threads on the operand's
-// contiguous axis, circular-buffered over `stages`; optionally the fp32
+// contiguous axis, circular-buffered over `stages`, and read into register
+// fragments (thread_m values of A and thread_n of B per K step, reused for
+// all thread_m x thread_n products); optionally the fp32
 // output tile is staged through shared memory (C_s) and stored with a
 // block-wide mapping. The operand tiles promote reuse when the params say so
 // (decideOperandReuse: case D2 of shared/cases/smem_cases.md). M, N and K
 // need not divide the tiles: accesses are predicated.
 #pragma once
 
+#include <string>
+
 #include "fusion/fusion.h"
 #include "scheduler/matmul/matmul_params.h"
+#include "scheduler/runtime_info.h"
 
 namespace smelt {
 
@@ -34,15 +39,21 @@ struct MatmulPattern {
   const TensorView* operand_used_elsewhere = nullptr;
 };
 
-// Finds the matmul; throws smelt::Error naming what does not fit the pattern
-// (no or several reductions, an operand computed in the fusion, not exactly
-// one output, an epilogue op the scheduler cannot run).
-MatmulPattern findMatmul(Fusion* fusion);
+// Why the matmul scheduler cannot take this (unscheduled) fusion; empty if
+// it can: not exactly one reduction that is a matmul, an operand computed in
+// the fusion, not exactly one [M, N] output, an epilogue op that is not
+// pointwise.
+std::string matmulRejectReason(const Fusion& fusion);
+// The matmul; throws smelt::Error with the reject reason.
+MatmulPattern findMatmul(const Fusion& fusion);
 
-// Parameters for the fusion on `device`: tiles shrink for small extents,
-// stages and the shared epilogue are chosen to fit the per-block limit, and
-// the operand reuse is decided by decideOperandReuse.
-MatmulParams matmulHeuristics(Fusion* fusion, MatmulLayout layout = MatmulLayout::TT,
+// The operands' storage order in one launch (from the input strides).
+MatmulLayout matmulLayout(const Fusion& fusion, const RuntimeInfo& runtime);
+
+// Parameters for the fusion with these inputs on `device`: tiles shrink for
+// small extents, stages and the shared epilogue are chosen to fit the
+// per-block limit, and the operand reuse is decided by decideOperandReuse.
+MatmulParams matmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime,
                               const DeviceLimits& device = DeviceLimits::sm90());
 
 // The tensors the schedule created or used.

@@ -42,6 +42,7 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair("A7", [] { cases::buildSmemVectorizationChain(); }),
         std::make_pair("A9_symbolic", [] { cases::buildExpandBetweenAliases(false); }),
         std::make_pair("B1", [] { cases::buildTiledGemm(); }),
+        std::make_pair("B1_circular_buffered", [] { cases::buildTiledGemm(64, 64, 96, 0, 3); }),
         std::make_pair("C1", [] { cases::buildPersistentRnnSlice(); }),
         std::make_pair("pointwise", [] { cases::buildPointwiseNonDivisible(); })),
     [](const auto& info) { return std::string(info.param.first); });

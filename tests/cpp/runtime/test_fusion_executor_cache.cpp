@@ -133,6 +133,56 @@ TEST(FusionExecutorCache, TwoReductionsRunAsTwoKernels) {
             "segment 1 (reduction): T1, T0 -> T4\n");
 }
 
+// rowsum(relu(a @ b)): the matmul kernel writes a @ b (T5) to a global
+// intermediate, the reduction kernel applies relu and sums; both run in
+// order.
+TEST(FusionExecutorCache, MatmulThenReductionRunsAsTwoKernels) {
+  auto fusion = std::make_unique<Fusion>();
+  {
+    FusionGuard guard(fusion.get());
+    TensorView* a = makeContigTensor(2);
+    TensorView* b = makeContigTensor(2);
+    fusion->addInput(a);
+    fusion->addInput(b);
+    fusion->addOutput(sum(relu(matmul(a, b)), {1}));
+  }
+  FusionExecutorCache cache(std::move(fusion));
+  runAndCheck(cache, {randn({19, 23}), randn({23, 45})});
+  const FusionRun& run = cache.lastRun();
+  ASSERT_EQ(run.segments.size(), 2u) << run.toString();
+  EXPECT_EQ(run.segments[0].scheduler, SchedulerType::Matmul);
+  EXPECT_EQ(run.segments[1].scheduler, SchedulerType::Reduction);
+  EXPECT_EQ(cache.segmentation(run.signature).toString(),
+            "segment 0 (matmul): T0, T1 -> T5\n"
+            "segment 1 (reduction): T5 -> T7\n");
+}
+
+// Two rows of 65,536 floats: the heuristics split each row into 16 chunks
+// (a partial kernel of 32 blocks, then a final kernel over the [2, 16]
+// partial sums).
+TEST(FusionExecutorCache, FewLongRowsRunAsPartialAndFinalKernels) {
+  auto fusion = std::make_unique<Fusion>();
+  {
+    FusionGuard guard(fusion.get());
+    TensorView* x = makeContigTensor(2);
+    fusion->addInput(x);
+    fusion->addOutput(sum(x, {1}));
+  }
+  FusionExecutorCache cache(std::move(fusion));
+  runAndCheck(cache, {randn({2, 65536})});
+  const FusionRun& run = cache.lastRun();
+  ASSERT_EQ(run.segments.size(), 2u) << run.toString();
+  EXPECT_EQ(cache.segmentation(run.signature).toString(),
+            "segment 0 (reduction): T0 -> T1 (partial results, rows in at most 16 chunks)\n"
+            "segment 1 (reduction): T0 -> T1 (reduces the partial results)\n");
+  EXPECT_EQ(cache.lastExecutor(0).launchParams().grid[0], 32);
+  // Rows of another length in the same size class keep the segmentation:
+  // 15 chunks of 3,333 (the largest divisor of 49,995 up to 16).
+  runAndCheck(cache, {randn({2, 49995})});
+  EXPECT_FALSE(cache.lastRun().new_signature);
+  EXPECT_EQ(cache.lastExecutor(0).launchParams().grid[0], 30);
+}
+
 TEST(FusionExecutorCache, ScalarInputsAndHeuristicOverride) {
   auto fusion = std::make_unique<Fusion>();
   {

@@ -1,5 +1,7 @@
-// FusionExecutorCache on CUDA tensors (label gpu): every scheduler, and a
-// segmented fusion, against torch on the same inputs. Skipped without a GPU.
+// FusionExecutorCache on CUDA tensors (label gpu): every scheduler (the
+// matmul with a pointwise epilogue included), segmented fusions (two
+// reductions, a matmul followed by a reduction, a grid-split long row),
+// against torch on the same inputs. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -88,7 +90,27 @@ INSTANTIATE_TEST_SUITE_P(
                   TensorView* x = input(f, 2);
                   f.addOutput(sum(mul(x, broadcast(sum(x, {1}), {false, true})), {0}));
                 },
-                {{300, 500}}, SchedulerType::Reduction, 2}),
+                {{300, 500}}, SchedulerType::Reduction, 2},
+        GpuCase{"matmul_bias_relu",
+                [](Fusion& f) {
+                  TensorView* a = input(f, 2);
+                  TensorView* b = input(f, 2);
+                  TensorView* bias = input(f, 1);
+                  f.addOutput(relu(add(matmul(a, b), broadcast(bias, {true, false}))));
+                },
+                {{301, 257}, {257, 199}, {199}}, SchedulerType::Matmul, 1},
+        GpuCase{"matmul_then_reduction",
+                [](Fusion& f) {
+                  TensorView* a = input(f, 2);
+                  f.addOutput(sum(relu(matmul(a, input(f, 2))), {1}));
+                },
+                {{300, 129}, {129, 517}}, SchedulerType::Matmul, 2},
+        GpuCase{"long_rows_grid_split",
+                [](Fusion& f) {
+                  TensorView* x = input(f, 2);
+                  f.addOutput(sum(mul(x, x), {1}));
+                },
+                {{4, 1 << 20}}, SchedulerType::Reduction, 2}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -81,12 +81,14 @@ namespace smelt::testing {
 inline std::vector<at::Tensor> runSegmentsInSimulator(const Fusion& fusion,
                                                       const SegmentedFusion& segmented,
                                                       const std::vector<at::Tensor>& inputs) {
-  RuntimeInfo whole(fusion, inputInfosOf(fusion, inputs));
+  const int64_t chunks = gridSplitChunksOf(segmented, RuntimeInfo(fusion, inputInfosOf(fusion, inputs)));
   std::unordered_map<const Val*, at::Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) values[fusion.inputs()[i]] = inputs[i];
-  for (const Segment& segment : segmented.segments) {
+  for (size_t s = 0; s < segmented.segments.size(); ++s) {
+    const Segment& segment = segmented.segments[s];
+    const std::vector<at::Tensor> segment_inputs = segmentInputTensors(segmented, s, values, chunks);
     std::unique_ptr<Fusion> scheduled = segment.fusion->clone();
-    RuntimeInfo runtime(*scheduled, segmentInputInfos(segment, whole));
+    RuntimeInfo runtime(*scheduled, inputInfosOf(*scheduled, segment_inputs));
     scheduleFusion(*scheduled, runtime);
     GpuLower lower(scheduled.get());
     const kir::Kernel& kernel = lower.run();
@@ -95,9 +97,9 @@ inline std::vector<at::Tensor> runSegmentsInSimulator(const Fusion& fusion,
     for (size_t i = 0; i < segment.inputs.size(); ++i) {
       const Val* v = segment.inputs[i];
       if (v->asTensor() != nullptr) {
-        tensors.push_back(values.at(v));
+        tensors.push_back(segment_inputs[i]);
       } else {
-        scalars[static_cast<const Scalar*>(v)->symbol()] = values.at(v).item<double>();
+        scalars[static_cast<const Scalar*>(v)->symbol()] = segment_inputs[i].item<double>();
       }
     }
     expectCompilesWithPlannedSharedMemory(kernel, "segment");

@@ -2,8 +2,8 @@
 // without the shared-memory epilogue, through the CPU simulator with race
 // detection against ATen (odd sizes included); planned totals and barrier
 // counts; NVRTC for every variant with ptxas shared memory equal to the plan;
-// the heuristics; the operand-reuse decision of cases D1 and D2 at fusion
-// level; errors.
+// the heuristics and selection; the operand-reuse decision of cases D1 and D2
+// at fusion level; errors.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -11,18 +11,19 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cuda_codegen.h"
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "lower/alloc_reuse/kernel_plan.h"
-#include "runtime/nvrtc_compiler.h"
+#include "runtime/executor_test_util.h"
 #include "scheduler/matmul/matmul_scheduler.h"
-#include "simulator/expect_kernel_correct.h"
+#include "scheduler/registry.h"
+#include "scheduler/scheduler_test_util.h"
 
 namespace smelt {
 namespace {
 
 using sim::testing::expectKernelCorrect;
+using smelt::testing::expectCompilesWithPlannedSharedMemory;
 using smelt::testing::toScalarType;
 
 enum class Epilogue { None, BiasRelu, PlusA };
@@ -60,6 +61,20 @@ std::vector<at::Tensor> layoutInputs(Fusion& fusion, MatmulLayout layout, uint64
     inputs.push_back(t.to(toScalarType(tv->dtype())));
   }
   return inputs;
+}
+
+// Contiguous inputs as `layout` stores them (sizes are the logical ones).
+RuntimeInfo runtimeFor(const Fusion& fusion, MatmulLayout layout) {
+  std::vector<InputInfo> infos;
+  for (size_t i = 0; i < fusion.inputs().size(); ++i) {
+    const TensorView* tv = fusion.inputs()[i]->asTensor();
+    std::vector<int64_t> sizes;
+    for (const IterDomain* id : tv->logicalNoReductions()) sizes.push_back(*id->extent().constant());
+    bool transposed = (i == 0 && !aIsKContiguous(layout)) || (i == 1 && !bIsNContiguous(layout));
+    infos.push_back(transposed ? InputInfo::tensor(tv->dtype(), sizes, {1, sizes[0]})
+                               : InputInfo::contiguous(tv->dtype(), sizes));
+  }
+  return RuntimeInfo(fusion, infos);
 }
 
 int countSyncs(const kir::Kernel& kernel, bool inserted_for_reuse_only = false) {
@@ -145,14 +160,54 @@ TEST_P(MatmulLayoutTest, EveryDtypeCompilesWithPtxasSharedMemoryEqualToPlan) {
       FusionGuard guard(&fusion);
       buildMatmul(37, 29, 43, dtype, Epilogue::BiasRelu);
       scheduleMatmul(&fusion, smallParams(layout, smem_epilogue));
-      GpuLower lower(&fusion);
-      const kir::Kernel& kernel = lower.run();
-      CodegenOptions fixed;
-      fixed.static_shared_memory = true;
-      const CompiledKernel compiled = compileCuda(generateCuda(kernel, "matmul", fixed), "matmul");
-      EXPECT_EQ(compiled.ptxas.static_smem_bytes, plannedTotal(kernel)) << compiled.log;
-      EXPECT_GT(compiled.ptxas.registers, 0);
+      expectCompilesWithPlannedSharedMemory(fusion, "matmul");
     }
+  }
+}
+
+// Automatic scheduling of an unscheduled relu(a @ b + bias) with symbolic
+// extents and odd sizes (37 x 29 x 43), operands stored as the layout says:
+// the executor cache selects the matmul scheduler, whose heuristics read the
+// layout from the strides; the kernel simulates with race detection and
+// matches ATen; it compiles with NVRTC with ptxas shared memory equal to the
+// plan.
+TEST_P(MatmulLayoutTest, EveryDtypeIsSelectedAutomaticallyThroughTheCache) {
+  const MatmulLayout layout = GetParam();
+  const int64_t m = 37, n = 29, k = 43;
+  for (DataType dtype : {DataType::Float, DataType::Half, DataType::BFloat16}) {
+    SCOPED_TRACE(::testing::Message() << dtype);
+    auto fusion = std::make_unique<Fusion>();
+    {
+      FusionGuard guard(fusion.get());
+      TensorView* a = makeContigTensor(2, dtype);
+      TensorView* b = makeContigTensor(2, dtype);
+      TensorView* bias = makeContigTensor(1, dtype);
+      fusion->addInput(a);
+      fusion->addInput(b);
+      fusion->addInput(bias);
+      fusion->addOutput(relu(add(matmul(a, b), broadcast(bias, {true, false}))));
+    }
+    FusionExecutorCache cache(std::move(fusion));
+    const at::ScalarType type = toScalarType(dtype);
+    auto stored = [&](int64_t rows, int64_t cols, bool transposed) {
+      return transposed ? smelt::testing::randn({cols, rows}, type).t()
+                        : smelt::testing::randn({rows, cols}, type);
+    };
+    const std::vector<at::Tensor> inputs = {stored(m, k, !aIsKContiguous(layout)),
+                                            stored(k, n, !bIsNContiguous(layout)),
+                                            smelt::testing::randn({n}, type)};
+    const std::vector<at::Tensor> outputs = cache.runFusionWithInputs(inputs);
+    Fusion& complete = const_cast<Fusion&>(cache.fusion());
+    smelt::testing::expectOutputsMatch(complete, outputs,
+                                       smelt::testing::evaluateWithATen(complete, inputs),
+                                       cache.lastRun().toString());
+    ASSERT_EQ(cache.lastRun().segments.size(), 1u) << cache.lastRun().toString();
+    const SegmentRun& run = cache.lastRun().segments[0];
+    EXPECT_EQ(run.scheduler, SchedulerType::Matmul);
+    EXPECT_NE(run.params.find("layout: " + toString(layout)), std::string::npos) << run.params;
+    EXPECT_TRUE(cache.lastExecutor(0).simulationReport().clean())
+        << cache.lastExecutor(0).simulationReport().toString();
+    expectCompilesWithPlannedSharedMemory(cache.lastExecutor(0).kernel(), "matmul_selected");
   }
 }
 
@@ -190,14 +245,30 @@ TEST(MatmulScheduler, BiasReluEpilogue) {
   }
 }
 
-// The 64^3 matmul of the heuristics, simulated.
-TEST(MatmulScheduler, HeuristicSchedule64Cubed) {
+// Selection takes a matmul (with a bias + relu epilogue) to the matmul
+// scheduler; its heuristics read the layout from the strides. Symbolic
+// extents, 64^3.
+TEST(MatmulScheduler, SelectedForSymbolicMatmulWithEpilogue) {
   Fusion fusion;
   FusionGuard guard(&fusion);
-  buildMatmul(64, 64, 64, DataType::Float);
-  MatmulParams params = matmulHeuristics(&fusion);
-  scheduleMatmul(&fusion, params);
-  expectKernelCorrect(fusion, layoutInputs(fusion, MatmulLayout::TT), 1e-4, 1e-4);
+  TensorView* a = makeContigTensor(2);
+  TensorView* b = makeContigTensor(2);
+  TensorView* bias = makeContigTensor(1);
+  fusion.addInput(a);
+  fusion.addInput(b);
+  fusion.addInput(bias);
+  fusion.addOutput(relu(add(matmul(a, b), broadcast(bias, {true, false}))));
+  const std::vector<at::Tensor> inputs = {smelt::testing::randn({64, 64}),
+                                          smelt::testing::randn({64, 64}).t(),
+                                          smelt::testing::randn({64})};
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
+  EXPECT_EQ(selectScheduler(fusion, runtime), SchedulerType::Matmul);
+  std::unique_ptr<HeuristicParams> params = scheduleFusion(fusion, runtime);
+  const auto& matmul_params = paramsAs<MatmulParams>(*params);
+  EXPECT_EQ(matmul_params.layout, MatmulLayout::TN);
+  EXPECT_EQ(matmul_params.block_m, 64);
+  EXPECT_EQ(matmul_params.stages, 2);
+  expectKernelCorrect(fusion, inputs, 1e-4, 1e-4);
 }
 
 }  // namespace
@@ -335,8 +406,8 @@ TEST(MatmulCaseD2, RefusedWhenAnOperandIsUsedAfterTheMainLoop) {
     Fusion fusion;
     FusionGuard guard(&fusion);
     buildMatmul(512, 2048, 2048, DataType::Half, Epilogue::PlusA);
-    EXPECT_EQ(findMatmul(&fusion).operand_used_elsewhere, fusion.inputs()[0]);
-    MatmulParams heuristic = matmulHeuristics(&fusion);
+    EXPECT_EQ(findMatmul(fusion).operand_used_elsewhere, fusion.inputs()[0]);
+    MatmulParams heuristic = matmulHeuristics(fusion, runtimeFor(fusion, MatmulLayout::TT));
     EXPECT_FALSE(heuristic.promote_operand_reuse);
   }
   OperandReuseDecision d = decideOperandReuse(caseParams(128, 128, 64, 3, false), DataType::Half,
@@ -349,6 +420,30 @@ TEST(MatmulCaseD2, RefusedWhenAnOperandIsUsedAfterTheMainLoop) {
   EXPECT_EQ(refused.reuse_barriers, 0);
   EXPECT_SMELT_ERROR(planMatmul(caseParams(128, 128, 64, 3, true), Epilogue::PlusA),
                      "cannot promote reuse", "T0", "used after the main loop");
+}
+
+// The promoted schedules run in the simulator with race detection: the
+// epilogue tile's writes into the operand tiles' bytes come after the
+// barrier that follows the drained main loop. Small tiles on odd sizes in
+// every dtype, and the D2 configuration itself on one 128 x 128 tile with
+// two K steps.
+TEST(MatmulCaseD2, PromotedSchedulesSimulateWithoutRaces) {
+  for (DataType dtype : {DataType::Float, DataType::Half, DataType::BFloat16}) {
+    SCOPED_TRACE(::testing::Message() << dtype);
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildMatmul(37, 29, 43, dtype, Epilogue::BiasRelu);
+    MatmulParams params = smallParams(MatmulLayout::NN, true);
+    params.promote_operand_reuse = true;
+    scheduleMatmul(&fusion, params);
+    expectKernelCorrect(fusion, layoutInputs(fusion, MatmulLayout::NN), tolerance(dtype),
+                        tolerance(dtype));
+  }
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildMatmul(128, 128, 128, DataType::Half);
+  scheduleMatmul(&fusion, caseParams(128, 128, 64, 3, true));
+  expectKernelCorrect(fusion, layoutInputs(fusion, MatmulLayout::TT), 2e-2, 2e-2);
 }
 
 TEST(MatmulCaseD2, PlusAEpilogueSimulatesCorrectly) {
@@ -390,7 +485,7 @@ TEST(MatmulHeuristics, SmallCubeShrinksTilesAndTakesAFreeEpilogue) {
   Fusion fusion;
   FusionGuard guard(&fusion);
   buildMatmul(64, 64, 64, DataType::Float);
-  MatmulParams p = matmulHeuristics(&fusion);
+  MatmulParams p = matmulHeuristics(fusion, runtimeFor(fusion, MatmulLayout::TT));
   EXPECT_EQ(p.toString(),
             "MatmulParams\n"
             "  block tile (m, n, k): 64 x 64 x 32\n"
@@ -405,16 +500,18 @@ TEST(MatmulHeuristics, LargeHalfMatmul) {
   Fusion fusion;
   FusionGuard guard(&fusion);
   buildMatmul(4096, 4096, 4096, DataType::Half);
-  MatmulParams p = matmulHeuristics(&fusion, MatmulLayout::NN);
-  EXPECT_EQ(p.block_m, 128);
-  EXPECT_EQ(p.block_n, 128);
-  EXPECT_EQ(p.block_k, 32);
-  EXPECT_EQ(p.threads(), 256);
-  EXPECT_EQ(p.stages, 3);
-  // 65,536 B of epilogue tile would not fit in 49,152 B of operand tiles.
-  EXPECT_FALSE(p.smem_epilogue);
-  EXPECT_FALSE(p.promote_operand_reuse);
-  EXPECT_EQ(p.layout, MatmulLayout::NN);
+  for (MatmulLayout layout : {MatmulLayout::TT, MatmulLayout::TN, MatmulLayout::NT, MatmulLayout::NN}) {
+    MatmulParams p = matmulHeuristics(fusion, runtimeFor(fusion, layout));
+    EXPECT_EQ(p.layout, layout);
+    EXPECT_EQ(p.block_m, 128);
+    EXPECT_EQ(p.block_n, 128);
+    EXPECT_EQ(p.block_k, 32);
+    EXPECT_EQ(p.threads(), 256);
+    EXPECT_EQ(p.stages, 3);
+    // 65,536 B of epilogue tile would not fit in 49,152 B of operand tiles.
+    EXPECT_FALSE(p.smem_epilogue);
+    EXPECT_FALSE(p.promote_operand_reuse);
+  }
 }
 
 TEST(MatmulScheduler, Errors) {

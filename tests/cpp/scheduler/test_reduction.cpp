@@ -3,6 +3,8 @@
 // simulated with race detection against ATen and compiled with NVRTC.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "scheduler/reduction.h"
@@ -64,6 +66,75 @@ TEST(ReductionScheduler, HeuristicsForLongAndShortRows) {
   RuntimeInfo short_rows(fusion, {InputInfo::contiguous(DataType::Float, {1000, 24})});
   EXPECT_EQ(reductionHeuristics(fusion, short_rows).toString(),
             "ReductionParams{inner, vector_width=4, block=(8, 32), vectorized_inputs={0}}");
+}
+
+// Grid split: fewer rows than SMs (132), of 32k elements or more, are split
+// into power-of-two chunk counts aiming at two blocks per SM, chunks of at
+// least 4096 elements.
+TEST(ReductionScheduler, HeuristicsSplitFewLongRowsAcrossBlocks) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  fusion.addInput(x);
+  fusion.addOutput(sum(mul(x, x), {1}));
+  auto grid_split = [&](int64_t rows, int64_t cols) {
+    RuntimeInfo runtime(fusion, {InputInfo::contiguous(DataType::Float, {rows, cols})});
+    return reductionHeuristics(fusion, runtime).grid_split;
+  };
+  EXPECT_EQ(grid_split(2, 1 << 20), 128);  // 132 chunks per row wanted
+  EXPECT_EQ(grid_split(1, 65536), 16);     // 16 chunks of 4096
+  EXPECT_EQ(grid_split(8, 1 << 20), 32);   // 33 wanted
+  EXPECT_EQ(grid_split(131, 1 << 20), 2);  // 3 wanted
+  EXPECT_EQ(grid_split(132, 1 << 20), 1);  // a block per SM already
+  EXPECT_EQ(grid_split(2, 32767), 1);      // short enough for one block
+  RuntimeInfo runtime(fusion, {InputInfo::contiguous(DataType::Float, {1, 65536})});
+  EXPECT_EQ(reductionHeuristics(fusion, runtime).toString(),
+            "ReductionParams{inner, vector_width=4, block=(256, 1), vectorized_inputs={0}, "
+            "grid_split=16}");
+  EXPECT_EQ(gridSplitChunks(100000, 16), 16);
+  EXPECT_EQ(gridSplitChunks(999, 16), 9);
+  EXPECT_EQ(gridSplitChunks(997, 16), 1);  // prime
+  EXPECT_EQ(gridSplitChunks(6, 16), 6);
+}
+
+// What the two-kernel split cannot regroup is never split by the heuristics.
+TEST(ReductionScheduler, GridSplitRejectReasons) {
+  auto reason = [](const std::function<void(Fusion&)>& build) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    build(fusion);
+    return gridSplitRejectReason(fusion);
+  };
+  auto input = [](Fusion& f, TensorView* tv) {
+    f.addInput(tv);
+    return tv;
+  };
+  EXPECT_EQ(reason([&](Fusion& f) {
+              TensorView* x = input(f, makeContigTensor(2));
+              f.addOutput(sum(mul(exp(x), input(f, makeContigTensor(2))), {1}));
+            }),
+            "");
+  EXPECT_EQ(reason([&](Fusion& f) { f.addOutput(sum(input(f, makeContigTensor(2)), {0})); }),
+            "reduction T1 does not reduce its innermost dimension alone");
+  EXPECT_EQ(reason([&](Fusion& f) { f.addOutput(sum(input(f, makeContigTensor(1)), {0})); }),
+            "it reduces a whole tensor; a grid split regroups rows");
+  EXPECT_EQ(reason([&](Fusion& f) {
+              f.addOutput(sum(input(f, makeConcreteTensor({2, 1 << 20})), {1}));
+            }),
+            "input T0 has a constant extent in dimension 0");
+  EXPECT_EQ(reason([&](Fusion& f) {
+              TensorView* x = input(f, makeContigTensor(2));
+              TensorView* w = input(f, makeContigTensor(1));
+              f.addOutput(sum(mul(x, broadcast(w, {true, false})), {1}));
+            }),
+            "input T1 is read before the reduction without the reduction's shape");
+  Fusion concrete;
+  FusionGuard guard(&concrete);
+  TensorView* x = makeConcreteTensor({2, 1 << 20});
+  concrete.addInput(x);
+  concrete.addOutput(sum(x, {1}));
+  RuntimeInfo runtime(concrete, {InputInfo::contiguous(DataType::Float, {2, 1 << 20})});
+  EXPECT_EQ(reductionHeuristics(concrete, runtime).grid_split, 1);
 }
 
 TEST(ReductionScheduler, MeanOfHalfWithEpilogue) {

@@ -5,6 +5,7 @@
 
 #include "common/expect_error.h"
 #include "fusion/ops.h"
+#include "scheduler/reduction.h"
 #include "scheduler/registry.h"
 #include "scheduler/scheduler_test_util.h"
 #include "scheduler/segmenter.h"
@@ -18,9 +19,10 @@ std::optional<SchedulerType> selected(Fusion& fusion, const std::vector<at::Tens
 }
 
 SegmentedFusion segmentAndCheck(Fusion& fusion, const std::vector<at::Tensor>& inputs,
-                                double tolerance = 1e-4) {
+                                double tolerance = 1e-4,
+                                const ParamsOverride& override_params = {}) {
   RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
-  SegmentedFusion segmented = segmentFusion(fusion, runtime);
+  SegmentedFusion segmented = segmentFusion(fusion, runtime, override_params);
   std::vector<at::Tensor> got = runSegmentsInSimulator(fusion, segmented, inputs);
   std::vector<at::Tensor> want = evaluateWithATen(fusion, inputs);
   for (size_t i = 0; i < want.size(); ++i) {
@@ -59,14 +61,25 @@ TEST(SchedulerSelection, EachKindOfFusion) {
     Fusion fusion;
     FusionGuard guard(&fusion);
     TensorView* a = makeContigTensor(2);
+    TensorView* b = makeContigTensor(2);
+    fusion.addInput(a);
+    fusion.addInput(b);
+    fusion.addOutput(matmul(a, b));
+    EXPECT_EQ(selected(fusion, {randn({3, 4}), randn({4, 5})}), SchedulerType::Matmul);
+  }
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeContigTensor(2);
     fusion.addInput(a);
     fusion.addOutput(sum(a, {1}));
     fusion.addOutput(sum(a, {0}));
     std::vector<std::string> reasons;
     RuntimeInfo runtime(fusion, inputInfosOf(fusion, {randn({3, 4})}));
     EXPECT_EQ(selectScheduler(fusion, runtime, &reasons), std::nullopt);
-    ASSERT_EQ(reasons.size(), 3u);
-    EXPECT_EQ(reasons[2].rfind("pointwise: it has a reduction", 0), 0u) << reasons[2];
+    ASSERT_EQ(reasons.size(), 4u);
+    EXPECT_EQ(reasons[0].rfind("matmul: the fusion has two reductions", 0), 0u) << reasons[0];
+    EXPECT_EQ(reasons[3].rfind("pointwise: it has a reduction", 0), 0u) << reasons[3];
     EXPECT_SMELT_ERROR(scheduleFusion(fusion, runtime), "no scheduler takes this fusion",
                        "reduction: reductions T1 and T2 reduce different dimensions");
   }
@@ -128,6 +141,7 @@ TEST(Segmentation, MatmulFollowedByReduction) {
   fusion.addOutput(sum(matmul(a, b), {1}));
   SegmentedFusion segmented = segmentAndCheck(fusion, {randn({5, 6}), randn({6, 7})});
   ASSERT_EQ(segmented.segments.size(), 2u) << segmented.toString();
+  EXPECT_EQ(segmented.segments[0].scheduler, SchedulerType::Matmul);
   EXPECT_EQ(segmented.segments[1].scheduler, SchedulerType::Reduction);
 }
 
@@ -145,6 +159,65 @@ TEST(Segmentation, SoftmaxRowTooLongToKeepOnChip) {
   EXPECT_EQ(segmented.toString(),
             "segment 0 (reduction): T0 -> T1\n"
             "segment 1 (persistent): T1, T0 -> T7\n");
+}
+
+// Sets grid_split on the reduction parameters of the whole fusion.
+ParamsOverride forceGridSplit(int64_t max_chunks) {
+  return [max_chunks](HeuristicParams& params) {
+    dynamic_cast<ReductionParams&>(params).grid_split = max_chunks;
+  };
+}
+
+// A grid split forced on small rows: the partial kernel reduces each row in
+// chunks (as many as the largest divisor of the row length allows), the
+// final kernel reduces the chunks' results and runs the epilogue.
+TEST(Segmentation, GridSplitOfLongRowsIntoPartialAndFinalKernels) {
+  struct Case {
+    int64_t rows, cols, max_chunks, chunks;
+  };
+  for (Case c : {Case{3, 1000, 8, 8}, Case{2, 999, 16, 9}, Case{4, 997, 8, 1}, Case{1, 64, 64, 64}}) {
+    SCOPED_TRACE(::testing::Message() << c.rows << " x " << c.cols << ", " << c.max_chunks);
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeContigTensor(2);
+    TensorView* bias = makeContigTensor(1);
+    fusion.addInput(x);
+    fusion.addInput(bias);
+    fusion.addOutput(add(mul(sum(mul(x, x), {1}), 0.5), bias));
+    const std::vector<at::Tensor> inputs = {randn({c.rows, c.cols}), randn({c.rows})};
+    SegmentedFusion segmented = segmentAndCheck(fusion, inputs, 1e-4, forceGridSplit(c.max_chunks));
+    EXPECT_EQ(segmented.toString(),
+              "segment 0 (reduction): T0 -> T3 (partial results, rows in at most " +
+                  std::to_string(c.max_chunks) + " chunks)\n"
+                  "segment 1 (reduction): T2, T1 -> T5 (reduces the partial results)\n");
+    EXPECT_EQ(gridSplitChunksOf(segmented, RuntimeInfo(fusion, inputInfosOf(fusion, inputs))),
+              c.chunks);
+  }
+}
+
+TEST(Segmentation, GridSplitOfARowMaximumWithoutPrologue) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(3);
+  fusion.addInput(x);
+  fusion.addOutput(max(x, {2}));
+  SegmentedFusion segmented = segmentAndCheck(fusion, {randn({2, 3, 1001})}, 1e-6, forceGridSplit(16));
+  // The final kernel reads the [2, 3, 13] partial maxima in place of T0.
+  EXPECT_EQ(segmented.toString(),
+            "segment 0 (reduction): T0 -> T1 (partial results, rows in at most 16 chunks)\n"
+            "segment 1 (reduction): T0 -> T1 (reduces the partial results)\n");
+}
+
+TEST(Segmentation, GridSplitRefusedWhereRowsCannotBeRegrouped) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  fusion.addInput(x);
+  fusion.addOutput(sum(x, {0}));
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, {randn({100, 3})}));
+  EXPECT_SMELT_ERROR(segmentFusion(fusion, runtime, forceGridSplit(4)),
+                     "cannot split the reduction across blocks (grid_split = 4)",
+                     "T1 does not reduce its innermost dimension alone");
 }
 
 }  // namespace
