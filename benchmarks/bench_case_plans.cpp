@@ -3,20 +3,59 @@
 // timing the lowering with its plan_shared_memory pass (hand-built kernels:
 // the pass alone), with the plan's figures as counters; after the runs, the
 // same figures as a markdown table: bytes planned by the default planner vs
-// the lower bound vs nvFuser's stack allocator vs no reuse, and the barriers
-// promoteReuse inserted.
+// the lower bound vs the two baselines (TVM-style free list, linear scan) vs
+// nvFuser's stack allocator vs no reuse, and the barriers promoteReuse
+// inserted.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <string>
 
+#include "baseline_planners.h"
 #include "common/case_corpus.h"
+#include "lower/alloc_reuse/verify.h"
 
 namespace {
 
 using smelt::SmemHazards;
+using smelt::alloc_reuse::AddressPlan;
+using smelt::alloc_reuse::Buffer;
+using smelt::alloc_reuse::ConflictGraph;
 using smelt::cases::CaseKernel;
 using smelt::cases::CasePlanFigures;
 using smelt::cases::hazardsName;
+
+struct BaselineFigures {
+  int64_t free_list = 0;
+  int64_t linear_scan = 0;
+};
+
+// The baselines on exactly the buffers and hazard conflicts the default
+// planner planned (after its promoteReuse barriers, so they profit from them
+// too: the comparison isolates address assignment). Each plan goes through
+// the verifier of the real plans; an invalid one stops the benchmark.
+BaselineFigures baselineFigures(const CaseKernel& kernel, SmemHazards hazards) {
+  smelt::testing::PlannedKernel planned = kernel.plan(hazards);
+  const std::vector<Buffer>& buffers = planned.plan().buffers;
+  const ConflictGraph& conflicts = planned.plan().conflicts;
+  const int64_t limit = smelt::alloc_reuse::SharedMemoryLimits().limitBytes(90);
+  auto total = [&](const AddressPlan& plan) {
+    smelt::alloc_reuse::verifyPlan(buffers, conflicts, plan, limit);
+    return *plan.total_bytes.constant();
+  };
+  return {total(smelt::baselines::planFreeListAddresses(buffers, conflicts)),
+          total(smelt::baselines::planLinearScanAddresses(buffers, conflicts))};
+}
+
+// "1792 (+768)": bytes, and what they cost over the default planner's total.
+std::string withLoss(int64_t bytes, int64_t planned) {
+  std::string cell = std::to_string(bytes);
+  if (bytes != planned) {
+    cell += bytes > planned ? " (+" : " (";
+    cell += std::to_string(bytes - planned) + ")";
+  }
+  return cell;
+}
 
 void planCase(benchmark::State& state, const CaseKernel* kernel, SmemHazards hazards) {
   for (auto _ : state) {
@@ -30,19 +69,27 @@ void planCase(benchmark::State& state, const CaseKernel* kernel, SmemHazards haz
   state.counters["stack_B"] = static_cast<double>(f.stack_bytes);
   state.counters["no_reuse_B"] = static_cast<double>(f.no_reuse_bytes);
   state.counters["barriers"] = f.inserted_barriers;
+  const BaselineFigures baselines = baselineFigures(*kernel, hazards);
+  state.counters["free_list_B"] = static_cast<double>(baselines.free_list);
+  state.counters["linear_scan_B"] = static_cast<double>(baselines.linear_scan);
 }
 
 void printTable() {
   std::printf(
-      "\n| case | hazards | planned (tensors) | planned (total) | lower bound | stack (nvFuser) "
-      "| no reuse | barriers inserted |\n|---|---|---|---|---|---|---|---|\n");
+      "\n| case | hazards | planned (tensors) | planned (total) | lower bound | free list (TVM) "
+      "| linear scan | stack (nvFuser) | no reuse | barriers inserted |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n");
   for (const CaseKernel& kernel : smelt::cases::caseKernels()) {
     for (SmemHazards hazards : {SmemHazards::Precise, SmemHazards::Conservative}) {
       const CasePlanFigures f = smelt::cases::planFigures(kernel, hazards);
-      std::printf("| %s | %s | %lld | %lld | %lld%s | %lld | %lld | %d |\n", kernel.name.c_str(),
-                  hazardsName(hazards), static_cast<long long>(f.tensor_bytes),
-                  static_cast<long long>(f.total_bytes), static_cast<long long>(f.lower_bound),
+      const BaselineFigures b = baselineFigures(kernel, hazards);
+      std::printf("| %s | %s | %lld | %lld | %lld%s | %s | %s | %lld | %lld | %d |\n",
+                  kernel.name.c_str(), hazardsName(hazards),
+                  static_cast<long long>(f.tensor_bytes), static_cast<long long>(f.total_bytes),
+                  static_cast<long long>(f.lower_bound),
                   f.total_bytes == f.lower_bound ? " (reached)" : "",
+                  withLoss(b.free_list, f.total_bytes).c_str(),
+                  withLoss(b.linear_scan, f.total_bytes).c_str(),
                   static_cast<long long>(f.stack_bytes), static_cast<long long>(f.no_reuse_bytes),
                   f.inserted_barriers);
     }
