@@ -39,8 +39,12 @@ UNIT_TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 
 
 def load(path):
-    """The benchmark entries of one JSON file (iterations only, no aggregates)."""
-    data = json.loads(path.read_text())
+    """The benchmark entries of one JSON file (iterations only, no aggregates);
+    none when the program died before finishing it."""
+    try:
+        data = json.loads(path.read_text())
+    except ValueError:
+        return {}, []
     runs = [b for b in data.get("benchmarks", []) if b.get("run_type", "iteration") == "iteration"]
     return data.get("context", {}), runs
 
@@ -237,7 +241,9 @@ def main():
     for path in files:
         _, runs = load(path)
         out.append(f"## {path.stem} (`{path.name}`)\n")
-        if path.stem == "case_plans":
+        if not runs:
+            out.append("No results (the program failed; see its .txt).\n")
+        elif path.stem == "case_plans":
             out.append(case_section(runs))
             if plt is not None and case_rows(runs):
                 plot_cases(case_rows(runs), args.folder / "case_bytes.png", plt)
@@ -250,6 +256,12 @@ def main():
             out.append("\nAll runs:\n\n" + generic_section(runs))
         else:
             out.append(generic_section(runs))
+    plans = sorted((args.folder / "plans").glob("*.svg"))
+    if plans:
+        out.append("## Plan pictures (`plans/`)\n")
+        out.append("Each case's shared-memory plan (x: program position, y: address); text and "
+                   "JSON reports lie next to them.\n")
+        out.append(" · ".join(f"[{p.stem}](plans/{p.name})" for p in plans) + "\n")
     (args.folder / "results.md").write_text("\n".join(out))
     print(f"report.py: wrote {args.folder / 'results.md'}")
 
