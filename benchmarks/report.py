@@ -95,6 +95,7 @@ def case_section(runs):
             elif key == "lower_bound_B" and value == total:
                 cell += " (reached)"
             row.append(cell)
+        row.append(fmt_time(time_us(run, "cpu_time")))
         rows.append(row)
     summary = []
     for key, name in [("total_B", "default planner"), ("free_list_B", "free list (TVM)"),
@@ -107,8 +108,10 @@ def case_section(runs):
                         fmt_number(sum(v for v, _ in values))])
     return ("Bytes of shared memory per case kernel (smem_cases.md); the baselines plan the "
             "default planner's buffers under the same hazard conflicts, each plan verified; "
-            "(+N) is what a baseline loses against the default planner's total.\n\n"
-            + table(["case", "hazards"] + [h for _, h in CASE_COLUMNS], rows)
+            "(+N) is what a baseline loses against the default planner's total; the last column "
+            "is the CPU time of lowering the kernel (all passes; for the hand-built B3 and D1 "
+            "kernels the planning pass alone).\n\n"
+            + table(["case", "hazards"] + [h for _, h in CASE_COLUMNS] + ["lowering (CPU)"], rows)
             + "\n\nSummary over the cases (stack counts tensors only, as nvFuser does):\n\n"
             + table(["planner", "lower bound reached", "bytes above the lower bound", "total bytes"],
                     summary) + "\n")

@@ -35,8 +35,8 @@ def test_case_table_shows_losses_and_summary(repo_root, tmp_path):
         {"name": "PlanCase_mean", "run_type": "aggregate", "real_time": 1, "cpu_time": 1},
     ])
     text = _report(repo_root, tmp_path)
-    assert "| A1 | precise | 24 | 24 | 24 (reached) | 24 | 24 | 52 | 56 | 0 |" in text
-    assert "| A1 | conservative | 52 | 52 | 44 | 56 (+4) | 56 (+4) | 52 | 56 | 0 |" in text
+    assert "| A1 | precise | 24 | 24 | 24 (reached) | 24 | 24 | 52 | 56 | 0 | 50.00 µs |" in text
+    assert "| A1 | conservative | 52 | 52 | 44 | 56 (+4) | 56 (+4) | 52 | 56 | 0 | 50.00 µs |" in text
     # planner | lower bound reached | bytes above it | total
     assert "| default planner | 1/2 | 8 | 76 |" in text
     assert "| free list (TVM) | 1/2 | 12 | 80 |" in text
