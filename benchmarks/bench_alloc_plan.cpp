@@ -1,9 +1,11 @@
-// Planning time of the shared-memory address planner and nvFuser's stack
-// allocator on seeded random buffer sets; counters report the plan quality.
+// Planning time of the shared-memory address planner, nvFuser's stack
+// allocator and the two baselines (TVM-style free list, linear scan) on seeded
+// random buffer sets; counters report the plan quality.
 #include <benchmark/benchmark.h>
 
 #include <random>
 
+#include "baseline_planners.h"
 #include "lower/alloc_reuse/address_planner.h"
 #include "lower/alloc_reuse/stack_allocator.h"
 
@@ -44,14 +46,7 @@ Workload makeWorkload(size_t n) {
   return w;
 }
 
-void BM_PlanAddresses(benchmark::State& state) {
-  Workload w = makeWorkload(static_cast<size_t>(state.range(0)));
-  auto conflicts = smelt::alloc_reuse::conflictsFromBarriers(w.buffers, w.syncs);
-  smelt::alloc_reuse::AddressPlan plan;
-  for (auto _ : state) {
-    plan = smelt::alloc_reuse::planAddresses(w.buffers, conflicts);
-    benchmark::DoNotOptimize(plan);
-  }
+void reportPlan(benchmark::State& state, const smelt::alloc_reuse::AddressPlan& plan) {
   const double total = static_cast<double>(*plan.total_bytes.constant());
   state.counters["total_B"] = total;
   state.counters["lower_bound_B"] = static_cast<double>(plan.lower_bound_bytes);
@@ -59,6 +54,26 @@ void BM_PlanAddresses(benchmark::State& state) {
   state.counters["no_reuse/total"] =
       static_cast<double>(*plan.no_reuse_bytes.constant()) / total;
 }
+
+// A planner that takes the buffers and their conflicts (with barriers).
+template <auto planner>
+void BM_PlanWithConflicts(benchmark::State& state) {
+  Workload w = makeWorkload(static_cast<size_t>(state.range(0)));
+  auto conflicts = smelt::alloc_reuse::conflictsFromBarriers(w.buffers, w.syncs);
+  smelt::alloc_reuse::AddressPlan plan;
+  for (auto _ : state) {
+    plan = planner(w.buffers, conflicts);
+    benchmark::DoNotOptimize(plan);
+  }
+  reportPlan(state, plan);
+}
+
+smelt::alloc_reuse::AddressPlan planDefault(const std::vector<Buffer>& buffers,
+                                            const smelt::alloc_reuse::ConflictGraph& conflicts) {
+  return smelt::alloc_reuse::planAddresses(buffers, conflicts);
+}
+
+void BM_PlanAddresses(benchmark::State& state) { BM_PlanWithConflicts<planDefault>(state); }
 BENCHMARK(BM_PlanAddresses)->Arg(8)->Arg(32)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond);
 
 void BM_ConflictsAndPlan(benchmark::State& state) {
@@ -77,10 +92,18 @@ void BM_StackAllocator(benchmark::State& state) {
     plan = smelt::alloc_reuse::planStackAddresses(w.buffers, w.syncs, w.end);
     benchmark::DoNotOptimize(plan);
   }
-  const double total = static_cast<double>(*plan.total_bytes.constant());
-  state.counters["total_B"] = total;
-  state.counters["total/lower_bound"] = total / static_cast<double>(plan.lower_bound_bytes);
+  reportPlan(state, plan);
 }
 BENCHMARK(BM_StackAllocator)->Arg(8)->Arg(32)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond);
+
+void BM_FreeList(benchmark::State& state) {
+  BM_PlanWithConflicts<smelt::baselines::planFreeListAddresses>(state);
+}
+BENCHMARK(BM_FreeList)->Arg(8)->Arg(32)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond);
+
+void BM_LinearScan(benchmark::State& state) {
+  BM_PlanWithConflicts<smelt::baselines::planLinearScanAddresses>(state);
+}
+BENCHMARK(BM_LinearScan)->Arg(8)->Arg(32)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
