@@ -1,5 +1,6 @@
 #include "runtime/fusion_executor_cache.h"
 
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -101,20 +102,19 @@ FusionExecutorCache::FusionExecutorCache(std::unique_ptr<Fusion> fusion, Executo
 }
 
 std::vector<at::Tensor> segmentInputTensors(
-    const SegmentedFusion& segmented, size_t index,
-    const std::unordered_map<const Val*, at::Tensor>& values, int64_t chunks) {
-  const Segment& segment = segmented.segments.at(index);
-  const GridSplit& split = segmented.grid_split;
+    const Segment& segment, const std::unordered_map<const Val*, at::Tensor>& values,
+    int64_t chunks) {
+  const GridSplit& split = segment.grid_split;
   std::vector<at::Tensor> tensors;
   for (const Val* v : segment.inputs) {
-    if (segment.grid_split_role == GridSplitRole::Partials && v->asTensor() != nullptr) {
+    if (split.role == GridSplitRole::Partials && v->asTensor() != nullptr) {
       // [.., R, N] -> [.., R * chunks, N / chunks]
       const at::Tensor& t = values.at(v);
       std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end() - 2);
       sizes.push_back(t.size(-2) * chunks);
       sizes.push_back(t.size(-1) / chunks);
       tensors.push_back(t.reshape(sizes));
-    } else if (segment.grid_split_role == GridSplitRole::Final && v == split.final_input) {
+    } else if (split.role == GridSplitRole::Final && v == split.final_input) {
       // [.., R * chunks] -> [.., R, chunks]
       const at::Tensor& partials = values.at(split.partials);
       std::vector<int64_t> sizes(partials.sizes().begin(), partials.sizes().end() - 1);
@@ -163,15 +163,14 @@ std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
   SignatureEntry& entry = entryFor(last_run_.signature, inputs);
   std::unordered_map<const Val*, at::Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) values[entry.fusion->inputs()[i]] = inputs[i];
-  const int64_t chunks =
-      entry.segmented.grid_split.max_chunks > 1
-          ? gridSplitChunksOf(entry.segmented,
-                              RuntimeInfo(*entry.fusion, inputInfosOf(*entry.fusion, inputs)))
-          : 1;
+  std::optional<RuntimeInfo> whole;  // only grid splits need it
   for (size_t s = 0; s < entry.segmented.segments.size(); ++s) {
     const Segment& segment = entry.segmented.segments[s];
-    const std::vector<at::Tensor> segment_inputs =
-        segmentInputTensors(entry.segmented, s, values, chunks);
+    if (segment.grid_split.role != GridSplitRole::None && !whole) {
+      whole.emplace(*entry.fusion, inputInfosOf(*entry.fusion, inputs));
+    }
+    const int64_t chunks = whole ? gridSplitChunksOf(segment, *whole) : 1;
+    const std::vector<at::Tensor> segment_inputs = segmentInputTensors(segment, values, chunks);
     const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
     RuntimeInfo runtime(*segment.fusion, inputInfosOf(*segment.fusion, segment_inputs));
     std::string reason = scheduler.reject_reason(*segment.fusion, runtime);

@@ -48,13 +48,13 @@ std::vector<InputInfo> inputInfosOf(const Fusion& fusion, const std::vector<at::
 // dimension), data alignment in bytes (at most 16) and device.
 std::string inputSignature(const std::vector<at::Tensor>& inputs);
 
-// The tensors segment `index` of `segmented` reads, from `values` (the
-// complete fusion's inputs and the outputs of the segments before it): as
-// they are, or for a grid-split reduction regrouped into `chunks` per row
-// (gridSplitChunksOf; segmenter.h).
+// The tensors `segment` reads, from `values` (the complete fusion's inputs
+// and the outputs of the segments before it): as they are, or for a
+// grid-split reduction regrouped into `chunks` per row (gridSplitChunksOf;
+// segmenter.h).
 std::vector<at::Tensor> segmentInputTensors(
-    const SegmentedFusion& segmented, size_t index,
-    const std::unordered_map<const Val*, at::Tensor>& values, int64_t chunks);
+    const Segment& segment, const std::unordered_map<const Val*, at::Tensor>& values,
+    int64_t chunks);
 
 // How one segment ran.
 struct SegmentRun {
@@ -83,8 +83,8 @@ class FusionExecutorCache {
   // Called with each segment's parameters before they are used: a user may
   // change any field (the kernel is then compiled for the changed ones).
   // Also called, when a new input signature is segmented, with the reduction
-  // parameters of a fusion the reduction scheduler takes whole: setting
-  // grid_split there splits it into two kernels (segmenter.h).
+  // parameters of each reduction segment: setting grid_split there splits
+  // it into two kernels (segmenter.h).
   using HeuristicOverride = std::function<void(HeuristicParams&)>;
   void setHeuristicOverride(HeuristicOverride override_params);
 

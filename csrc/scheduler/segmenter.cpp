@@ -63,11 +63,9 @@ class Segmenter {
   SegmentedFusion run() {
     std::vector<int> all(exprs_.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    SegmentedFusion result;
     if (std::optional<Segment> whole = trySegment(all)) {
-      const int64_t max_chunks = gridSplitOf(*whole);
-      if (max_chunks > 1) return splitReduction(max_chunks);
-      SegmentedFusion result;
-      result.segments.push_back(std::move(*whole));
+      appendSegments(std::move(*whole), all, result);
       return result;
     }
     group_of_.resize(exprs_.size());
@@ -81,8 +79,7 @@ class Segmenter {
     }
     while (mergeBestEdge()) {
     }
-    SegmentedFusion result;
-    for (int g : executionOrder()) result.segments.push_back(*trySegment(groups_[g]));
+    for (int g : executionOrder()) appendSegments(*trySegment(groups_[g]), groups_[g], result);
     return result;
   }
 
@@ -161,55 +158,57 @@ class Segmenter {
     return bytes;
   }
 
-  // The grid_split of the reduction heuristics (after the override) when the
-  // reduction scheduler takes the whole fusion; 1 otherwise.
-  int64_t gridSplitOf(const Segment& whole) const {
-    if (whole.scheduler != SchedulerType::Reduction) return 1;
-    ReductionParams params = reductionHeuristics(fusion_, runtime_);
-    if (override_) override_(params);
-    return params.grid_split;
-  }
-
-  // The partial segment (the reduction and the expressions it reads,
-  // transitively) and the final segment (the reduction again, reading the
-  // partial results, and every other expression).
-  SegmentedFusion splitReduction(int64_t max_chunks) {
-    const std::string reason = gridSplitRejectReason(fusion_);
+  // `segment` (of the expressions `members`), or its partial and final
+  // segments when the reduction heuristics (after the override) set
+  // grid_split.
+  void appendSegments(Segment segment, const std::vector<int>& members, SegmentedFusion& result) {
+    int64_t max_chunks = 1;
+    if (segment.scheduler == SchedulerType::Reduction) {
+      RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_));
+      ReductionParams params = reductionHeuristics(*segment.fusion, runtime);
+      if (override_) override_(params);
+      max_chunks = params.grid_split;
+    }
+    if (max_chunks <= 1) {
+      result.segments.push_back(std::move(segment));
+      return;
+    }
+    const std::string reason = gridSplitRejectReason(*segment.fusion);
     SMELT_CHECK(reason.empty(), "cannot split the reduction across blocks (grid_split = ",
                 max_chunks, "): ", reason);
     int reduction = -1;
-    for (size_t e = 0; e < exprs_.size(); ++e) {
-      if (exprs_[e]->type() == ExprType::Reduction) reduction = static_cast<int>(e);
+    for (int m : members) {
+      if (exprs_[m]->type() == ExprType::Reduction) reduction = m;
     }
     const Expr* reduce = exprs_[reduction];
     std::unordered_set<const Val*> upstream{reduce->input(0)};
     std::vector<int> partial{reduction};
     std::vector<int> final{reduction};
-    for (int e = static_cast<int>(exprs_.size()) - 1; e >= 0; --e) {
-      if (e == reduction) continue;
-      if (e < reduction && upstream.count(exprs_[e]->output())) {
-        partial.push_back(e);
-        upstream.insert(exprs_[e]->inputs().begin(), exprs_[e]->inputs().end());
+    for (auto m = members.rbegin(); m != members.rend(); ++m) {
+      if (*m == reduction) continue;
+      if (*m < reduction && upstream.count(exprs_[*m]->output())) {
+        partial.push_back(*m);
+        upstream.insert(exprs_[*m]->inputs().begin(), exprs_[*m]->inputs().end());
       } else {
-        final.push_back(e);
+        final.push_back(*m);
       }
     }
-    SegmentedFusion result;
-    for (auto [members, role] : {std::pair{&partial, GridSplitRole::Partials},
-                                 std::pair{&final, GridSplitRole::Final}}) {
-      std::sort(members->begin(), members->end());
+    GridSplit split{GridSplitRole::None, reduce->input(0)->asTensor()->logicalNoReductions().back(),
+                    max_chunks, reduce->output(), reduce->input(0)};
+    for (auto [part, role] : {std::pair{&partial, GridSplitRole::Partials},
+                              std::pair{&final, GridSplitRole::Final}}) {
+      std::sort(part->begin(), part->end());
       std::vector<std::string> reasons;
-      std::optional<Segment> segment = trySegment(*members, &reasons);
-      SMELT_INTERNAL_CHECK(segment.has_value(), "a grid-split segment is taken by no scheduler:",
+      std::optional<Segment> piece = trySegment(*part, &reasons);
+      SMELT_INTERNAL_CHECK(piece.has_value(), "a grid-split segment is taken by no scheduler:",
                            joined(reasons));
-      segment->grid_split_role = role;
-      result.segments.push_back(std::move(*segment));
+      SMELT_INTERNAL_CHECK(role != GridSplitRole::Partials ||
+                               piece->outputs == std::vector<const Val*>{reduce->output()},
+                           "the partial segment of a grid split writes more than its reduction");
+      piece->grid_split = split;
+      piece->grid_split.role = role;
+      result.segments.push_back(std::move(*piece));
     }
-    SMELT_INTERNAL_CHECK(result.segments[0].outputs == std::vector<const Val*>{reduce->output()},
-                         "the partial segment of a grid split writes more than its reduction");
-    result.grid_split = {reduce->input(0)->asTensor()->logicalNoReductions().back(), max_chunks,
-                         reduce->output(), reduce->input(0)};
-    return result;
   }
 
   static std::string joined(const std::vector<std::string>& reasons) {
@@ -382,9 +381,9 @@ std::string SegmentedFusion::toString() const {
     const Segment& s = segments[i];
     os << "segment " << i << " (" << smelt::toString(s.scheduler) << "): " << names(s.inputs)
        << " -> " << names(s.outputs);
-    if (s.grid_split_role == GridSplitRole::Partials) {
-      os << " (partial results, rows in at most " << grid_split.max_chunks << " chunks)";
-    } else if (s.grid_split_role == GridSplitRole::Final) {
+    if (s.grid_split.role == GridSplitRole::Partials) {
+      os << " (partial results, rows in at most " << s.grid_split.max_chunks << " chunks)";
+    } else if (s.grid_split.role == GridSplitRole::Final) {
       os << " (reduces the partial results)";
     }
     os << "\n";
@@ -397,9 +396,9 @@ SegmentedFusion segmentFusion(const Fusion& fusion, const RuntimeInfo& runtime,
   return Segmenter(fusion, runtime, override_params).run();
 }
 
-int64_t gridSplitChunksOf(const SegmentedFusion& segmented, const RuntimeInfo& whole) {
-  const GridSplit& split = segmented.grid_split;
-  if (split.max_chunks <= 1) return 1;
+int64_t gridSplitChunksOf(const Segment& segment, const RuntimeInfo& whole) {
+  const GridSplit& split = segment.grid_split;
+  if (split.role == GridSplitRole::None) return 1;
   return gridSplitChunks(whole.extent(split.reduced_axis), split.max_chunks);
 }
 

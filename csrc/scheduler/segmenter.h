@@ -11,13 +11,13 @@
 // pairs whose union a scheduler still takes and whose merge leaves the
 // groups acyclic.
 //
-// A fusion the reduction scheduler takes whole, but whose heuristics (or an
-// override of them) set grid_split (reduction.h), becomes two segments
-// instead: the partial segment (the expressions up to the reduction) runs
-// on its inputs regrouped from [.., R, N] to [.., R * P, N / P], so it
-// writes [.., R * P] partial results; the final segment (the reduction and
-// everything else) reads them regrouped to [.., R, P] as the reduction's
-// input. The runtime regroups (runtime/fusion_executor_cache.h:
+// A segment (the whole fusion included) the reduction scheduler takes, but
+// whose heuristics (or an override of them) set grid_split (reduction.h),
+// becomes two segments instead: the partial segment (the reduction and the
+// expressions it reads) runs on its inputs regrouped from [.., R, N] to
+// [.., R * P, N / P], so it writes [.., R * P] partial results; the final
+// segment (the reduction again and the rest of the segment) reads them
+// regrouped to [.., R, P] as the reduction's input. The runtime regroups (runtime/fusion_executor_cache.h:
 // segmentInputTensors), choosing P = gridSplitChunks(N, max_chunks) per
 // launch.
 #pragma once
@@ -33,8 +33,19 @@
 
 namespace smelt {
 
-// A segment's part in a grid-split reduction (see above).
+// A segment's part in a grid-split reduction (see above): N is the extent of
+// `reduced_axis` (the innermost axis of the reduction's input in the
+// complete fusion), split into gridSplitChunks(N, max_chunks) chunks; the
+// partial segment's output `partials` is read by the final segment as
+// `final_input`. Both segments of a split carry the same description.
 enum class GridSplitRole { None, Partials, Final };
+struct GridSplit {
+  GridSplitRole role = GridSplitRole::None;
+  const IterDomain* reduced_axis = nullptr;
+  int64_t max_chunks = 1;
+  const Val* partials = nullptr;
+  const Val* final_input = nullptr;
+};
 
 struct Segment {
   // Unscheduled and closed; its inputs and outputs are Global. Tensors keep
@@ -46,29 +57,18 @@ struct Segment {
   // fusion->outputs().
   std::vector<const Val*> inputs;
   std::vector<const Val*> outputs;
-  GridSplitRole grid_split_role = GridSplitRole::None;
-};
-
-// The regrouping of a grid-split reduction: N is the extent of `reduced_axis`
-// (an axis of the complete fusion's reduction input), split into
-// gridSplitChunks(N, max_chunks) chunks; the partial segment's output
-// `partials` is read by the final segment as `final_input`.
-struct GridSplit {
-  const IterDomain* reduced_axis = nullptr;
-  int64_t max_chunks = 1;
-  const Val* partials = nullptr;
-  const Val* final_input = nullptr;
+  GridSplit grid_split;
 };
 
 struct SegmentedFusion {
   std::vector<Segment> segments;  // in execution order
-  GridSplit grid_split;           // max_chunks > 1 when split
   // "segment 0 (reduction): T0 -> T2\nsegment 1 (pointwise): T0, T2 -> T5\n"
   std::string toString() const;
 };
 
-// Called with the heuristics of a fusion taken whole before a grid split is
-// decided from them (the executor cache passes its heuristic override).
+// Called with the reduction heuristics of each reduction segment before a
+// grid split is decided from them (the executor cache passes its heuristic
+// override).
 using ParamsOverride = std::function<void(HeuristicParams&)>;
 
 // Throws smelt::Error when some expression is taken by no scheduler on its
@@ -77,9 +77,9 @@ using ParamsOverride = std::function<void(HeuristicParams&)>;
 SegmentedFusion segmentFusion(const Fusion& fusion, const RuntimeInfo& runtime,
                               const ParamsOverride& override_params = {});
 
-// The chunks P of the grid split for a launch of the complete fusion with
-// `whole`; 1 when the fusion is not split.
-int64_t gridSplitChunksOf(const SegmentedFusion& segmented, const RuntimeInfo& whole);
+// The chunks P of a grid-split segment for a launch of the complete fusion
+// with `whole`; 1 for other segments.
+int64_t gridSplitChunksOf(const Segment& segment, const RuntimeInfo& whole);
 
 // The inputs of one segment for a launch of the complete fusion: its inputs
 // that are inputs of the complete fusion as given, the others (intermediates

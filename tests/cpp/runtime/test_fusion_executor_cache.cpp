@@ -52,6 +52,18 @@ std::vector<at::Tensor> runAndCheck(FusionExecutorCache& cache,
   return outputs;
 }
 
+// The latest run ran one segment per scheduler in `schedulers`, in order, as
+// `segmentation` (SegmentedFusion::toString) says.
+void expectSegments(const FusionExecutorCache& cache, const std::vector<SchedulerType>& schedulers,
+                    const std::string& segmentation) {
+  const FusionRun& run = cache.lastRun();
+  ASSERT_EQ(run.segments.size(), schedulers.size()) << run.toString();
+  for (size_t i = 0; i < schedulers.size(); ++i) {
+    EXPECT_EQ(run.segments[i].scheduler, schedulers[i]) << run.toString();
+  }
+  EXPECT_EQ(cache.segmentation(run.signature).toString(), segmentation);
+}
+
 TEST(FusionExecutorCache, ReusesKernelsPerSignatureAndParameters) {
   FusionExecutorCache cache(addRelu());
   runAndCheck(cache, {randn({8, 64}), randn({8, 64})});
@@ -124,13 +136,9 @@ TEST(FusionExecutorCache, TwoReductionsRunAsTwoKernels) {
   }
   FusionExecutorCache cache(std::move(fusion));
   runAndCheck(cache, {randn({9, 21})});
-  const FusionRun& run = cache.lastRun();
-  ASSERT_EQ(run.segments.size(), 2u) << run.toString();
-  EXPECT_EQ(run.segments[0].scheduler, SchedulerType::Reduction);
-  EXPECT_EQ(run.segments[1].scheduler, SchedulerType::Reduction);
-  EXPECT_EQ(cache.segmentation(run.signature).toString(),
-            "segment 0 (reduction): T0 -> T1\n"
-            "segment 1 (reduction): T1, T0 -> T4\n");
+  expectSegments(cache, {SchedulerType::Reduction, SchedulerType::Reduction},
+                 "segment 0 (reduction): T0 -> T1\n"
+                 "segment 1 (reduction): T1, T0 -> T4\n");
 }
 
 // rowsum(relu(a @ b)): the matmul kernel writes a @ b (T5) to a global
@@ -148,13 +156,9 @@ TEST(FusionExecutorCache, MatmulThenReductionRunsAsTwoKernels) {
   }
   FusionExecutorCache cache(std::move(fusion));
   runAndCheck(cache, {randn({19, 23}), randn({23, 45})});
-  const FusionRun& run = cache.lastRun();
-  ASSERT_EQ(run.segments.size(), 2u) << run.toString();
-  EXPECT_EQ(run.segments[0].scheduler, SchedulerType::Matmul);
-  EXPECT_EQ(run.segments[1].scheduler, SchedulerType::Reduction);
-  EXPECT_EQ(cache.segmentation(run.signature).toString(),
-            "segment 0 (matmul): T0, T1 -> T5\n"
-            "segment 1 (reduction): T5 -> T7\n");
+  expectSegments(cache, {SchedulerType::Matmul, SchedulerType::Reduction},
+                 "segment 0 (matmul): T0, T1 -> T5\n"
+                 "segment 1 (reduction): T5 -> T7\n");
 }
 
 // Two rows of 65,536 floats: the heuristics split each row into 16 chunks
@@ -170,11 +174,10 @@ TEST(FusionExecutorCache, FewLongRowsRunAsPartialAndFinalKernels) {
   }
   FusionExecutorCache cache(std::move(fusion));
   runAndCheck(cache, {randn({2, 65536})});
-  const FusionRun& run = cache.lastRun();
-  ASSERT_EQ(run.segments.size(), 2u) << run.toString();
-  EXPECT_EQ(cache.segmentation(run.signature).toString(),
-            "segment 0 (reduction): T0 -> T1 (partial results, rows in at most 16 chunks)\n"
-            "segment 1 (reduction): T0 -> T1 (reduces the partial results)\n");
+  expectSegments(
+      cache, {SchedulerType::Reduction, SchedulerType::Reduction},
+      "segment 0 (reduction): T0 -> T1 (partial results, rows in at most 16 chunks)\n"
+      "segment 1 (reduction): T0 -> T1 (reduces the partial results)\n");
   EXPECT_EQ(cache.lastExecutor(0).launchParams().grid[0], 32);
   // Rows of another length in the same size class keep the segmentation:
   // 15 chunks of 3,333 (the largest divisor of 49,995 up to 16).

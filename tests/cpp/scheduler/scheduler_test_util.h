@@ -81,12 +81,12 @@ namespace smelt::testing {
 inline std::vector<at::Tensor> runSegmentsInSimulator(const Fusion& fusion,
                                                       const SegmentedFusion& segmented,
                                                       const std::vector<at::Tensor>& inputs) {
-  const int64_t chunks = gridSplitChunksOf(segmented, RuntimeInfo(fusion, inputInfosOf(fusion, inputs)));
+  const RuntimeInfo whole(fusion, inputInfosOf(fusion, inputs));
   std::unordered_map<const Val*, at::Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) values[fusion.inputs()[i]] = inputs[i];
-  for (size_t s = 0; s < segmented.segments.size(); ++s) {
-    const Segment& segment = segmented.segments[s];
-    const std::vector<at::Tensor> segment_inputs = segmentInputTensors(segmented, s, values, chunks);
+  for (const Segment& segment : segmented.segments) {
+    const std::vector<at::Tensor> segment_inputs =
+        segmentInputTensors(segment, values, gridSplitChunksOf(segment, whole));
     std::unique_ptr<Fusion> scheduled = segment.fusion->clone();
     RuntimeInfo runtime(*scheduled, inputInfosOf(*scheduled, segment_inputs));
     scheduleFusion(*scheduled, runtime);

@@ -148,7 +148,9 @@ TEST(Segmentation, MatmulFollowedByReduction) {
 TEST(Segmentation, SoftmaxRowTooLongToKeepOnChip) {
   // 32k floats per row: x and exp(x - max) do not fit one block's shared
   // memory together. The row maxima take a kernel of their own; the rest
-  // keeps exp(x - max) in shared memory.
+  // keeps exp(x - max) in shared memory. The one row of 32k is long enough
+  // for the heuristics to split the maximum across 8 blocks (partial maxima,
+  // then their maximum).
   Fusion fusion;
   FusionGuard guard(&fusion);
   TensorView* x = makeContigTensor(2);
@@ -157,11 +159,12 @@ TEST(Segmentation, SoftmaxRowTooLongToKeepOnChip) {
   fusion.addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
   SegmentedFusion segmented = segmentAndCheck(fusion, {randn({1, 32768})}, 1e-6);
   EXPECT_EQ(segmented.toString(),
-            "segment 0 (reduction): T0 -> T1\n"
-            "segment 1 (persistent): T1, T0 -> T7\n");
+            "segment 0 (reduction): T0 -> T1 (partial results, rows in at most 8 chunks)\n"
+            "segment 1 (reduction): T0 -> T1 (reduces the partial results)\n"
+            "segment 2 (persistent): T1, T0 -> T7\n");
 }
 
-// Sets grid_split on the reduction parameters of the whole fusion.
+// Sets grid_split on the reduction parameters of every reduction segment.
 ParamsOverride forceGridSplit(int64_t max_chunks) {
   return [max_chunks](HeuristicParams& params) {
     dynamic_cast<ReductionParams&>(params).grid_split = max_chunks;
@@ -190,7 +193,7 @@ TEST(Segmentation, GridSplitOfLongRowsIntoPartialAndFinalKernels) {
               "segment 0 (reduction): T0 -> T3 (partial results, rows in at most " +
                   std::to_string(c.max_chunks) + " chunks)\n"
                   "segment 1 (reduction): T2, T1 -> T5 (reduces the partial results)\n");
-    EXPECT_EQ(gridSplitChunksOf(segmented, RuntimeInfo(fusion, inputInfosOf(fusion, inputs))),
+    EXPECT_EQ(gridSplitChunksOf(segmented.segments[0], RuntimeInfo(fusion, inputInfosOf(fusion, inputs))),
               c.chunks);
   }
 }
