@@ -186,6 +186,25 @@ TEST(FusionExecutorCache, FewLongRowsRunAsPartialAndFinalKernels) {
   EXPECT_EQ(cache.lastExecutor(0).launchParams().grid[0], 30);
 }
 
+// 32,768 rows of 4 floats summed over the rows: one block would do all the
+// work; the heuristics split the columns into 8 chunks (partial rows of
+// every 8th row, then their sum).
+TEST(FusionExecutorCache, LongColumnsRunAsPartialAndFinalKernels) {
+  auto fusion = std::make_unique<Fusion>();
+  {
+    FusionGuard guard(fusion.get());
+    TensorView* x = makeContigTensor(2);
+    fusion->addInput(x);
+    fusion->addOutput(sum(x, {0}));
+  }
+  FusionExecutorCache cache(std::move(fusion));
+  runAndCheck(cache, {randn({32768, 4})});
+  expectSegments(
+      cache, {SchedulerType::Reduction, SchedulerType::Reduction},
+      "segment 0 (reduction): T0 -> T1 (partial results, rows in at most 8 chunks)\n"
+      "segment 1 (reduction): T0 -> T1 (reduces the partial results)\n");
+}
+
 TEST(FusionExecutorCache, ScalarInputsAndHeuristicOverride) {
   auto fusion = std::make_unique<Fusion>();
   {

@@ -211,16 +211,49 @@ TEST(Segmentation, GridSplitOfARowMaximumWithoutPrologue) {
             "segment 1 (reduction): T0 -> T1 (reduces the partial results)\n");
 }
 
+// Columns: every P-th row goes to one of P partial rows, the final kernel
+// reduces the partial rows and adds the bias.
+TEST(Segmentation, GridSplitOfLongColumnsIntoPartialAndFinalKernels) {
+  struct Case {
+    int64_t rows, cols, max_chunks, chunks;
+  };
+  for (Case c : {Case{1000, 5, 8, 8}, Case{999, 3, 16, 9}, Case{997, 4, 8, 1}}) {
+    SCOPED_TRACE(::testing::Message() << c.rows << " x " << c.cols << ", " << c.max_chunks);
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeContigTensor(2);
+    TensorView* bias = makeContigTensor(1);
+    fusion.addInput(x);
+    fusion.addInput(bias);
+    fusion.addOutput(add(sum(mul(x, 2.0), {0}), bias));
+    const std::vector<at::Tensor> inputs = {randn({c.rows, c.cols}), randn({c.cols})};
+    SegmentedFusion segmented = segmentAndCheck(fusion, inputs, 1e-4, forceGridSplit(c.max_chunks));
+    EXPECT_EQ(segmented.toString(),
+              "segment 0 (reduction): T0 -> T3 (partial results, rows in at most " +
+                  std::to_string(c.max_chunks) + " chunks)\n"
+                  "segment 1 (reduction): T2, T1 -> T4 (reduces the partial results)\n");
+    EXPECT_EQ(gridSplitChunksOf(segmented.segments[1], RuntimeInfo(fusion, inputInfosOf(fusion, inputs))),
+              c.chunks);
+  }
+  // A transposed (non-contiguous) input of rank 3: regrouping copies it.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(3)->setContiguity({false, false, false});
+  fusion.addInput(x);
+  fusion.addOutput(max(x, {0}));
+  segmentAndCheck(fusion, {randn({4, 3, 999}).permute({2, 1, 0})}, 1e-6, forceGridSplit(16));
+}
+
 TEST(Segmentation, GridSplitRefusedWhereRowsCannotBeRegrouped) {
   Fusion fusion;
   FusionGuard guard(&fusion);
-  TensorView* x = makeContigTensor(2);
+  TensorView* x = makeContigTensor(3);
   fusion.addInput(x);
-  fusion.addOutput(sum(x, {0}));
-  RuntimeInfo runtime(fusion, inputInfosOf(fusion, {randn({100, 3})}));
+  fusion.addOutput(sum(x, {1}));
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, {randn({2, 100, 3})}));
   EXPECT_SMELT_ERROR(segmentFusion(fusion, runtime, forceGridSplit(4)),
                      "cannot split the reduction across blocks (grid_split = 4)",
-                     "T1 does not reduce its innermost dimension alone");
+                     "T1 reduces neither its innermost nor its outermost dimension alone");
 }
 
 }  // namespace
