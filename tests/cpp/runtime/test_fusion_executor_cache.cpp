@@ -43,6 +43,16 @@ std::unique_ptr<Fusion> softmax() {
   return fusion;
 }
 
+// sum(x, {axis}) of a matrix.
+std::unique_ptr<Fusion> sumOver(int64_t axis) {
+  auto fusion = std::make_unique<Fusion>();
+  FusionGuard guard(fusion.get());
+  TensorView* x = makeContigTensor(2);
+  fusion->addInput(x);
+  fusion->addOutput(sum(x, {axis}));
+  return fusion;
+}
+
 // Runs through the cache and compares with ATen on the cache's own fusion.
 std::vector<at::Tensor> runAndCheck(FusionExecutorCache& cache,
                                     const std::vector<at::Tensor>& inputs) {
@@ -165,14 +175,7 @@ TEST(FusionExecutorCache, MatmulThenReductionRunsAsTwoKernels) {
 // (a partial kernel of 32 blocks, then a final kernel over the [2, 16]
 // partial sums).
 TEST(FusionExecutorCache, FewLongRowsRunAsPartialAndFinalKernels) {
-  auto fusion = std::make_unique<Fusion>();
-  {
-    FusionGuard guard(fusion.get());
-    TensorView* x = makeContigTensor(2);
-    fusion->addInput(x);
-    fusion->addOutput(sum(x, {1}));
-  }
-  FusionExecutorCache cache(std::move(fusion));
+  FusionExecutorCache cache(sumOver(1));
   runAndCheck(cache, {randn({2, 65536})});
   expectSegments(
       cache, {SchedulerType::Reduction, SchedulerType::Reduction},
@@ -190,14 +193,7 @@ TEST(FusionExecutorCache, FewLongRowsRunAsPartialAndFinalKernels) {
 // work; the heuristics split the columns into 8 chunks (partial rows of
 // every 8th row, then their sum).
 TEST(FusionExecutorCache, LongColumnsRunAsPartialAndFinalKernels) {
-  auto fusion = std::make_unique<Fusion>();
-  {
-    FusionGuard guard(fusion.get());
-    TensorView* x = makeContigTensor(2);
-    fusion->addInput(x);
-    fusion->addOutput(sum(x, {0}));
-  }
-  FusionExecutorCache cache(std::move(fusion));
+  FusionExecutorCache cache(sumOver(0));
   runAndCheck(cache, {randn({32768, 4})});
   expectSegments(
       cache, {SchedulerType::Reduction, SchedulerType::Reduction},
