@@ -108,18 +108,26 @@ std::vector<at::Tensor> segmentInputTensors(
   std::vector<at::Tensor> tensors;
   for (const Val* v : segment.inputs) {
     if (split.role == GridSplitRole::Partials && v->asTensor() != nullptr) {
-      // [.., R, N] -> [.., R * chunks, N / chunks]
       const at::Tensor& t = values.at(v);
-      std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end() - 2);
-      sizes.push_back(t.size(-2) * chunks);
-      sizes.push_back(t.size(-1) / chunks);
+      std::vector<int64_t> sizes = t.sizes().vec();
+      if (split.inner) {  // [.., R, N] -> [.., R * chunks, N / chunks]
+        sizes.end()[-2] *= chunks;
+        sizes.back() /= chunks;
+      } else {  // [N, C, ..] -> [N / chunks, chunks * C, ..]
+        sizes[0] /= chunks;
+        sizes[1] *= chunks;
+      }
       tensors.push_back(t.reshape(sizes));
     } else if (split.role == GridSplitRole::Final && v == split.final_input) {
-      // [.., R * chunks] -> [.., R, chunks]
       const at::Tensor& partials = values.at(split.partials);
-      std::vector<int64_t> sizes(partials.sizes().begin(), partials.sizes().end() - 1);
-      sizes.push_back(partials.size(-1) / chunks);
-      sizes.push_back(chunks);
+      std::vector<int64_t> sizes = partials.sizes().vec();
+      if (split.inner) {  // [.., R * chunks] -> [.., R, chunks]
+        sizes.back() /= chunks;
+        sizes.push_back(chunks);
+      } else {  // [chunks * C, ..] -> [chunks, C, ..]
+        sizes[0] /= chunks;
+        sizes.insert(sizes.begin(), chunks);
+      }
       tensors.push_back(partials.view(sizes));
     } else {
       tensors.push_back(values.at(v));

@@ -69,8 +69,10 @@ std::string gridSplitRejectReason(const Fusion& fusion) {
   const TensorView* ref = layout.reference;
   const int64_t rank = static_cast<int64_t>(ref->logicalDomain().size());
   if (rank < 2) return "it reduces a whole tensor; a grid split regroups rows";
-  if (layout.reduced_dims != std::vector<int64_t>{rank - 1}) {
-    return "reduction " + ref->name() + " does not reduce its innermost dimension alone";
+  const bool outer = layout.reduced_dims == std::vector<int64_t>{0};
+  if (!outer && layout.reduced_dims != std::vector<int64_t>{rank - 1}) {
+    return "reduction " + ref->name() + " reduces neither its innermost nor its outermost "
+           "dimension alone";
   }
   const TensorView* reduced_input = ref->definition()->input(0)->asTensor();
   if (reduced_input->dtype() != ref->dtype()) {
@@ -92,7 +94,7 @@ std::string gridSplitRejectReason(const Fusion& fusion) {
     if (static_cast<int64_t>(tv->logicalNoReductions().size()) != rank) {
       return "input " + tv->name() + " is read before the reduction without the reduction's shape";
     }
-    for (int64_t d : {rank - 2, rank - 1}) {
+    for (int64_t d : outer ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{rank - 2, rank - 1}) {
       if (layout.map->role(tv, d) != DimensionMap::Role::Iteration) {
         return "input " + tv->name() + " is broadcast along dimension " + std::to_string(d);
       }
@@ -125,19 +127,22 @@ ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& run
   if (!layout.inner) {
     params.block_x = std::min<int64_t>(128, nextPowerOfTwo(n_iter));
     params.block_y = std::min(kBlockThreads / params.block_x, nextPowerOfTwo(n_red));
-    return params;
+  } else {
+    VectorChoice vector = chooseVectorWidth(fusion, map, inner_reduced, runtime,
+                                            /*with_outputs=*/false);
+    params.vector_width = vector.width;
+    params.vectorized_inputs = vector.inputs;
+    params.block_x = std::min(kBlockThreads, nextPowerOfTwo(ceilDiv(n_red, params.vector_width)));
+    params.block_y = std::min(kBlockThreads / params.block_x, nextPowerOfTwo(n_iter));
   }
-  VectorChoice vector = chooseVectorWidth(fusion, map, inner_reduced, runtime,
-                                          /*with_outputs=*/false);
-  params.vector_width = vector.width;
-  params.vectorized_inputs = vector.inputs;
-  params.block_x = std::min(kBlockThreads, nextPowerOfTwo(ceilDiv(n_red, params.vector_width)));
-  params.block_y = std::min(kBlockThreads / params.block_x, nextPowerOfTwo(n_iter));
-  int64_t rows = 1;
-  for (const std::vector<int64_t>& run : layout.iteration_runs) rows *= extentOf(ref, map, run, runtime);
-  if (rows < kSmCount && n_red >= kGridSplitMinRow && gridSplitRejectReason(fusion).empty()) {
+  int64_t iterations = 1;
+  for (const std::vector<int64_t>& run : layout.iteration_runs) {
+    iterations *= extentOf(ref, map, run, runtime);
+  }
+  const int64_t blocks = ceilDiv(iterations, layout.inner ? params.block_y : params.block_x);
+  if (blocks < kSmCount && n_red >= kGridSplitMinRow && gridSplitRejectReason(fusion).empty()) {
     // Two blocks per SM, chunks of at least kGridSplitMinChunk elements.
-    const int64_t chunks = std::min(ceilDiv(2 * kSmCount, rows), n_red / kGridSplitMinChunk);
+    const int64_t chunks = std::min(ceilDiv(2 * kSmCount, blocks), n_red / kGridSplitMinChunk);
     params.grid_split = std::max<int64_t>(1, nextPowerOfTwo(chunks + 1) / 2);
   }
   return params;

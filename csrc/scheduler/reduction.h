@@ -18,16 +18,19 @@
 // outer runs of reduced dimensions become serial loops, the iterated run
 // before the innermost one goes to BIDy.
 //
-// Grid split: a kernel reduces each row in one block, so a few very long
-// rows would leave most SMs idle. For such fusions the heuristics set
-// `grid_split`, and the segmenter (segmenter.h) runs the fusion as two
-// kernels instead: the partial kernel reduces every row as P chunks of
-// N / P elements (its inputs regrouped from [.., R, N] to [.., R * P, N / P],
-// one block per chunk), the final kernel reduces the [.., R, P] partial
-// results and runs the rest of the fusion. P is the largest divisor of N
-// that is at most grid_split (gridSplitChunks), chosen per launch; a prime N
-// gets P = 1 (correct, not faster). scheduleReduction itself always reduces
-// a row in one block.
+// Grid split: a kernel reduces each row (column) within one block, so a few
+// very long rows, or very long columns of a narrow tensor, leave most SMs
+// idle. For such fusions the heuristics set `grid_split`, and the segmenter
+// (segmenter.h) runs the fusion as two kernels instead. Inner: the partial
+// kernel reduces every row as P chunks of N / P elements (its inputs
+// regrouped from [.., R, N] to [.., R * P, N / P]); the final kernel reduces
+// the [.., R, P] partial results. Outer: the partial kernel reduces every
+// P-th row into P partial rows (inputs regrouped from [N, C, ..] to
+// [N / P, P * C, ..]; row j * P + p goes to partial row p); the final kernel
+// reduces the [P, C, ..] partial rows. Both regroupings are reshapes of a
+// contiguous tensor (no copy). P is the largest divisor of N that is at most
+// grid_split (gridSplitChunks), chosen per launch; a prime N gets P = 1
+// (correct, not faster). scheduleReduction itself never splits.
 #pragma once
 
 #include <cstdint>
@@ -51,9 +54,9 @@ struct ReductionParams : HeuristicParams {
   // Inner: rows per block. Outer: threads splitting the reduced extent.
   int64_t block_y = 1;
   std::vector<int64_t> vectorized_inputs;  // positions in fusion->inputs()
-  // Inner reductions: split each row into at most this many chunks reduced
-  // by separate blocks, in two kernels (see above); 1: no split. Printed
-  // only when > 1.
+  // Split each row (column) into at most this many chunks reduced by
+  // separate blocks, in two kernels (see above); 1: no split. Printed only
+  // when > 1.
   int64_t grid_split = 1;
 
   SchedulerType type() const override { return SchedulerType::Reduction; }
@@ -65,19 +68,20 @@ struct ReductionParams : HeuristicParams {
 // it can.
 std::string reductionRejectReason(const Fusion& fusion);
 // Why the fusion's reduction cannot be split across blocks by segmentation;
-// empty if it can: one inner reduction of the innermost dimension alone,
-// rank >= 2, every tensor input read before the reduction of the
-// reduction's full shape and every extent there symbolic (the kernels are
-// launched on regrouped views), the reduction's input and output of one
-// dtype (the final kernel reads the partial results as its input).
+// empty if it can: one reduction of the innermost or of the outermost
+// dimension alone, rank >= 2, every tensor input read before the reduction
+// of the reduction's full shape with symbolic extents in the two regrouped
+// dimensions (the kernels run on regrouped tensors), the reduction's input
+// and output of one dtype (the final kernel reads the partial results as
+// its input).
 std::string gridSplitRejectReason(const Fusion& fusion);
 // The chunks a row of `extent` elements is split into: the largest divisor
 // of `extent` that is at most `max_chunks`.
 int64_t gridSplitChunks(int64_t extent, int64_t max_chunks);
-// The largest grid_split the heuristics choose: rows are split only when
-// there are fewer of them than SMs (132 on an H200), aiming at two blocks
-// per SM, and only rows of kGridSplitMinRow elements or more, into chunks of
-// at least kGridSplitMinChunk elements.
+// When the heuristics split: the kernel would have fewer blocks than SMs
+// (132 on an H200) and reduces kGridSplitMinRow elements or more per row
+// (column); grid_split aims at two blocks per SM with chunks of at least
+// kGridSplitMinChunk elements.
 constexpr int64_t kGridSplitMinRow = 32768;
 constexpr int64_t kGridSplitMinChunk = 4096;
 

@@ -193,7 +193,9 @@ class Segmenter {
         final.push_back(*m);
       }
     }
-    GridSplit split{GridSplitRole::None, reduce->input(0)->asTensor()->logicalNoReductions().back(),
+    const std::vector<IterDomain*> reduced_input = reduce->input(0)->asTensor()->logicalNoReductions();
+    const bool inner = reduce->output()->logicalDomain().back()->isReduction();
+    GridSplit split{GridSplitRole::None, inner, inner ? reduced_input.back() : reduced_input.front(),
                     max_chunks, reduce->output(), reduce->input(0)};
     for (auto [part, role] : {std::pair{&partial, GridSplitRole::Partials},
                               std::pair{&final, GridSplitRole::Final}}) {

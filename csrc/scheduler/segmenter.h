@@ -14,10 +14,11 @@
 // A segment (the whole fusion included) the reduction scheduler takes, but
 // whose heuristics (or an override of them) set grid_split (reduction.h),
 // becomes two segments instead: the partial segment (the reduction and the
-// expressions it reads) runs on its inputs regrouped from [.., R, N] to
-// [.., R * P, N / P], so it writes [.., R * P] partial results; the final
-// segment (the reduction again and the rest of the segment) reads them
-// regrouped to [.., R, P] as the reduction's input. The runtime regroups (runtime/fusion_executor_cache.h:
+// expressions it reads) runs on its inputs regrouped (inner: [.., R, N] to
+// [.., R * P, N / P]; outer: [N, C, ..] to [N / P, P * C, ..]), so it writes
+// partial results; the final segment (the reduction again and the rest of
+// the segment) reads them regrouped ([.., R, P]; [P, C, ..]) as the
+// reduction's input. The runtime regroups (runtime/fusion_executor_cache.h:
 // segmentInputTensors), choosing P = gridSplitChunks(N, max_chunks) per
 // launch.
 #pragma once
@@ -35,12 +36,14 @@ namespace smelt {
 
 // A segment's part in a grid-split reduction (see above): N is the extent of
 // `reduced_axis` (the innermost axis of the reduction's input in the
-// complete fusion), split into gridSplitChunks(N, max_chunks) chunks; the
+// complete fusion when `inner`, else the outermost), split into
+// gridSplitChunks(N, max_chunks) chunks; the
 // partial segment's output `partials` is read by the final segment as
 // `final_input`. Both segments of a split carry the same description.
 enum class GridSplitRole { None, Partials, Final };
 struct GridSplit {
   GridSplitRole role = GridSplitRole::None;
+  bool inner = true;
   const IterDomain* reduced_axis = nullptr;
   int64_t max_chunks = 1;
   const Val* partials = nullptr;

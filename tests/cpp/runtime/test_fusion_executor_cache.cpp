@@ -43,6 +43,16 @@ std::unique_ptr<Fusion> softmax() {
   return fusion;
 }
 
+// sum(x, {axis}) of a matrix.
+std::unique_ptr<Fusion> sumOver(int64_t axis) {
+  auto fusion = std::make_unique<Fusion>();
+  FusionGuard guard(fusion.get());
+  TensorView* x = makeContigTensor(2);
+  fusion->addInput(x);
+  fusion->addOutput(sum(x, {axis}));
+  return fusion;
+}
+
 // Runs through the cache and compares with ATen on the cache's own fusion.
 std::vector<at::Tensor> runAndCheck(FusionExecutorCache& cache,
                                     const std::vector<at::Tensor>& inputs) {
@@ -165,14 +175,7 @@ TEST(FusionExecutorCache, MatmulThenReductionRunsAsTwoKernels) {
 // (a partial kernel of 32 blocks, then a final kernel over the [2, 16]
 // partial sums).
 TEST(FusionExecutorCache, FewLongRowsRunAsPartialAndFinalKernels) {
-  auto fusion = std::make_unique<Fusion>();
-  {
-    FusionGuard guard(fusion.get());
-    TensorView* x = makeContigTensor(2);
-    fusion->addInput(x);
-    fusion->addOutput(sum(x, {1}));
-  }
-  FusionExecutorCache cache(std::move(fusion));
+  FusionExecutorCache cache(sumOver(1));
   runAndCheck(cache, {randn({2, 65536})});
   expectSegments(
       cache, {SchedulerType::Reduction, SchedulerType::Reduction},
@@ -184,6 +187,18 @@ TEST(FusionExecutorCache, FewLongRowsRunAsPartialAndFinalKernels) {
   runAndCheck(cache, {randn({2, 49995})});
   EXPECT_FALSE(cache.lastRun().new_signature);
   EXPECT_EQ(cache.lastExecutor(0).launchParams().grid[0], 30);
+}
+
+// 32,768 rows of 4 floats summed over the rows: one block would do all the
+// work; the heuristics split the columns into 8 chunks (partial rows of
+// every 8th row, then their sum).
+TEST(FusionExecutorCache, LongColumnsRunAsPartialAndFinalKernels) {
+  FusionExecutorCache cache(sumOver(0));
+  runAndCheck(cache, {randn({32768, 4})});
+  expectSegments(
+      cache, {SchedulerType::Reduction, SchedulerType::Reduction},
+      "segment 0 (reduction): T0 -> T1 (partial results, rows in at most 8 chunks)\n"
+      "segment 1 (reduction): T0 -> T1 (reduces the partial results)\n");
 }
 
 TEST(FusionExecutorCache, ScalarInputsAndHeuristicOverride) {

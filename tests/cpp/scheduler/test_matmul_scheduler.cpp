@@ -211,6 +211,38 @@ TEST_P(MatmulLayoutTest, EveryDtypeIsSelectedAutomaticallyThroughTheCache) {
   }
 }
 
+// The heuristic schedule on size-1 extents and on operands whose rows are
+// padded (slices of wider tensors: leading dimension > K or > N), through
+// the cache (simulated with race detection, against ATen).
+TEST(MatmulScheduler, SelectedForSizeOneAndPaddedOperands) {
+  struct Operands {
+    at::Tensor a, b;
+  };
+  const Operands cases[] = {
+      {smelt::testing::randn({1, 1}), smelt::testing::randn({1, 1})},
+      {smelt::testing::randn({1, 43}), smelt::testing::randn({43, 29})},
+      {smelt::testing::randn({37, 5}), smelt::testing::randn({5, 1})},
+      {smelt::testing::randn({37, 64}).slice(1, 0, 43), smelt::testing::randn({43, 40}).slice(1, 3, 32)},
+  };
+  for (const Operands& c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.a.sizes() << " @ " << c.b.sizes());
+    auto fusion = std::make_unique<Fusion>();
+    {
+      FusionGuard guard(fusion.get());
+      TensorView* a = makeContigTensor(2);
+      TensorView* b = makeContigTensor(2);
+      fusion->addInput(a);
+      fusion->addInput(b);
+      fusion->addOutput(matmul(a, b));
+    }
+    FusionExecutorCache cache(std::move(fusion));
+    const std::vector<at::Tensor> outputs = cache.runFusionWithInputs({c.a, c.b});
+    EXPECT_EQ(cache.lastRun().segments.at(0).scheduler, SchedulerType::Matmul);
+    EXPECT_TRUE(at::allclose(outputs[0], at::matmul(c.a, c.b), 1e-4, 1e-4))
+        << cache.lastRun().toString();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllLayouts, MatmulLayoutTest,
                          ::testing::Values(MatmulLayout::TT, MatmulLayout::TN, MatmulLayout::NT,
                                            MatmulLayout::NN),

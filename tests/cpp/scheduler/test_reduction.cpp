@@ -68,10 +68,10 @@ TEST(ReductionScheduler, HeuristicsForLongAndShortRows) {
             "ReductionParams{inner, vector_width=4, block=(8, 32), vectorized_inputs={0}}");
 }
 
-// Grid split: fewer rows than SMs (132), of 32k elements or more, are split
-// into power-of-two chunk counts aiming at two blocks per SM, chunks of at
-// least 4096 elements.
-TEST(ReductionScheduler, HeuristicsSplitFewLongRowsAcrossBlocks) {
+// Grid split: reductions of 32k elements or more whose kernel would have
+// fewer blocks than SMs (132) are split into power-of-two chunk counts
+// aiming at two blocks per SM, chunks of at least 4096 elements.
+TEST(ReductionScheduler, HeuristicsSplitFewLongRowsOrColumnsAcrossBlocks) {
   Fusion fusion;
   FusionGuard guard(&fusion);
   TensorView* x = makeContigTensor(2);
@@ -91,6 +91,20 @@ TEST(ReductionScheduler, HeuristicsSplitFewLongRowsAcrossBlocks) {
   EXPECT_EQ(reductionHeuristics(fusion, runtime).toString(),
             "ReductionParams{inner, vector_width=4, block=(256, 1), vectorized_inputs={0}, "
             "grid_split=16}");
+  // Columns: [N, C] needs ceil(C / block_x) blocks (block_x <= 128).
+  Fusion columns;
+  FusionGuard columns_guard(&columns);
+  TensorView* y = makeContigTensor(2);
+  columns.addInput(y);
+  columns.addOutput(sum(y, {0}));
+  auto column_split = [&](int64_t rows, int64_t cols) {
+    RuntimeInfo runtime(columns, {InputInfo::contiguous(DataType::Float, {rows, cols})});
+    return reductionHeuristics(columns, runtime).grid_split;
+  };
+  EXPECT_EQ(column_split(1 << 20, 64), 256);    // one block: 264 wanted, 256 chunks of 4096
+  EXPECT_EQ(column_split(1 << 20, 8192), 4);    // 64 blocks: 5 wanted
+  EXPECT_EQ(column_split(1 << 20, 32768), 1);   // 256 blocks
+  EXPECT_EQ(column_split(32768, 4), 8);         // chunks of 4096
   EXPECT_EQ(gridSplitChunks(100000, 16), 16);
   EXPECT_EQ(gridSplitChunks(999, 16), 9);
   EXPECT_EQ(gridSplitChunks(997, 16), 1);  // prime
@@ -114,8 +128,9 @@ TEST(ReductionScheduler, GridSplitRejectReasons) {
               f.addOutput(sum(mul(exp(x), input(f, makeContigTensor(2))), {1}));
             }),
             "");
-  EXPECT_EQ(reason([&](Fusion& f) { f.addOutput(sum(input(f, makeContigTensor(2)), {0})); }),
-            "reduction T1 does not reduce its innermost dimension alone");
+  EXPECT_EQ(reason([&](Fusion& f) { f.addOutput(sum(input(f, makeContigTensor(3)), {0})); }), "");
+  EXPECT_EQ(reason([&](Fusion& f) { f.addOutput(sum(input(f, makeContigTensor(3)), {1})); }),
+            "reduction T1 reduces neither its innermost nor its outermost dimension alone");
   EXPECT_EQ(reason([&](Fusion& f) { f.addOutput(sum(input(f, makeContigTensor(1)), {0})); }),
             "it reduces a whole tensor; a grid split regroups rows");
   EXPECT_EQ(reason([&](Fusion& f) {

@@ -171,6 +171,22 @@ ParamsOverride forceGridSplit(int64_t max_chunks) {
   };
 }
 
+// Forces grid_split = max_chunks; checks the two segments (the partial one
+// reading `partial_inputs`, the final one `final_inputs`) in the simulator
+// against ATen and the chunks a launch on `inputs` gets.
+void expectGridSplit(Fusion& fusion, const std::vector<at::Tensor>& inputs, int64_t max_chunks,
+                     const std::string& partial_segment, const std::string& final_segment,
+                     int64_t chunks) {
+  SegmentedFusion segmented = segmentAndCheck(fusion, inputs, 1e-4, forceGridSplit(max_chunks));
+  EXPECT_EQ(segmented.toString(),
+            "segment 0 (reduction): " + partial_segment + " (partial results, rows in at most " +
+                std::to_string(max_chunks) + " chunks)\nsegment 1 (reduction): " + final_segment +
+                " (reduces the partial results)\n");
+  RuntimeInfo whole(fusion, inputInfosOf(fusion, inputs));
+  EXPECT_EQ(gridSplitChunksOf(segmented.segments[0], whole), chunks);
+  EXPECT_EQ(gridSplitChunksOf(segmented.segments[1], whole), chunks);
+}
+
 // A grid split forced on small rows: the partial kernel reduces each row in
 // chunks (as many as the largest divisor of the row length allows), the
 // final kernel reduces the chunks' results and runs the epilogue.
@@ -187,14 +203,8 @@ TEST(Segmentation, GridSplitOfLongRowsIntoPartialAndFinalKernels) {
     fusion.addInput(x);
     fusion.addInput(bias);
     fusion.addOutput(add(mul(sum(mul(x, x), {1}), 0.5), bias));
-    const std::vector<at::Tensor> inputs = {randn({c.rows, c.cols}), randn({c.rows})};
-    SegmentedFusion segmented = segmentAndCheck(fusion, inputs, 1e-4, forceGridSplit(c.max_chunks));
-    EXPECT_EQ(segmented.toString(),
-              "segment 0 (reduction): T0 -> T3 (partial results, rows in at most " +
-                  std::to_string(c.max_chunks) + " chunks)\n"
-                  "segment 1 (reduction): T2, T1 -> T5 (reduces the partial results)\n");
-    EXPECT_EQ(gridSplitChunksOf(segmented.segments[0], RuntimeInfo(fusion, inputInfosOf(fusion, inputs))),
-              c.chunks);
+    expectGridSplit(fusion, {randn({c.rows, c.cols}), randn({c.rows})}, c.max_chunks, "T0 -> T3",
+                    "T2, T1 -> T5", c.chunks);
   }
 }
 
@@ -204,23 +214,47 @@ TEST(Segmentation, GridSplitOfARowMaximumWithoutPrologue) {
   TensorView* x = makeContigTensor(3);
   fusion.addInput(x);
   fusion.addOutput(max(x, {2}));
-  SegmentedFusion segmented = segmentAndCheck(fusion, {randn({2, 3, 1001})}, 1e-6, forceGridSplit(16));
   // The final kernel reads the [2, 3, 13] partial maxima in place of T0.
-  EXPECT_EQ(segmented.toString(),
-            "segment 0 (reduction): T0 -> T1 (partial results, rows in at most 16 chunks)\n"
-            "segment 1 (reduction): T0 -> T1 (reduces the partial results)\n");
+  expectGridSplit(fusion, {randn({2, 3, 1001})}, 16, "T0 -> T1", "T0 -> T1", 13);
+}
+
+// Columns: every P-th row goes to one of P partial rows, the final kernel
+// reduces the partial rows and adds the bias.
+TEST(Segmentation, GridSplitOfLongColumnsIntoPartialAndFinalKernels) {
+  struct Case {
+    int64_t rows, cols, max_chunks, chunks;
+  };
+  for (Case c : {Case{1000, 5, 8, 8}, Case{999, 3, 16, 9}, Case{997, 4, 8, 1}}) {
+    SCOPED_TRACE(::testing::Message() << c.rows << " x " << c.cols << ", " << c.max_chunks);
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeContigTensor(2);
+    TensorView* bias = makeContigTensor(1);
+    fusion.addInput(x);
+    fusion.addInput(bias);
+    fusion.addOutput(add(sum(mul(x, 2.0), {0}), bias));
+    expectGridSplit(fusion, {randn({c.rows, c.cols}), randn({c.cols})}, c.max_chunks, "T0 -> T3",
+                    "T2, T1 -> T4", c.chunks);
+  }
+  // A transposed (non-contiguous) input of rank 3: regrouping copies it.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(3)->setContiguity({false, false, false});
+  fusion.addInput(x);
+  fusion.addOutput(max(x, {0}));
+  expectGridSplit(fusion, {randn({4, 3, 999}).permute({2, 1, 0})}, 16, "T0 -> T1", "T0 -> T1", 9);
 }
 
 TEST(Segmentation, GridSplitRefusedWhereRowsCannotBeRegrouped) {
   Fusion fusion;
   FusionGuard guard(&fusion);
-  TensorView* x = makeContigTensor(2);
+  TensorView* x = makeContigTensor(3);
   fusion.addInput(x);
-  fusion.addOutput(sum(x, {0}));
-  RuntimeInfo runtime(fusion, inputInfosOf(fusion, {randn({100, 3})}));
+  fusion.addOutput(sum(x, {1}));
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, {randn({2, 100, 3})}));
   EXPECT_SMELT_ERROR(segmentFusion(fusion, runtime, forceGridSplit(4)),
                      "cannot split the reduction across blocks (grid_split = 4)",
-                     "T1 does not reduce its innermost dimension alone");
+                     "T1 reduces neither its innermost nor its outermost dimension alone");
 }
 
 }  // namespace
