@@ -1,6 +1,6 @@
-// TorchScript custom fusion (smelt.enable_torchscript_fusion): a pass that
-// runs before TorchScript's own fusers groups the nodes smelt supports into
-// smelt::FusionGroup nodes (torch::jit::CustomFuseGraph), and the operator
+// TorchScript custom fusion (smelt.enable_torchscript_fusion): a post pass
+// (it runs once the profiling executor has specialized the graph's tensor
+// types) groups the nodes smelt supports into smelt::FusionGroup nodes (torch::jit::CustomFuseGraph), and the operator
 // behind that node kind hands each group's subgraph to Python once (as IR
 // text) and its input tensors at every run. The translation, execution and
 // fallback live in python/smelt/torchscript.py.
@@ -41,8 +41,10 @@ struct TorchScriptFusion {
 };
 
 TorchScriptFusion& state() {
-  static TorchScriptFusion s;
-  return s;
+  // Never destroyed: its Python objects must not be released after the
+  // interpreter has finalized (at process exit).
+  static auto* s = new TorchScriptFusion;
+  return *s;
 }
 
 bool completeTensor(const Value* v) {
@@ -104,7 +106,7 @@ void enable(const std::vector<std::string>& kinds, py::object compile) {
   s.kinds = {kinds.begin(), kinds.end()};
   s.compile = holdUnderGil(std::move(compile));
   if (!s.pass) {
-    s.pass = torch::jit::registerPrePass([](std::shared_ptr<torch::jit::Graph>& graph) {
+    s.pass = torch::jit::registerPostPass([](std::shared_ptr<torch::jit::Graph>& graph) {
       torch::jit::CustomFuseGraph(graph, isFusable, c10::Symbol::fromQualString(kGroupKind));
     });
   }
@@ -112,7 +114,7 @@ void enable(const std::vector<std::string>& kinds, py::object compile) {
 
 void disable() {
   TorchScriptFusion& s = state();
-  if (s.pass) torch::jit::clearPrePass(*s.pass);
+  if (s.pass) torch::jit::clearPostPass(*s.pass);
   s.pass.reset();
 }
 
