@@ -99,6 +99,13 @@ FusionExecutorCache::FusionExecutorCache(std::unique_ptr<Fusion> fusion, Executo
     : fusion_(std::move(fusion)), options_(std::move(options)) {
   SMELT_CHECK(fusion_ != nullptr, "FusionExecutorCache: fusion is null");
   checkUnscheduled(*fusion_);
+  std::unique_ptr<Fusion> any_strides = fusion_->clone();
+  for (Val* v : any_strides->inputs()) {
+    if (TensorView* tv = v->asTensor()) {
+      tv->setContiguity(std::vector<bool>(tv->logicalDomain().size(), false));
+    }
+  }
+  validator_ = InputValidator(*any_strides);
 }
 
 std::vector<at::Tensor> segmentInputTensors(
@@ -163,8 +170,7 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
 
 std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
     const std::vector<at::Tensor>& inputs) {
-  SMELT_CHECK(inputs.size() == fusion_->inputs().size(), "the fusion takes ",
-              fusion_->inputs().size(), " inputs but ", inputs.size(), " were given");
+  validator_.validate(inputs);
   last_run_ = FusionRun();
   last_executors_.clear();
   last_run_.signature = inputSignature(inputs);

@@ -31,6 +31,7 @@
 
 #include "fusion/fusion.h"
 #include "runtime/executor.h"
+#include "runtime/input_validation.h"
 #include "scheduler/heuristic.h"
 #include "scheduler/runtime_info.h"
 #include "scheduler/segmenter.h"
@@ -78,6 +79,9 @@ class FusionExecutorCache {
   // otherwise); the cache owns it.
   explicit FusionExecutorCache(std::unique_ptr<Fusion> fusion, ExecutorOptions options = {});
 
+  // Inputs are checked like FusionExecutor's (count, dtypes, ranks, fixed and
+  // broadcast sizes, one device; smelt::Error naming the input) except
+  // strides: any layout is accepted, contiguity is part of the signature.
   std::vector<at::Tensor> runFusionWithInputs(const std::vector<at::Tensor>& inputs);
 
   // Called with each segment's parameters before they are used: a user may
@@ -114,6 +118,7 @@ class FusionExecutorCache {
   SignatureEntry& entryFor(const std::string& signature, const std::vector<at::Tensor>& inputs);
 
   std::unique_ptr<Fusion> fusion_;
+  InputValidator validator_;  // of fusion_ with every input declared non-contiguous
   ExecutorOptions options_;
   HeuristicOverride override_;
   std::map<std::string, SignatureEntry> signatures_;

@@ -1,10 +1,12 @@
 // Fusion IR bindings: enums, Fusion and FusionGuard, TensorView with its
 // scheduling primitives, IterDomain, Scalar, and the op functions of
 // fusion/ops.h under their Python names.
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <pybind11/stl.h>
@@ -172,20 +174,25 @@ void bindOps(py::module_& m) {
   m.def("full", [](const std::vector<int64_t>& shape, Val* value, DataType dtype) {
     return full(toIntExprs(shape), value, dtype);
   }, kRef);
-  m.def("set", &set, kRef);
-  m.def("neg", &neg, kRef);
-  m.def("exp", &exp, kRef);
-  m.def("tanh", &tanh, kRef);
-  m.def("abs", &abs, kRef);
-  m.def("relu", &relu, kRef);
+  using Unary = TensorView* (*)(TensorView*);
+  for (auto [name, fn] : std::initializer_list<std::pair<const char*, Unary>>{
+           {"set", &set}, {"neg", &neg}, {"exp", &exp}, {"tanh", &tanh}, {"abs", &abs},
+           {"relu", &relu}, {"sqrt", &sqrt}, {"rsqrt", &rsqrt}, {"log", &log}, {"log2", &log2},
+           {"log1p", &log1p}, {"exp2", &exp2}, {"expm1", &expm1}, {"sigmoid", &sigmoid},
+           {"erf", &erf}, {"reciprocal", &reciprocal}, {"sin", &sin}, {"cos", &cos},
+           {"floor", &floor}, {"ceil", &ceil}, {"round", &round}, {"trunc", &trunc},
+           {"logical_not", &logicalNot}}) {
+    m.def(name, fn, kRef);
+  }
   m.def("cast", [](TensorView* in, DataType dtype) { return castOp(dtype, in); }, kRef);
   using Binary = TensorView* (*)(Val*, Val*);
-  m.def("add", static_cast<Binary>(&add), kRef);
-  m.def("sub", static_cast<Binary>(&sub), kRef);
-  m.def("mul", static_cast<Binary>(&mul), kRef);
-  m.def("div", static_cast<Binary>(&div), kRef);
-  m.def("maximum", static_cast<Binary>(&maximum), kRef);
-  m.def("minimum", static_cast<Binary>(&minimum), kRef);
+  for (auto [name, fn] : std::initializer_list<std::pair<const char*, Binary>>{
+           {"add", &add}, {"sub", &sub}, {"mul", &mul}, {"div", &div}, {"maximum", &maximum},
+           {"minimum", &minimum}, {"pow", &pow}, {"remainder", &remainder}, {"fmod", &fmod},
+           {"eq", &eq}, {"ne", &ne}, {"lt", &lt}, {"le", &le}, {"gt", &gt}, {"ge", &ge},
+           {"logical_and", &logicalAnd}, {"logical_or", &logicalOr}}) {
+    m.def(name, fn, kRef);
+  }
   m.def("where", &where, kRef);
   using Reduction = TensorView* (*)(TensorView*, const std::vector<int64_t>&);
   m.def("sum", static_cast<Reduction>(&sum), kRef);
@@ -196,6 +203,15 @@ void bindOps(py::module_& m) {
   }, kRef);
   m.def("pad", &pad, py::arg("input"), py::arg("widths"), py::arg("value") = 0.0, kRef);
   m.def("matmul", &matmul, kRef);
+  m.def("permute", &permute, kRef);
+  m.def("transpose", &transpose, kRef);
+  m.def("squeeze", &squeeze, kRef);
+  m.def("unsqueeze", &unsqueeze, kRef);
+  m.def("reshape", &reshape, kRef);
+  m.def("flatten", &flatten, py::arg("input"), py::arg("start_dim") = 0, py::arg("end_dim") = -1,
+        kRef);
+  m.def("linear", &linear, py::arg("x"), py::arg("weight"), py::arg("bias") = nullptr, kRef);
+  m.def("gelu", &gelu, py::arg("x"), py::arg("tanh_approximation") = false, kRef);
 }
 
 }  // namespace

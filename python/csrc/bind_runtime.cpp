@@ -1,6 +1,8 @@
 // Runtime bindings on at::Tensor (the one file that includes torch's Python
-// headers): FusionExecutor, which runs CUDA tensors on the GPU and CPU
-// tensors in the simulator, and what it compiled.
+// headers): FusionExecutor (a scheduled fusion), FusionExecutorCache (an
+// unscheduled one, scheduled automatically per input signature) and a view of
+// each kernel they compiled. CUDA tensors run on the GPU, CPU tensors in the
+// simulator.
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,12 +12,20 @@
 
 #include "bindings.h"
 #include "runtime/executor.h"
+#include "runtime/fusion_executor_cache.h"
 
 namespace py = pybind11;
 
 namespace smelt::python {
 
 namespace {
+
+// One compiled kernel, kept alive by the executor (or cache) that owns it.
+struct KernelView {
+  std::shared_ptr<const void> owner;
+  const FusionExecutor* executor = nullptr;
+  const alloc_reuse::SharedMemoryPlan& plan() const { return executor->sharedMemoryPlan(); }
+};
 
 // An executor with the fusion it refers to (which must outlive it).
 struct PyFusionExecutor {
@@ -26,22 +36,48 @@ struct PyFusionExecutor {
 
 py::tuple launchDims(const int64_t (&dims)[3]) { return py::make_tuple(dims[0], dims[1], dims[2]); }
 
-const alloc_reuse::SharedMemoryPlan& planOf(const PyFusionExecutor& e) {
-  return e.executor.sharedMemoryPlan();
+ExecutorOptions executorOptions(const std::string& device, SmemHazards hazards,
+                                SmemAllocator allocator) {
+  ExecutorOptions options;
+  options.device = c10::Device(device);
+  options.lower.smem_hazards = hazards;
+  options.lower.smem_allocator = allocator;
+  return options;
+}
+
+void bindKernelView(py::module_& m) {
+  py::class_<KernelView>(m, "KernelView")
+      .def_property_readonly("kernel_name", [](const KernelView& k) { return k.executor->kernelName(); })
+      .def_property_readonly("cuda_source", [](const KernelView& k) { return k.executor->cudaSource(); })
+      .def_property_readonly("compiled", [](const KernelView& k) { return k.executor->compiledKernel(); })
+      .def_property_readonly("grid",
+                             [](const KernelView& k) { return launchDims(k.executor->launchParams().grid); })
+      .def_property_readonly("block",
+                             [](const KernelView& k) { return launchDims(k.executor->launchParams().block); })
+      .def_property_readonly("shared_memory_bytes",
+                             [](const KernelView& k) { return k.executor->launchParams().smem_bytes; })
+      .def_property_readonly("kernel_ir", [](const KernelView& k) { return k.executor->kernel().toString(); })
+      .def_property_readonly("summary", [](const KernelView& k) { return k.executor->kernel().summary(); })
+      .def_property_readonly("smem_plan_text", [](const KernelView& k) { return k.plan().report_text; })
+      .def_property_readonly("smem_plan_json", [](const KernelView& k) { return k.plan().report_json; })
+      .def_property_readonly("smem_plan_svg", [](const KernelView& k) { return k.plan().report_svg; })
+      .def_property_readonly("smem_tensor_bytes",
+                             [](const KernelView& k) { return intOrText(k.plan().tensor_bytes); })
+      .def_property_readonly("simulation_report",
+                             [](const KernelView& k) { return k.executor->simulationReport().toString(); });
 }
 
 }  // namespace
 
 void bindRuntime(py::module_& m) {
+  bindKernelView(m);
   LowerOptions defaults;
-  py::class_<PyFusionExecutor>(m, "FusionExecutor")
+
+  py::class_<PyFusionExecutor, std::shared_ptr<PyFusionExecutor>>(m, "FusionExecutor")
       .def(py::init<std::shared_ptr<Fusion>>())
       .def("compile", [](PyFusionExecutor& e, const std::vector<at::Tensor>& example_inputs,
                          const std::string& device, SmemHazards hazards, SmemAllocator allocator) {
-        ExecutorOptions options;
-        options.device = c10::Device(device);
-        options.lower.smem_hazards = hazards;
-        options.lower.smem_allocator = allocator;
+        ExecutorOptions options = executorOptions(device, hazards, allocator);
         py::gil_scoped_release release;
         e.executor.compile(e.fusion.get(), example_inputs, options);
       }, py::arg("example_inputs"), py::arg("device") = "cpu",
@@ -50,39 +86,31 @@ void bindRuntime(py::module_& m) {
         py::gil_scoped_release release;
         return e.executor.run(inputs);
       })
-      .def_property_readonly("fusion", [](const PyFusionExecutor& e) { return e.fusion; })
-      .def_property_readonly("from_cache",
-                             [](const PyFusionExecutor& e) { return e.executor.compiledFromCache(); })
-      .def_property_readonly("kernel_name",
-                             [](const PyFusionExecutor& e) { return e.executor.kernelName(); })
-      .def_property_readonly("cuda_source",
-                             [](const PyFusionExecutor& e) { return e.executor.cudaSource(); })
-      .def_property_readonly("compiled",
-                             [](const PyFusionExecutor& e) { return e.executor.compiledKernel(); })
-      .def_property_readonly("grid", [](const PyFusionExecutor& e) {
-        return launchDims(e.executor.launchParams().grid);
-      })
-      .def_property_readonly("block", [](const PyFusionExecutor& e) {
-        return launchDims(e.executor.launchParams().block);
-      })
-      .def_property_readonly("shared_memory_bytes", [](const PyFusionExecutor& e) {
-        return e.executor.launchParams().smem_bytes;
-      })
-      .def_property_readonly("kernel_ir",
-                             [](const PyFusionExecutor& e) { return e.executor.kernel().toString(); })
-      .def_property_readonly("summary",
-                             [](const PyFusionExecutor& e) { return e.executor.kernel().summary(); })
-      .def_property_readonly("smem_plan_text",
-                             [](const PyFusionExecutor& e) { return planOf(e).report_text; })
-      .def_property_readonly("smem_plan_json",
-                             [](const PyFusionExecutor& e) { return planOf(e).report_json; })
-      .def_property_readonly("smem_plan_svg",
-                             [](const PyFusionExecutor& e) { return planOf(e).report_svg; })
-      .def_property_readonly("smem_tensor_bytes",
-                             [](const PyFusionExecutor& e) { return intOrText(planOf(e).tensor_bytes); })
-      .def_property_readonly("simulation_report", [](const PyFusionExecutor& e) {
-        return e.executor.simulationReport().toString();
+      .def("kernel", [](const std::shared_ptr<PyFusionExecutor>& e) {
+        return KernelView{e, &e->executor};
       });
+
+  py::class_<FusionExecutorCache, std::shared_ptr<FusionExecutorCache>>(m, "FusionExecutorCache")
+      .def(py::init([](const Fusion& fusion, const std::string& device, SmemHazards hazards,
+                       SmemAllocator allocator) {
+        return std::make_shared<FusionExecutorCache>(fusion.clone(),
+                                                     executorOptions(device, hazards, allocator));
+      }), py::arg("fusion"), py::arg("device") = "cpu", py::arg("hazards") = defaults.smem_hazards,
+          py::arg("allocator") = defaults.smem_allocator)
+      .def("run", [](FusionExecutorCache& c, const std::vector<at::Tensor>& inputs) {
+        py::gil_scoped_release release;
+        return c.runFusionWithInputs(inputs);
+      })
+      .def("last_kernels", [](const std::shared_ptr<FusionExecutorCache>& c) {
+        std::vector<KernelView> views;
+        for (size_t s = 0; s < c->lastRun().segments.size(); ++s) {
+          views.push_back(KernelView{c, &c->lastExecutor(s)});
+        }
+        return views;
+      })
+      .def_property_readonly("last_run", [](const FusionExecutorCache& c) { return c.lastRun().toString(); })
+      .def_property_readonly("num_signatures", &FusionExecutorCache::numSignatures)
+      .def_property_readonly("num_compiled_kernels", &FusionExecutorCache::numCompiledKernels);
 }
 
 }  // namespace smelt::python

@@ -1,5 +1,5 @@
 // The pieces of the smelt._C extension module, one per file so that only
-// bind_runtime.cpp pays for torch's headers (at::Tensor conversion).
+// bind_runtime.cpp and bind_torchscript.cpp pay for torch's headers.
 //
 // The module is private: the Python package (python/smelt) wraps it. Fusion
 // nodes (TensorView, IterDomain, Scalar) are owned by their Fusion and handed
@@ -30,6 +30,7 @@ pybind11::object intOrText(const IntExpr& e);
 
 void bindFusion(pybind11::module_& m);    // enums, Fusion, nodes, schedule primitives, ops
 void bindLowering(pybind11::module_& m);  // GpuLower, kernel IR, CUDA, smem plan, NVRTC
-void bindRuntime(pybind11::module_& m);   // simulator and execution on at::Tensor
+void bindRuntime(pybind11::module_& m);   // executors on at::Tensor and their kernels
+void bindTorchScript(pybind11::module_& m);  // the TorchScript custom fusion pass
 
 }  // namespace smelt::python

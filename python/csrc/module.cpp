@@ -11,4 +11,5 @@ PYBIND11_MODULE(_C, m) {
   smelt::python::bindFusion(m);
   smelt::python::bindLowering(m);
   smelt::python::bindRuntime(m);
+  smelt::python::bindTorchScript(m);
 }

@@ -18,7 +18,15 @@ from smelt.fusion_cache import fusion_cache
 from smelt.fusion_definition import Axis, FusionDefinition, Scalar, Tensor
 from smelt.inspection import Kernel, SmemBuffer, SmemPlan
 
+
+
+def enable_torchscript_fusion(enabled: bool = True) -> None:
+    """Sends supported subgraphs of TorchScript models to smelt (see smelt.torchscript)."""
+    from smelt.torchscript import enable_torchscript_fusion as enable
+    enable(enabled)
+
+
 __all__ = [
     "Axis", "DataType", "FusionDefinition", "Kernel", "MemoryType", "ParallelType", "Scalar",
-    "SmeltError", "SmemBuffer", "SmemPlan", "Tensor", "fusion_cache",
+    "SmeltError", "SmemBuffer", "SmemPlan", "Tensor", "enable_torchscript_fusion", "fusion_cache",
 ]

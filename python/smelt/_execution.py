@@ -49,17 +49,22 @@ def _device(fd, args: List[torch.Tensor]) -> torch.device:
 
 def execute(fd, inputs: Sequence[Any]) -> List[torch.Tensor]:
     args = _arguments(fd, inputs)
-    device = _device(fd, args)
     entry = fusion_cache().entry(tuple(fd.records))
-    executor = fusion_cache().executor(entry, str(device), lambda: Executor(fd, args, device))
+    if fd.is_scheduled:
+        device = _device(fd, args)
+        executor = fusion_cache().executor(entry, str(device),
+                                           lambda: ManualExecutor(fd, args, device))
+    else:
+        executor = fusion_cache().executor(entry, "auto", lambda: AutoExecutor(fd))
     outputs = executor.run(args)
     entry.runs += 1
     fd._last_executor = executor
     return outputs
 
 
-class Executor:
-    """One fusion built from a record, compiled for one device."""
+class ManualExecutor:
+    """A fusion scheduled by hand, compiled once for one device (its sizes
+    stay symbolic unless the definition fixed them)."""
 
     def __init__(self, fd, example_inputs: List[torch.Tensor], device: torch.device):
         self._impl = _C.FusionExecutor(fd.build_fusion())
@@ -70,4 +75,25 @@ class Executor:
 
     def kernels(self) -> list:
         from smelt.inspection import Kernel
-        return [Kernel.from_executor(self._impl)]
+        return [Kernel.from_executor(self._impl.kernel())]
+
+    def report(self) -> str:
+        return "manual schedule: one kernel"
+
+
+class AutoExecutor:
+    """An unscheduled fusion: segmented, scheduled and compiled per input
+    signature by FusionExecutorCache (new shapes may bring new kernels)."""
+
+    def __init__(self, fd):
+        self._impl = _C.FusionExecutorCache(fd.build_fusion())
+
+    def run(self, args: List[torch.Tensor]) -> List[torch.Tensor]:
+        return self._impl.run(args)
+
+    def kernels(self) -> list:
+        from smelt.inspection import Kernel
+        return [Kernel.from_executor(view) for view in self._impl.last_kernels()]
+
+    def report(self) -> str:
+        return self._impl.last_run

@@ -87,28 +87,33 @@ def _broadcast_in_dim(tv, shape, broadcast_dims):
     return _C.expand(out, target) if any(t != -1 for t in target) else out
 
 
+def _extent(entry: Any) -> Any:
+    """A reshape entry: an int (-1 for the rest), or an extent's symbol as
+    Tensor.size() returns it for a size known at run time."""
+    return _C.IntExpr.symbol(entry) if isinstance(entry, str) else _C.IntExpr(entry)
+
+
+def _unary(c_op):
+    return lambda a: c_op(as_val(a))
+
+
 def _binary(c_op):
     return lambda a, b: c_op(as_val(a), as_val(b))
 
+
+# Elementwise ops: fd.ops.<name> maps to _C.<name> (scalars allowed).
+UNARY_OPS = ("set", "neg", "exp", "tanh", "abs", "relu", "sqrt", "rsqrt", "log", "log2", "log1p",
+             "exp2", "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "floor", "ceil",
+             "round", "trunc", "logical_not")
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "remainder", "fmod", "eq",
+              "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or")
 
 DEFINITION_OPS: Dict[str, Impl] = {
     "define_tensor": _define_tensor,
     "define_scalar": _define_scalar,
     "add_output": lambda v: _C.add_output(v),
     "full": lambda shape, value, dtype: _C.full(list(shape), as_val(value), dtype),
-    "set": _C.set,
-    "neg": _C.neg,
-    "exp": _C.exp,
-    "tanh": _C.tanh,
-    "abs": _C.abs,
-    "relu": _C.relu,
     "cast": lambda tv, dtype: _C.cast(tv, dtype),
-    "add": _binary(_C.add),
-    "sub": _binary(_C.sub),
-    "mul": _binary(_C.mul),
-    "div": _binary(_C.div),
-    "maximum": _binary(_C.maximum),
-    "minimum": _binary(_C.minimum),
     "where": lambda c, a, b: _C.where(as_val(c), as_val(a), as_val(b)),
     "sum": lambda tv, dims, keepdim, dtype: _reduction(_C.sum, tv, dims, keepdim, dtype),
     "max": lambda tv, dims, keepdim, dtype: _reduction(_C.max, tv, dims, keepdim, dtype),
@@ -117,6 +122,16 @@ DEFINITION_OPS: Dict[str, Impl] = {
     "expand": lambda tv, shape: _C.expand(tv, list(shape)),
     "pad": lambda tv, widths, value: _C.pad(tv, list(widths), float(value)),
     "matmul": _C.matmul,
+    "permute": lambda tv, dims: _C.permute(tv, list(dims)),
+    "transpose": _C.transpose,
+    "squeeze": lambda tv, dims: _C.squeeze(tv, list(dims)),
+    "unsqueeze": _C.unsqueeze,
+    "reshape": lambda tv, shape: _C.reshape(tv, [_extent(e) for e in shape]),
+    "flatten": _C.flatten,
+    "linear": _C.linear,
+    "gelu": lambda tv, approximate: _C.gelu(tv, approximate == "tanh"),
+    **{name: _unary(getattr(_C, name)) for name in UNARY_OPS},
+    **{name: _binary(getattr(_C, name)) for name in BINARY_OPS},
 }
 
 

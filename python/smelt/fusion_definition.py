@@ -205,24 +205,8 @@ class Operators:
     def _op(self, name: str, *args: Any) -> Any:
         return self._fd._define_op(name, *args)
 
-    # unary
-    def set(self, x: Tensor) -> Tensor: return self._op("set", x)
-    def neg(self, x: Tensor) -> Tensor: return self._op("neg", x)
-    def exp(self, x: Tensor) -> Tensor: return self._op("exp", x)
-    def tanh(self, x: Tensor) -> Tensor: return self._op("tanh", x)
-    def abs(self, x: Tensor) -> Tensor: return self._op("abs", x)
-    def relu(self, x: Tensor) -> Tensor: return self._op("relu", x)
-
     def cast(self, x: Tensor, dtype: DataType) -> Tensor:
         return self._op("cast", x, to_data_type(dtype))
-
-    # binary (tensor or scalar operands)
-    def add(self, a, b) -> Tensor: return self._op("add", a, b)
-    def sub(self, a, b) -> Tensor: return self._op("sub", a, b)
-    def mul(self, a, b) -> Tensor: return self._op("mul", a, b)
-    def div(self, a, b) -> Tensor: return self._op("div", a, b)
-    def maximum(self, a, b) -> Tensor: return self._op("maximum", a, b)
-    def minimum(self, a, b) -> Tensor: return self._op("minimum", a, b)
 
     def where(self, condition, a, b) -> Tensor:
         return self._op("where", condition, a, b)
@@ -257,6 +241,56 @@ class Operators:
 
     def matmul(self, a: Tensor, b: Tensor) -> Tensor:
         return self._op("matmul", a, b)
+
+    # layout (torch semantics; negative dimensions count from the end)
+    def permute(self, x: Tensor, dims: Sequence[int]) -> Tensor:
+        return self._op("permute", x, tuple(dims))
+
+    def transpose(self, x: Tensor, dim0: int, dim1: int) -> Tensor:
+        return self._op("transpose", x, dim0, dim1)
+
+    def squeeze(self, x: Tensor, dims: Union[int, Sequence[int]]) -> Tensor:
+        return self._op("squeeze", x, _ops.reduction_dims(dims))
+
+    def unsqueeze(self, x: Tensor, dim: int) -> Tensor:
+        return self._op("unsqueeze", x, dim)
+
+    def reshape(self, x: Tensor, shape: Sequence[Union[int, str]]) -> Tensor:
+        """Entries are ints (one may be -1) or, for sizes known only at run
+        time, Tensor.size(d) of a fusion input (e.g. [-1, x.size(2)]).
+        Symbolic dimensions may pass through or merge; splitting one is an
+        error (it would need a divisibility check at run time)."""
+        return self._op("reshape", x, tuple(shape))
+
+    def flatten(self, x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        return self._op("flatten", x, start_dim, end_dim)
+
+    # composites
+    def linear(self, x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+        """torch.nn.functional.linear: x [..., K] @ weight[N, K]^T (+ bias[N])."""
+        return self._op("linear", x, weight, bias)
+
+    def gelu(self, x: Tensor, approximate: str = "none") -> Tensor:
+        """torch.nn.functional.gelu (approximate "none" or "tanh")."""
+        if approximate not in ("none", "tanh"):
+            raise SmeltError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        return self._op("gelu", x, approximate)
+
+
+def _elementwise_method(name: str, arity: int):
+    def method(self, *args):
+        if len(args) != arity:
+            raise TypeError(f"fd.ops.{name} takes {arity} operand(s), got {len(args)}")
+        return self._op(name, *args)
+    method.__name__ = name
+    method.__doc__ = f"fd.ops.{name}: elementwise, {arity} operand(s) (tensors or scalars)."
+    return method
+
+
+for _name in _ops.UNARY_OPS:
+    setattr(Operators, _name, _elementwise_method(_name, 1))
+for _name in _ops.BINARY_OPS:
+    setattr(Operators, _name, _elementwise_method(_name, 2))
 
 
 class FusionDefinition:
@@ -421,6 +455,13 @@ class FusionDefinition:
         if self._last_executor is None:
             raise SmeltError("last_kernels: this FusionDefinition has not been executed")
         return self._last_executor.kernels()
+
+    def last_run_report(self) -> str:
+        """How the latest execute() ran: per segment the scheduler, its
+        parameters, whether it was compiled for this run, the launch."""
+        if self._last_executor is None:
+            raise SmeltError("last_run_report: this FusionDefinition has not been executed")
+        return self._last_executor.report()
 
     def lower(self, **options: Any):
         """The lowered kernel of the (scheduled) fusion: kernel IR, CUDA,

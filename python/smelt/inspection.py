@@ -71,7 +71,7 @@ class SmemPlan:
 
     @staticmethod
     def from_source(source) -> "SmemPlan":
-        """From a _C.LoweredKernel or _C.FusionExecutor."""
+        """From a _C.LoweredKernel or _C.KernelView."""
         json_text = source.smem_plan_json
         d = json.loads(json_text)
         return SmemPlan(
@@ -118,7 +118,7 @@ class Kernel:
     was only lowered (fd.lower()); an executed one (fd.last_kernels()) has them."""
 
     def __init__(self, source, cuda: Callable[[], str], compiled: Callable[[], Any]):
-        self._source = source  # _C.LoweredKernel or _C.FusionExecutor
+        self._source = source  # _C.LoweredKernel or _C.KernelView
         self._cuda = cuda
         self._compiled = compiled
 
@@ -131,8 +131,9 @@ class Kernel:
         return kernel
 
     @staticmethod
-    def from_executor(executor) -> "Kernel":
-        return Kernel(executor, lambda: executor.cuda_source, lambda: executor.compiled)
+    def from_executor(view) -> "Kernel":
+        """From a _C.KernelView of an executed kernel."""
+        return Kernel(view, lambda: view.cuda_source, lambda: view.compiled)
 
     @property
     def kernel_ir(self) -> str:
@@ -142,10 +143,6 @@ class Kernel:
     def summary(self) -> str:
         """Launch dimensions and every allocation."""
         return self._source.summary
-
-    @property
-    def fusion_text(self) -> str:
-        return str(self._source.fusion)
 
     @property
     def grid(self) -> tuple:

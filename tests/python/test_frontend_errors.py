@@ -86,12 +86,24 @@ def test_bad_dtype_argument():
     ([torch.randn(2, 3, dtype=torch.float64)],
      r"input 0 \(T0\) must be a float tensor, got Double"),
     ([torch.randn(6)], r"input 0 \(T0\) must have rank 2, got a tensor of shape \[6\]"),
-    ([torch.randn(3, 4).t()], r"input 0 \(T0\) dimension 1 has stride 4 but the fusion declares "
-                              r"it contiguous, which needs stride 1"),
 ])
 def test_execute_refuses_bad_inputs(inputs, message):
     with pytest.raises(SmeltError, match=message):
         pointwise().execute(inputs)
+
+
+def test_scheduled_fusion_refuses_strides_it_was_not_compiled_for():
+    fd = pointwise()
+    fd.outputs[0].axis(0).parallelize(ParallelType.BIDx)
+    with pytest.raises(SmeltError, match=r"input 0 \(T0\) dimension 1 has stride 4 but the "
+                                         r"fusion declares it contiguous, which needs stride 1"):
+        fd.execute([torch.randn(3, 4).t()])
+
+
+def test_automatic_schedule_takes_any_strides():
+    """Unscheduled, the layout is part of the input signature instead."""
+    x = torch.randn(3, 4).t()
+    torch.testing.assert_close(pointwise().execute([x])[0], x.exp())
 
 
 def test_execute_refuses_wrong_fixed_and_broadcast_extents():
@@ -128,3 +140,29 @@ def test_non_contiguous_input_defined_so_runs():
     with FusionDefinition() as fd:
         fd.add_output(fd.ops.neg(fd.from_pytorch(x)))
     torch.testing.assert_close(fd.execute([x])[0], -x)
+
+
+@pytest.mark.parametrize("build,message", [
+    (lambda fd, x: fd.ops.permute(x, [0, 0]),
+     r"permute: dimension 0 of tensor T0 is listed twice"),
+    (lambda fd, x: fd.ops.transpose(x, 0, 2),
+     r"transpose: dimension 2 is out of range for tensor T0 of rank 2"),
+    (lambda fd, x: fd.ops.reshape(x, [5, -1]),
+     r"reshape of tensor T0 with shape \[3, 4\] into \[5, -1\]: 12 elements do not fit"),
+    (lambda fd, x: fd.ops.squeeze(x, [3]), r"squeeze: dimension 3 is out of range"),
+    (lambda fd, x: fd.ops.linear(x, fd.define_tensor([6, 5])),
+     r"linear: K of T0 \(4\) does not match K of T1 \(5\)"),
+    (lambda fd, x: fd.ops.gelu(x, "fast"), r"gelu: approximate must be 'none' or 'tanh'"),
+])
+def test_layout_and_composite_op_errors(build, message):
+    with pytest.raises(SmeltError, match=message):
+        with FusionDefinition() as fd:
+            build(fd, fd.define_tensor([3, 4]))
+
+
+def test_reshape_cannot_split_a_symbolic_dimension():
+    with pytest.raises(SmeltError, match=r"splitting dimension 1 \(symbolic extent T0.size\[1\]\) "
+                                         r"into several would need a divisibility check"):
+        with FusionDefinition() as fd:
+            x = fd.define_tensor([-1, -1])
+            fd.ops.reshape(x, [x.size(0), 2, -1])

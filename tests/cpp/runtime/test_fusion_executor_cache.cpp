@@ -230,9 +230,16 @@ TEST(FusionExecutorCache, Errors) {
   scheduled->outputs()[0]->asTensor()->split(1, 4);
   EXPECT_SMELT_ERROR(FusionExecutorCache(std::move(scheduled)), "unscheduled fusion", "T3");
   FusionExecutorCache cache(addRelu());
-  EXPECT_SMELT_ERROR(cache.runFusionWithInputs({randn({2, 2})}), "takes 2 inputs but 1");
-  EXPECT_SMELT_ERROR(cache.runFusionWithInputs({randn({2, 2}), randn({2})}), "rank 2",
-                     "rank 1");
+  // Inputs are validated like FusionExecutor's, strides aside.
+  EXPECT_SMELT_ERROR(cache.runFusionWithInputs({randn({2, 2})}), "the fusion has 2 inputs",
+                     "got 1");
+  EXPECT_SMELT_ERROR(cache.runFusionWithInputs({randn({2, 2}), randn({2})}),
+                     "input 1 (T1) must have rank 2", "shape [2]");
+  EXPECT_SMELT_ERROR(cache.runFusionWithInputs({randn({2, 2}), randn({2, 2}).to(at::kDouble)}),
+                     "input 1 (T1) must be a float tensor", "Double");
+  EXPECT_SMELT_ERROR(cache.runFusionWithInputs({randn({2, 2}), randn({2, 3})}), "input 1 (T1)",
+                     "dimension 1");
+  EXPECT_EQ(cache.numSignatures(), 0);
 }
 
 }  // namespace

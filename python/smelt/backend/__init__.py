@@ -1,0 +1,76 @@
+"""The torch.compile backend: `torch.compile(model, backend="smelt")`.
+
+AOTAutograd turns Dynamo's graph into ATen graphs (forward, and backward when
+training), decomposing composite ops (softmax, layer norm, addmm, ...)
+into ones smelt translates. Each graph is partitioned (partition.py): the
+supported parts run as smelt fusions (the fusion cache reuses their kernels
+across recompilations and input shapes), everything else runs in torch, and
+a fusion that smelt refuses at run time falls back to torch too: compiling
+with smelt never makes a model fail.
+
+The backend is registered under the name "smelt" through the
+`torch_dynamo_backends` entry point of the installed package, and by
+importing this module (for the build tree, where no entry point exists).
+`reports()` / `last_report()` tell what each compiled graph fused.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Any, List
+
+import torch
+from torch._decomp import get_decompositions
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
+
+from smelt.backend.partition import GraphReport, PartitionReport, partition_graph
+
+__all__ = ["GraphReport", "PartitionReport", "last_report", "reports", "reset_reports",
+           "smelt_backend"]
+
+aten = torch.ops.aten
+
+# Composite ops lowered to the ATen/prims ops smelt translates.
+DECOMPOSITIONS = get_decompositions([
+    aten._softmax, aten._log_softmax, aten.addmm, aten.linear, aten.mean,
+    aten.native_layer_norm, aten.silu, aten.var_mean,
+])
+
+_REPORTS: List[GraphReport] = []
+
+
+def reports() -> List[GraphReport]:
+    """Reports of every graph compiled since the last reset, in order."""
+    return list(_REPORTS)
+
+
+def last_report() -> GraphReport:
+    if not _REPORTS:
+        raise RuntimeError("no graph was compiled with the smelt backend yet")
+    return _REPORTS[-1]
+
+
+def reset_reports() -> None:
+    _REPORTS.clear()
+
+
+def _compiler(kind: str):
+    def compile_graph(gm: torch.fx.GraphModule, example_inputs: List[Any]):
+        compiled, report = partition_graph(gm, f"{kind} graph {len(_REPORTS)}")
+        _REPORTS.append(report)
+        return make_boxed_func(compiled.forward)
+    return compile_graph
+
+
+smelt_backend = aot_autograd(fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
+                             decompositions=DECOMPOSITIONS)
+
+
+def _register() -> None:
+    from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+    names = importlib.metadata.entry_points(group="torch_dynamo_backends").names
+    if "smelt" not in names and "smelt" not in _COMPILER_FNS:
+        register_backend(smelt_backend, name="smelt")
+
+
+_register()

@@ -1,0 +1,380 @@
+"""ATen (and prims) nodes of an FX graph -> FusionDefinition ops.
+
+TRANSLATORS maps each supported op overload to a function that adds the
+node's computation to a FusionDefinition. Whether a node is supported is
+decided by translating it alone into a scratch definition (node_support):
+the same code decides support and does the work, so nothing is claimed that
+does not translate. A translator raises Unsupported for argument forms it
+does not handle (symbolic sizes, unsupported keyword values).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch
+import torch.fx
+
+from smelt._C import DataType, SmeltError
+from smelt.dtypes import is_supported_torch_dtype, to_data_type
+from smelt.fusion_definition import FusionDefinition, Tensor, _contiguity
+
+aten = torch.ops.aten
+prims = torch.ops.prims
+
+
+class Unsupported(Exception):
+    """A node (or one of its arguments) smelt does not translate."""
+
+
+def meta_tensor(node: Any) -> Optional[torch.Tensor]:
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return val if isinstance(val, torch.Tensor) else None
+
+
+def define_input(fd: FusionDefinition, node: torch.fx.Node) -> Tensor:
+    """A fusion input shaped like the node's value: extents symbolic, size-1
+    dimensions broadcast, dtype and contiguity from its metadata."""
+    val = meta_tensor(node)
+    if val is None:
+        raise Unsupported(f"input {node.name} is not a tensor")
+    if not is_supported_torch_dtype(val.dtype):
+        raise Unsupported(f"input {node.name} has dtype {val.dtype}")
+    if any(not isinstance(s, int) for s in val.shape):
+        # Symbolic sizes are fine as extents; size-1 needs to be known.
+        shape = [1 if (isinstance(s, int) and s == 1) else -1 for s in val.shape]
+        contiguity = [None if s == 1 else True for s in shape] if val.is_contiguous() else None
+        if contiguity is None:
+            raise Unsupported(f"input {node.name} has symbolic sizes and is not contiguous")
+    else:
+        shape = [1 if s == 1 else -1 for s in val.shape]
+        contiguity = _contiguity(val)
+    return fd.define_tensor(shape, contiguity, to_data_type(val.dtype))
+
+
+class Translation:
+    """Maps FX nodes to the FusionDefinition values computing them."""
+
+    def __init__(self, fd: FusionDefinition):
+        self.fd = fd
+        self.values: Dict[torch.fx.Node, Any] = {}
+
+    def arg(self, a: Any) -> Any:
+        if isinstance(a, torch.fx.Node):
+            if a not in self.values:
+                raise Unsupported(f"argument {a.name} is not a tensor of the fusion")
+            return self.values[a]
+        if isinstance(a, bool) or isinstance(a, (int, float)):
+            return a
+        raise Unsupported(f"argument of type {type(a).__name__}")
+
+    def operand(self, a: Any, node: torch.fx.Node) -> Any:
+        """An elementwise operand: a tensor of lower rank than the node's
+        output gains leading broadcast dimensions (torch's broadcasting)."""
+        v = self.arg(a)
+        src, out = meta_tensor(a), meta_tensor(node)
+        if isinstance(v, Tensor) and src is not None and out is not None and src.dim() < out.dim():
+            lead = out.dim() - src.dim()
+            v = self.fd.ops.broadcast(v, [True] * lead + [False] * src.dim())
+        return v
+
+    def ints(self, values: Sequence[Any], what: str) -> List[int]:
+        if any(not isinstance(v, int) for v in values):
+            raise Unsupported(f"{what} {list(values)} is not a list of constant ints")
+        return list(values)
+
+    def translate(self, node: torch.fx.Node) -> Any:
+        fn = TRANSLATORS.get(node.target)
+        if fn is None:
+            raise Unsupported(f"op {node.target} is not supported")
+        out = fn(self, node, *node.args, **node.kwargs)
+        expected = meta_tensor(node)
+        if expected is not None and isinstance(out, Tensor):
+            out = self._match_dtype(node, out, expected.dtype)
+        self.values[node] = out
+        return out
+
+    def _match_dtype(self, node, out: Tensor, dtype: torch.dtype) -> Tensor:
+        """Where torch's type promotion differs from smelt's, cast to torch's."""
+        if not is_supported_torch_dtype(dtype):
+            raise Unsupported(f"{node.name} produces dtype {dtype}")
+        want = to_data_type(dtype)
+        return out if out.dtype == want else self.fd.ops.cast(out, want)
+
+
+Translator = Callable[..., Any]
+TRANSLATORS: Dict[Any, Translator] = {}
+
+
+def translates(*targets: Any) -> Callable[[Translator], Translator]:
+    def register(fn: Translator) -> Translator:
+        for target in targets:
+            TRANSLATORS[target] = fn
+        return fn
+    return register
+
+
+def _numel(node: torch.fx.Node, dims: Sequence[int]) -> int:
+    """The number of elements reduced over `dims` (constant sizes only)."""
+    val = meta_tensor(node)
+    sizes = [val.shape[d] for d in dims] if val is not None else []
+    if val is None or any(not isinstance(s, int) for s in sizes):
+        raise Unsupported(f"{node.name}: the reduced extent is not a constant")
+    return math.prod(sizes)
+
+
+def _reduced_dims(node: torch.fx.Node, dims: Optional[Sequence[int]]) -> List[int]:
+    rank = meta_tensor(node).dim()
+    if dims is None or len(dims) == 0:
+        return list(range(rank))
+    return [d + rank if d < 0 else d for d in dims]
+
+
+# ---- elementwise ----
+def _scaled(t: Translation, node: torch.fx.Node, b: Any, alpha: Any) -> Any:
+    b = t.operand(b, node)
+    if alpha == 1:
+        return b
+    return t.fd.ops.mul(b, alpha) if isinstance(b, Tensor) else b * alpha
+
+
+@translates(aten.add.Tensor, aten.add.Scalar)
+def _add(t, node, a, b, alpha=1):
+    return t.fd.ops.add(t.operand(a, node), _scaled(t, node, b, alpha))
+
+
+@translates(aten.sub.Tensor, aten.sub.Scalar)
+def _sub(t, node, a, b, alpha=1):
+    return t.fd.ops.sub(t.operand(a, node), _scaled(t, node, b, alpha))
+
+
+def _simple(fd_op: str) -> Translator:
+    def translate(t, node, *args):
+        return getattr(t.fd.ops, fd_op)(*(t.operand(a, node) for a in args))
+    return translate
+
+
+_ELEMENTWISE = {
+    "mul": [aten.mul.Tensor, aten.mul.Scalar, prims.mul.default],
+    "add": [prims.add.default],
+    "sub": [prims.sub.default],
+    "maximum": [aten.maximum.default, prims.maximum.default],
+    "minimum": [aten.minimum.default, prims.minimum.default],
+    "relu": [aten.relu.default],
+    "where": [aten.where.self, prims.where.default],
+    "set": [aten.alias.default],
+    "logical_not": [aten.logical_not.default],
+    "logical_and": [aten.logical_and.default],
+    "logical_or": [aten.logical_or.default],
+    "pow": [aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, prims.pow.default],
+    "remainder": [aten.remainder.Tensor, aten.remainder.Scalar],
+    "fmod": [aten.fmod.Tensor, aten.fmod.Scalar],
+}
+for _name in ["neg", "exp", "tanh", "abs", "sqrt", "rsqrt", "log", "log2", "log1p", "exp2",
+              "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "floor", "ceil", "round",
+              "trunc"]:
+    _ELEMENTWISE.setdefault(_name, []).append(getattr(aten, _name).default)
+    if hasattr(prims, _name):
+        _ELEMENTWISE[_name].append(getattr(prims, _name).default)
+for _name in ["eq", "ne", "lt", "le", "gt", "ge"]:
+    _ELEMENTWISE[_name] = [getattr(aten, _name).Tensor, getattr(aten, _name).Scalar]
+    if hasattr(prims, _name):
+        _ELEMENTWISE[_name].append(getattr(prims, _name).default)
+for _name, _targets in _ELEMENTWISE.items():
+    for _target in _targets:
+        TRANSLATORS[_target] = _simple(_name)
+
+
+@translates(aten.clone.default)
+def _clone(t, node, x, memory_format=None):
+    # Fusion outputs are contiguous whatever the memory format asked.
+    if memory_format not in (None, torch.contiguous_format, torch.preserve_format):
+        raise Unsupported(f"clone to {memory_format}")
+    return t.fd.ops.set(t.arg(x))
+
+
+@translates(aten.div.Tensor, aten.div.Scalar, prims.div.default)
+def _div(t, node, a, b, rounding_mode=None):
+    # smelt's div is true division (as aten.div); prims.div truncates integers.
+    if rounding_mode is not None:
+        raise Unsupported(f"div with rounding_mode={rounding_mode!r}")
+    if node.target is prims.div.default and not meta_tensor(node).dtype.is_floating_point:
+        raise Unsupported("integer prims.div (truncating)")
+    return t.fd.ops.div(t.operand(a, node), t.operand(b, node))
+
+
+@translates(aten.gelu.default)
+def _gelu(t, node, x, approximate="none"):
+    return t.fd.ops.gelu(t.arg(x), approximate)
+
+
+@translates(aten._to_copy.default)
+def _to_copy(t, node, x, dtype=None, layout=None, device=None, pin_memory=None,
+             non_blocking=False, memory_format=None):
+    src = meta_tensor(x)
+    if device is not None and src is not None and torch.device(device) != src.device:
+        raise Unsupported("_to_copy to another device")
+    x = t.arg(x)
+    return t.fd.ops.cast(x, to_data_type(dtype)) if dtype is not None else t.fd.ops.set(x)
+
+
+@translates(prims.convert_element_type.default)
+def _convert(t, node, x, dtype):
+    return t.fd.ops.cast(t.arg(x), to_data_type(dtype))
+
+
+# ---- reductions ----
+@translates(aten.sum.dim_IntList, aten.sum.default)
+def _sum(t, node, x, dims=None, keepdim=False, dtype=None):
+    dims = _reduced_dims(x, dims)
+    return t.fd.ops.sum(t.arg(x), dims, keepdim, None if dtype is None else to_data_type(dtype))
+
+
+@translates(prims.sum.default)
+def _prims_sum(t, node, x, dims, output_dtype=None):
+    return t.fd.ops.sum(t.arg(x), _reduced_dims(x, dims))
+
+
+@translates(aten.amax.default)
+def _amax(t, node, x, dims=(), keepdim=False):
+    return t.fd.ops.max(t.arg(x), _reduced_dims(x, dims), keepdim)
+
+
+@translates(aten.mean.dim, aten.mean.default)
+def _mean(t, node, x, dims=None, keepdim=False, dtype=None):
+    dims = _reduced_dims(x, dims)
+    total = t.fd.ops.sum(t.arg(x), dims, keepdim, None if dtype is None else to_data_type(dtype))
+    return t.fd.ops.div(total, float(_numel(x, dims)))
+
+
+@translates(prims.var.default)
+def _prims_var(t, node, x, dims, correction, output_dtype=None):
+    dims = _reduced_dims(x, dims)
+    n = _numel(x, dims)
+    ops, xv = t.fd.ops, t.arg(x)
+    mean = ops.div(ops.sum(xv, dims, keepdim=True), float(n))
+    centered = ops.sub(xv, mean)
+    return ops.div(ops.sum(ops.mul(centered, centered), dims), float(n - correction))
+
+
+# ---- shapes ----
+@translates(prims.broadcast_in_dim.default)
+def _broadcast_in_dim(t, node, x, shape, broadcast_dims):
+    return t.fd.ops.broadcast_in_dim(t.arg(x), t.ints(shape, "shape"),
+                                     t.ints(broadcast_dims, "broadcast_dims"))
+
+
+@translates(aten.unsqueeze.default)
+def _unsqueeze(t, node, x, dim):
+    return t.fd.ops.unsqueeze(t.arg(x), dim)
+
+
+@translates(aten.squeeze.dim, aten.squeeze.dims)
+def _squeeze(t, node, x, dims):
+    return t.fd.ops.squeeze(t.arg(x), [dims] if isinstance(dims, int) else t.ints(dims, "dims"))
+
+
+@translates(aten.permute.default, prims.transpose.default)
+def _permute(t, node, x, dims):
+    return t.fd.ops.permute(t.arg(x), t.ints(dims, "dims"))
+
+
+@translates(aten.transpose.int)
+def _transpose(t, node, x, dim0, dim1):
+    return t.fd.ops.transpose(t.arg(x), dim0, dim1)
+
+
+@translates(aten.t.default)
+def _t(t, node, x):
+    xv = t.arg(x)
+    return t.fd.ops.transpose(xv, 0, 1) if meta_tensor(x).dim() == 2 else t.fd.ops.set(xv)
+
+
+@translates(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+def _view(t, node, x, shape):
+    """The fusion's sizes are symbolic, so the new shape is written in terms
+    of the input's: dimensions equal from the front or the back pass through
+    (as the input's extents), the one remaining entry other than 1 is -1.
+    Anything else (a symbolic dimension split in several) is refused by
+    smelt's reshape and the node stays in torch."""
+    src, out = meta_tensor(x), meta_tensor(node)
+    in_shape, out_shape = list(src.shape), list(out.shape)
+    if any(not isinstance(s, int) for s in in_shape + out_shape):
+        raise Unsupported(f"{node.name}: view with symbolic sizes")
+    xv = t.arg(x)
+    entries: List[Any] = list(out_shape)
+    i = j = 0
+    while i < len(in_shape) and j < len(out_shape) and in_shape[i] == out_shape[j]:
+        entries[j] = xv.size(i)
+        i, j = i + 1, j + 1
+    a, b = len(in_shape) - 1, len(out_shape) - 1
+    while a >= i and b >= j and in_shape[a] == out_shape[b]:
+        entries[b] = xv.size(a)
+        a, b = a - 1, b - 1
+    middle = [k for k in range(j, b + 1) if out_shape[k] != 1]
+    if len(middle) == 1:
+        entries[middle[0]] = -1
+    return t.fd.ops.reshape(xv, entries)
+
+
+@translates(aten.expand.default)
+def _expand(t, node, x, sizes, implicit=False):
+    sizes = t.ints(sizes, "sizes")
+    src = meta_tensor(x)
+    lead = len(sizes) - src.dim()
+    xv = t.arg(x)
+    if lead > 0:
+        xv = t.fd.ops.broadcast(xv, [d < lead for d in range(len(sizes))])
+    src_shape = [1] * lead + list(src.shape)
+    target = [s if s != -1 and src_shape[d] == 1 and s != 1 else -1 for d, s in enumerate(sizes)]
+    return t.fd.ops.expand(xv, target) if any(s != -1 for s in target) else xv
+
+
+@translates(aten.constant_pad_nd.default)
+def _pad(t, node, x, pad, value=0):
+    return t.fd.ops.pad(t.arg(x), t.ints(pad, "pad"), value)
+
+
+@translates(aten.full.default)
+def _full(t, node, size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
+    out = meta_tensor(node)
+    return t.fd.ops.full(t.ints(size, "size"), fill_value, to_data_type(out.dtype))
+
+
+# ---- matmul ----
+@translates(aten.mm.default)
+def _mm(t, node, a, b):
+    return t.fd.ops.matmul(t.arg(a), t.arg(b))
+
+
+def node_support(node: torch.fx.Node) -> Optional[str]:
+    """None when smelt translates `node`, else the reason it does not."""
+    if node.op != "call_function":
+        return "not a call"
+    if node.target not in TRANSLATORS:
+        return f"op {node.target} is not supported"
+    out = meta_tensor(node)
+    if out is None:
+        return "no tensor metadata (or several outputs)"
+    if not is_supported_torch_dtype(out.dtype):
+        return f"dtype {out.dtype} is not supported"
+    if any(isinstance(s, int) and s == 0 for s in out.shape):
+        return "empty tensor"
+    fd = FusionDefinition()
+    t = Translation(fd)
+    try:
+        with fd:
+            for a in node.all_input_nodes:
+                t.values[a] = define_input(fd, a)
+            fd.add_output(_as_output(fd, t.translate(node)))
+    except (Unsupported, SmeltError, TypeError) as e:
+        return str(e)
+    return None
+
+
+def _as_output(fd: FusionDefinition, value: Any) -> Tensor:
+    """Outputs must be computed tensors: an input passed through is copied."""
+    if not isinstance(value, Tensor):
+        raise Unsupported("the node does not produce a tensor")
+    return fd.ops.set(value) if value in fd.inputs else value
+
