@@ -243,6 +243,38 @@ TEST(MatmulScheduler, SelectedForSizeOneAndPaddedOperands) {
   }
 }
 
+// A user override of the matmul parameters through the cache: small tiles,
+// the shared epilogue tile and promoted operand reuse; the kernel is
+// compiled for the changed parameters, its plan overlays C_s on the operand
+// tiles (max(3 x (1,024 + 1,024), 4,096) = 6,144 B for fp32), and it
+// simulates without races against ATen.
+TEST(MatmulScheduler, UserOverrideThroughTheCache) {
+  auto fusion = std::make_unique<Fusion>();
+  {
+    FusionGuard guard(fusion.get());
+    buildMatmul(37, 29, 43, DataType::Float, Epilogue::BiasRelu);
+  }
+  FusionExecutorCache cache(std::move(fusion));
+  cache.setHeuristicOverride([](HeuristicParams& params) {
+    auto& p = dynamic_cast<MatmulParams&>(params);
+    const MatmulLayout layout = p.layout;
+    p = smallParams(layout, true);
+    p.promote_operand_reuse = true;
+  });
+  Fusion& complete = const_cast<Fusion&>(cache.fusion());
+  const std::vector<at::Tensor> inputs = layoutInputs(complete, MatmulLayout::TT);
+  smelt::testing::expectOutputsMatch(complete, cache.runFusionWithInputs(inputs),
+                                     smelt::testing::evaluateWithATen(complete, inputs));
+  const SegmentRun& run = cache.lastRun().segments.at(0);
+  EXPECT_EQ(run.scheduler, SchedulerType::Matmul);
+  EXPECT_NE(run.params.find("block tile (m, n, k): 32 x 32 x 8"), std::string::npos) << run.params;
+  EXPECT_NE(run.params.find("promote operand reuse: yes"), std::string::npos) << run.params;
+  const kir::Kernel& kernel = cache.lastExecutor(0).kernel();
+  EXPECT_EQ(plannedTotal(kernel), 6144);
+  EXPECT_EQ(*bufferNamed(kernel, "C_s")->address->constant(), 0);
+  EXPECT_EQ(countSyncs(kernel, true), 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllLayouts, MatmulLayoutTest,
                          ::testing::Values(MatmulLayout::TT, MatmulLayout::TN, MatmulLayout::NT,
                                            MatmulLayout::NN),
