@@ -128,4 +128,18 @@ void Findings::divergentBarrier(int32_t thread_a, int32_t pc_a, int32_t thread_b
       {SimError::Kind::DivergentBarrier, program_.instrs[pc_a].position, "", os.str(), 1});
 }
 
+void Findings::error(SimError::Kind kind, const AccessEvent& a, const std::string& detail) {
+  auto key = std::make_tuple(100 + static_cast<int>(kind), a.pc, a.buffer, 0, 0);
+  auto it = seen_.find(key);
+  if (it != seen_.end()) {
+    if (it->second >= 0) ++report_.errors[it->second].occurrences;
+    return;
+  }
+  if (!admit(key)) return;
+  const std::string buffer = a.buffer >= 0 ? program_.buffers[a.buffer].name : "";
+  seen_[key] = static_cast<int64_t>(report_.errors.size());
+  report_.errors.push_back(
+      {kind, program_.instrs[a.pc].position, buffer, detail + " at " + where(a), 1});
+}
+
 }  // namespace smelt::sim

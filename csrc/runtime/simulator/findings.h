@@ -40,6 +40,9 @@ class Findings {
   void uninitialized(const AccessEvent& access, int64_t byte);
   // thread_b is at pc_b, or has exited when pc_b < 0.
   void divergentBarrier(int32_t thread_a, int32_t pc_a, int32_t thread_b, int32_t pc_b);
+  // A DivergentWarp, AsyncCopyInFlight or Misaligned error at `a` (merged
+  // per kind, statement and buffer); `detail` says what happened.
+  void error(SimError::Kind kind, const AccessEvent& a, const std::string& detail);
 
   SimReport& report() { return report_; }
 

@@ -72,7 +72,15 @@ struct RaceReport {
 };
 
 struct SimError {
-  enum class Kind { OutOfBounds, UninitializedRead, DivergentBarrier };
+  // DivergentWarp: lanes of one warp at different warp-collective statements
+  // (ldmatrix, mma) or some lanes missing; AsyncCopyInFlight: shared bytes
+  // touched while a cp.async to them is in flight (no wait_group retired it),
+  // or a thread exiting with copies in flight; Misaligned: an ldmatrix row or
+  // cp.async not aligned as the instruction requires.
+  enum class Kind {
+    OutOfBounds, UninitializedRead, DivergentBarrier, DivergentWarp, AsyncCopyInFlight,
+    Misaligned
+  };
   Kind kind;
   int64_t position = -1;  // statement (program position) where it happened
   std::string buffer;     // empty for a divergent barrier
