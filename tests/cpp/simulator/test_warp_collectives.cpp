@@ -19,22 +19,41 @@ namespace {
 
 using namespace kir_testing;
 
+// A one-warp kernel over a fusion out = set(in) of `elements` elements:
+// the kernel's global buffers, the copy expression and the thread loop body.
+struct OneWarpCopy {
+  std::unique_ptr<TestKernel> t = std::make_unique<TestKernel>();
+  kir::Buffer* gin = nullptr;
+  kir::Buffer* gout = nullptr;
+  const Expr* copy = nullptr;
+  kir::StmtList* body = nullptr;
+};
+
+OneWarpCopy oneWarpCopy(int64_t elements, DataType dtype) {
+  OneWarpCopy k;
+  FusionGuard guard(k.t->fusion.get());
+  TensorView* in = makeConcreteTensor({elements}, dtype);
+  k.t->fusion->addInput(in);
+  TensorView* out = set(in);
+  k.t->fusion->addOutput(out);
+  k.copy = out->definition();
+  k.gin = k.t->global(in, true);
+  k.gout = k.t->global(out, false);
+  k.t->launch(1, 1, 32, 1);
+  k.body = &loop(k.t->kernel.body, "threadIdx.x", 32, ParallelType::TIDx)->body;
+  return k;
+}
+
 // out[2m l + i] = fragment element i of lane l after ldmatrix.x{m} of the
 // matrices stored row-major one after another in `in` (64 halves each).
 std::unique_ptr<TestKernel> ldmatrixKernel(int64_t matrices, bool transpose) {
-  auto t = std::make_unique<TestKernel>();
-  FusionGuard guard(t->fusion.get());
-  TensorView* in = makeConcreteTensor({64 * matrices}, DataType::Half);
-  t->fusion->addInput(in);
-  TensorView* out = set(in);
-  t->fusion->addOutput(out);
-  const Expr* copy = out->definition();
-  kir::Buffer* gin = t->global(in, true);
-  kir::Buffer* gout = t->global(out, false);
-  kir::Buffer* s = t->shared("S", DataType::Half, 64 * matrices, 0);
-  kir::Buffer* frag = t->local("frag", DataType::Half, 2 * matrices);
-  t->launch(1, 1, 32, 1);
-  kir::StmtList& body = loop(t->kernel.body, "threadIdx.x", 32, ParallelType::TIDx)->body;
+  OneWarpCopy k = oneWarpCopy(64 * matrices, DataType::Half);
+  kir::Buffer* gin = k.gin;
+  kir::Buffer* gout = k.gout;
+  const Expr* copy = k.copy;
+  kir::StmtList& body = *k.body;
+  kir::Buffer* s = k.t->shared("S", DataType::Half, 64 * matrices, 0);
+  kir::Buffer* frag = k.t->local("frag", DataType::Half, 2 * matrices);
   allocate(body, s);
   allocate(body, frag);
   const IntExpr per_lane = 2 * matrices;
@@ -49,7 +68,7 @@ std::unique_ptr<TestKernel> ldmatrixKernel(int64_t matrices, bool transpose) {
   append(body, std::move(ld));
   kir::ForLoop* store = loop(body, "i1", per_lane);
   compute(store->body, copy, at(gout, tx() * per_lane + sym("i1")), {read(frag, sym("i1"))});
-  return t;
+  return std::move(k.t);
 }
 
 TEST(WarpCollectives, LdmatrixGivesEachLaneItsPtxElements) {
@@ -81,19 +100,13 @@ TEST(WarpCollectives, LdmatrixGivesEachLaneItsPtxElements) {
 // S2 (group 2); wait_group 1 retires group 1 only; after a barrier thread t
 // reads its neighbour's S1 bytes (or, with `read_second_group`, S2's).
 std::unique_ptr<TestKernel> copyGroupsKernel(bool read_second_group) {
-  auto t = std::make_unique<TestKernel>();
-  FusionGuard guard(t->fusion.get());
-  TensorView* in = makeConcreteTensor({256}, DataType::Float);
-  t->fusion->addInput(in);
-  TensorView* out = set(in);
-  t->fusion->addOutput(out);
-  const Expr* copy = out->definition();
-  kir::Buffer* gin = t->global(in, true);
-  kir::Buffer* gout = t->global(out, false);
-  kir::Buffer* s1 = t->shared("S1", DataType::Float, 128, 0);
-  kir::Buffer* s2 = t->shared("S2", DataType::Float, 128, 512);
-  t->launch(1, 1, 32, 1);
-  kir::StmtList& body = loop(t->kernel.body, "threadIdx.x", 32, ParallelType::TIDx)->body;
+  OneWarpCopy k = oneWarpCopy(256, DataType::Float);
+  kir::Buffer* gin = k.gin;
+  kir::Buffer* gout = k.gout;
+  const Expr* copy = k.copy;
+  kir::StmtList& body = *k.body;
+  kir::Buffer* s1 = k.t->shared("S1", DataType::Float, 128, 0);
+  kir::Buffer* s2 = k.t->shared("S2", DataType::Float, 128, 512);
   allocate(body, s1);
   allocate(body, s2);
   auto cp = [&](kir::Buffer* dst, IntExpr src, kir::Predicate pred) {
@@ -113,7 +126,7 @@ std::unique_ptr<TestKernel> copyGroupsKernel(bool read_second_group) {
   sync(body, "RAW S1");
   compute(body, copy, at(gout, tx()), {read(read_second_group ? s2 : s1, (tx() * 4 + 4) % 128)});
   append(body, std::make_unique<kir::CpAsyncWait>());
-  return t;
+  return std::move(k.t);
 }
 
 TEST(WarpCollectives, WaitGroupRetiresTheOldestGroupAndZeroFills) {
