@@ -123,6 +123,26 @@ TEST(TensorCoreMatmul, SharedEpilogueWithAndWithoutPromotion) {
     const int64_t c_tile = 32 * 32 * 4;
     EXPECT_EQ(kernel.smem_plan->plan.total_bytes.constant(),
               promote ? std::max(operands, c_tile) : operands + c_tile);
+    // With promotion the planner inserts one barrier, after the copies are
+    // drained (the last wait_group 0) and before C_s is first written.
+    const kir::ProgramPositions positions = kir::numberPositions(kernel.body);
+    int64_t inserted = -1, drain = -1, first_c_write = -1;
+    int inserted_count = 0;
+    kir::forEachStmt(kernel.body, [&](const kir::Stmt* stmt, int) {
+      const int64_t at = positions.start.at(stmt);
+      if (auto* sync = dynamic_cast<const kir::BlockSync*>(stmt); sync && sync->inserted_for_reuse) {
+        inserted = at;
+        ++inserted_count;
+      }
+      if (dynamic_cast<const kir::CpAsyncWait*>(stmt)) drain = at;
+      auto* c = dynamic_cast<const kir::Compute*>(stmt);
+      if (c && c->out.buffer->name == "C_s" && first_c_write < 0) first_c_write = at;
+    });
+    EXPECT_EQ(inserted_count, promote ? 1 : 0);
+    if (promote) {
+      EXPECT_LT(drain, inserted);
+      EXPECT_LT(inserted, first_c_write);
+    }
   }
 }
 
@@ -295,13 +315,27 @@ TEST(TensorCoreMutations, ReadingBeforeTheWaitIsAnInFlightError) {
   EXPECT_NE(simulateCase(f, kernel).find("race"), std::string::npos);
 }
 
+// Without the drain after the K loop the last prefetch is still in flight:
+// at the kernel's end, and (with the C_s tile reusing the operand bytes)
+// when C_s is written over it.
 TEST(TensorCoreMutations, MissingDrainIsReported) {
-  Case c;
-  TcFusion f = makeFusion(c);
-  kir::Kernel kernel = lowerTensorCoreMatmul(f.fusion.get(), f.operands, smallParams(c));
-  auto waits = statementsOf<kir::CpAsyncWait>(kernel);
-  waits[1]->pending = 1;
-  EXPECT_EQ(errorKinds(f, kernel), std::set{sim::SimError::Kind::AsyncCopyInFlight});
+  for (bool promote : {false, true}) {
+    Case c;
+    TcFusion f = makeFusion(c);
+    TensorCoreMatmulParams p = smallParams(c);
+    p.smem_epilogue = promote;
+    p.promote_reuse = promote;
+    kir::Kernel kernel = lowerTensorCoreMatmul(f.fusion.get(), f.operands, p);
+    auto waits = statementsOf<kir::CpAsyncWait>(kernel);
+    waits[1]->pending = 1;
+    EXPECT_EQ(errorKinds(f, kernel), std::set{sim::SimError::Kind::AsyncCopyInFlight});
+    if (promote) {
+      sim::SimResult result = sim::simulate(kernel, f.inputs);
+      bool c_write_flagged = false;
+      for (const sim::SimError& e : result.report.errors) c_write_flagged |= e.buffer == "C_s";
+      EXPECT_TRUE(c_write_flagged) << result.report.toString();
+    }
+  }
 }
 
 TEST(TensorCoreMutations, MissingBarrierIsARace) {
