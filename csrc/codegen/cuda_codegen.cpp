@@ -766,11 +766,20 @@ class Emitter {
               convert(literal(r.expr->initValue(), computeType(wt)), computeType(wt), wt) + ")";
     }
     const std::string op = r.expr->op() == ReductionOpType::Sum ? "smelt::Sum()" : "smelt::Max()";
-    line(element(r.out) + " = " +
-         convert("smelt::blockReduce" + axisFlags(r.thread_axes, "block reduction") + "(" + value +
-                     ", " + ws->name + ", " + op + ")",
-                 wt, r.out.buffer->dtype) +
-         ";");
+    const std::string reduced =
+        convert("smelt::blockReduce" + axisFlags(r.thread_axes, "block reduction") + "(" + value +
+                    ", " + ws->name + ", " + op + ")",
+                wt, r.out.buffer->dtype);
+    if (r.predicate.alwaysTrue()) {
+      line(element(r.out) + " = " + reduced + ";");
+      return;
+    }
+    // Every thread takes part (the reduction synchronizes the block); only
+    // those passing the predicate store, as their output index is in bounds.
+    open("{");
+    line("const auto reduced = " + reduced + ";");
+    line("if (" + predicateText(r.predicate) + ") " + element(r.out) + " = reduced;");
+    close();
   }
 
   void emitBlockBroadcast(const kir::BlockBroadcast& b) {
