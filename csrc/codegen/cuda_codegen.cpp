@@ -3,8 +3,10 @@
 #include <cmath>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include "codegen/tensor_core.h"
 #include "codegen/vectorize.h"
 #include "fusion/error.h"
 
@@ -310,7 +312,16 @@ IntExpr addressOf(const kir::Buffer* buffer) {
 class Emitter {
  public:
   Emitter(const kir::Kernel& kernel, const std::string& name, const CodegenOptions& options)
-      : kernel_(kernel), name_(name), options_(options), vector_bytes_(vectorRequirements(kernel).bytes) {}
+      : kernel_(kernel), name_(name), options_(options), vector_bytes_(vectorRequirements(kernel).bytes) {
+    kir::forEachStmt(kernel.body, [&](const kir::Stmt* stmt, int) {
+      uses_tensor_cores_ |= codegen::isTensorCoreStmt(stmt->kind());
+      if (const auto* l = dynamic_cast<const kir::LdMatrix*>(stmt)) {
+        fragment_buffers_.insert(l->dst.buffer);
+      } else if (const auto* m = dynamic_cast<const kir::Mma*>(stmt)) {
+        fragment_buffers_.insert({m->a.buffer, m->b.buffer, m->c.buffer});
+      }
+    });
+  }
 
   std::string run() {
     SMELT_CHECK(!name_.empty(), "codegen: empty kernel name");
@@ -329,6 +340,7 @@ class Emitter {
     if (bfloat) os_ << "#include <cuda_bf16.h>\n";
     os_ << (half || bfloat ? "\n" : "") << kPrelude;
     if (!vector_bytes_.empty()) os_ << kVectorPrelude;
+    if (uses_tensor_cores_) os_ << codegen::kTensorCorePrelude;
     os_ << "\n";
     emitSignature();
     ++depth_;
@@ -417,6 +429,16 @@ class Emitter {
       case kir::StmtKind::BlockReduce: return emitBlockReduce(static_cast<const kir::BlockReduce&>(stmt));
       case kir::StmtKind::BlockBroadcast:
         return emitBlockBroadcast(static_cast<const kir::BlockBroadcast&>(stmt));
+      case kir::StmtKind::CpAsync:
+      case kir::StmtKind::CpAsyncCommit:
+      case kir::StmtKind::CpAsyncWait:
+      case kir::StmtKind::LdMatrix:
+      case kir::StmtKind::Mma:
+        kir::checkTensorCoreOperands(stmt);
+        line(codegen::tensorCoreCall(
+            stmt, [&](const kir::Access& a) { return element(a); },
+            [&](const kir::Predicate& p) { return predicateText(p); }));
+        return;
       case kir::StmtKind::BlockSync: {
         const auto& sync = static_cast<const kir::BlockSync&>(stmt);
         std::string comment = sync.reason;
@@ -515,8 +537,11 @@ class Emitter {
                 " has symbolic size ", buffer->elements, "; registers need a constant size");
     // Registers accessed as vectors need the vector's alignment.
     auto vector = vector_bytes_.find(buffer);
+    // Fragments are read and written as 32-bit registers by the inline PTX.
     const std::string align =
-        vector == vector_bytes_.end() ? "" : "__align__(" + std::to_string(vector->second) + ") ";
+        fragment_buffers_.count(buffer) ? "__align__(16) "
+        : vector == vector_bytes_.end() ? ""
+                                        : "__align__(" + std::to_string(vector->second) + ") ";
     line(align + cudaType(buffer->dtype) + " " + buffer->name + "[" +
          std::to_string(*buffer->elements.constant()) + "];");
   }
@@ -774,6 +799,8 @@ class Emitter {
   const std::string& name_;
   const CodegenOptions& options_;
   const std::unordered_map<const kir::Buffer*, int64_t> vector_bytes_;
+  std::unordered_set<const kir::Buffer*> fragment_buffers_;  // LdMatrix/Mma operands
+  bool uses_tensor_cores_ = false;
   std::ostringstream os_;
   int depth_ = 0;
 };

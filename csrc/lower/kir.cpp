@@ -134,6 +134,25 @@ std::string stmtText(const Stmt* stmt) {
       auto* s = static_cast<const BlockSync*>(stmt);
       return "__syncthreads()  // " + s->reason;
     }
+    case StmtKind::CpAsync: {
+      auto* c = static_cast<const CpAsync*>(stmt);
+      return "cp.async." + std::to_string(c->bytes) + " " + accessString(c->dst) + " <- " +
+             (c->predicate.alwaysTrue() ? "" : "(" + c->predicate.toString() + ") ? ") +
+             accessString(c->src) + (c->predicate.alwaysTrue() ? "" : " : 0");
+    }
+    case StmtKind::CpAsyncCommit: return "cp.async.commit_group";
+    case StmtKind::CpAsyncWait:
+      return "cp.async.wait_group " + std::to_string(static_cast<const CpAsyncWait*>(stmt)->pending);
+    case StmtKind::LdMatrix: {
+      auto* l = static_cast<const LdMatrix*>(stmt);
+      return accessString(l->dst) + " = ldmatrix.x" + std::to_string(l->matrices) +
+             (l->transpose ? ".trans" : "") + "(" + accessString(l->src) + ")";
+    }
+    case StmtKind::Mma: {
+      auto* m = static_cast<const Mma*>(stmt);
+      return accessString(m->c) + " += mma.m16n8k16(" + accessString(m->a) + ", " +
+             accessString(m->b) + ")";
+    }
   }
   return "?";
 }

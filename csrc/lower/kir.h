@@ -79,6 +79,12 @@ enum class StmtKind {
   BlockReduce,    // out = reduction of in over the thread axes (synchronizes)
   BlockBroadcast, // out = value from the thread that holds it (synchronizes)
   BlockSync,      // __syncthreads()
+  // Tensor-core statements (sm_80+), see the classes below.
+  CpAsync,        // asynchronous global -> shared copy of 4/8/16 bytes
+  CpAsyncCommit,  // closes the thread's group of issued copies
+  CpAsyncWait,    // waits until at most N of the thread's groups are in flight
+  LdMatrix,       // warp-collective 8x8 b16 matrix loads from shared memory
+  Mma,            // warp-collective mma.sync m16n8k16, fp32 accumulation
 };
 
 class Stmt;
@@ -200,6 +206,73 @@ class BlockSync : public Stmt {
   std::string reason;
   bool inserted_for_reuse = false;
 };
+
+// cp.async.cg/ca.shared.global: copies `bytes` (4, 8 or 16) starting at
+// `src` (a Global element) to `dst` (a Shared element), both aligned to
+// `bytes`. The copy lands at the CpAsyncWait that retires its group; until
+// then the destination bytes must be neither read nor written. Where
+// `predicate` fails nothing is read and the destination is zero-filled
+// (src-size 0), which is how tiles past the tensor's edge stay harmless.
+class CpAsync : public Stmt {
+ public:
+  CpAsync() : Stmt(StmtKind::CpAsync) {}
+  Access dst;
+  Access src;
+  int64_t bytes = 16;
+  Predicate predicate;
+  int64_t elements() const { return bytes / dataTypeSize(dst.buffer->dtype); }
+};
+
+// cp.async.commit_group: the copies this thread issued since its last commit
+// form one group.
+class CpAsyncCommit : public Stmt {
+ public:
+  CpAsyncCommit() : Stmt(StmtKind::CpAsyncCommit) {}
+};
+
+// cp.async.wait_group `pending`: blocks this thread until at most `pending`
+// of its committed groups are still in flight (the oldest retire first).
+// Only the issuing thread's view is ordered: other threads see the bytes
+// after a barrier that follows this wait.
+class CpAsyncWait : public Stmt {
+ public:
+  CpAsyncWait() : Stmt(StmtKind::CpAsyncWait) {}
+  int64_t pending = 0;
+};
+
+// ldmatrix.sync.aligned.m8n8.x{matrices}[.trans].shared.b16 (warp-collective:
+// all 32 lanes of the warp execute it together, unpredicated). Lane 8j + r
+// gives, through `src` (a Shared element), the address of row r of matrix j:
+// 8 consecutive 16-bit elements, 16-byte aligned. Each lane receives 2
+// elements per matrix into `dst` (a Local buffer, elements dst.index + 2j and
+// + 2j + 1): row lane/4, columns 2 (lane%4) and + 1 of matrix j, or with
+// `transpose` row 2 (lane%4) (+1), column lane/4. See fusion/mma_fragment.h.
+class LdMatrix : public Stmt {
+ public:
+  LdMatrix() : Stmt(StmtKind::LdMatrix) {}
+  Access dst;
+  Access src;
+  int64_t matrices = 4;  // 1, 2 or 4
+  bool transpose = false;
+};
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: D = A B + C with D = C
+// (warp-collective). Each lane holds, from the access index on, 8 elements of
+// A (16 x 16), 4 of B (16 x 8) and 4 fp32 of C (16 x 8) in the fragment
+// layouts of fusion/mma_fragment.h. A and B are Local Half or BFloat16
+// buffers of one type; C is a Local Float buffer.
+class Mma : public Stmt {
+ public:
+  Mma() : Stmt(StmtKind::Mma) {}
+  Access c;
+  Access a;
+  Access b;
+};
+
+// True for statements all 32 lanes of a warp execute together.
+inline bool isWarpCollective(StmtKind kind) {
+  return kind == StmtKind::LdMatrix || kind == StmtKind::Mma;
+}
 
 // The launch configuration: one extent per bound parallel type (1 if unused).
 struct LaunchDims {

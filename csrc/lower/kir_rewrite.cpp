@@ -57,8 +57,30 @@ void forEachIndex(Stmt& stmt, const std::function<void(IntExpr&)>& f) {
       f(b.in.index);
       return;
     }
+    case StmtKind::CpAsync: {
+      auto& c = static_cast<CpAsync&>(stmt);
+      f(c.dst.index);
+      f(c.src.index);
+      predicateIndices(c.predicate, f);
+      return;
+    }
+    case StmtKind::LdMatrix: {
+      auto& l = static_cast<LdMatrix&>(stmt);
+      f(l.dst.index);
+      f(l.src.index);
+      return;
+    }
+    case StmtKind::Mma: {
+      auto& m = static_cast<Mma&>(stmt);
+      f(m.c.index);
+      f(m.a.index);
+      f(m.b.index);
+      return;
+    }
     case StmtKind::Allocate:
-    case StmtKind::BlockSync: return;
+    case StmtKind::BlockSync:
+    case StmtKind::CpAsyncCommit:
+    case StmtKind::CpAsyncWait: return;
   }
 }
 
@@ -90,6 +112,25 @@ void forEachAccess(Stmt& stmt, const std::function<void(Access&, bool)>& f) {
       auto& b = static_cast<BlockBroadcast&>(stmt);
       f(b.out, true);
       f(b.in, false);
+      return;
+    }
+    case StmtKind::CpAsync: {
+      auto& c = static_cast<CpAsync&>(stmt);
+      f(c.dst, true);
+      f(c.src, false);
+      return;
+    }
+    case StmtKind::LdMatrix: {
+      auto& l = static_cast<LdMatrix&>(stmt);
+      f(l.dst, true);
+      f(l.src, false);
+      return;
+    }
+    case StmtKind::Mma: {
+      auto& m = static_cast<Mma&>(stmt);
+      f(m.c, true);
+      f(m.a, false);
+      f(m.b, false);
       return;
     }
     default: return;
@@ -141,6 +182,7 @@ void forEachGuard(Stmt& root, const std::function<void(Predicate&)>& f) {
       case StmtKind::ReduceInit: f(static_cast<ReduceInit&>(stmt).predicate); return;
       case StmtKind::ReduceStep: f(static_cast<ReduceStep&>(stmt).predicate); return;
       case StmtKind::BlockReduce: f(static_cast<BlockReduce&>(stmt).predicate); return;
+      case StmtKind::CpAsync: f(static_cast<CpAsync&>(stmt).predicate); return;
       default: return;
     }
   });
@@ -184,6 +226,13 @@ std::unique_ptr<Stmt> cloneTree(const Stmt& root) {
     case StmtKind::BlockBroadcast:
       return std::make_unique<BlockBroadcast>(static_cast<const BlockBroadcast&>(root));
     case StmtKind::BlockSync: return std::make_unique<BlockSync>(static_cast<const BlockSync&>(root));
+    case StmtKind::CpAsync: return std::make_unique<CpAsync>(static_cast<const CpAsync&>(root));
+    case StmtKind::CpAsyncCommit:
+      return std::make_unique<CpAsyncCommit>(static_cast<const CpAsyncCommit&>(root));
+    case StmtKind::CpAsyncWait:
+      return std::make_unique<CpAsyncWait>(static_cast<const CpAsyncWait&>(root));
+    case StmtKind::LdMatrix: return std::make_unique<LdMatrix>(static_cast<const LdMatrix&>(root));
+    case StmtKind::Mma: return std::make_unique<Mma>(static_cast<const Mma&>(root));
   }
   SMELT_INTERNAL_CHECK(false, "unknown kernel IR statement");
 }

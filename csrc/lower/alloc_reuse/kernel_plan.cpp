@@ -237,9 +237,12 @@ void planKernelSharedMemory(LoweringContext& ctx) {
     }
   }
   writeReports(*result, live);
+  result->bank_conflicts = analyzeBankConflicts(kernel);
   kernel.smem_plan = result;
   verifyKernelSharedMemory(kernel, result->hazards, ctx.options.max_shared_memory_bytes);
-  if (dumpEnabled("smem_plan")) std::cout << result->report_text;
+  if (dumpEnabled("smem_plan")) {
+    std::cout << result->report_text << result->bank_conflicts.toString();
+  }
 }
 
 void verifyKernelSharedMemory(const kir::Kernel& kernel, SmemHazards hazards,

@@ -26,6 +26,7 @@
 #include "lower/alloc_reuse/aliasing.h"
 #include "lower/alloc_reuse/barrier_planning.h"
 #include "lower/alloc_reuse/buffer_set.h"
+#include "lower/bank_conflicts.h"
 #include "lower/lower_context.h"
 
 namespace smelt::alloc_reuse {
@@ -49,6 +50,9 @@ struct SharedMemoryPlan {
   std::string report_text;
   std::string report_json;
   std::string report_svg;  // empty when sizes are symbolic
+  // Bank conflicts of every shared access at the planned addresses
+  // (bank_conflicts.h); SMELT_DUMP=smem_plan prints them after the report.
+  BankConflictReport bank_conflicts;
 };
 
 void planKernelSharedMemory(LoweringContext& ctx);

@@ -51,6 +51,27 @@ std::vector<BufferAccess> accessesOf(const kir::Stmt* stmt) {
       add(b->out, true, false, nullptr);
       break;
     }
+    // Multi-element and cross-lane accesses carry no element index, so the
+    // hazard analysis never proves them thread-private.
+    case kir::StmtKind::CpAsync: {
+      auto* c = static_cast<const kir::CpAsync*>(stmt);
+      result.push_back({stmt, c->src.buffer, false, true, nullptr, &c->predicate, nullptr});
+      result.push_back({stmt, c->dst.buffer, true, false, nullptr, nullptr, nullptr});
+      break;
+    }
+    case kir::StmtKind::LdMatrix: {
+      auto* l = static_cast<const kir::LdMatrix*>(stmt);
+      result.push_back({stmt, l->src.buffer, false, true, nullptr, nullptr, nullptr});
+      result.push_back({stmt, l->dst.buffer, true, false, nullptr, nullptr, nullptr});
+      break;
+    }
+    case kir::StmtKind::Mma: {
+      auto* m = static_cast<const kir::Mma*>(stmt);
+      result.push_back({stmt, m->a.buffer, false, true, nullptr, nullptr, nullptr});
+      result.push_back({stmt, m->b.buffer, false, true, nullptr, nullptr, nullptr});
+      result.push_back({stmt, m->c.buffer, true, true, nullptr, nullptr, nullptr});
+      break;
+    }
     default:
       break;
   }

@@ -132,4 +132,18 @@ void Findings::duplicateGlobalWrite(const AccessEvent& a, int64_t index, ThreadI
   });
 }
 
+void Findings::error(SimError::Kind kind, const AccessEvent& a, const std::string& detail) {
+  auto key = std::make_tuple(100 + static_cast<int>(kind), a.pc, a.buffer, 0, 0);
+  auto it = seen_.find(key);
+  if (it != seen_.end()) {
+    if (it->second >= 0) ++report_.errors[it->second].occurrences;
+    return;
+  }
+  if (!admit(key)) return;
+  const std::string buffer = a.buffer >= 0 ? program_.buffers[a.buffer].name : "";
+  seen_[key] = static_cast<int64_t>(report_.errors.size());
+  report_.errors.push_back(
+      {kind, program_.instrs[a.pc].position, buffer, detail + " at " + where(a), 1});
+}
+
 }  // namespace smelt::sim

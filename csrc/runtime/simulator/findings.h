@@ -44,6 +44,9 @@ class Findings {
   // `first_block` already stored in this launch.
   void duplicateGlobalWrite(const AccessEvent& a, int64_t index, ThreadIndex first_block,
                             int32_t first_thread);
+  // A DivergentWarp, AsyncCopyInFlight or Misaligned error at `a` (merged
+  // per kind, statement and buffer); `detail` says what happened.
+  void error(SimError::Kind kind, const AccessEvent& a, const std::string& detail);
 
   SimReport& report() { return report_; }
 

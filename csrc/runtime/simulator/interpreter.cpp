@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <deque>
 #include <limits>
 #include <map>
 #include <random>
 #include <set>
 
 #include "fusion/error.h"
+#include "fusion/mma_fragment.h"
 #include "runtime/simulator/findings.h"
 #include "runtime/simulator/program.h"
 #include "runtime/simulator/shadow.h"
@@ -202,6 +205,9 @@ class BlockRunner {
     contrib_.resize(nthreads_);
     pred_ok_.resize(nthreads_);
     order_.resize(nthreads_);
+    ready_.resize(nthreads_);
+    uncommitted_.resize(nthreads_);
+    committed_.resize(nthreads_);
   }
 
   void run(int64_t block_linear) {
@@ -215,6 +221,7 @@ class BlockRunner {
     std::fill(smem_.begin(), smem_.end(), 0xff);
     std::fill(locals_.begin(), locals_.end(), 0xff);
     if (options_.detect_races) shadow_.reset(L_.shared_bytes);
+    in_flight_.assign(static_cast<size_t>(L_.shared_bytes), 0);
     for (int32_t t = 0; t < nthreads_; ++t) {
       int64_t* s = &slots_[static_cast<size_t>(t) * nslots_];
       std::copy(L_.base_slots.begin(), L_.base_slots.end(), s);
@@ -227,12 +234,13 @@ class BlockRunner {
       pc_[t] = 0;
       steps_[t] = 0;
       arrived_[t] = 0;
+      ready_[t] = 1;
+      uncommitted_[t].clear();
+      committed_[t].clear();
     }
     for (;;) {
       makeOrder();
-      for (int32_t t : order_) {
-        if (arrived_[t] != kExited) arrived_[t] = runThread(t);
-      }
+      if (!runToBarriers()) break;
       const int32_t barrier = arrived_[0];
       auto other = std::find_if(arrived_.begin(), arrived_.end(),
                                 [&](int32_t a) { return a != barrier; });
@@ -244,6 +252,7 @@ class BlockRunner {
         break;
       }
       if (barrier == kExited) break;
+      for (int32_t t = 0; t < nthreads_; ++t) ready_[t] = arrived_[t] != kExited;
       nextEpoch();
       const Instr& in = p_.instrs[barrier];
       if (in.op == Op::BlockReduce || in.op == Op::BlockBroadcast) {
@@ -255,6 +264,205 @@ class BlockRunner {
   }
 
  private:
+  // Runs the ready threads, and the warp-collective statements whose warps
+  // have all arrived, until every thread waits at a block barrier or has
+  // exited. False when a warp diverged at a collective (reported).
+  bool runToBarriers() {
+    for (;;) {
+      for (int32_t t : order_) {
+        if (!ready_[t]) continue;
+        ready_[t] = 0;
+        arrived_[t] = runThread(t);
+      }
+      bool progressed = false;
+      for (int32_t lo = 0; lo < nthreads_; lo += mma::kWarpSize) {
+        const int32_t hi = std::min<int32_t>(nthreads_, lo + mma::kWarpSize);
+        auto collective = [&](int32_t t) {
+          return arrived_[t] != kExited && kir::isWarpCollective(stmtKindOf(p_.instrs[arrived_[t]].op));
+        };
+        int32_t at = -1;
+        for (int32_t t = lo; t < hi && at < 0; ++t) {
+          if (collective(t)) at = t;
+        }
+        if (at < 0) continue;
+        const int32_t pc = arrived_[at];
+        for (int32_t t = lo; t < hi; ++t) {
+          if (arrived_[t] == pc) continue;
+          std::string elsewhere = arrived_[t] == kExited
+                                      ? "has exited"
+                                      : "is at position " +
+                                            std::to_string(p_.instrs[arrived_[t]].position) +
+                                            " (" + p_.stmt_text[arrived_[t]] + ")";
+          findings_.error(SimError::Kind::DivergentWarp, {at, pc, -1, steps_[at]},
+                          "divergent warp: lane " + std::to_string(at % mma::kWarpSize) +
+                              " reached a warp-collective statement but lane " +
+                              std::to_string(t % mma::kWarpSize) + " " + elsewhere +
+                              "; the rest of the block was not simulated");
+          return false;
+        }
+        if (hi - lo != mma::kWarpSize) {
+          findings_.error(SimError::Kind::DivergentWarp, {at, pc, -1, steps_[at]},
+                          "warp-collective statement in a partial warp of " +
+                              std::to_string(hi - lo) + " threads");
+          return false;
+        }
+        if (p_.instrs[pc].op == Op::LdMatrix) {
+          ldmatrix(p_.instrs[pc], pc, lo);
+        } else {
+          mmaSync(p_.instrs[pc], pc, lo);
+        }
+        for (int32_t t = lo; t < hi; ++t) {
+          pc_[t] = pc + 1;
+          ready_[t] = 1;
+        }
+        progressed = true;
+      }
+      if (!progressed) return true;
+    }
+  }
+
+  static kir::StmtKind stmtKindOf(Op op) {
+    if (op == Op::LdMatrix) return kir::StmtKind::LdMatrix;
+    if (op == Op::Mma) return kir::StmtKind::Mma;
+    return kir::StmtKind::Compute;  // any statement a thread executes alone
+  }
+
+  // Lane 8j + r of the warp from `lane0` names row r of matrix j; each lane
+  // receives its two elements of every matrix (fusion/mma_fragment.h).
+  void ldmatrix(const Instr& in, int32_t pc, int32_t lane0) {
+    double rows[4][8][8];
+    const Memory& src = L_.memory[in.in.buffer];
+    for (int32_t j = 0; j < in.count; ++j) {
+      for (int32_t r = 0; r < 8; ++r) {
+        const int32_t t = lane0 + 8 * j + r;
+        const int64_t index = p_.code.eval(in.in.index, slotsOf(t));
+        if ((src.offset + index * src.elem_size) % 16 != 0) {
+          findings_.error(SimError::Kind::Misaligned, {t, pc, in.in.buffer, steps_[t]},
+                          "ldmatrix row at element " + std::to_string(index) +
+                              " is not 16-byte aligned");
+        }
+        for (int32_t c = 0; c < 8; ++c) rows[j][r][c] = load(in.in.buffer, index + c, t, pc);
+      }
+    }
+    for (int32_t lane = 0; lane < mma::kWarpSize; ++lane) {
+      const int32_t t = lane0 + lane;
+      const int64_t index = p_.code.eval(in.out.index, slotsOf(t));
+      for (int32_t j = 0; j < in.count; ++j) {
+        for (int32_t e = 0; e < 2; ++e) {
+          const mma::RowCol at = mma::ldmatrixElement(lane, e, in.transpose);
+          store(in.out.buffer, index + 2 * j + e, t, pc, rows[j][at.row][at.col]);
+        }
+      }
+    }
+  }
+
+  // D = A B + C over the warp's fragments, accumulated in double and stored
+  // as fp32 (the hardware's fp32 accumulation order is unspecified).
+  void mmaSync(const Instr& in, int32_t pc, int32_t lane0) {
+    double a[mma::kM][mma::kK], b[mma::kK][mma::kN], c[mma::kM][mma::kN];
+    for (int32_t lane = 0; lane < mma::kWarpSize; ++lane) {
+      const int32_t t = lane0 + lane;
+      const int64_t ai = p_.code.eval(in.in.index, slotsOf(t));
+      const int64_t bi = p_.code.eval(in.in2.index, slotsOf(t));
+      const int64_t ci = p_.code.eval(in.out.index, slotsOf(t));
+      for (int64_t i = 0; i < mma::kAElementsPerLane; ++i) {
+        const mma::RowCol at = mma::aElement(lane, i);
+        a[at.row][at.col] = load(in.in.buffer, ai + i, t, pc);
+      }
+      for (int64_t i = 0; i < mma::kBElementsPerLane; ++i) {
+        const mma::RowCol at = mma::bElement(lane, i);
+        b[at.row][at.col] = load(in.in2.buffer, bi + i, t, pc);
+      }
+      for (int64_t i = 0; i < mma::kCElementsPerLane; ++i) {
+        const mma::RowCol at = mma::cElement(lane, i);
+        c[at.row][at.col] = load(in.out.buffer, ci + i, t, pc);
+      }
+    }
+    for (int32_t lane = 0; lane < mma::kWarpSize; ++lane) {
+      const int32_t t = lane0 + lane;
+      const int64_t ci = p_.code.eval(in.out.index, slotsOf(t));
+      for (int64_t i = 0; i < mma::kCElementsPerLane; ++i) {
+        const mma::RowCol at = mma::cElement(lane, i);
+        double d = c[at.row][at.col];
+        for (int64_t k = 0; k < mma::kK; ++k) d += a[at.row][k] * b[k][at.col];
+        store(in.out.buffer, ci + i, t, pc, d);
+      }
+    }
+  }
+
+  // One cp.async: the source is read now (it is global memory the kernel
+  // does not write), the destination bytes are claimed now (a WAR/WAW with
+  // another thread's access since the last barrier is a race) and land when
+  // a wait_group retires the copy's group.
+  void issueCopy(const Instr& in, int32_t t, int32_t pc) {
+    const int64_t* s = slotsOf(t);
+    const Memory& dst = L_.memory[in.out.buffer];
+    const Memory& src = L_.memory[in.in.buffer];
+    const int64_t n = in.count / dst.elem_size;
+    const int64_t dst_index = p_.code.eval(in.out.index, s);
+    const AccessEvent ev{t, pc, in.out.buffer, steps_[t]};
+    if (dst_index < 0 || dst_index + n > dst.elements) {
+      findings_.outOfBounds(ev, true, dst_index < 0 ? dst_index : dst_index + n - 1, dst.elements);
+      return;
+    }
+    AsyncCopy copy;
+    copy.byte = dst.offset + dst_index * dst.elem_size;
+    copy.bytes = in.count;
+    copy.buffer = in.out.buffer;
+    if (copy.byte % in.count != 0) {
+      findings_.error(SimError::Kind::Misaligned, ev,
+                      "cp.async of " + std::to_string(in.count) + " bytes to shared byte " +
+                          std::to_string(copy.byte) + " is not aligned to its size");
+    }
+    if (holds(in.pred, s)) {
+      const int64_t src_index = p_.code.eval(in.in.index, s);
+      if (src_index < 0 || src_index + n > src.elements) {
+        findings_.outOfBounds({t, pc, in.in.buffer, steps_[t]}, false,
+                              src_index < 0 ? src_index : src_index + n - 1, src.elements);
+        return;
+      }
+      if ((src_index * src.elem_size) % in.count != 0) {
+        findings_.error(SimError::Kind::Misaligned, {t, pc, in.in.buffer, steps_[t]},
+                        "cp.async of " + std::to_string(in.count) + " bytes from element " +
+                            std::to_string(src_index) + " is not aligned to its size");
+      }
+      std::memcpy(copy.data, src.data + src_index * src.elem_size, static_cast<size_t>(in.count));
+    }
+    for (int64_t b = copy.byte; b < copy.byte + copy.bytes; ++b) {
+      if (in_flight_[b] != 0) {
+        findings_.error(SimError::Kind::AsyncCopyInFlight, ev,
+                        "cp.async into shared byte " + std::to_string(b) +
+                            " while an earlier copy to it is still in flight");
+        break;
+      }
+    }
+    if (options_.detect_races) shadow_.write(copy.byte, copy.bytes, ev);
+    for (int64_t b = copy.byte; b < copy.byte + copy.bytes; ++b) ++in_flight_[b];
+    uncommitted_[t].push_back(copy);
+  }
+
+  void retireGroup(int32_t t, int32_t pc) {
+    for (const AsyncCopy& copy : committed_[t].front()) {
+      for (int64_t b = copy.byte; b < copy.byte + copy.bytes; ++b) --in_flight_[b];
+      std::memcpy(smem_.data() + copy.byte, copy.data, static_cast<size_t>(copy.bytes));
+      // Landing is this thread's write: other threads see it after a barrier.
+      if (options_.detect_races) shadow_.write(copy.byte, copy.bytes, {t, pc, copy.buffer, steps_[t]});
+    }
+    committed_[t].pop_front();
+  }
+
+  void exitWithCopiesInFlight(int32_t t, int32_t pc) {
+    size_t copies = uncommitted_[t].size();
+    for (const auto& group : committed_[t]) copies += group.size();
+    if (copies == 0) return;
+    findings_.error(SimError::Kind::AsyncCopyInFlight, {t, pc, -1, steps_[t]},
+                    "thread exits with " + std::to_string(copies) +
+                        " cp.async copies in flight (no wait_group retired them)");
+    committed_[t].push_back(std::move(uncommitted_[t]));
+    uncommitted_[t].clear();
+    while (!committed_[t].empty()) retireGroup(t, pc);
+  }
+
   void makeOrder() {
     for (int32_t t = 0; t < nthreads_; ++t) order_[t] = t;
     if (options_.order == ThreadOrder::Reverse) {
@@ -292,6 +500,17 @@ class BlockRunner {
     if (index < 0 || index >= m.elements) {
       findings_.outOfBounds({t, pc, buffer, steps_[t]}, is_write, index, m.elements);
       return nullptr;
+    }
+    if (m.memory == MemoryType::Shared) {
+      const int64_t byte = m.offset + index * m.elem_size;
+      for (int64_t b = byte; b < byte + m.elem_size; ++b) {
+        if (in_flight_[b] == 0) continue;
+        findings_.error(SimError::Kind::AsyncCopyInFlight, {t, pc, buffer, steps_[t]},
+                        std::string(is_write ? "write" : "read") + " of shared byte " +
+                            std::to_string(b) +
+                            " while a cp.async to it is in flight (missing wait_group)");
+        break;
+      }
     }
     switch (m.memory) {
       case MemoryType::Global:
@@ -463,7 +682,25 @@ class BlockRunner {
           arriveBlockOp(in, pc, t);
           pc_[t] = pc + 1;
           return pc;
+        case Op::CpAsync:
+          issueCopy(in, t, pc);
+          ++pc;
+          break;
+        case Op::CpAsyncCommit:
+          committed_[t].push_back(std::move(uncommitted_[t]));
+          uncommitted_[t].clear();
+          ++pc;
+          break;
+        case Op::CpAsyncWait:
+          while (static_cast<int64_t>(committed_[t].size()) > in.count) retireGroup(t, pc);
+          ++pc;
+          break;
+        case Op::LdMatrix:
+        case Op::Mma:
+          pc_[t] = pc;  // resumes here; runToBarriers executes it for the whole warp
+          return pc;
         case Op::End:
+          exitWithCopiesInFlight(t, pc);
           pc_[t] = pc;
           return kExited;
       }
@@ -548,6 +785,18 @@ class BlockRunner {
   std::vector<uint8_t> pred_ok_;
   std::vector<int32_t> order_;
   std::mt19937_64 rng_;
+  // Tensor-core state: threads that may run in this phase, in-flight
+  // cp.async copies per shared byte, and each thread's copy groups.
+  struct AsyncCopy {
+    int64_t byte = 0;
+    int32_t bytes = 0;
+    int32_t buffer = 0;
+    uint8_t data[16] = {};  // zero-filled when the predicate failed
+  };
+  std::vector<uint8_t> ready_;
+  std::vector<uint16_t> in_flight_;
+  std::vector<std::vector<AsyncCopy>> uncommitted_;
+  std::vector<std::deque<std::vector<AsyncCopy>>> committed_;
 };
 
 std::vector<int64_t> chooseBlocks(int64_t total, const SimOptions& options) {

@@ -2,6 +2,7 @@
 
 #include "fusion/error.h"
 #include "fusion/ir.h"
+#include "lower/kir_checks.h"
 
 namespace smelt::sim {
 namespace {
@@ -55,6 +56,16 @@ std::string statementText(const kir::Stmt* stmt) {
     case kir::StmtKind::IfThenElse: return "if";
     case kir::StmtKind::Allocate:
       return "Allocate " + static_cast<const kir::Allocate*>(stmt)->buffer->name;
+    case kir::StmtKind::CpAsync:
+      return "cp.async into " + static_cast<const kir::CpAsync*>(stmt)->dst.buffer->name;
+    case kir::StmtKind::CpAsyncCommit: return "cp.async.commit_group";
+    case kir::StmtKind::CpAsyncWait:
+      return "cp.async.wait_group " +
+             std::to_string(static_cast<const kir::CpAsyncWait*>(stmt)->pending);
+    case kir::StmtKind::LdMatrix:
+      return "ldmatrix from " + static_cast<const kir::LdMatrix*>(stmt)->src.buffer->name;
+    case kir::StmtKind::Mma:
+      return "mma into " + static_cast<const kir::Mma*>(stmt)->c.buffer->name;
   }
   return "?";
 }
@@ -379,6 +390,49 @@ class Compiler {
         in.op = Op::Sync;
         emit(in, stmt);
         return;
+      case kir::StmtKind::CpAsync: {
+        const auto* c = static_cast<const kir::CpAsync*>(stmt);
+        kir::checkTensorCoreOperands(*c);
+        in.op = Op::CpAsync;
+        in.out = access(c->dst);
+        in.in = access(c->src);
+        in.count = static_cast<int32_t>(c->bytes);
+        in.pred = predicate(c->predicate);
+        emit(in, stmt);
+        return;
+      }
+      case kir::StmtKind::CpAsyncCommit:
+        in.op = Op::CpAsyncCommit;
+        emit(in, stmt);
+        return;
+      case kir::StmtKind::CpAsyncWait:
+        in.op = Op::CpAsyncWait;
+        in.count = static_cast<int32_t>(static_cast<const kir::CpAsyncWait*>(stmt)->pending);
+        SMELT_CHECK(in.count >= 0, "simulator: cp.async.wait_group at position ", position,
+                    " waits for ", in.count, " groups");
+        emit(in, stmt);
+        return;
+      case kir::StmtKind::LdMatrix: {
+        const auto* l = static_cast<const kir::LdMatrix*>(stmt);
+        kir::checkTensorCoreOperands(*l);
+        in.op = Op::LdMatrix;
+        in.out = access(l->dst);
+        in.in = access(l->src);
+        in.count = static_cast<int32_t>(l->matrices);
+        in.transpose = l->transpose;
+        emit(in, stmt);
+        return;
+      }
+      case kir::StmtKind::Mma: {
+        const auto* m = static_cast<const kir::Mma*>(stmt);
+        kir::checkTensorCoreOperands(*m);
+        in.op = Op::Mma;
+        in.out = access(m->c);
+        in.in = access(m->a);
+        in.in2 = access(m->b);
+        emit(in, stmt);
+        return;
+      }
     }
   }
 

@@ -30,6 +30,11 @@ enum class Op : uint8_t {
   Sync,
   BlockReduce,
   BlockBroadcast,
+  CpAsync,        // out = dst (Shared), in = src (Global), count = bytes
+  CpAsyncCommit,
+  CpAsyncWait,    // count = groups that may stay in flight
+  LdMatrix,       // warp-collective; out = dst (Local), in = row address (Shared), count = matrices
+  Mma,            // warp-collective; out = C, in = A, in2 = B
   End,
 };
 
@@ -78,6 +83,9 @@ struct Instr {
   RtPredicate pred;
   RtAccess out;
   RtAccess in;  // BlockReduce / BlockBroadcast input
+  RtAccess in2;  // Mma: the B fragment
+  int32_t count = 0;  // CpAsync bytes, CpAsyncWait pending groups, LdMatrix matrices
+  bool transpose = false;  // LdMatrix
   uint32_t operand_begin = 0, operand_end = 0;  // Compute operands; ReduceStep: its `in`
   uint8_t thread_axes = 0;  // bit 0/1/2: TIDx/y/z
   int32_t workspace = -1;   // buffer id, -1 when the statement has none

@@ -25,6 +25,9 @@ std::string toString(SimError::Kind kind) {
     case SimError::Kind::UninitializedRead: return "uninitialized-read";
     case SimError::Kind::DivergentBarrier: return "divergent-barrier";
     case SimError::Kind::DuplicateGlobalWrite: return "duplicate-global-write";
+    case SimError::Kind::DivergentWarp: return "divergent-warp";
+    case SimError::Kind::AsyncCopyInFlight: return "async-copy-in-flight";
+    case SimError::Kind::Misaligned: return "misaligned";
   }
   return "?";
 }

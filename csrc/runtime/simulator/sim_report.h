@@ -74,8 +74,16 @@ struct RaceReport {
 struct SimError {
   // DuplicateGlobalWrite: two threads (of one block or of two) store to the
   // same Global element in one launch — a race when the values differ, and
-  // wasted stores (a missing predicate) when they do not.
-  enum class Kind { OutOfBounds, UninitializedRead, DivergentBarrier, DuplicateGlobalWrite };
+  // wasted stores (a missing predicate) when they do not. DivergentWarp:
+  // lanes of one warp at different warp-collective statements (ldmatrix,
+  // mma) or some lanes missing; AsyncCopyInFlight: shared bytes touched while
+  // a cp.async to them is in flight (no wait_group retired it), or a thread
+  // exiting with copies in flight; Misaligned: an ldmatrix row or cp.async
+  // not aligned as the instruction requires.
+  enum class Kind {
+    OutOfBounds, UninitializedRead, DivergentBarrier, DuplicateGlobalWrite, DivergentWarp,
+    AsyncCopyInFlight, Misaligned
+  };
   Kind kind;
   int64_t position = -1;  // statement (program position) where it happened
   std::string buffer;     // empty for a divergent barrier

@@ -1,0 +1,625 @@
+#include "lower/tensor_core_matmul.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "fusion/error.h"
+#include "fusion/mma_fragment.h"
+#include "fusion/ops.h"
+#include "lower/passes.h"
+
+namespace smelt {
+
+namespace {
+
+bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// x ^ y for 0 <= x, y < 8, in the operations IntExpr has (one term per bit).
+IntExpr xor3(const IntExpr& x, const IntExpr& y) {
+  IntExpr result = 0;
+  for (int64_t bit : {1, 2, 4}) result = result + ((x / bit + y / bit) % 2) * bit;
+  return result;
+}
+
+IntExpr sym(const std::string& name) { return IntExpr::symbol(name); }
+
+kir::Operand accessOperand(const kir::Access& access) {
+  kir::Operand op;
+  op.access = access;
+  return op;
+}
+
+// Which output coordinate a logical dimension of an epilogue tensor follows.
+enum class Coord { Row, Col, Zero };
+
+class Builder {
+ public:
+  Builder(Fusion* fusion, const TensorCoreMatmulOperands& ops, const TensorCoreMatmulParams& p)
+      : fusion_(fusion), ops_(ops), p_(p) {}
+
+  kir::Kernel build() {
+    checkOperands();
+    collectEpilogue();
+    makeBuffers();
+    kir::StmtList& body = threadLoops();
+    for (kir::Buffer* b : locals_) append(body, std::make_unique<kir::Allocate>(b));
+    for (kir::Buffer* b : {a_smem_, b_smem_}) append(body, std::make_unique<kir::Allocate>(b));
+    if (c_smem_ != nullptr) append(body, std::make_unique<kir::Allocate>(c_smem_));
+    initAccumulators(body);
+    mainLoop(body);
+    if (p_.smem_epilogue) {
+      smemEpilogue(body);
+    } else {
+      registerEpilogue(body);
+    }
+    return std::move(kernel_);
+  }
+
+ private:
+  // ---- analysis ----
+  void checkOperands() {
+    SMELT_CHECK(ops_.a && ops_.b && ops_.sum && ops_.output,
+                "tensor-core matmul: an operand tensor is null");
+    const DataType t = ops_.a->dtype();
+    SMELT_CHECK(t == DataType::Half || t == DataType::BFloat16,
+                "tensor-core matmul: operand ", ops_.a->name(), " is ", t,
+                "; mma.sync m16n8k16 takes Half or BFloat16");
+    SMELT_CHECK(ops_.b->dtype() == t, "tensor-core matmul: operands ", ops_.a->name(), " (", t,
+                ") and ", ops_.b->name(), " (", ops_.b->dtype(), ") differ in type");
+    SMELT_CHECK(ops_.a->isFusionInput() && ops_.b->isFusionInput(),
+                "tensor-core matmul: operands ", ops_.a->name(), " and ", ops_.b->name(),
+                " must be fusion inputs (they are loaded with cp.async)");
+    m_ = ops_.a->logicalNoReductions().at(0)->extent();
+    k_ = ops_.a->logicalNoReductions().at(1)->extent();
+    n_ = ops_.b->logicalNoReductions().at(1)->extent();
+  }
+
+  // The fusion's ops other than the matmul (casts and broadcasts of the
+  // operands, the product, the sum): the epilogue, with the coordinate each
+  // tensor's dimensions follow, propagated back from the output [M, N].
+  void collectEpilogue() {
+    std::set<const Expr*> matmul_exprs{ops_.sum->definition()};
+    std::vector<const Val*> work{ops_.sum->definition()->input(0)};
+    while (!work.empty()) {
+      const Val* v = work.back();
+      work.pop_back();
+      if (v == ops_.a || v == ops_.b || v->definition() == nullptr) continue;
+      matmul_exprs.insert(v->definition());
+      for (const Val* in : v->definition()->inputs()) work.push_back(in);
+    }
+    for (Expr* e : fusion_->exprs()) {
+      if (!matmul_exprs.count(e)) epilogue_.push_back(e);
+    }
+    coords_[ops_.output] = {Coord::Row, Coord::Col};
+    for (auto it = epilogue_.rbegin(); it != epilogue_.rend(); ++it) {
+      const Expr* e = *it;
+      SMELT_CHECK(e->type() == ExprType::Unary || e->type() == ExprType::Binary ||
+                      e->type() == ExprType::Where || e->type() == ExprType::Broadcast ||
+                      e->type() == ExprType::Set,
+                  "tensor-core matmul: epilogue op ", e->toString(),
+                  " is not pointwise (unary, binary, where, broadcast or set)");
+      auto out = coords_.find(e->output());
+      SMELT_CHECK(out != coords_.end(), "tensor-core matmul: ", e->output()->name(),
+                  " is not on the way to the output ", ops_.output->name());
+      for (TensorView* in : e->tensorInputs()) {
+        std::vector<Coord> c;
+        const auto dims = in->logicalNoReductions();
+        if (e->type() == ExprType::Broadcast) {
+          const auto& is_new = static_cast<const BroadcastOp*>(e)->isNewAxis();
+          for (size_t d = 0; d < is_new.size(); ++d) {
+            if (!is_new[d]) c.push_back(out->second.at(d));
+          }
+        } else {
+          c = out->second;
+        }
+        SMELT_CHECK(c.size() == dims.size(), "tensor-core matmul: ", in->name(), " has rank ",
+                    dims.size(), " where the epilogue expects ", c.size());
+        for (size_t d = 0; d < dims.size(); ++d) {
+          if (dims[d]->isBroadcast() && !dims[d]->hasExpandedExtent()) c[d] = Coord::Zero;
+        }
+        coords_[in] = c;
+      }
+    }
+    const std::vector<Coord> row_col{Coord::Row, Coord::Col};
+    SMELT_CHECK(coords_.count(ops_.sum) && coords_.at(ops_.sum) == row_col,
+                "tensor-core matmul: the output ", ops_.output->name(),
+                " is not an element-wise function of the matmul result ", ops_.sum->name());
+  }
+
+  // ---- buffers ----
+  kir::Buffer* newBuffer(const TensorView* tv, const std::string& name, MemoryType memory,
+                         DataType dtype, std::vector<IntExpr> shape) {
+    auto b = std::make_unique<kir::Buffer>();
+    b->tv = tv;
+    b->name = name;
+    b->memory = memory;
+    b->dtype = dtype;
+    IntExpr elements = 1;
+    for (const IntExpr& e : shape) elements = elements * e;
+    b->shape = std::move(shape);
+    b->elements = elements;
+    kernel_.buffers.push_back(std::move(b));
+    return kernel_.buffers.back().get();
+  }
+
+  // A shared tile backed by a fusion tensor of its own, so the planner
+  // plans it as a tensor (and promoteReuse applies).
+  kir::Buffer* sharedTile(const std::string& name, DataType dtype, int64_t elements,
+                          bool promote) {
+    FusionGuard guard(fusion_);
+    TensorView* tv = makeConcreteTensor({elements}, dtype);
+    tv->setMemoryType(MemoryType::Shared)->setName(name);
+    if (promote) tv->promoteReuse();
+    kir::Buffer* b = newBuffer(tv, name, MemoryType::Shared, dtype, {elements});
+    // The swizzle permutes 16-byte chunks within 128-byte lines of the tile.
+    b->alignment = 128;
+    return b;
+  }
+
+  void makeBuffers() {
+    for (Val* v : fusion_->inputs()) {
+      if (const TensorView* tv = v->asTensor()) {
+        kernel_.inputs.push_back(global(tv));
+      } else if (const auto* s = dynamic_cast<const Scalar*>(v); s && !s->isConstant()) {
+        kernel_.scalar_inputs.push_back(s);
+      }
+    }
+    kernel_.outputs.push_back(global(ops_.output));
+    const DataType t = ops_.a->dtype();
+    a_smem_ = sharedTile("A_s", t, p_.stages * p_.block_m * p_.block_k, p_.promote_reuse);
+    b_smem_ = sharedTile("B_s", t, p_.stages * p_.block_n * p_.block_k, p_.promote_reuse);
+    if (p_.smem_epilogue) {
+      c_smem_ = sharedTile("C_s", DataType::Float, p_.block_m * p_.block_n, false);
+    }
+    m_tiles_ = p_.warp_m / mma::kM;
+    n_tiles_ = p_.warp_n / mma::kN;
+    a_frag_ = local("A_frag", t, m_tiles_ * mma::kAElementsPerLane);
+    b_frag_ = local("B_frag", t, n_tiles_ * mma::kBElementsPerLane);
+    acc_ = local("acc", DataType::Float, m_tiles_ * n_tiles_ * mma::kCElementsPerLane);
+    for (const Expr* e : epilogue_) {
+      if (e->output() != ops_.output) {
+        temps_[e->output()] = local(e->output()->name(), e->output()->dtype(), 1);
+      }
+    }
+    kernel_.launch.grid[0] = ceilDiv(n_, p_.block_n);
+    kernel_.launch.grid[1] = ceilDiv(m_, p_.block_m);
+    kernel_.launch.block[0] = p_.threads();
+  }
+
+  kir::Buffer* global(const TensorView* tv) {
+    if (auto it = globals_.find(tv); it != globals_.end()) return it->second;
+    std::vector<IntExpr> shape;
+    for (const IterDomain* id : tv->logicalNoReductions()) {
+      shape.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1) : id->loopExtent());
+    }
+    kir::Buffer* b = newBuffer(tv, "T" + std::to_string(tv->number()), MemoryType::Global,
+                               tv->dtype(), std::move(shape));
+    globals_[tv] = b;
+    return b;
+  }
+
+  kir::Buffer* local(const std::string& name, DataType dtype, int64_t elements) {
+    kir::Buffer* b = newBuffer(nullptr, name, MemoryType::Local, dtype, {elements});
+    locals_.push_back(b);
+    return b;
+  }
+
+  // ---- statements ----
+  template <typename T>
+  static T* append(kir::StmtList& list, std::unique_ptr<T> stmt) {
+    T* raw = stmt.get();
+    list.push_back(std::move(stmt));
+    return raw;
+  }
+
+  static kir::ForLoop* loop(kir::StmtList& list, const std::string& index, IntExpr extent,
+                            ParallelType pt = ParallelType::Serial) {
+    auto l = std::make_unique<kir::ForLoop>();
+    l->index = index;
+    l->trivial = isParallelDim(pt) || extent.constant() == std::optional<int64_t>(1);
+    l->extent = std::move(extent);
+    l->parallel_type = pt;
+    return append(list, std::move(l));
+  }
+
+  kir::StmtList& threadLoops() {
+    kir::ForLoop* by = loop(kernel_.body, "blockIdx.y", kernel_.launch.grid[1], ParallelType::BIDy);
+    kir::ForLoop* bx = loop(by->body, "blockIdx.x", kernel_.launch.grid[0], ParallelType::BIDx);
+    return loop(bx->body, "threadIdx.x", p_.threads(), ParallelType::TIDx)->body;
+  }
+
+  static IntExpr lane() { return sym("threadIdx.x") % mma::kWarpSize; }
+  IntExpr warpRow() const { return sym("threadIdx.x") / mma::kWarpSize / (p_.block_n / p_.warp_n); }
+  IntExpr warpCol() const { return sym("threadIdx.x") / mma::kWarpSize % (p_.block_n / p_.warp_n); }
+
+  void initAccumulators(kir::StmtList& body) {
+    kir::ForLoop* l = loop(body, "i_init", acc_->elements, ParallelType::Unroll);
+    auto init = std::make_unique<kir::ReduceInit>();
+    init->expr = static_cast<const ReductionOp*>(ops_.sum->definition());
+    init->out = {acc_, sym("i_init")};
+    append(l->body, std::move(init));
+  }
+
+  // One operand tile: `rows` x `cols` elements, cols contiguous in both
+  // global and shared memory. The tile's (row, col) is global element
+  // (row_base + row) of the strided dim and (col_base + col) of the
+  // contiguous one.
+  struct TileSpec {
+    kir::Buffer* smem;
+    const kir::Buffer* gmem;
+    int64_t rows;
+    int64_t cols;
+    IntExpr row_base;    // in the global dimension the rows follow
+    IntExpr row_extent;  // that dimension's extent
+    int row_dim;         // logical dimension of the global tensor the rows follow
+    IntExpr col_base;
+    IntExpr col_extent;
+    int col_dim;
+  };
+
+  TileSpec aTile(const IntExpr& k0) const {
+    const IntExpr m0 = sym("blockIdx.y") * p_.block_m;
+    if (p_.a_k_contiguous) {
+      return {a_smem_, globals_.at(ops_.a), p_.block_m, p_.block_k, m0, m_, 0, k0, k_, 1};
+    }
+    return {a_smem_, globals_.at(ops_.a), p_.block_k, p_.block_m, k0, k_, 1, m0, m_, 0};
+  }
+
+  TileSpec bTile(const IntExpr& k0) const {
+    const IntExpr n0 = sym("blockIdx.x") * p_.block_n;
+    if (p_.b_k_contiguous) {
+      return {b_smem_, globals_.at(ops_.b), p_.block_n, p_.block_k, n0, n_, 1, k0, k_, 0};
+    }
+    return {b_smem_, globals_.at(ops_.b), p_.block_k, p_.block_n, k0, k_, 0, n0, n_, 1};
+  }
+
+  static IntExpr stride(const kir::Buffer* b, int d) {
+    return sym(b->name + ".stride[" + std::to_string(d) + "]");
+  }
+
+  // Every thread copies chunks tid, tid + threads, ... of the tile.
+  void loadTile(kir::StmtList& body, const TileSpec& t, const IntExpr& stage,
+                const std::string& tag) {
+    const int64_t chunks_per_row = t.cols / 8;
+    const int64_t chunks = t.rows * chunks_per_row;
+    const std::string index = "i_ld" + tag + std::to_string(load_loops_++);
+    kir::ForLoop* l = loop(body, index, chunks / p_.threads(), ParallelType::Unroll);
+    const IntExpr chunk = sym(index) * p_.threads() + sym("threadIdx.x");
+    const IntExpr row = chunk / chunks_per_row;
+    const IntExpr col = chunk % chunks_per_row * 8;
+    auto copy = std::make_unique<kir::CpAsync>();
+    copy->bytes = 16;
+    copy->dst = {t.smem, stage * (t.rows * t.cols) + operandTileIndex(row, col, t.cols, p_.swizzle)};
+    copy->src = {t.gmem, (t.row_base + row) * stride(t.gmem, t.row_dim) +
+                             (t.col_base + col) * stride(t.gmem, t.col_dim)};
+    copy->predicate.terms = {{t.row_base + row, kir::Predicate::Term::Kind::LessThan, t.row_extent},
+                             {t.col_base + col, kir::Predicate::Term::Kind::LessThan, t.col_extent}};
+    append(l->body, std::move(copy));
+  }
+
+  void loadStage(kir::StmtList& body, const IntExpr& k_tile, const std::string& tag) {
+    const IntExpr stage = k_tile % p_.stages;
+    loadTile(body, aTile(k_tile * p_.block_k), stage, tag);
+    loadTile(body, bTile(k_tile * p_.block_k), stage, tag);
+    append(body, std::make_unique<kir::CpAsyncCommit>());
+  }
+
+  void mainLoop(kir::StmtList& body) {
+    // Prologue: tiles 0 .. stages - 2.
+    kir::ForLoop* pro = loop(body, "i_pro", p_.stages - 1, ParallelType::Unroll);
+    loadStage(pro->body, sym("i_pro"), "p");
+    kir::ForLoop* kt = loop(body, "i_kt", ceilDiv(k_, p_.block_k));
+    const IntExpr k_tile = sym("i_kt");
+    auto wait = std::make_unique<kir::CpAsyncWait>();
+    wait->pending = p_.stages - 2;
+    append(kt->body, std::move(wait));
+    auto sync = std::make_unique<kir::BlockSync>();
+    sync->reason = "RAW A_s, B_s (tile i_kt landed); WAR of the stage refilled next";
+    append(kt->body, std::move(sync));
+    loadStage(kt->body, k_tile + (p_.stages - 1), "m");
+    kir::ForLoop* ks = loop(kt->body, "i_ks", p_.block_k / mma::kK, ParallelType::Unroll);
+    const IntExpr stage = k_tile % p_.stages;
+    const IntExpr k16 = sym("i_ks") * mma::kK;
+    loadAFragments(ks->body, stage, k16);
+    loadBFragments(ks->body, stage, k16);
+    kir::ForLoop* mt = loop(ks->body, "i_mt", m_tiles_, ParallelType::Unroll);
+    kir::ForLoop* nt = loop(mt->body, "i_nt", n_tiles_, ParallelType::Unroll);
+    auto mma_stmt = std::make_unique<kir::Mma>();
+    mma_stmt->a = {a_frag_, sym("i_mt") * mma::kAElementsPerLane};
+    mma_stmt->b = {b_frag_, sym("i_nt") * mma::kBElementsPerLane};
+    mma_stmt->c = {acc_, (sym("i_mt") * n_tiles_ + sym("i_nt")) * mma::kCElementsPerLane};
+    append(nt->body, std::move(mma_stmt));
+    // Drain the prefetches of tiles past K (zero fills) so no copy is in
+    // flight when the operand bytes are reused or the kernel ends.
+    append(body, std::make_unique<kir::CpAsyncWait>());
+  }
+
+  // A 16 x 16 block per m16 tile with one ldmatrix.x4: lane l addresses row
+  // l % 16, column half l / 16 (K contiguous), or with .trans, matrix j = l / 8
+  // (m half j % 2, k half j / 2) at k row l % 8 (M contiguous).
+  void loadAFragments(kir::StmtList& body, const IntExpr& stage, const IntExpr& k16) {
+    kir::ForLoop* mt = loop(body, "i_amt", m_tiles_, ParallelType::Unroll);
+    const IntExpr m = warpRow() * p_.warp_m + sym("i_amt") * mma::kM;
+    const IntExpr l = lane();
+    auto ld = std::make_unique<kir::LdMatrix>();
+    ld->matrices = 4;
+    ld->dst = {a_frag_, sym("i_amt") * mma::kAElementsPerLane};
+    const int64_t tile = p_.block_m * p_.block_k;
+    if (p_.a_k_contiguous) {
+      ld->src = {a_smem_, stage * tile + operandTileIndex(m + l % 16, k16 + l / 16 * 8, p_.block_k,
+                                                          p_.swizzle)};
+    } else {
+      ld->transpose = true;
+      const IntExpr j = l / 8;
+      ld->src = {a_smem_, stage * tile + operandTileIndex(k16 + j / 2 * 8 + l % 8, m + j % 2 * 8,
+                                                          p_.block_m, p_.swizzle)};
+    }
+    append(mt->body, std::move(ld));
+  }
+
+  // A 16 x 8 block per n8 tile with one ldmatrix.x2: matrix j = k half j;
+  // lane 8 j + r addresses n row r (K contiguous) or, with .trans, k row
+  // 8 j + r (N contiguous). Lanes 16..31 repeat lanes 0..15's addresses.
+  void loadBFragments(kir::StmtList& body, const IntExpr& stage, const IntExpr& k16) {
+    kir::ForLoop* nt = loop(body, "i_bnt", n_tiles_, ParallelType::Unroll);
+    const IntExpr n = warpCol() * p_.warp_n + sym("i_bnt") * mma::kN;
+    const IntExpr l = lane() % 16;
+    auto ld = std::make_unique<kir::LdMatrix>();
+    ld->matrices = 2;
+    ld->dst = {b_frag_, sym("i_bnt") * mma::kBElementsPerLane};
+    const int64_t tile = p_.block_n * p_.block_k;
+    if (p_.b_k_contiguous) {
+      ld->src = {b_smem_, stage * tile + operandTileIndex(n + l % 8, k16 + l / 8 * 8, p_.block_k,
+                                                          p_.swizzle)};
+    } else {
+      ld->transpose = true;
+      ld->src = {b_smem_, stage * tile + operandTileIndex(k16 + l, n, p_.block_n, p_.swizzle)};
+    }
+    append(nt->body, std::move(ld));
+  }
+
+  // ---- epilogue ----
+  // Loops over the thread's accumulator elements; `at` gets the fragment
+  // element (its acc index) and its row and column in the block tile.
+  struct FragmentElement {
+    IntExpr acc_index;
+    IntExpr row;  // in the block tile
+    IntExpr col;
+  };
+  kir::StmtList& fragmentLoops(kir::StmtList& body, FragmentElement& at, const std::string& tag) {
+    kir::ForLoop* mt = loop(body, "i_emt" + tag, m_tiles_, ParallelType::Unroll);
+    kir::ForLoop* nt = loop(mt->body, "i_ent" + tag, n_tiles_, ParallelType::Unroll);
+    kir::ForLoop* e = loop(nt->body, "i_e" + tag, mma::kCElementsPerLane, ParallelType::Unroll);
+    const IntExpr i = sym("i_e" + tag);
+    at.acc_index = (sym("i_emt" + tag) * n_tiles_ + sym("i_ent" + tag)) * mma::kCElementsPerLane + i;
+    // cElement(lane, i) of fusion/mma_fragment.h, symbolically.
+    at.row = warpRow() * p_.warp_m + sym("i_emt" + tag) * mma::kM + lane() / 4 + i / 2 * 8;
+    at.col = warpCol() * p_.warp_n + sym("i_ent" + tag) * mma::kN + lane() % 4 * 2 + i % 2;
+    return e->body;
+  }
+
+  kir::Predicate inBounds(const IntExpr& row, const IntExpr& col) const {
+    kir::Predicate p;
+    p.terms = {{row, kir::Predicate::Term::Kind::LessThan, m_},
+               {col, kir::Predicate::Term::Kind::LessThan, n_}};
+    return p;
+  }
+
+  // The epilogue ops for output element (row, col), reading the matmul
+  // result through `result`.
+  void epilogueOps(kir::StmtList& body, const kir::Access& result, const IntExpr& row,
+                   const IntExpr& col) {
+    const kir::Predicate guard = inBounds(row, col);
+    auto accessOf = [&](const TensorView* tv) -> kir::Access {
+      if (tv == ops_.sum) return result;
+      if (auto it = temps_.find(tv); it != temps_.end()) return {it->second, 0};
+      const kir::Buffer* g = global(tv);
+      IntExpr index = 0;
+      const std::vector<Coord>& c = coords_.at(tv);
+      for (size_t d = 0; d < c.size(); ++d) {
+        if (c[d] == Coord::Zero) continue;
+        index = index + (c[d] == Coord::Row ? row : col) * stride(g, static_cast<int>(d));
+      }
+      return {g, index};
+    };
+    if (epilogue_.empty()) {
+      // The output is the sum itself: a plain store.
+      auto c = std::make_unique<kir::Compute>();
+      c->expr = copyExpr();
+      c->out = accessOf(ops_.output);
+      c->operands.push_back(accessOperand(result));
+      c->predicate = guard;
+      append(body, std::move(c));
+      return;
+    }
+    for (const Expr* e : epilogue_) {
+      auto c = std::make_unique<kir::Compute>();
+      c->expr = e;
+      c->out = e->output() == ops_.output ? accessOf(ops_.output) : kir::Access{temps_.at(e->output()), 0};
+      for (const Val* in : e->inputs()) {
+        if (const TensorView* tv = in->asTensor()) {
+          c->operands.push_back(accessOperand(accessOf(tv)));
+        } else {
+          kir::Operand op;
+          op.scalar = in;
+          c->operands.push_back(op);
+        }
+      }
+      c->predicate = guard;
+      append(body, std::move(c));
+    }
+  }
+
+  // set(sum): the expression of copies that are not fusion ops (the store
+  // when the output is the sum, the staging into C_s).
+  const Expr* copyExpr() {
+    if (copy_expr_ == nullptr) {
+      FusionGuard guard(fusion_);
+      copy_expr_ = set(const_cast<TensorView*>(ops_.sum))->definition();
+    }
+    return copy_expr_;
+  }
+
+  void registerEpilogue(kir::StmtList& body) {
+    FragmentElement at;
+    kir::StmtList& inner = fragmentLoops(body, at, "");
+    const IntExpr row = sym("blockIdx.y") * p_.block_m + at.row;
+    const IntExpr col = sym("blockIdx.x") * p_.block_n + at.col;
+    epilogueOps(inner, {acc_, at.acc_index}, row, col);
+  }
+
+  // Fragments -> C_s (the planner inserts the barrier that lets C_s take
+  // the operand tiles' bytes when they promote reuse), a barrier, then each
+  // thread runs the epilogue on consecutive columns of C_s.
+  void smemEpilogue(kir::StmtList& body) {
+    FragmentElement at;
+    kir::StmtList& inner = fragmentLoops(body, at, "s");
+    auto stage = std::make_unique<kir::Compute>();
+    stage->expr = copyExpr();
+    stage->out = {c_smem_, at.row * p_.block_n + at.col};
+    stage->operands.push_back(accessOperand({acc_, at.acc_index}));
+    append(inner, std::move(stage));
+    auto sync = std::make_unique<kir::BlockSync>();
+    sync->reason = "RAW C_s";
+    append(body, std::move(sync));
+    const int64_t per_thread = p_.block_m * p_.block_n / p_.threads();
+    kir::ForLoop* l = loop(body, "i_out", per_thread, ParallelType::Unroll);
+    const IntExpr flat = sym("i_out") * p_.threads() + sym("threadIdx.x");
+    const IntExpr tile_row = flat / p_.block_n;
+    const IntExpr tile_col = flat % p_.block_n;
+    epilogueOps(l->body, {c_smem_, flat}, sym("blockIdx.y") * p_.block_m + tile_row,
+                sym("blockIdx.x") * p_.block_n + tile_col);
+  }
+
+  Fusion* fusion_;
+  TensorCoreMatmulOperands ops_;
+  TensorCoreMatmulParams p_;
+  kir::Kernel kernel_;
+  IntExpr m_, n_, k_;
+  int64_t m_tiles_ = 0, n_tiles_ = 0;
+  std::vector<const Expr*> epilogue_;
+  std::map<const TensorView*, std::vector<Coord>> coords_;
+  std::map<const TensorView*, kir::Buffer*> globals_;
+  std::map<const TensorView*, kir::Buffer*> temps_;
+  std::vector<kir::Buffer*> locals_;
+  kir::Buffer* a_smem_ = nullptr;
+  kir::Buffer* b_smem_ = nullptr;
+  kir::Buffer* c_smem_ = nullptr;
+  kir::Buffer* a_frag_ = nullptr;
+  kir::Buffer* b_frag_ = nullptr;
+  kir::Buffer* acc_ = nullptr;
+  const Expr* copy_expr_ = nullptr;
+  int load_loops_ = 0;
+};
+
+}  // namespace
+
+std::string TensorCoreMatmulParams::toString() const {
+  std::ostringstream os;
+  os << "block " << block_m << "x" << block_n << "x" << block_k << ", warp " << warp_m << "x"
+     << warp_n << " (" << warps() << " warps), stages " << stages << ", A "
+     << (a_k_contiguous ? "K" : "M") << "-contiguous, B " << (b_k_contiguous ? "K" : "N")
+     << "-contiguous, swizzle " << (swizzle ? "on" : "off") << ", smem epilogue "
+     << (smem_epilogue ? "on" : "off") << ", promote reuse " << (promote_reuse ? "on" : "off");
+  return os.str();
+}
+
+int64_t operandTileBytes(const TensorCoreMatmulParams& p) {
+  return p.stages * (p.block_m + p.block_n) * p.block_k * 2;
+}
+
+int64_t epilogueTileBytes(const TensorCoreMatmulParams& p) {
+  return p.smem_epilogue ? p.block_m * p.block_n * 4 : 0;
+}
+
+TensorCoreMatmulParams tensorCoreHeuristics(std::optional<int64_t> m, std::optional<int64_t> n,
+                                            std::optional<int64_t> k, bool a_k_contiguous,
+                                            bool b_k_contiguous, const TensorCoreTarget& target) {
+  SMELT_CHECK(target.arch >= 80, "tensor-core matmul: sm_", target.arch,
+              " has no mma.sync m16n8k16 with ldmatrix and cp.async (sm_80 or newer)");
+  auto tile = [](std::optional<int64_t> e) {
+    int64_t t = 16;
+    while (e && t < *e && t < 128) t *= 2;
+    return e ? t : int64_t{128};
+  };
+  TensorCoreMatmulParams p;
+  p.a_k_contiguous = a_k_contiguous;
+  p.b_k_contiguous = b_k_contiguous;
+  p.block_m = tile(m);
+  p.block_n = tile(n);
+  const bool two_by_two = p.block_m >= 64 && p.block_n >= 64;
+  p.warp_m = two_by_two ? p.block_m / 2 : std::min<int64_t>(p.block_m, 32);
+  p.warp_n = two_by_two ? p.block_n / 2 : std::min<int64_t>(p.block_n, 32);
+  p.block_k = k && *k <= mma::kK ? mma::kK : 32;
+  auto chunks_divide = [&] {
+    return (p.block_m * p.block_k / 8) % p.threads() == 0 &&
+           (p.block_n * p.block_k / 8) % p.threads() == 0;
+  };
+  while (!chunks_divide()) p.block_k *= 2;
+  const int64_t k_tiles = k ? (*k + p.block_k - 1) / p.block_k : 4;
+  p.stages = std::clamp<int64_t>(k_tiles, 2, 4);
+  const int64_t budget = std::min(target.max_shared_memory_per_block,
+                                  std::max(target.shared_memory_per_sm / 2 - 1024,
+                                           operandTileBytes([&] {
+                                             TensorCoreMatmulParams two = p;
+                                             two.stages = 2;
+                                             return two;
+                                           }())));
+  while (p.stages > 2 && operandTileBytes(p) > budget) --p.stages;
+  checkTensorCoreParams(p);
+  return p;
+}
+
+void checkTensorCoreParams(const TensorCoreMatmulParams& p) {
+  for (auto [value, name] : {std::pair{p.block_m, "block_m"}, {p.block_n, "block_n"},
+                             {p.block_k, "block_k"}, {p.warp_m, "warp_m"}, {p.warp_n, "warp_n"}}) {
+    SMELT_CHECK(isPowerOfTwo(value), "tensor-core matmul: ", name, " = ", value,
+                " is not a power of two (", p.toString(), ")");
+  }
+  SMELT_CHECK(p.warp_m % mma::kM == 0 && p.warp_n % mma::kN == 0 && p.block_k % mma::kK == 0,
+              "tensor-core matmul: the warp tile ", p.warp_m, "x", p.warp_n, " and block_k ",
+              p.block_k, " must be multiples of the m16n8k16 instruction");
+  SMELT_CHECK(p.block_m % p.warp_m == 0 && p.block_n % p.warp_n == 0,
+              "tensor-core matmul: the block tile ", p.block_m, "x", p.block_n,
+              " is not a multiple of the warp tile ", p.warp_m, "x", p.warp_n);
+  SMELT_CHECK(p.stages >= 2, "tensor-core matmul: stages = ", p.stages,
+              "; the cp.async pipeline needs at least 2");
+  SMELT_CHECK(p.threads() <= 1024, "tensor-core matmul: ", p.threads(),
+              " threads per block exceed 1024");
+  const int64_t chunks_a = p.block_m * p.block_k / 8;
+  const int64_t chunks_b = p.block_n * p.block_k / 8;
+  SMELT_CHECK(chunks_a % p.threads() == 0 && chunks_b % p.threads() == 0,
+              "tensor-core matmul: the A and B tiles have ", chunks_a, " and ", chunks_b,
+              " 16-byte chunks, not multiples of the ", p.threads(), " threads that copy them");
+  SMELT_CHECK(!p.smem_epilogue || p.block_m * p.block_n % p.threads() == 0,
+              "tensor-core matmul: the C_s tile is not a multiple of the thread count");
+  SMELT_CHECK(!p.promote_reuse || p.smem_epilogue,
+              "tensor-core matmul: promote_reuse needs the shared-memory epilogue");
+}
+
+IntExpr operandTileIndex(const IntExpr& row, const IntExpr& col, int64_t cols, bool swizzle) {
+  if (!swizzle) return row * cols + col;
+  const int64_t chunks_per_row = cols / 8;
+  const IntExpr chunk = row * chunks_per_row + col / 8;
+  const IntExpr line = chunk / 8;
+  return (line * 8 + xor3(chunk % 8, line % 8)) * 8 + col % 8;
+}
+
+kir::Kernel lowerTensorCoreMatmul(Fusion* fusion, const TensorCoreMatmulOperands& operands,
+                                  const TensorCoreMatmulParams& params,
+                                  const LowerOptions& options) {
+  SMELT_CHECK(fusion != nullptr, "tensor-core matmul: fusion is null");
+  checkTensorCoreParams(params);
+  LoweringContext ctx;
+  ctx.fusion = fusion;
+  ctx.options = options;
+  ctx.kernel = Builder(fusion, operands, params).build();
+  FusionGuard guard(fusion);
+  assignSharedAddresses(ctx);
+  return std::move(ctx.kernel);
+}
+
+}  // namespace smelt
