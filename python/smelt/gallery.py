@@ -1,7 +1,7 @@
 """Example fusions with hand-written schedules: the acceptance cases of
 shared/cases/smem_cases.md that are whole kernels (B1 tiled GEMM, B2 batched
-GEMM, B3 slice-K GEMM, D1 GEMM with a promoted shared-memory epilogue) and a row
-softmax staging the row in shared memory.
+GEMM, B3 slice-K GEMM, D1 GEMM with a promoted shared-memory epilogue) and two
+row normalizations (softmax, layer norm) staging the row in shared memory.
 
 `smelt demo` plans, compiles and checks every one (smelt.cli); the tests
 reuse the builders. Each builder returns a FusionDefinition whose schedule is
@@ -127,6 +127,20 @@ def softmax(rows: int = 8, cols: int = 500) -> FusionDefinition:
     return fd
 
 
+def layer_norm(rows: int = 8, cols: int = 500, eps: float = 1e-5) -> FusionDefinition:
+    """Layer norm without affine parameters: (x - mean) / sqrt(var + eps)."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([rows, cols])
+        mean = fd.ops.broadcast(fd.ops.div(fd.ops.sum(x, [1]), float(cols)), [False, True])
+        centered = fd.ops.sub(x, mean)
+        var = fd.ops.div(fd.ops.sum(fd.ops.mul(centered, centered), [1]), float(cols))
+        y = fd.ops.mul(centered, fd.ops.broadcast(fd.ops.rsqrt(fd.ops.add(var, eps)),
+                                                  [False, True]))
+        fd.add_output(y)
+    _row_schedule(fd, y, x.cache_after())
+    return fd
+
+
 @dataclass(frozen=True)
 class Example:
     name: str
@@ -158,4 +172,7 @@ EXAMPLES: List[Example] = [
             hazards="conservative"),
     Example("softmax", "softmax over 8 rows of 500, row staged in shared memory", softmax,
             [[8, 500]], lambda x: torch.softmax(x, dim=1)),
+    Example("layer_norm", "layer norm over 8 rows of 500, row staged in shared memory",
+            layer_norm, [[8, 500]],
+            lambda x: torch.nn.functional.layer_norm(x, [x.shape[1]], eps=1e-5)),
 ]

@@ -24,7 +24,7 @@ def test_demo_plans_checks_and_draws_the_gallery(tmp_path):
     summary = (out / "summary.md").read_text()
     rows = {line.split(" | ")[0].strip("| "): line.split(" | ")
             for line in summary.splitlines()[2:]}
-    assert set(rows) == {"B1", "B2", "B3", "D1", "softmax"}
+    assert set(rows) == {"B1", "B2", "B3", "D1", "softmax", "layer_norm"}
     # B1: Csub takes an operand tile's bytes (planned, lower bound, no reuse).
     assert rows["B1"][1:4] == ["8192", "8192", "12288"]
     # B3: the three phases overlap; nothing needs an extra barrier.
@@ -37,7 +37,7 @@ def test_demo_plans_checks_and_draws_the_gallery(tmp_path):
         assert (out / f"{name}.svg").read_text().startswith("<svg")
     index = (out / "index.html").read_text()
     assert 'src="B3.svg"' in index
-    assert "[5/5] softmax" in result.stderr  # progress
+    assert "[6/6] layer_norm" in result.stderr  # progress
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "python" / "transpose_plan.py"

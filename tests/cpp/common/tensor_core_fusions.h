@@ -62,7 +62,7 @@ inline TcFusion makeFusion(const Case& c, c10::Device device = c10::kCPU) {
     out = castOp(c.dtype, mul(mul(x, 0.5), add(erf_term, 1.0)));
   }
   f.fusion->addOutput(out);
-  MatmulPattern pattern = findMatmul(f.fusion.get());
+  MatmulPattern pattern = findMatmul(*f.fusion);
   f.operands = {pattern.a, pattern.b, pattern.sum, pattern.output};
   return f;
 }

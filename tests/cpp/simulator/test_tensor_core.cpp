@@ -495,7 +495,7 @@ TEST(TensorCoreMatmul, BadParametersAndOperandsAreErrors) {
   fusion->addInput(a);
   fusion->addInput(b);
   fusion->addOutput(matmul(a, b));
-  MatmulPattern pattern = findMatmul(fusion.get());
+  MatmulPattern pattern = findMatmul(*fusion);
   try {
     lowerTensorCoreMatmul(fusion.get(), {pattern.a, pattern.b, pattern.sum, pattern.output}, {});
     FAIL() << "expected an error";
