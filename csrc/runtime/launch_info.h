@@ -25,6 +25,10 @@ struct TensorParam {
   // The widest vectorized access to this tensor, in bytes (0: none): its
   // data pointer must be aligned to it (checked before each launch).
   int64_t vector_bytes = 0;
+  // Per dimension: an expanded broadcast. The kernel indexes it as stride 0,
+  // so an output holds one slice that the runtime expands to the full shape
+  // as a stride-0 view (as torch.expand returns).
+  std::vector<bool> expanded;
 };
 
 // A scalar parameter, passed by value as its CUDA type.
