@@ -741,11 +741,18 @@ class Emitter {
               convert(literal(r.expr->initValue(), computeType(wt)), computeType(wt), wt) + ")";
     }
     const std::string op = r.expr->op() == ReductionOpType::Sum ? "smelt::Sum()" : "smelt::Max()";
-    line(element(r.out) + " = " +
-         convert("smelt::blockReduce" + axisFlags(r.thread_axes, "block reduction") + "(" + value +
-                     ", " + ws->name + ", " + op + ")",
-                 wt, r.out.buffer->dtype) +
-         ";");
+    const std::string reduced =
+        "smelt::blockReduce" + axisFlags(r.thread_axes, "block reduction") + "(" + value + ", " + ws->name + ", " + op + ")";
+    if (r.write_predicate.alwaysTrue()) {
+      line(element(r.out) + " = " + convert(reduced, wt, r.out.buffer->dtype) + ";");
+      return;
+    }
+    // Every thread reduces (blockReduce synchronizes); only writers store.
+    line("{");
+    line("  const " + cudaType(wt) + " block_result = " + reduced + ";");
+    line("  if (" + predicateText(r.write_predicate) + ") " + element(r.out) + " = " +
+         convert("block_result", wt, r.out.buffer->dtype) + ";");
+    line("}");
   }
 
   void emitBlockBroadcast(const kir::BlockBroadcast& b) {

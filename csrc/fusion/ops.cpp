@@ -190,10 +190,13 @@ TensorView* exp(TensorView* in) { return floatingUnary(UnaryOpType::Exp, in); }
 TensorView* tanh(TensorView* in) { return floatingUnary(UnaryOpType::Tanh, in); }
 TensorView* abs(TensorView* in) {
   SMELT_CHECK(in != nullptr, "abs: input is null");
+  SMELT_CHECK(in->dtype() != DataType::Bool, "abs: tensor ", in->name(), " is bool");
   return unaryOp(UnaryOpType::Abs, in, in->dtype());
 }
 TensorView* relu(TensorView* in) {
   SMELT_CHECK(in != nullptr, "relu: input is null");
+  // As torch: max(x, 0) of a bool is not defined.
+  SMELT_CHECK(in->dtype() != DataType::Bool, "relu: tensor ", in->name(), " is bool");
   return unaryOp(UnaryOpType::Relu, in, in->dtype());
 }
 TensorView* castOp(DataType dtype, TensorView* in) {

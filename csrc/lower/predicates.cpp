@@ -8,7 +8,10 @@
 //     loops do not bind, only index 0 along it writes. Readers on other
 //     threads then need a barrier, which the syncs pass provides.
 // Block reductions keep every thread participating; their predicate only says
-// which threads contribute a value.
+// which threads contribute a value, their write predicate which threads
+// store the result (one per element of a Shared or Global output).
+#include <algorithm>
+
 #include "fusion/error.h"
 #include "lower/passes.h"
 #include "lower/transform_index.h"
@@ -50,6 +53,7 @@ class Predicator {
         // value; only a reduction reading its input directly bounds it.
         bool reads_input = reduce->in.buffer != reduce->out.buffer;
         reduce->predicate = predicateFor(reduce->expr->output(), reads_input, false);
+        reduce->write_predicate = writePredicateFor(*reduce);
       }
     }
   }
@@ -96,6 +100,18 @@ class Predicator {
       if (single_writer && writes_shared_state && launch_extent.constant() != 1) {
         pred.terms.push_back({IntExpr::symbol(dim.symbol), Term::Kind::Equal, 0});
       }
+    }
+    return pred;
+  }
+
+  kir::Predicate writePredicateFor(const kir::BlockReduce& reduce) {
+    const TensorView* out = reduce.expr->output();
+    kir::Predicate pred = predicateFor(out, /*with_reduction_axes=*/false, /*single_writer=*/true);
+    if (out->memoryType() == MemoryType::Local) return pred;
+    for (const Dim& dim : kDims) {
+      const bool reduced = std::find(reduce.thread_axes.begin(), reduce.thread_axes.end(), dim.pt) !=
+                           reduce.thread_axes.end();
+      if (reduced) pred.terms.push_back({IntExpr::symbol(dim.symbol), Term::Kind::Equal, 0});
     }
     return pred;
   }

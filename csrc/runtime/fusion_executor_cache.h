@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,9 @@ class FusionExecutorCache {
   std::unique_ptr<Fusion> fusion_;
   ExecutorOptions options_;
   HeuristicOverride override_;
+  // Runs from several threads take turns: they share signatures_, the
+  // compiled segments and the latest-run state.
+  mutable std::mutex mutex_;
   std::map<std::string, SignatureEntry> signatures_;
   FusionRun last_run_;
   std::vector<const FusionExecutor*> last_executors_;

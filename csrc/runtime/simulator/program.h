@@ -76,6 +76,7 @@ struct Instr {
   int32_t extent = -1;  // IndexCode handle
   int32_t target = -1;
   RtPredicate pred;
+  RtPredicate write_pred;  // BlockReduce: which threads store the result
   RtAccess out;
   RtAccess in;  // BlockReduce / BlockBroadcast input
   uint32_t operand_begin = 0, operand_end = 0;  // Compute operands; ReduceStep: its `in`
