@@ -117,7 +117,9 @@ TensorView* reduction(ReductionOpType op, TensorView* in, const std::vector<int6
       out_axes.push_back(elementwiseAxis(f, in_axes[d]));
     }
   }
-  TensorView* out = f->newTensor(in->dtype(), std::move(out_axes));
+  // As torch.sum: bool and integer sums accumulate and return int64.
+  const bool widen = op == ReductionOpType::Sum && !isFloatingType(in->dtype());
+  TensorView* out = f->newTensor(widen ? DataType::Int : in->dtype(), std::move(out_axes));
   f->newExpr<ReductionOp>(op, out, in);
   return out;
 }

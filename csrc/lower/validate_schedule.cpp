@@ -8,10 +8,10 @@
 //     keep their iteration axes outside their serial reduction loops;
 //   * vectorized axes are innermost with constant extents;
 //   * a tensor whose memory is private to a thread (Local) or to a block
-//     (Shared) is read by each consumer only where it was written: a loop
-//     axis of it bound to a thread index (Local) or block index (Local or
-//     Shared), outside its compute position, maps to a consumer loop axis
-//     bound to the same index.
+//     (Shared), or that other blocks cannot wait for (Global), is read by
+//     each consumer only where it was written: a loop axis of it bound to a
+//     thread index (Local) or block index (any memory), outside its compute
+//     position, maps to a consumer loop axis bound to the same index.
 #include <algorithm>
 
 #include "fusion/error.h"
@@ -90,11 +90,11 @@ void checkVectorize(const TensorView* tv) {
 }
 
 // Memory a parallel type's index separates: threads of a block do not see
-// each other's registers; blocks do not see each other's shared memory.
+// each other's registers; blocks do not see each other's shared memory, nor
+// each other's global writes in time (a kernel has no grid-wide barrier).
 bool privateAcross(MemoryType memory, ParallelType pt) {
   if (memory == MemoryType::Local) return isThreadDim(pt) || isBlockDim(pt);
-  if (memory == MemoryType::Shared) return isBlockDim(pt);
-  return false;
+  return isBlockDim(pt);
 }
 
 void checkReadsStayPrivate(const TensorView* producer) {
@@ -117,9 +117,10 @@ void checkReadsStayPrivate(const TensorView* producer) {
                   " memory and its axis ", k, " (", id->toString(), ") is bound to ", pt, ", but ",
                   consumer->name(), " does not read it along an axis bound to ", pt,
                   ", so it would read values another ", isThreadDim(pt) ? "thread" : "block",
-                  " wrote; put ", producer->name(), " in ",
-                  isThreadDim(pt) ? "Shared" : "Global", " memory or parallelize ", consumer->name(),
-                  " the same way");
+                  " wrote; ",
+                  isThreadDim(pt) ? "put " + producer->name() + " in Shared memory or parallelize "
+                                  : "blocks cannot synchronize within a kernel: parallelize ",
+                  consumer->name(), " the same way");
     }
   }
 }

@@ -216,8 +216,11 @@ class FusionBuilder {
 
   void addCast() {
     const Live in = anyLive();
-    const DataType dtype = pickOf(rng_, std::vector<DataType>{
-        DataType::Float, DataType::Double, DataType::Half, DataType::Int32, DataType::Bool});
+    // Float -> integer of a non-finite or out-of-range value is undefined
+    // (CUDA and ATen differ): integers only come from integers and bools.
+    std::vector<DataType> targets = {DataType::Float, DataType::Double, DataType::Half, DataType::Bool};
+    if (!isFloatingType(in.tv->dtype())) targets.push_back(DataType::Int32);
+    const DataType dtype = pickOf(rng_, targets);
     uses_half_ = uses_half_ || dtype == DataType::Half;
     record("castOp(" + toString(dtype) + ", " + in.tv->name() + ")", Live{castOp(dtype, in.tv), in.axes});
   }

@@ -104,7 +104,9 @@ TEST(FusionFuzz, RandomFusionsAndSchedulesEndCorrectOrInAnError) {
   for (const auto& [stage, count] : rejected_at) std::cout << "  rejected at " << stage << ": " << count << "\n";
   // A fuzzer whose every case is rejected tests nothing (checked on runs
   // long enough to say).
-  if (iterations >= 40) EXPECT_GT(verdicts[Verdict::Correct], iterations / 4);
+  if (iterations >= 40) {
+    EXPECT_GT(verdicts[Verdict::Correct], iterations / 4);
+  }
 }
 
 }  // namespace

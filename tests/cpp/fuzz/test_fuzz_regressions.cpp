@@ -110,5 +110,61 @@ TEST(FuzzRegression, ReluAndAbsOfBoolAreRejectedAsTorchDoes) {
   EXPECT_SMELT_ERROR(abs(flags), "abs: tensor T0 is bool");
 }
 
+// Seed 1338: a sum over 4 elements whose reduction axis was split as
+// [4 (nparts), 1] -> [4, 1, 1] -> [4, 1, ceil(1/4), 4]: the last split
+// overruns its input (extent 1) while the logical index stays below 4, so
+// elements were summed several times (-4.49 for -1.58). The split's input
+// is now bounded too.
+TEST(FuzzRegression, NestedNonDivisibleSplitVisitsEachElementOnce) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t1 = makeConcreteTensor({4});
+  fusion.addInput(t1);
+  TensorView* t8 = sum(t1, {0});
+  fusion.addOutput(t8);
+  t8->split(0, 4, false);
+  t8->split(0, 4, false);
+  t8->split(2, 4);
+  t8->axis(1)->parallelize(ParallelType::TIDx);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+}
+
+// Seed 1480: a Shared tensor whose serial axis was inlined into its
+// consumer's TIDx loop got one element for the whole block, which every
+// thread wrote (a WAW race): allocation looked at the tensor's own binding,
+// not at the loop's.
+TEST(FuzzRegression, SharedTensorInsideAThreadLoopGetsAnElementPerThread) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t1 = makeConcreteTensor({6});
+  fusion.addInput(t1);
+  TensorView* t3 = set(relu(t1));
+  TensorView* t5 = erf(t3);
+  fusion.addOutput(t5);
+  t5->axis(0)->parallelize(ParallelType::TIDx);
+  t3->setMemoryType(MemoryType::Shared);
+  inlineMost(&fusion);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+}
+
+// Seeds 402 and 1680: a Global output written one element per block
+// (BIDy/BIDx) and read whole by a serial consumer in the same kernel: block
+// 0 read what other blocks had not written yet (no grid-wide barrier).
+TEST(FuzzRegression, GlobalTensorReadAcrossBlocksIsRejected) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t0 = makeConcreteTensor({4}, DataType::Double);
+  fusion.addInput(t0);
+  TensorView* t2 = cos(t0);
+  TensorView* t3 = exp(t2);
+  fusion.addOutput(t3);
+  fusion.addOutput(t2);
+  t2->axis(0)->parallelize(ParallelType::BIDx);
+  EXPECT_SMELT_ERROR(GpuLower(&fusion).run(), "tensor T1 is in Global memory", "bound to BIDx",
+                     "blocks cannot synchronize within a kernel: parallelize T2 the same way");
+  t3->axis(0)->parallelize(ParallelType::BIDx);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+}
+
 }  // namespace
 }  // namespace smelt::sim::testing
