@@ -1,5 +1,6 @@
 #include "codegen/cuda_codegen.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <unordered_map>
@@ -280,6 +281,19 @@ std::string indexText(const IntExpr& e, bool top = false) {
     }
   }
   SMELT_INTERNAL_CHECK(false, "unknown IntExpr kind");
+}
+
+// Which threads store a block reduction's result: its predicate and its
+// write predicate (terms in both once).
+kir::Predicate storePredicate(const kir::BlockReduce& r) {
+  kir::Predicate stores = r.predicate;
+  for (const auto& term : r.write_predicate.terms) {
+    const bool present = std::any_of(stores.terms.begin(), stores.terms.end(), [&](const auto& t) {
+      return t.kind == term.kind && t.lhs.sameAs(term.lhs) && t.rhs.sameAs(term.rhs);
+    });
+    if (!present) stores.terms.push_back(term);
+  }
+  return stores;
 }
 
 std::string predicateText(const kir::Predicate& predicate) {
@@ -742,17 +756,21 @@ class Emitter {
     }
     const std::string op = r.expr->op() == ReductionOpType::Sum ? "smelt::Sum()" : "smelt::Max()";
     const std::string reduced =
-        "smelt::blockReduce" + axisFlags(r.thread_axes, "block reduction") + "(" + value + ", " + ws->name + ", " + op + ")";
-    if (r.write_predicate.alwaysTrue()) {
-      line(element(r.out) + " = " + convert(reduced, wt, r.out.buffer->dtype) + ";");
+        convert("smelt::blockReduce" + axisFlags(r.thread_axes, "block reduction") + "(" + value +
+                    ", " + ws->name + ", " + op + ")",
+                wt, r.out.buffer->dtype);
+    const kir::Predicate stores = storePredicate(r);
+    if (stores.alwaysTrue()) {
+      line(element(r.out) + " = " + reduced + ";");
       return;
     }
-    // Every thread reduces (blockReduce synchronizes); only writers store.
-    line("{");
-    line("  const " + cudaType(wt) + " block_result = " + reduced + ";");
-    line("  if (" + predicateText(r.write_predicate) + ") " + element(r.out) + " = " +
-         convert("block_result", wt, r.out.buffer->dtype) + ";");
-    line("}");
+    // Every thread takes part (the reduction synchronizes the block); only
+    // those passing the predicate store, as their output index is in bounds,
+    // and of those one per element of a Shared or Global output.
+    open("{");
+    line("const auto reduced = " + reduced + ";");
+    line("if (" + predicateText(stores) + ") " + element(r.out) + " = reduced;");
+    close();
   }
 
   void emitBlockBroadcast(const kir::BlockBroadcast& b) {

@@ -149,6 +149,8 @@ void bindNodes(py::module_& m) {
       .def("cache_before", &TensorView::cacheBefore, kRef)
       .def("promote_reuse", &TensorView::promoteReuse, py::arg("enable") = true, kRef)
       .def_property_readonly("promotes_reuse", &TensorView::shouldPromoteReuse)
+      .def("circular_buffer", &TensorView::circularBuffer, py::arg("stages"), kRef)
+      .def_property_readonly("circular_buffer_stages", &TensorView::circularBufferStages)
       .def("transforms_string", &TensorView::transformsString);
 
   py::class_<IntExpr>(m, "IntExpr")

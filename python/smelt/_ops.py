@@ -148,6 +148,7 @@ SCHEDULE_OPS: Dict[str, Impl] = {
     "cache_before": lambda tv: tv.cache_before(),
     "set_memory_type": _schedule("set_memory_type"),
     "promote_reuse": _schedule("promote_reuse"),
+    "circular_buffer": _schedule("circular_buffer"),
     "set_name": _schedule("set_name"),
 }
 

@@ -179,6 +179,12 @@ class Tensor(Value):
         self.fd._schedule_op("promote_reuse", self, enable)
         return self
 
+    def circular_buffer(self, stages: int) -> "Tensor":
+        """Rotates this tensor over `stages` copies across the loop it is
+        computed in, so loads for later iterations overlap this one's use."""
+        self.fd._schedule_op("circular_buffer", self, stages)
+        return self
+
     def set_name(self, name: str) -> "Tensor":
         self.fd._schedule_op("set_name", self, name)
         return self

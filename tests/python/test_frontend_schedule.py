@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from smelt import FusionDefinition, MemoryType, ParallelType
+from smelt.gallery import tiled_gemm
 from frontend_helpers import DEVICES, assert_matches
 
 Shared = MemoryType.Shared
@@ -72,36 +73,6 @@ def test_a2_a3_promote_reuse_inserts_one_barrier():
     assert kernel.cuda.count("__syncthreads()") >= 1
     precise = fd.lower(hazards="precise").smem_plan
     assert (precise.total_bytes, precise.inserted_barriers) == (56, [])
-
-
-def tiled_gemm(m=64, n=64, k=64):
-    """B1: 32x32 tiles, block (32, 32); Asub, Bsub, Csub 4,096 B each."""
-    with FusionDefinition() as fd:
-        a = fd.define_tensor([m, k])
-        b = fd.define_tensor([k, n])
-        c = fd.ops.matmul(a, b)
-        fd.add_output(c)
-    acc = c.cache_before()
-    c_sub = c.cache_before().set_memory_type(Shared).set_name("Csub")
-    a_sub = a.cache_after().set_memory_type(Shared).set_name("Asub")
-    b_sub = b.cache_after().set_memory_type(Shared).set_name("Bsub")
-    for tv in (c, c_sub):  # [Mo, No, Mi, Ni]
-        tv.split(0, 32).split(2, 32).reorder({1: 2, 2: 1})
-        for axis, pt in enumerate([ParallelType.BIDy, ParallelType.BIDx,
-                                   ParallelType.TIDy, ParallelType.TIDx]):
-            tv.axis(axis).parallelize(pt)
-    # accumulator: [Mo, No, rKo, Mi, Ni, rKi]
-    acc.split(0, 32).split(2, 32).split(4, 32)
-    acc.reorder({4: 1, 2: 2, 1: 3, 5: 4, 3: 5})
-    for axis, pt in [(0, ParallelType.BIDy), (1, ParallelType.BIDx),
-                     (3, ParallelType.TIDy), (4, ParallelType.TIDx)]:
-        acc.axis(axis).parallelize(pt)
-    a_sub.compute_at(acc, 3)
-    b_sub.compute_at(acc, 3)
-    a_sub.axis(-1).parallelize(ParallelType.TIDx)
-    b_sub.axis(-1).parallelize(ParallelType.TIDy)
-    fd.inline_all()
-    return fd
 
 
 def test_b1_tiled_gemm_plan_cuda_and_ptxas():

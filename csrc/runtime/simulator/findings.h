@@ -40,6 +40,10 @@ class Findings {
   void uninitialized(const AccessEvent& access, int64_t byte);
   // thread_b is at pc_b, or has exited when pc_b < 0.
   void divergentBarrier(int32_t thread_a, int32_t pc_a, int32_t thread_b, int32_t pc_b);
+  // `a` stores Global element `index`, which thread `first_thread` of block
+  // `first_block` already stored in this launch.
+  void duplicateGlobalWrite(const AccessEvent& a, int64_t index, ThreadIndex first_block,
+                            int32_t first_thread);
 
   SimReport& report() { return report_; }
 
@@ -48,6 +52,11 @@ class Findings {
   std::string where(const AccessEvent& a) const;  // "position 7 (Compute ...) by thread (..) of block (..)"
   // True when this finding is new and within the cap; counts repeats otherwise.
   bool admit(const std::tuple<int, int, int, int, int>& key);
+  // Records one SimError per distinct (kind, a, b, c, d); repeats only count.
+  // `message` is called for a new finding only.
+  template <typename Message>
+  void error(SimError::Kind kind, int a, int b, int c, int d, int32_t pc, std::string buffer,
+             Message message);
 
   const Program& program_;
   const SimOptions& options_;

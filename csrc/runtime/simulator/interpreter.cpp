@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 
@@ -206,6 +207,7 @@ class BlockRunner {
     const int64_t bx = block_linear % L_.grid[0];
     const int64_t by = (block_linear / L_.grid[0]) % L_.grid[1];
     const int64_t bz = block_linear / (L_.grid[0] * L_.grid[1]);
+    block_linear_ = block_linear;
     findings_.setBlock({bx, by, bz}, L_.block[0], L_.block[1]);
     rng_.seed(options_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(block_linear));
     // Uninitialized memory reads as NaN (0xff bytes), so a missing write shows.
@@ -291,7 +293,9 @@ class BlockRunner {
       return nullptr;
     }
     switch (m.memory) {
-      case MemoryType::Global: return m.data + index * m.elem_size;
+      case MemoryType::Global:
+        if (is_write && options_.detect_races) checkSingleWriter(buffer, index, t, pc);
+        return m.data + index * m.elem_size;
       case MemoryType::Local: return localsOf(t) + m.offset + index * m.elem_size;
       case MemoryType::Shared: {
         const int64_t byte = m.offset + index * m.elem_size;
@@ -307,6 +311,26 @@ class BlockRunner {
       }
     }
     return nullptr;
+  }
+
+  // One writer per Global element and launch: the first (block, thread) to
+  // store it owns it; the same thread may store it again (a serial loop).
+  // A block all-reduce is the exception by design: every thread of the group
+  // holds the result and stores the same value.
+  void checkSingleWriter(int32_t buffer, int64_t index, int32_t t, int32_t pc) {
+    if (p_.instrs[pc].op == Op::BlockReduce) return;
+    std::vector<int64_t>& owners = global_writers_[buffer];
+    if (owners.empty()) owners.assign(static_cast<size_t>(L_.memory[buffer].elements), -1);
+    const int64_t me = block_linear_ * nthreads_ + t;
+    int64_t& owner = owners[static_cast<size_t>(index)];
+    if (owner >= 0 && owner != me) {
+      const int64_t block = owner / nthreads_;
+      const ThreadIndex first_block{block % L_.grid[0], (block / L_.grid[0]) % L_.grid[1],
+                                    block / (L_.grid[0] * L_.grid[1])};
+      findings_.duplicateGlobalWrite({t, pc, buffer, steps_[t]}, index, first_block,
+                                     static_cast<int32_t>(owner % nthreads_));
+    }
+    owner = me;
   }
 
   double load(int32_t buffer, int64_t index, int32_t t, int32_t pc) {
@@ -489,7 +513,7 @@ class BlockRunner {
       store(in.out, t, pc, deposited(in, pc, t, linear(lo[0], lo[1], lo[2])));
       return;
     }
-    if (!holds(in.write_pred, s)) return;
+    if (!holds(in.pred, s) || !holds(in.write_pred, s)) return;
     double acc = in.init;
     for (int64_t z = lo[2]; z < hi[2]; ++z) {
       for (int64_t y = lo[1]; y < hi[1]; ++y) {
@@ -506,6 +530,10 @@ class BlockRunner {
   const SimOptions& options_;
   Findings& findings_;
   SharedShadow shadow_;
+  int64_t block_linear_ = 0;
+  // Per Global buffer written in this launch: the owner (block * threads +
+  // thread) of each element, -1 when not stored yet.
+  std::map<int32_t, std::vector<int64_t>> global_writers_;
   const int nslots_;
   const int32_t nthreads_;
   std::vector<int64_t> slots_;  // nthreads x nslots

@@ -24,6 +24,7 @@ std::string toString(SimError::Kind kind) {
     case SimError::Kind::OutOfBounds: return "out-of-bounds";
     case SimError::Kind::UninitializedRead: return "uninitialized-read";
     case SimError::Kind::DivergentBarrier: return "divergent-barrier";
+    case SimError::Kind::DuplicateGlobalWrite: return "duplicate-global-write";
   }
   return "?";
 }

@@ -72,7 +72,10 @@ struct RaceReport {
 };
 
 struct SimError {
-  enum class Kind { OutOfBounds, UninitializedRead, DivergentBarrier };
+  // DuplicateGlobalWrite: two threads (of one block or of two) store to the
+  // same Global element in one launch — a race when the values differ, and
+  // wasted stores (a missing predicate) when they do not.
+  enum class Kind { OutOfBounds, UninitializedRead, DivergentBarrier, DuplicateGlobalWrite };
   Kind kind;
   int64_t position = -1;  // statement (program position) where it happened
   std::string buffer;     // empty for a divergent barrier

@@ -300,6 +300,28 @@ TEST(KernelPlanCases, B2BatchLoopAroundGemmKeepsReuse) {
   EXPECT_EQ(stack.insertedBarriers(), 0);
 }
 
+// ---- B3 as a scheduled fusion (slice-K GEMM) ----
+
+// The three phases are separated by the barriers the kernel needs anyway (the
+// K loop's WAR barrier, the RAW barriers before the cross-warp sum and before
+// the output reads C_tile), so the planner overlaps them for free: the total
+// is the K loop's A_tiles + B_tiles, red_buf and C_tile take their bytes.
+TEST(KernelPlanCases, B3SliceKPhasesShareBytes) {
+  for (SmemHazards hazards : {kPrecise, kConservative}) {
+    cases::SliceKGemm c{};
+    PlannedKernel k = lowerWith([&] { c = cases::buildSliceKGemm(); }, hazards);
+    const int64_t tile = 4 * 16 * 16 * 4;  // [W, M, k_tile] floats
+    EXPECT_EQ(k.noReuseBytes(), tile + tile + tile + 16 * 16 * 4);
+    EXPECT_EQ(k.tensorBytes(), 2 * tile);
+    EXPECT_EQ(k.lowerBound(), 2 * tile);
+    EXPECT_EQ(k.insertedBarriers(), 0);
+    EXPECT_EQ(k.address(c.a_tiles) + k.address(c.b_tiles), tile);  // one at 0, one above it
+    EXPECT_LT(k.address(c.red_buf), 2 * tile);
+    EXPECT_LT(k.address(c.c_tile), 2 * tile);
+  }
+}
+
+
 // ---- C1 allocation under block binding ----
 
 TEST(KernelPlanCases, C1BlockSliceAllocation) {
@@ -335,8 +357,8 @@ TEST(KernelPlanCases, LowerBoundReachedWhereSizesAreAligned) {
       checked.push_back(c.name);
     }
   }
-  // A7, A9, B1, B2, B2_promoted, B3, C1, D1, D1_promoted in both modes.
-  EXPECT_EQ(checked.size(), 18u) << ::testing::PrintToString(checked);
+  // A7, A9, B1, B2, B2_promoted, B3, B3_slice_k, C1, D1, D1_promoted in both modes.
+  EXPECT_EQ(checked.size(), 20u) << ::testing::PrintToString(checked);
 }
 
 }  // namespace

@@ -45,6 +45,7 @@ const std::vector<CaseKernel>& caseKernels() {
       fusionCase("B2", [] { buildTiledGemm(64, 64, 64, 2); }),
       fusionCase("B2_promoted", [] { buildTiledGemm(64, 64, 64, 2).c_sub->promoteReuse(); }),
       kernelCase("B3", [] { return buildStreamKKernel(); }),
+      fusionCase("B3_slice_k", [] { buildSliceKGemm(); }),
       fusionCase("C1", [] { buildPersistentRnnSlice(); }),
       kernelCase("D1", [] { return buildMatmulEpilogueKernel(false); }),
       kernelCase("D1_promoted", [] { return buildMatmulEpilogueKernel(true); }),

@@ -163,6 +163,55 @@ TiledGemm buildTiledGemm(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t
   return {a_sub, b_sub, c_sub, c};
 }
 
+SliceKGemm buildSliceKGemm(int64_t slices, int64_t m, int64_t n, int64_t k, int64_t k_tile) {
+  Fusion* fusion = Fusion::current();
+  TensorView* a = makeConcreteTensor({slices, m, k});
+  TensorView* b = makeConcreteTensor({slices, k, n});
+  fusion->addInput(a);
+  fusion->addInput(b);
+  // [W, M, K, 1] * [W, 1, K, N] summed over K, then over the slices W.
+  TensorView* partial =
+      sum(mul(broadcast(a, {false, false, false, true}), broadcast(b, {false, true, false, false})),
+          {2});
+  TensorView* c = sum(partial, {0});
+  fusion->addOutput(c);
+  TensorView* c_tile = shared(c->cacheBefore());
+  TensorView* red_buf = shared(partial);
+  TensorView* acc = partial->cacheBefore();  // the per-thread accumulator (Local)
+  TensorView* a_tiles = shared(a->cacheAfter());
+  TensorView* b_tiles = shared(b->cacheAfter());
+  a_tiles->setName("A_tiles");
+  b_tiles->setName("B_tiles");
+  red_buf->setName("red_buf");
+  c_tile->setName("C_tile");
+  // Partial products, one per thread: [W, M, N] on (TIDz, TIDy, TIDx).
+  red_buf->axis(0)->parallelize(ParallelType::TIDz);
+  red_buf->axis(1)->parallelize(ParallelType::TIDy);
+  red_buf->axis(2)->parallelize(ParallelType::TIDx);
+  // Accumulator [rKo, W, M, N, rKi]: the K loop outermost, shared by all slices.
+  acc->split(2, k_tile)->reorder({{2, 0}, {0, 1}, {1, 2}, {4, 3}, {3, 4}});
+  acc->axis(1)->parallelize(ParallelType::TIDz);
+  acc->axis(2)->parallelize(ParallelType::TIDy);
+  acc->axis(3)->parallelize(ParallelType::TIDx);
+  // Operand tiles: one element per thread in each K step.
+  a_tiles->computeAt(acc, 1);
+  b_tiles->computeAt(acc, 1);
+  for (TensorView* tile : {a_tiles, b_tiles}) {
+    tile->axis(-3)->parallelize(ParallelType::TIDz);
+    tile->axis(-2)->parallelize(ParallelType::TIDy);
+    tile->axis(-1)->parallelize(ParallelType::TIDx);
+  }
+  // Cross-warp reduction [rW, M, N] with M on TIDx and N on TIDy: each thread
+  // sums what other warps wrote; the output reads it transposed back.
+  c_tile->reorder({{0, 2}, {1, 0}, {2, 1}});  // [M, N, rW]
+  c_tile->axis(0)->parallelize(ParallelType::TIDx);
+  c_tile->axis(1)->parallelize(ParallelType::TIDy);
+  c->axis(0)->parallelize(ParallelType::TIDy);
+  c->axis(1)->parallelize(ParallelType::TIDx);
+  inlineMost(fusion);
+  return {a_tiles, b_tiles, red_buf, c_tile, c};
+}
+
 PersistentSlice buildPersistentRnnSlice(int64_t m, int64_t n, int64_t parts) {
   Fusion* fusion = Fusion::current();
   TensorView* w = makeConcreteTensor({m, n});
@@ -224,6 +273,7 @@ const std::vector<NamedCase>& allCases() {
       {"A9_symbolic", [] { buildExpandBetweenAliases(false); }},
       {"B1", [] { buildTiledGemm(); }},
       {"B2", [] { buildTiledGemm(64, 64, 64, 2); }},
+      {"B3", [] { buildSliceKGemm(); }},
       {"C1", [] { buildPersistentRnnSlice(); }},
   };
   return cases;

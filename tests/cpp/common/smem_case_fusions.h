@@ -89,6 +89,30 @@ struct TiledGemm {
 TiledGemm buildTiledGemm(int64_t m = 64, int64_t n = 64, int64_t k = 64, int64_t batch = 0,
                          int64_t stages = 1);
 
+// B3 as a scheduled fusion: a slice-K GEMM, the Stream-K shape inside one
+// block. a [W, M, K] and b [W, K, N] hold W slices of the K dimension; the
+// output is sum_w a[w] @ b[w], [M, N]. Block (TIDx N, TIDy M, TIDz W): every
+// warp slice accumulates its partial product in a K loop over tiles of `k_tile`
+// (A_tiles [W, M, k_tile], B_tiles [W, k_tile, N] in Shared, one element per
+// thread), writes it to red_buf [W, M, N] (Shared) after the loop, and a
+// cross-warp reduction over W, read transposed (TIDx on M), fills C_tile
+// [M, N] (Shared), which the output reads transposed back:
+//
+//   phase     K loop          cross-warp sum    epilogue
+//   A_tiles   |=========|
+//   B_tiles   |=========|
+//   red_buf              |==============|
+//   C_tile                               |============|
+struct SliceKGemm {
+  TensorView* a_tiles;
+  TensorView* b_tiles;
+  TensorView* red_buf;
+  TensorView* c_tile;
+  TensorView* output;
+};
+SliceKGemm buildSliceKGemm(int64_t slices = 4, int64_t m = 16, int64_t n = 16, int64_t k = 32,
+                           int64_t k_tile = 16);
+
 // C1: w [256, 256] cached into Shared (w_s) and Local (w_l) copies whose rows
 // are split into 8 parts bound to BIDx; the columns are bound to TIDx.
 struct PersistentSlice {

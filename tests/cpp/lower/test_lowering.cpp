@@ -217,6 +217,28 @@ TEST(LoweringSyncs, KLoopStagingGetsRawAndWarBarriers) {
   EXPECT_TRUE(war_ends_k_loop);
 }
 
+// B3's slice-K GEMM: one RAW barrier per K step for both tiles and one WAR
+// barrier closing the step, then one RAW barrier before the cross-warp sum
+// reads red_buf and one before the output reads C_tile transposed. The K
+// loop is the only loop the kernel keeps; the thread loops are trivial.
+TEST(LoweringSyncs, SliceKGemmSeparatesItsPhases) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  cases::buildSliceKGemm();
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  EXPECT_EQ(syncReasons(kernel), (std::vector<std::string>{"RAW A_tiles", "WAR A_tiles",
+                                                           "RAW red_buf", "RAW C_tile"}));
+  std::vector<int64_t> serial_extents;
+  kir::forEachStmt(kernel.body, [&](const kir::Stmt* s, int) {
+    auto* loop = dynamic_cast<const kir::ForLoop*>(s);
+    if (loop != nullptr && !loop->trivial) serial_extents.push_back(*loop->extent.constant());
+  });
+  // K steps (32 / 16), the k_tile loop inside, the slices of the cross-warp sum.
+  EXPECT_EQ(serial_extents, (std::vector<int64_t>{2, 16, 4}));
+  EXPECT_NE(kernel.summary().find("block(16, 16, 4)"), std::string::npos) << kernel.summary();
+}
+
 TEST(LoweringSyncs, ThreadPrivateChainNeedsNone) {
   Fusion fusion;
   FusionGuard guard(&fusion);
@@ -340,6 +362,8 @@ TEST(LoweringCases, SharedBuffersMatchTheCaseTable) {
       {"B1", [] { cases::buildTiledGemm(); }, {{"Asub", 4096}, {"Bsub", 4096}, {"Csub", 4096}}},
       {"B2", [] { cases::buildTiledGemm(64, 64, 64, 2); },
        {{"Asub", 4096}, {"Bsub", 4096}, {"Csub", 4096}}},
+      {"B3", [] { cases::buildSliceKGemm(); },
+       {{"A_tiles", 4096}, {"B_tiles", 4096}, {"red_buf", 4096}, {"C_tile", 1024}}},
       {"C1", [] { cases::buildPersistentRnnSlice(); }, {{"w_s", 32768}}},
   };
   for (const Expectation& e : table) {

@@ -1,0 +1,5 @@
+import sys
+
+from smelt.cli import main
+
+sys.exit(main())
