@@ -5,7 +5,7 @@
 #   apt (Debian): ninja-build ccache libgtest-dev libbenchmark-dev
 #   pip (PyPI):   torch==2.11.* (the default PyPI wheel is the CUDA 13 build;
 #                 it brings libtorch, its CMake config and pybind11),
-#                 pytest, scikit-build-core, numpy
+#                 pytest, scikit-build-core, numpy, hypothesis
 #
 # The CUDA 13 toolkit (nvcc, NVRTC, headers, driver stub) is expected to be on
 # the machine already (/usr/local/cuda); this script only checks for it.
@@ -54,7 +54,7 @@ try:
 except Exception:
     missing.append("torch==2.11.*")
 for module, requirement in [("pytest", "pytest"), ("scikit_build_core", "scikit-build-core"),
-                            ("numpy", "numpy")]:
+                            ("numpy", "numpy"), ("hypothesis", "hypothesis")]:
     try:
         importlib.import_module(module)
     except Exception:
@@ -68,7 +68,7 @@ if [[ -n "$missing_pip" ]]; then
   "$PYTHON" -m pip install --no-input --progress-bar off $missing_pip
   command -v pyenv >/dev/null && pyenv rehash || true
 else
-  log "pip: torch 2.11, pytest, scikit-build-core, numpy already installed"
+  log "pip: torch 2.11, pytest, scikit-build-core, numpy, hypothesis already installed"
 fi
 
 # ---------------------------------------------------------------- CUDA toolkit

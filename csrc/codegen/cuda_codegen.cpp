@@ -1,5 +1,6 @@
 #include "codegen/cuda_codegen.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <unordered_map>
@@ -282,6 +283,19 @@ std::string indexText(const IntExpr& e, bool top = false) {
     }
   }
   SMELT_INTERNAL_CHECK(false, "unknown IntExpr kind");
+}
+
+// Which threads store a block reduction's result: its predicate and its
+// write predicate (terms in both once).
+kir::Predicate storePredicate(const kir::BlockReduce& r) {
+  kir::Predicate stores = r.predicate;
+  for (const auto& term : r.write_predicate.terms) {
+    const bool present = std::any_of(stores.terms.begin(), stores.terms.end(), [&](const auto& t) {
+      return t.kind == term.kind && t.lhs.sameAs(term.lhs) && t.rhs.sameAs(term.rhs);
+    });
+    if (!present) stores.terms.push_back(term);
+  }
+  return stores;
 }
 
 std::string predicateText(const kir::Predicate& predicate) {
@@ -773,15 +787,17 @@ class Emitter {
         convert("smelt::blockReduce" + axisFlags(r.thread_axes, "block reduction") + "(" + value +
                     ", " + ws->name + ", " + op + ")",
                 wt, r.out.buffer->dtype);
-    if (r.predicate.alwaysTrue()) {
+    const kir::Predicate stores = storePredicate(r);
+    if (stores.alwaysTrue()) {
       line(element(r.out) + " = " + reduced + ";");
       return;
     }
     // Every thread takes part (the reduction synchronizes the block); only
-    // those passing the predicate store, as their output index is in bounds.
+    // those passing the predicate store, as their output index is in bounds,
+    // and of those one per element of a Shared or Global output.
     open("{");
     line("const auto reduced = " + reduced + ";");
-    line("if (" + predicateText(r.predicate) + ") " + element(r.out) + " = reduced;");
+    line("if (" + predicateText(stores) + ") " + element(r.out) + " = reduced;");
     close();
   }
 

@@ -118,7 +118,9 @@ TensorView* reduction(ReductionOpType op, TensorView* in, const std::vector<int6
       out_axes.push_back(elementwiseAxis(f, in_axes[d]));
     }
   }
-  TensorView* out = f->newTensor(in->dtype(), std::move(out_axes));
+  // As torch.sum: bool and integer sums accumulate and return int64.
+  const bool widen = op == ReductionOpType::Sum && !isFloatingType(in->dtype());
+  TensorView* out = f->newTensor(widen ? DataType::Int : in->dtype(), std::move(out_axes));
   f->newExpr<ReductionOp>(op, out, in);
   return out;
 }
@@ -191,10 +193,13 @@ TensorView* exp(TensorView* in) { return floatingUnary(UnaryOpType::Exp, in); }
 TensorView* tanh(TensorView* in) { return floatingUnary(UnaryOpType::Tanh, in); }
 TensorView* abs(TensorView* in) {
   SMELT_CHECK(in != nullptr, "abs: input is null");
+  SMELT_CHECK(in->dtype() != DataType::Bool, "abs: tensor ", in->name(), " is bool");
   return unaryOp(UnaryOpType::Abs, in, in->dtype());
 }
 TensorView* relu(TensorView* in) {
   SMELT_CHECK(in != nullptr, "relu: input is null");
+  // As torch: max(x, 0) of a bool is not defined.
+  SMELT_CHECK(in->dtype() != DataType::Bool, "relu: tensor ", in->name(), " is bool");
   return unaryOp(UnaryOpType::Relu, in, in->dtype());
 }
 TensorView* castOp(DataType dtype, TensorView* in) {

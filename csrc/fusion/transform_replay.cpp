@@ -311,8 +311,12 @@ std::pair<const TensorView*, int64_t> loopOwner(const TensorView* tv, int64_t ax
     std::vector<TensorView*> consumers = tv->fusion()->consumersOf(tv);
     SMELT_INTERNAL_CHECK(!consumers.empty(), tv->name(), " is inlined but has no consumer");
     std::vector<int64_t> match = matchLoopAxes(tv, consumers[0]);
-    SMELT_INTERNAL_CHECK(axis < static_cast<int64_t>(match.size()), tv->name(), " axis ", axis,
-                         " is inlined but does not match a loop of ", consumers[0]->name());
+    // Reachable from the API: a tensor re-scheduled or re-parallelized after
+    // computeAt/inlineAt no longer matches the loops it was inlined into.
+    SMELT_CHECK(axis < static_cast<int64_t>(match.size()), "tensor ", tv->name(), " is computed at position ",
+                tv->computePosition(), " but its axis ", axis, " (", tv->axis(axis)->toString(),
+                ") no longer maps to a loop of its consumer ", consumers[0]->name(),
+                " (was it split, merged, reordered or parallelized after computeAt/inlineAt?)");
     axis = match[axis];
     tv = consumers[0];
   }

@@ -6,8 +6,10 @@
 //     position that hold distinct values: not reduction or broadcast axes,
 //     not block-bound axes (each block holds its own slice — seed 004), and
 //     for Local buffers not thread-bound axes either (each thread holds its
-//     own). A Shared buffer also keeps its thread-bound axes left of the
-//     compute position: those loops run concurrently, not one after another;
+//     own). A Shared buffer also keeps its axes left of the compute position
+//     whose loops are thread-bound (the loop's binding, which may be the
+//     consumer's: a serial axis can run in a TIDx loop): those loops run
+//     concurrently, not one after another;
 //   * its Allocate sits in the loop where its own loops begin, just before its
 //     first write;
 //   * every block reduction gets a Shared workspace of one element per thread
@@ -101,7 +103,13 @@ std::vector<int64_t> allocatedAxes(const TensorView* tv) {
   std::vector<int64_t> axes;
   for (int64_t k = 0; k < tv->nDims(); ++k) {
     const IterDomain* id = tv->axis(k);
+    // Left of the compute position the axis runs in its consumer's loop,
+    // whose binding counts (a serial axis may run in a TIDx loop).
     ParallelType pt = id->parallelType();
+    if (k < tv->computePosition()) {
+      auto [owner, owner_axis] = loopOwner(tv, k);
+      pt = owner->axis(owner_axis)->parallelType();
+    }
     if (id->isReduction() || id->isBroadcast() || isBlockDim(pt)) continue;
     if (tv->memoryType() == MemoryType::Local && isThreadDim(pt)) continue;
     // Left of the compute position a loop is shared with the consumer: a

@@ -122,8 +122,9 @@ std::string stmtText(const Stmt* stmt) {
     case StmtKind::BlockReduce: {
       auto* r = static_cast<const BlockReduce*>(stmt);
       std::string pred = r->predicate.alwaysTrue() ? "" : ", if " + r->predicate.toString();
+      std::string writers = r->write_predicate.alwaysTrue() ? "" : ", stored if " + r->write_predicate.toString();
       return accessString(r->out) + " = block_" + r->expr->opName() + "<" +
-             threadAxes(r->thread_axes) + ">(" + accessString(r->in) + pred + ")";
+             threadAxes(r->thread_axes) + ">(" + accessString(r->in) + pred + ")" + writers;
     }
     case StmtKind::BlockBroadcast: {
       auto* b = static_cast<const BlockBroadcast*>(stmt);

@@ -1,6 +1,7 @@
 // Pass predicates: guards on every computing statement. Guarantees:
-//   * no access beyond a tensor's logical extent: axes that reach a loop
-//     through a split that may overrun (non-divisible or symbolic) are bounded;
+//   * no access beyond a tensor's logical extent, and no element visited
+//     twice: axes that reach a loop through a split that may overrun
+//     (non-divisible or symbolic) are bounded, the split's input axis too;
 //   * a loop bound to a thread/block index with a smaller extent than the
 //     launch's runs only for indices below its extent;
 //   * a Shared or Global element is written by exactly one thread: when the
@@ -8,8 +9,12 @@
 //     loops do not bind, only index 0 along it writes. Readers on other
 //     threads then need a barrier, which the syncs pass provides.
 // Block reductions keep every thread participating; their predicate only says
-// which threads contribute a value.
+// which threads contribute a value, their write predicate which threads
+// store the result (one per element of a Shared or Global output).
+#include <algorithm>
+
 #include "fusion/error.h"
+#include "fusion/transform_replay.h"
 #include "lower/passes.h"
 #include "lower/transform_index.h"
 
@@ -50,6 +55,7 @@ class Predicator {
         // value; only a reduction reading its input directly bounds it.
         bool reads_input = reduce->in.buffer != reduce->out.buffer;
         reduce->predicate = predicateFor(reduce->expr->output(), reads_input, false);
+        reduce->write_predicate = writePredicateFor(*reduce);
       }
     }
   }
@@ -71,6 +77,28 @@ class Predicator {
       if (needsBoundsCheck(tv, id) && !in_range_by_construction) {
         pred.terms.push_back({index, Term::Kind::LessThan, id->extent()});
       }
+    }
+    // A split of the inner axis of an earlier split can overrun that axis
+    // while the logical index stays in range (the overrun carries into the
+    // outer index: elements are visited twice), so such a split's input is
+    // bounded too. Overrunning an outer or merged axis shows in the logical
+    // indices, which are bounded above.
+    const std::vector<const IdTransform*> history = transformHistory(tv);
+    auto isInnerOfASplit = [&](const IterDomain* id) {
+      return std::any_of(history.begin(), history.end(), [&](const IdTransform* t) {
+        return t->kind == IdTransform::Kind::Split && t->outputs[1] == id;
+      });
+    };
+    for (const IdTransform* t : history) {
+      const IterDomain* in = t->inputs[0];
+      if (t->kind != IdTransform::Kind::Split || !isInnerOfASplit(in) || in->isBroadcast() ||
+          (in->isReduction() && !with_reduction_axes)) {
+        continue;
+      }
+      const auto extent = in->extent().constant();
+      const auto factor = t->factor.constant();
+      if (extent && factor && *extent % *factor == 0) continue;
+      pred.terms.push_back({logical.at(in), Term::Kind::LessThan, in->extent()});
     }
     const kir::LaunchDims& launch = ctx_.kernel.launch;
     for (const Dim& dim : kDims) {
@@ -96,6 +124,18 @@ class Predicator {
       if (single_writer && writes_shared_state && launch_extent.constant() != 1) {
         pred.terms.push_back({IntExpr::symbol(dim.symbol), Term::Kind::Equal, 0});
       }
+    }
+    return pred;
+  }
+
+  kir::Predicate writePredicateFor(const kir::BlockReduce& reduce) {
+    const TensorView* out = reduce.expr->output();
+    kir::Predicate pred = predicateFor(out, /*with_reduction_axes=*/false, /*single_writer=*/true);
+    if (out->memoryType() == MemoryType::Local) return pred;
+    for (const Dim& dim : kDims) {
+      const bool reduced = std::find(reduce.thread_axes.begin(), reduce.thread_axes.end(), dim.pt) !=
+                           reduce.thread_axes.end();
+      if (reduced) pred.terms.push_back({IntExpr::symbol(dim.symbol), Term::Kind::Equal, 0});
     }
     return pred;
   }

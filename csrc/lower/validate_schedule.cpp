@@ -6,7 +6,12 @@
 //     type than that loop;
 //   * reductions are not bound to block indices (no grid reductions yet) and
 //     keep their iteration axes outside their serial reduction loops;
-//   * vectorized axes are innermost with constant extents.
+//   * vectorized axes are innermost with constant extents;
+//   * a tensor whose memory is private to a thread (Local) or to a block
+//     (Shared), or that other blocks cannot wait for (Global), is read by
+//     each consumer only where it was written: a loop axis of it bound to a
+//     thread index (Local) or block index (any memory), outside its compute
+//     position, maps to a consumer loop axis bound to the same index.
 #include <algorithm>
 
 #include "fusion/error.h"
@@ -84,15 +89,56 @@ void checkVectorize(const TensorView* tv) {
   }
 }
 
+// Memory a parallel type's index separates: threads of a block do not see
+// each other's registers; blocks do not see each other's shared memory, nor
+// each other's global writes in time (a kernel has no grid-wide barrier).
+bool privateAcross(MemoryType memory, ParallelType pt) {
+  if (memory == MemoryType::Local) return isThreadDim(pt) || isBlockDim(pt);
+  return isBlockDim(pt);
+}
+
+void checkReadsStayPrivate(const TensorView* producer) {
+  for (const TensorView* consumer : producer->fusion()->consumersOf(producer)) {
+    const IdMap logical_map = pairwiseLogicalMap(producer, consumer);
+    // Axes left of the compute position share the consumer's loop (and so
+    // its index) — checkComputePosition covers them.
+    for (int64_t k = producer->computePosition(); k < producer->nDims(); ++k) {
+      const IterDomain* id = producer->axis(k);
+      const ParallelType pt = id->parallelType();
+      // A block reduction leaves its result in every thread of the group; a
+      // broadcast axis holds one value for all.
+      if (id->isReduction() || id->isBroadcast() || !privateAcross(producer->memoryType(), pt)) continue;
+      bool same_index = false;
+      for (int64_t j = 0; j < consumer->nDims() && !same_index; ++j) {
+        same_index = consumer->axis(j)->parallelType() == pt &&
+                     loopAxesMapped(id, consumer->axis(j), logical_map);
+      }
+      SMELT_CHECK(same_index, "tensor ", producer->name(), " is in ", producer->memoryType(),
+                  " memory and its axis ", k, " (", id->toString(), ") is bound to ", pt, ", but ",
+                  consumer->name(), " does not read it along an axis bound to ", pt,
+                  ", so it would read values another ", isThreadDim(pt) ? "thread" : "block",
+                  " wrote; ",
+                  isThreadDim(pt) ? "put " + producer->name() + " in Shared memory or parallelize "
+                                  : "blocks cannot synchronize within a kernel: parallelize ",
+                  consumer->name(), " the same way");
+    }
+  }
+}
+
 }  // namespace
 
 void validateSchedule(LoweringContext& ctx) {
   SMELT_CHECK(!ctx.fusion->outputs().empty(), "cannot lower a fusion without outputs");
-  for (TensorView* tv : ctx.fusion->allTensors()) {
+  // Consumers first: a producer's checks follow its consumers' compute
+  // positions (loopOwner), which are then known to be valid.
+  const std::vector<TensorView*> tensors = ctx.fusion->allTensors();
+  for (auto it = tensors.rbegin(); it != tensors.rend(); ++it) {
+    TensorView* tv = *it;
     if (tv->isFusionInput()) continue;
     checkComputePosition(tv);
     if (tv->hasReduction()) checkReduction(tv);
     checkVectorize(tv);
+    checkReadsStayPrivate(tv);
     SMELT_CHECK(!tv->shouldPromoteReuse() || tv->memoryType() == MemoryType::Shared,
                 "promoteReuse: tensor ", tv->name(), " is not in Shared memory");
   }

@@ -4,6 +4,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <iomanip>
@@ -15,6 +16,7 @@
 #include "lower/alloc_reuse/kernel_plan.h"
 #include "lower/lower.h"
 #include "runtime/fusion_key.h"
+#include "runtime/launch_limits.h"
 #include "runtime/simulator/simulator.h"
 
 namespace smelt {
@@ -183,6 +185,9 @@ void FusionExecutor::checkCompiled(const char* what) const {
 }
 
 const kir::Kernel& FusionExecutor::lowered() const {
+  // Two runs after a cache hit must not both lower (one would free the
+  // other's kernel IR); the kernel lives until the next compile().
+  std::lock_guard<std::mutex> lock(state_mutex_);
   if (lower_ == nullptr) {
     auto lower = std::make_unique<GpuLower>(fusion_, options_.lower);
     lower->run();
@@ -216,6 +221,17 @@ LaunchParams FusionExecutor::evaluateLaunch(const std::map<std::string, int64_t>
   }
   params.smem_bytes = info.shared_memory_bytes.evaluate(bindings);
   params.dynamic_smem_bytes = info.static_shared_memory ? 0 : params.smem_bytes;
+  // Simulated runs too: a kernel must be launchable to be correct.
+  LaunchResources resources;
+  for (int i = 0; i < 3; ++i) {
+    resources.grid[i] = params.grid[i];
+    resources.block[i] = params.block[i];
+  }
+  resources.shared_memory_bytes = params.smem_bytes;
+  resources.registers_per_thread = compiledKernel().ptxas.registers;
+  DeviceLimits limits = deviceLimits(compiledKernel().arch);
+  limits.shared_memory_per_block = std::min(limits.shared_memory_per_block, options_.lower.max_shared_memory_bytes);
+  checkLaunchLimits(kernelName(), resources, limits);
   return params;
 }
 
@@ -317,6 +333,7 @@ std::vector<at::Tensor> FusionExecutor::launch(const PreparedLaunch& prepared) {
   config.dynamic_smem_bytes = prepared.params.dynamic_smem_bytes;
   config.stream = at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
   kernel_->launch(config, prepared.arguments.pointers(), device);
+  std::lock_guard<std::mutex> lock(state_mutex_);
   launch_params_ = prepared.params;
   return prepared.outputs;
 }
@@ -333,11 +350,15 @@ std::vector<at::Tensor> FusionExecutor::simulate(const std::vector<at::Tensor>& 
       scalars[info.scalars[scalar++].symbol] = inputs[i].item<double>();
     }
   }
+  const LaunchParams params = evaluateLaunch(bind(inputs));
   sim::SimResult result = sim::simulate(lowered(), tensors, {}, scalars, options_.simulator);
-  sim_report_ = result.report;
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    sim_report_ = result.report;
+    launch_params_ = params;
+  }
   SMELT_CHECK(result.report.clean(), "the CPU simulator found errors in kernel ", kernelName(),
               ":\n", result.report.toString());
-  launch_params_ = evaluateLaunch(bind(inputs));
   return std::move(result.outputs);
 }
 

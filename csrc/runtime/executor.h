@@ -32,13 +32,18 @@
 // for CUDA inputs (CPU inputs still lower: the simulator runs the kernel IR).
 //
 // Lifetime: the fusion must outlive the executor and stay unchanged while it
-// is used (the kernel IR refers to its tensors and expressions). One executor
-// is not meant to be used from several threads at once.
+// is used (the kernel IR refers to its tensors and expressions).
+//
+// Threads: once compiled, run(), prepareLaunch(), launch() and kernel() may
+// be called from several threads at once (the Python frontend shares one
+// executor per fusion and device); compile() must not overlap them. The
+// "latest run" accessors then describe one of the concurrent runs.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -161,6 +166,8 @@ class FusionExecutor {
   std::string key_;
   std::shared_ptr<CachedKernel> kernel_;
   bool from_cache_ = false;
+  // Guards lower_ (created on first need) and the latest-run state below.
+  mutable std::mutex state_mutex_;
   mutable std::unique_ptr<GpuLower> lower_;  // lowered on demand after a cache hit
   LaunchParams launch_params_;
   sim::SimReport sim_report_;

@@ -171,6 +171,7 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
 std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
     const std::vector<at::Tensor>& inputs) {
   validator_.validate(inputs);
+  std::lock_guard<std::mutex> lock(mutex_);
   last_run_ = FusionRun();
   last_executors_.clear();
   last_run_.signature = inputSignature(inputs);
@@ -223,6 +224,7 @@ const SegmentedFusion& FusionExecutorCache::segmentation(const std::string& sign
 }
 
 int64_t FusionExecutorCache::numCompiledKernels() const {
+  std::lock_guard<std::mutex> lock(mutex_);
   int64_t count = 0;
   for (const auto& [signature, entry] : signatures_) {
     for (const auto& per_params : entry.kernels) count += static_cast<int64_t>(per_params.size());

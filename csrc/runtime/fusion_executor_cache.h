@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -121,6 +122,9 @@ class FusionExecutorCache {
   InputValidator validator_;  // of fusion_ with every input declared non-contiguous
   ExecutorOptions options_;
   HeuristicOverride override_;
+  // Runs from several threads take turns: they share signatures_, the
+  // compiled segments and the latest-run state.
+  mutable std::mutex mutex_;
   std::map<std::string, SignatureEntry> signatures_;
   FusionRun last_run_;
   std::vector<const FusionExecutor*> last_executors_;

@@ -111,13 +111,16 @@ IntExpr noReuseBytes(const std::vector<Buffer>& buffers) {
 IntExpr planTotalBytes(const std::vector<Buffer>& buffers, const std::vector<IntExpr>& addresses,
                        const std::vector<int>& stacked_on) {
   SMELT_INTERNAL_CHECK(addresses.size() == buffers.size() && stacked_on.size() == buffers.size());
-  std::vector<bool> has_buffer_on_top(buffers.size(), false);
-  for (int below : stacked_on) {
-    if (below != AddressPlan::kNotStacked) has_buffer_on_top.at(static_cast<size_t>(below)) = true;
-  }
-  std::vector<IntExpr> covered_ends;  // each lies below the end of a buffer stacked on it
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    if (has_buffer_on_top[i]) covered_ends.push_back(addresses[i] + buffers[i].bytes);
+  // Ends that lie below the end of another expression: a buffer stacked on
+  // them ends higher. A zero-size buffer the alignment does not move ends
+  // exactly where the one below does, so it covers nothing (else the top of
+  // a stack and the buffer under it would each be left out for the other).
+  std::vector<IntExpr> covered_ends;
+  for (size_t top = 0; top < buffers.size(); ++top) {
+    const int below = stacked_on[top];
+    if (below == AddressPlan::kNotStacked) continue;
+    const IntExpr below_end = addresses.at(static_cast<size_t>(below)) + buffers.at(static_cast<size_t>(below)).bytes;
+    if (!(addresses[top] + buffers[top].bytes).sameAs(below_end)) covered_ends.push_back(below_end);
   }
   auto alreadyBounded = [](const std::vector<IntExpr>& ends, const IntExpr& end) {
     return std::any_of(ends.begin(), ends.end(), [&](const IntExpr& e) { return e.sameAs(end); });

@@ -33,6 +33,7 @@ class SharedMemoryLimits {
  public:
   SharedMemoryLimits();
   void setLimit(int compute_capability, int64_t bytes);
+  bool knows(int compute_capability) const { return bytes_by_capability_.count(compute_capability) > 0; }
   // Throws smelt::Error naming the architecture when it is unknown.
   int64_t limitBytes(int compute_capability) const;
 

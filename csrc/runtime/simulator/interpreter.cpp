@@ -203,7 +203,6 @@ class BlockRunner {
     steps_.resize(nthreads_);
     arrived_.resize(nthreads_);
     contrib_.resize(nthreads_);
-    pred_ok_.resize(nthreads_);
     order_.resize(nthreads_);
     ready_.resize(nthreads_);
     uncommitted_.resize(nthreads_);
@@ -719,8 +718,7 @@ class BlockRunner {
   void arriveBlockOp(const Instr& in, int32_t pc, int32_t t) {
     double v;
     if (in.op == Op::BlockReduce) {
-      pred_ok_[t] = holds(in.pred, slotsOf(t));
-      v = pred_ok_[t] ? load(in.in, t, pc) : in.init;
+      v = holds(in.pred, slotsOf(t)) ? load(in.in, t, pc) : in.init;
     } else {
       if (!isGroupSource(in.thread_axes, t)) return;
       v = load(in.in, t, pc);
@@ -752,7 +750,7 @@ class BlockRunner {
       store(in.out, t, pc, deposited(in, pc, t, linear(lo[0], lo[1], lo[2])));
       return;
     }
-    if (!pred_ok_[t]) return;
+    if (!holds(in.pred, s) || !holds(in.write_pred, s)) return;
     double acc = in.init;
     for (int64_t z = lo[2]; z < hi[2]; ++z) {
       for (int64_t y = lo[1]; y < hi[1]; ++y) {
@@ -782,7 +780,6 @@ class BlockRunner {
   std::vector<uint32_t> steps_;
   std::vector<int32_t> arrived_;  // barrier instruction reached, or kExited
   std::vector<double> contrib_;   // block op values when there is no workspace
-  std::vector<uint8_t> pred_ok_;
   std::vector<int32_t> order_;
   std::mt19937_64 rng_;
   // Tensor-core state: threads that may run in this phase, in-flight

@@ -371,6 +371,7 @@ class Compiler {
         in.out = access(r->out);
         in.in = access(r->in);
         in.pred = predicate(r->predicate);
+        in.write_pred = predicate(r->write_predicate);
         in.thread_axes = threadAxisMask(r->thread_axes, position);
         if (r->workspace) in.workspace = bufferId(r->workspace);
         emit(in, stmt);

@@ -81,6 +81,7 @@ struct Instr {
   int32_t extent = -1;  // IndexCode handle
   int32_t target = -1;
   RtPredicate pred;
+  RtPredicate write_pred;  // BlockReduce: which threads store the result
   RtAccess out;
   RtAccess in;  // BlockReduce / BlockBroadcast input
   RtAccess in2;  // Mma: the B fragment

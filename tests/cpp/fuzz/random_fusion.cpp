@@ -1,0 +1,415 @@
+#include "fuzz/random_fusion.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <sstream>
+
+#include "fusion/error.h"
+#include "fusion/ops.h"
+#include "fusion/transform_replay.h"
+
+namespace smelt::fuzz {
+
+int64_t Transcript::rejectedCount() const {
+  return std::count_if(lines_.begin(), lines_.end(), [](const std::string& line) {
+    return line.find("// rejected") != std::string::npos;
+  });
+}
+
+std::string Transcript::toString() const {
+  std::ostringstream os;
+  for (const std::string& line : lines_) os << "  " << line << "\n";
+  return os.str();
+}
+
+namespace {
+
+constexpr int64_t kBroadcast = -1;
+
+int64_t pick(std::mt19937_64& rng, int64_t lo, int64_t hi) {  // inclusive
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+bool chance(std::mt19937_64& rng, double p) { return std::bernoulli_distribution(p)(rng); }
+template <typename T>
+const T& pickOf(std::mt19937_64& rng, const std::vector<T>& items) {
+  return items.at(static_cast<size_t>(pick(rng, 0, static_cast<int64_t>(items.size()) - 1)));
+}
+
+std::string joined(const std::vector<int64_t>& values) {
+  std::ostringstream os;
+  for (size_t i = 0; i < values.size(); ++i) os << (i ? ", " : "") << values[i];
+  return os.str();
+}
+
+// A tensor of the fusion being built with, per dimension, the id of the axis
+// it runs over (kBroadcast for a broadcast axis). Two tensors may meet in a
+// binary op when, dimension by dimension, their ids agree or one broadcasts.
+struct Live {
+  TensorView* tv;
+  std::vector<int64_t> axes;
+};
+
+bool compatible(const Live& a, const Live& b) {
+  if (a.axes.size() != b.axes.size()) return false;
+  for (size_t d = 0; d < a.axes.size(); ++d) {
+    if (a.axes[d] != b.axes[d] && a.axes[d] != kBroadcast && b.axes[d] != kBroadcast) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> joinAxes(const Live& a, const Live& b) {
+  std::vector<int64_t> axes = a.axes;
+  for (size_t d = 0; d < axes.size(); ++d) {
+    if (axes[d] == kBroadcast) axes[d] = b.axes[d];
+  }
+  return axes;
+}
+
+class FusionBuilder {
+ public:
+  FusionBuilder(std::mt19937_64& rng, Transcript& transcript, const FuzzLimits& limits)
+      : rng_(rng), log_(transcript), limits_(limits) {}
+
+  bool build() {
+    Fusion* fusion = Fusion::current();
+    const int64_t base_rank = pick(rng_, 1, limits_.max_rank);
+    for (int64_t d = 0; d < base_rank; ++d) extents_.push_back(pick(rng_, 1, limits_.max_extent));
+    const int64_t inputs = pick(rng_, 1, limits_.max_inputs);
+    for (int64_t i = 0; i < inputs; ++i) addInput(*fusion, base_rank);
+    const int64_t ops = pick(rng_, 1, limits_.max_ops);
+    for (int64_t i = 0; i < ops; ++i) addOp();
+    // The newest tensor is an output, and sometimes another one is too.
+    std::vector<TensorView*> outputs = {live_.back().tv};
+    if (live_.size() > 2 && chance(rng_, 0.4)) {
+      TensorView* other = live_[static_cast<size_t>(pick(rng_, 0, static_cast<int64_t>(live_.size()) - 2))].tv;
+      if (!other->isFusionInput()) outputs.push_back(other);
+    }
+    for (TensorView* out : outputs) {
+      fusion->addOutput(out);
+      log_.add("fusion.addOutput(" + out->name() + ");");
+    }
+    return uses_half_;
+  }
+
+ private:
+  void addInput(Fusion& fusion, int64_t base_rank) {
+    const int64_t rank = pick(rng_, 1, base_rank);
+    Live in;
+    std::vector<int64_t> shape;
+    for (int64_t d = base_rank - rank; d < base_rank; ++d) {
+      in.axes.push_back(d);
+      shape.push_back(extents_[d]);
+    }
+    const DataType dtype = chance(rng_, 0.85) ? DataType::Float : pickOf(rng_, std::vector<DataType>{
+        DataType::Double, DataType::Half, DataType::Int, DataType::Bool});
+    uses_half_ = uses_half_ || dtype == DataType::Half;
+    in.tv = makeConcreteTensor(shape, dtype);
+    fusion.addInput(in.tv);
+    log_.add(in.tv->name() + " = makeConcreteTensor({" + joined(shape) + "}, " + toString(dtype) + ");");
+    live_.push_back(in);
+  }
+
+  void record(const std::string& call, const Live& result) {
+    log_.add(result.tv->name() + " = " + call + ";");
+    live_.push_back(result);
+  }
+
+  Live anyLive() { return pickOf(rng_, live_); }
+
+  bool isIntegralOrBool(const TensorView* tv) const { return !isFloatingType(tv->dtype()); }
+
+  // An op the op layer rejects (smelt::Error) is logged and skipped.
+  void addOp() {
+    try {
+      addRandomOp();
+    } catch (const Error& e) {
+      std::string why = e.what();
+      log_.add("// op rejected: " + why.substr(0, why.find('\n')));
+    }
+  }
+
+  void addRandomOp() {
+    switch (pick(rng_, 0, 9)) {
+      case 0: case 1: return addUnary();
+      case 2: case 3: return addBinary();
+      case 4: return addCompareOrWhere();
+      case 5: return addCast();
+      case 6: return addBroadcast();
+      case 7: return addReduction();
+      case 8: return addPad();
+      default: return addSet();
+    }
+  }
+
+  void addUnary() {
+    using Op = TensorView* (*)(TensorView*);
+    struct Named { const char* name; Op op; };
+    static const std::vector<Named> ops = {
+        {"neg", neg}, {"exp", exp}, {"tanh", tanh}, {"abs", abs}, {"relu", relu},
+        {"sigmoid", sigmoid}, {"sin", sin}, {"cos", cos}, {"erf", erf}, {"floor", floor},
+        {"ceil", ceil}, {"sqrt", sqrt}, {"log1p", log1p}, {"logicalNot", logicalNot}};
+    const Live in = anyLive();
+    const Named& op = pickOf(rng_, ops);
+    // torch rejects neg and rounding of bool; smelt must too (checked by the builder).
+    record(std::string(op.name) + "(" + in.tv->name() + ")", Live{op.op(in.tv), in.axes});
+  }
+
+  // A tensor that may meet `a` in a binary op, broadcast to its rank if it
+  // has fewer dimensions (the leading ones new); nullptr if there is none.
+  const Live* partnerOf(const Live& a) {
+    std::vector<const Live*> candidates;
+    for (const Live& b : live_) {
+      if (compatible(a, b)) candidates.push_back(&b);
+    }
+    if (candidates.empty()) return nullptr;
+    return pickOf(rng_, candidates);
+  }
+
+  void addBinary() {
+    using Op = TensorView* (*)(Val*, Val*);
+    struct Named { const char* name; Op op; bool floating_only; };
+    static const std::vector<Named> ops = {
+        {"add", add, false}, {"sub", sub, false}, {"mul", mul, false}, {"div", div, false},
+        {"maximum", maximum, false}, {"minimum", minimum, false}, {"pow", pow, true},
+        {"remainder", remainder, true}, {"fmod", fmod, true}, {"logicalAnd", logicalAnd, false},
+        {"logicalOr", logicalOr, false}};
+    const Live a = anyLive();
+    const Named& op = pickOf(rng_, ops);
+    if (a.tv->dtype() == DataType::Bool && (std::string(op.name) == "sub" || op.floating_only)) return;
+    const bool with_scalar = chance(rng_, 0.3);
+    const Live* b = with_scalar ? nullptr : partnerOf(a);
+    if (b != nullptr) {
+      if (b->tv->dtype() == DataType::Bool && (std::string(op.name) == "sub" || op.floating_only)) return;
+      // Integer pow/remainder/fmod by tensors can divide by zero or take
+      // negative powers, which ATen rejects: only floating operands.
+      if (op.floating_only && (isIntegralOrBool(a.tv) || isIntegralOrBool(b->tv))) return;
+      if (std::string(op.name) == "div" && (isIntegralOrBool(b->tv))) return;
+      Live result{op.op(a.tv, b->tv), joinAxes(a, *b)};
+      record(std::string(op.name) + "(" + a.tv->name() + ", " + b->tv->name() + ")", result);
+      return;
+    }
+    if (op.floating_only && isIntegralOrBool(a.tv)) return;
+    const double scalar = pickOf(rng_, std::vector<double>{2.0, 0.5, -1.5, 3.0});
+    Val* s = constant(scalar, DataType::Double);
+    Live result{op.op(a.tv, s), a.axes};
+    std::ostringstream call;
+    call << op.name << "(" << a.tv->name() << ", " << scalar << ")";
+    record(call.str(), result);
+  }
+
+  void addCompareOrWhere() {
+    using Op = TensorView* (*)(Val*, Val*);
+    struct Named { const char* name; Op op; };
+    static const std::vector<Named> ops = {{"eq", eq}, {"ne", ne}, {"lt", lt},
+                                           {"le", le}, {"gt", gt}, {"ge", ge}};
+    const Live a = anyLive();
+    const Live* b = partnerOf(a);
+    const Named& op = pickOf(rng_, ops);
+    Live cond{op.op(a.tv, b->tv), joinAxes(a, *b)};
+    record(std::string(op.name) + "(" + a.tv->name() + ", " + b->tv->name() + ")", cond);
+    if (!chance(rng_, 0.6)) return;
+    const Live* if_false = partnerOf(cond);
+    Live result{where(cond.tv, a.tv, if_false->tv), joinAxes(Live{cond.tv, joinAxes(cond, a)}, *if_false)};
+    record("where(" + cond.tv->name() + ", " + a.tv->name() + ", " + if_false->tv->name() + ")", result);
+  }
+
+  void addCast() {
+    const Live in = anyLive();
+    // Float -> integer of a non-finite or out-of-range value is undefined
+    // (CUDA and ATen differ): integers only come from integers and bools.
+    std::vector<DataType> targets = {DataType::Float, DataType::Double, DataType::Half, DataType::Bool};
+    if (!isFloatingType(in.tv->dtype())) targets.push_back(DataType::Int32);
+    const DataType dtype = pickOf(rng_, targets);
+    uses_half_ = uses_half_ || dtype == DataType::Half;
+    record("castOp(" + toString(dtype) + ", " + in.tv->name() + ")", Live{castOp(dtype, in.tv), in.axes});
+  }
+
+  void addBroadcast() {
+    const Live in = anyLive();
+    if (static_cast<int64_t>(in.axes.size()) >= limits_.max_rank) return;
+    const size_t position = static_cast<size_t>(pick(rng_, 0, static_cast<int64_t>(in.axes.size())));
+    std::vector<bool> is_new(in.axes.size() + 1, false);
+    is_new[position] = true;
+    std::vector<int64_t> axes = in.axes;
+    axes.insert(axes.begin() + static_cast<std::ptrdiff_t>(position), kBroadcast);
+    std::ostringstream call;
+    call << "broadcast(" << in.tv->name() << ", new axis " << position << ")";
+    record(call.str(), Live{broadcast(in.tv, is_new), axes});
+  }
+
+  void addReduction() {
+    const Live in = anyLive();
+    if (in.tv->dtype() == DataType::Bool || in.axes.empty()) return;
+    std::vector<int64_t> reduced, kept;
+    for (size_t d = 0; d < in.axes.size(); ++d) {
+      (chance(rng_, 0.5) ? reduced : kept).push_back(static_cast<int64_t>(d));
+    }
+    if (reduced.empty()) reduced.push_back(pick(rng_, 0, static_cast<int64_t>(in.axes.size()) - 1));
+    const bool is_sum = chance(rng_, 0.5);
+    Live result{is_sum ? sum(in.tv, reduced) : max(in.tv, reduced), {}};
+    for (size_t d = 0; d < in.axes.size(); ++d) {
+      if (std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(d)) == reduced.end()) {
+        result.axes.push_back(in.axes[d]);
+      }
+    }
+    const std::string call = std::string(is_sum ? "sum" : "max") + "(" + in.tv->name() + ", {" + joined(reduced) + "})";
+    if (result.axes.empty()) {  // a full reduction: nothing to broadcast back
+      record(call, result);
+      return;
+    }
+    record(call, result);
+    // Usually broadcast back so the result meets its input again (softmax-like).
+    if (chance(rng_, 0.7)) {
+      std::vector<bool> is_new(in.axes.size(), false);
+      std::vector<int64_t> axes = in.axes;
+      for (int64_t d : reduced) {
+        is_new[static_cast<size_t>(d)] = true;
+        axes[static_cast<size_t>(d)] = kBroadcast;
+      }
+      TensorView* reduced_tv = live_.back().tv;
+      record("broadcast(" + reduced_tv->name() + ", back to " + in.tv->name() + ")",
+             Live{broadcast(reduced_tv, is_new), axes});
+    }
+  }
+
+  void addPad() {
+    const Live in = anyLive();
+    if (in.axes.empty() || in.axes.back() == kBroadcast) return;
+    const int64_t before = pick(rng_, 0, 2), after = pick(rng_, 0, 2);
+    std::vector<int64_t> axes = in.axes;
+    axes.back() = next_axis_id_++;  // a new extent: meets only its own descendants
+    record("pad(" + in.tv->name() + ", {" + std::to_string(before) + ", " + std::to_string(after) + "})",
+           Live{pad(in.tv, {before, after}, 1.0), axes});
+  }
+
+  void addSet() {
+    const Live in = anyLive();
+    record("set(" + in.tv->name() + ")", Live{set(in.tv), in.axes});
+  }
+
+  std::mt19937_64& rng_;
+  Transcript& log_;
+  FuzzLimits limits_;
+  std::vector<int64_t> extents_;
+  std::vector<Live> live_;
+  int64_t next_axis_id_ = 100;
+  bool uses_half_ = false;
+};
+
+class Scheduler {
+ public:
+  Scheduler(Fusion& fusion, std::mt19937_64& rng, Transcript& transcript)
+      : fusion_(fusion), rng_(rng), log_(transcript) {}
+
+  void run(int64_t steps) {
+    for (int64_t i = 0; i < steps; ++i) step();
+  }
+
+ private:
+  // Logs the call, then runs it; a smelt::Error marks the line rejected.
+  void apply(const std::string& call, const std::function<void()>& action) {
+    log_.add(call + ";");
+    try {
+      action();
+    } catch (const Error& e) {
+      std::string why = e.what();
+      log_.markRejected(why.substr(0, why.find('\n')));
+    }
+  }
+
+  // Puts the name of a tensor a primitive created on the line that created it.
+  void named(const TensorView* created) { log_.prefixLast(created->name() + " = "); }
+
+  TensorView* anyTensor(bool include_inputs) {
+    std::vector<TensorView*> tensors;
+    for (TensorView* tv : fusion_.allTensors()) {
+      if (include_inputs || !tv->isFusionInput()) tensors.push_back(tv);
+    }
+    return tensors.empty() ? nullptr : pickOf(rng_, tensors);
+  }
+
+  int64_t anyAxis(const TensorView* tv) { return pick(rng_, 0, std::max<int64_t>(tv->nDims() - 1, 0)); }
+
+  void step() {
+    TensorView* tv = anyTensor(/*include_inputs=*/false);
+    if (tv == nullptr) return;
+    const std::string t = tv->name();
+    switch (pick(rng_, 0, 11)) {
+      case 0: case 1: {
+        const int64_t axis = anyAxis(tv);
+        const int64_t factor = pickOf(rng_, std::vector<int64_t>{1, 2, 3, 4, 8});
+        const bool inner = chance(rng_, 0.7);
+        return apply(t + "->split(" + std::to_string(axis) + ", " + std::to_string(factor) +
+                         (inner ? "" : ", false") + ")",
+                     [=] { tv->split(axis, factor, inner); });
+      }
+      case 2: {
+        const int64_t axis = anyAxis(tv);
+        return apply(t + "->merge(" + std::to_string(axis) + ")", [=] { tv->merge(axis); });
+      }
+      case 3: {
+        std::vector<int64_t> order(static_cast<size_t>(tv->nDims()));
+        std::iota(order.begin(), order.end(), 0);
+        std::shuffle(order.begin(), order.end(), rng_);
+        std::unordered_map<int64_t, int64_t> old_to_new;
+        for (size_t i = 0; i < order.size(); ++i) old_to_new[static_cast<int64_t>(i)] = order[i];
+        return apply(t + "->reorder({" + joined(order) + "})", [=] { tv->reorder(old_to_new); });
+      }
+      case 4: case 5: {
+        const int64_t axis = anyAxis(tv);
+        const ParallelType pt = pickOf(rng_, std::vector<ParallelType>{
+            ParallelType::TIDx, ParallelType::TIDx, ParallelType::TIDy, ParallelType::TIDz,
+            ParallelType::BIDx, ParallelType::BIDy, ParallelType::Unroll, ParallelType::Vectorize,
+            ParallelType::Serial});
+        return apply(t + "->axis(" + std::to_string(axis) + ")->parallelize(" + toString(pt) + ")",
+                     [=] { tv->axis(axis)->parallelize(pt); });
+      }
+      case 6: {
+        const std::vector<TensorView*> consumers = fusion_.consumersOf(tv);
+        if (consumers.empty()) return;
+        TensorView* consumer = pickOf(rng_, consumers);
+        const int64_t pos = pick(rng_, -1, consumer->nDims());
+        return apply(t + "->computeAt(" + consumer->name() + ", " + std::to_string(pos) + ")",
+                     [=] { tv->computeAt(consumer, pos); });
+      }
+      case 7: {
+        if (chance(rng_, 0.5)) return apply(t + "->inlineMost()", [=] { tv->inlineMost(); });
+        const int64_t pos = pick(rng_, 0, tv->nDims());
+        return apply(t + "->inlineAt(" + std::to_string(pos) + ")", [=] { tv->inlineAt(pos); });
+      }
+      case 8: {
+        if (chance(rng_, 0.5)) {
+          TensorView* in = anyTensor(/*include_inputs=*/true);
+          return apply(in->name() + "->cacheAfter()", [=] { named(in->cacheAfter()); });
+        }
+        return apply(t + "->cacheBefore()", [=] { named(tv->cacheBefore()); });
+      }
+      case 9: case 10: {
+        const MemoryType mt = chance(rng_, 0.7) ? MemoryType::Shared : MemoryType::Local;
+        return apply(t + "->setMemoryType(" + toString(mt) + ")", [=] { tv->setMemoryType(mt); });
+      }
+      default: {
+        if (chance(rng_, 0.5)) return apply("inlineMost(fusion)", [&] { inlineMost(&fusion_); });
+        return apply(t + "->promoteReuse()", [=] { tv->promoteReuse(); });
+      }
+    }
+  }
+
+  Fusion& fusion_;
+  std::mt19937_64& rng_;
+  Transcript& log_;
+};
+
+}  // namespace
+
+bool buildRandomFusion(std::mt19937_64& rng, Transcript& transcript, const FuzzLimits& limits) {
+  return FusionBuilder(rng, transcript, limits).build();
+}
+
+void scheduleRandomly(Fusion& fusion, std::mt19937_64& rng, Transcript& transcript,
+                      const FuzzLimits& limits) {
+  Scheduler(fusion, rng, transcript).run(pick(rng, 0, limits.max_schedule_steps));
+}
+
+}  // namespace smelt::fuzz

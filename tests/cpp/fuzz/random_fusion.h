@@ -1,0 +1,56 @@
+// Random fusions and random schedules for the fusion fuzzer, reproducible
+// from a seed. Every call made on the fusion is written to a transcript (one
+// line each, C++-like) so a failing case can be read and turned into a named
+// regression test.
+//
+// Fusions: 1-3 inputs whose axes are right-aligned views of one random base
+// shape (extents 1-6, so binary operands broadcast against each other), then
+// a few ops drawn from the op set: unary math, binary and comparison ops with
+// tensors or scalars, where, cast, broadcast, sum/max reductions, pad, set.
+// Values stay bounded (no integer division or negative integer powers, which
+// ATen itself rejects) so results compare with ATen at float tolerance.
+//
+// Schedules: random split, merge, reorder, parallelize, computeAt, inlineAt /
+// inlineMost, cacheAfter / cacheBefore, setMemoryType (Shared, Local) and
+// promoteReuse on random tensors. A primitive that throws smelt::Error is
+// recorded as rejected and the schedule goes on.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fusion/fusion.h"
+
+namespace smelt::fuzz {
+
+class Transcript {
+ public:
+  void add(const std::string& line) { lines_.push_back(line); }
+  void markRejected(const std::string& why) { lines_.back() += "  // rejected: " + why; }
+  void prefixLast(const std::string& prefix) { lines_.back() = prefix + lines_.back(); }
+  int64_t rejectedCount() const;
+  std::string toString() const;
+
+ private:
+  std::vector<std::string> lines_;
+};
+
+struct FuzzLimits {
+  int64_t max_inputs = 3;
+  int64_t max_rank = 3;
+  int64_t max_extent = 6;
+  int64_t max_ops = 7;
+  int64_t max_schedule_steps = 10;
+};
+
+// Builds a random fusion in Fusion::current(). Returns true when it uses a
+// 16-bit floating type (results then compare at half precision).
+bool buildRandomFusion(std::mt19937_64& rng, Transcript& transcript, const FuzzLimits& limits = {});
+
+// Applies random scheduling primitives to the tensors of `fusion`.
+void scheduleRandomly(Fusion& fusion, std::mt19937_64& rng, Transcript& transcript,
+                      const FuzzLimits& limits = {});
+
+}  // namespace smelt::fuzz

@@ -1,0 +1,170 @@
+// Cases the fusion fuzzer found (test_fusion_fuzz.cpp), reduced to the calls
+// that matter: each used to crash, throw an internal error or produce a wrong
+// result, and must now be correct (simulated against ATen) or rejected with
+// a smelt::Error naming the problem.
+#include <gtest/gtest.h>
+
+#include "common/expect_error.h"
+#include "codegen/cuda_codegen.h"
+#include "fusion/ops.h"
+#include "fusion/transform_replay.h"
+#include "runtime/nvrtc_compiler.h"
+#include "simulator/expect_kernel_correct.h"
+
+namespace smelt::sim::testing {
+namespace {
+
+// A Local tensor bound to TIDx, read by a consumer that is serial over that
+// axis: every element came from thread 0's registers (wrong results).
+TEST(FuzzRegression, LocalTensorReadAcrossThreadsIsRejected) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t0 = makeConcreteTensor({3}, DataType::Double);
+  fusion.addInput(t0);
+  TensorView* t2 = erf(t0);
+  TensorView* t3 = set(t2);
+  TensorView* t4 = ceil(t3);
+  fusion.addOutput(t4);
+  t3->axis(0)->parallelize(ParallelType::TIDx);
+  t4->split(0, 8);
+  t2->setMemoryType(MemoryType::Local);
+  t4->reorder({{1, 0}});
+  t3->inlineMost();
+  EXPECT_SMELT_ERROR(GpuLower(&fusion).run(), "tensor T2 is in Local memory", "bound to TIDx",
+                     "T3 does not read it along an axis bound to TIDx", "Shared");
+  // Reading it in the same thread is fine.
+  t4->axis(0)->parallelize(ParallelType::TIDx);
+  EXPECT_SMELT_ERROR(GpuLower(&fusion).run(), "T2", "TIDx");  // split: not the same loop
+  t3->setMemoryType(MemoryType::Shared);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+}
+
+// Seed 20: T3 inlined into its consumers, then its inlined axis bound to
+// TIDz. Validating T3's producer followed T3's stale compute position and
+// hit an internal check; now T3 itself is reported first.
+TEST(FuzzRegression, ParallelizingAnInlinedAxisIsRejectedByName) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t1 = makeConcreteTensor({2});
+  fusion.addInput(t1);
+  TensorView* t3 = castOp(DataType::Half, t1);
+  TensorView* t6 = castOp(DataType::Float, t3);
+  fusion.addOutput(t6);
+  t3->inlineMost();
+  t3->axis(0)->parallelize(ParallelType::TIDz);
+  EXPECT_SMELT_ERROR(GpuLower(&fusion).run(), "inconsistent parallelization across compute-at",
+                     "tensor T1", "TIDz");
+  // A producer inlined after that: inlineMost follows T3's stale position.
+  TensorView* cached = t1->cacheAfter();
+  EXPECT_SMELT_ERROR(cached->inlineMost(), "tensor T1 is computed at position 1", "no longer maps",
+                     "parallelized after computeAt/inlineAt");
+}
+
+// A block reduction whose output rows do not divide the serial split: the
+// generated CUDA made every thread store the result, those past the last
+// row out of bounds of T1 (the simulator, modelling the intended
+// semantics, did not show it). Now only in-bounds lane 0 stores.
+TEST(FuzzRegression, BlockReductionStoresOnlyInBoundsFromOneThread) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t0 = makeConcreteTensor({5, 6});
+  fusion.addInput(t0);
+  TensorView* t1 = sum(t0, {1});
+  fusion.addOutput(t1);
+  t1->axis(1)->parallelize(ParallelType::TIDx);
+  t1->split(0, 2);
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  const std::string cuda = generateCuda(kernel, "row_sum");
+  EXPECT_NE(cuda.find("if ((i0 * 2) + i1 < 5 && int64_t(threadIdx.x) == 0) T1.data[((i0 * 2) + i1) * "
+                      "T1.stride[0]] = reduced;"),
+            std::string::npos)
+      << cuda;
+  EXPECT_NO_THROW(compileCuda(cuda, "row_sum"));
+  EXPECT_EQ(firstFinding(kernel, atenReference(fusion, randomInputs(fusion), 1e-5, 1e-4)), "");
+}
+
+// Seed 960: a block max-reduction into a Shared tensor. Every thread of the
+// block stored the same result: a write-write race on T2's bytes.
+TEST(FuzzRegression, BlockReductionIntoSharedMemoryHasOneWriter) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t1 = makeConcreteTensor({4});
+  fusion.addInput(t1);
+  TensorView* t2 = max(t1, {0});
+  TensorView* t4 = abs(t2);
+  fusion.addOutput(t4);
+  t2->axis(0)->parallelize(ParallelType::TIDx);
+  t2->setMemoryType(MemoryType::Shared);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+}
+
+// Seed 609: relu (and abs) of a bool tensor were accepted, though torch
+// defines neither: the fusion had no reference result.
+TEST(FuzzRegression, ReluAndAbsOfBoolAreRejectedAsTorchDoes) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* flags = makeConcreteTensor({4}, DataType::Bool);
+  fusion.addInput(flags);
+  EXPECT_SMELT_ERROR(relu(flags), "relu: tensor T0 is bool");
+  EXPECT_SMELT_ERROR(abs(flags), "abs: tensor T0 is bool");
+}
+
+// Seed 1338: a sum over 4 elements whose reduction axis was split as
+// [4 (nparts), 1] -> [4, 1, 1] -> [4, 1, ceil(1/4), 4]: the last split
+// overruns its input (extent 1) while the logical index stays below 4, so
+// elements were summed several times (-4.49 for -1.58). The split's input
+// is now bounded too.
+TEST(FuzzRegression, NestedNonDivisibleSplitVisitsEachElementOnce) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t1 = makeConcreteTensor({4});
+  fusion.addInput(t1);
+  TensorView* t8 = sum(t1, {0});
+  fusion.addOutput(t8);
+  t8->split(0, 4, false);
+  t8->split(0, 4, false);
+  t8->split(2, 4);
+  t8->axis(1)->parallelize(ParallelType::TIDx);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+}
+
+// Seed 1480: a Shared tensor whose serial axis was inlined into its
+// consumer's TIDx loop got one element for the whole block, which every
+// thread wrote (a WAW race): allocation looked at the tensor's own binding,
+// not at the loop's.
+TEST(FuzzRegression, SharedTensorInsideAThreadLoopGetsAnElementPerThread) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t1 = makeConcreteTensor({6});
+  fusion.addInput(t1);
+  TensorView* t3 = set(relu(t1));
+  TensorView* t5 = erf(t3);
+  fusion.addOutput(t5);
+  t5->axis(0)->parallelize(ParallelType::TIDx);
+  t3->setMemoryType(MemoryType::Shared);
+  inlineMost(&fusion);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+}
+
+// Seeds 402 and 1680: a Global output written one element per block
+// (BIDy/BIDx) and read whole by a serial consumer in the same kernel: block
+// 0 read what other blocks had not written yet (no grid-wide barrier).
+TEST(FuzzRegression, GlobalTensorReadAcrossBlocksIsRejected) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t0 = makeConcreteTensor({4}, DataType::Double);
+  fusion.addInput(t0);
+  TensorView* t2 = cos(t0);
+  TensorView* t3 = exp(t2);
+  fusion.addOutput(t3);
+  fusion.addOutput(t2);
+  t2->axis(0)->parallelize(ParallelType::BIDx);
+  EXPECT_SMELT_ERROR(GpuLower(&fusion).run(), "tensor T1 is in Global memory", "bound to BIDx",
+                     "blocks cannot synchronize within a kernel: parallelize T2 the same way");
+  t3->axis(0)->parallelize(ParallelType::BIDx);
+  expectKernelCorrect(fusion, randomInputs(fusion));
+}
+
+}  // namespace
+}  // namespace smelt::sim::testing
