@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "lower/output_layout.h"
+
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -68,15 +70,8 @@ KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, in
   const VectorRequirements vectors = vectorRequirements(kernel);
   auto tensorParam = [&](const kir::Buffer* buffer) {
     auto vector = vectors.bytes.find(buffer);
-    std::vector<bool> expanded(buffer->shape.size(), false);
-    if (buffer->tv != nullptr) {
-      const std::vector<IterDomain*> dims = buffer->tv->logicalNoReductions();
-      for (size_t d = 0; d < dims.size() && d < expanded.size(); ++d) {
-        expanded[d] = dims[d]->hasExpandedExtent();
-      }
-    }
     return TensorParam{buffer->name, buffer->dtype, buffer->shape,
-                       vector == vectors.bytes.end() ? 0 : vector->second, std::move(expanded)};
+                       vector == vectors.bytes.end() ? 0 : vector->second, expandedDims(*buffer)};
   };
   info.vector_conditions = vectors.conditions;
   for (const kir::Buffer* b : kernel.inputs) info.inputs.push_back(tensorParam(b));
@@ -265,14 +260,11 @@ PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c1
   prepared.device = device;
   prepared.params = evaluateLaunch(bindings);
   for (const TensorParam& out : info.outputs) {
-    std::vector<int64_t> shape, allocated;
-    for (size_t d = 0; d < out.shape.size(); ++d) {
-      shape.push_back(out.shape[d].evaluate(bindings));
-      allocated.push_back(out.expanded[d] ? 1 : shape.back());
-    }
-    prepared.outputs.push_back(
-        at::empty(allocated, at::TensorOptions().dtype(toAtenType(out.dtype)).device(device))
-            .expand(shape));
+    std::vector<int64_t> shape;
+    for (const IntExpr& extent : out.shape) shape.push_back(extent.evaluate(bindings));
+    prepared.outputs.push_back(at::empty(allocatedExtents(shape, out.expanded),
+                                         at::TensorOptions().dtype(toAtenType(out.dtype)).device(device))
+                                   .expand(shape));
   }
   std::vector<const at::Tensor*> scalars;
   size_t tensor = 0;

@@ -2,6 +2,8 @@
 // at::Tensor arguments to raw TensorArgs and back.
 #include "runtime/simulator/simulator.h"
 
+#include "lower/output_layout.h"
+
 #include <limits>
 
 #include <ATen/ATen.h>
@@ -49,9 +51,11 @@ at::Tensor allocateOutput(const kir::Buffer* buffer, const kir::Kernel& kernel,
     }
   }
   auto options = at::TensorOptions().dtype(toAtenType(buffer->dtype));
-  return isFloatingType(buffer->dtype)
-             ? at::full(shape, std::numeric_limits<double>::quiet_NaN(), options)
-             : at::zeros(shape, options);
+  const std::vector<int64_t> allocated = allocatedExtents(shape, expandedDims(*buffer));
+  return (isFloatingType(buffer->dtype)
+              ? at::full(allocated, std::numeric_limits<double>::quiet_NaN(), options)
+              : at::zeros(allocated, options))
+      .expand(shape);
 }
 
 }  // namespace

@@ -1,0 +1,135 @@
+"""Small models through torch eager, torch.compile (Inductor) and
+torch.compile(backend="smelt"), side by side in one run.
+
+    python benchmarks/bench_torch_compile.py --out DIR/torch_compile.json
+
+On a GPU: each model at a bandwidth-bound size, timed with CUDA events
+(median of --iters after warm-up), reported in µs and GB/s (bytes of inputs
+and outputs over time) with the ratio to eager and to Inductor. Without one:
+--smoke sizes on the CPU, where smelt runs in its simulator: a check that
+every path runs and agrees with eager, not a speed measurement. The JSON has
+Google Benchmark's layout, so benchmarks/report.py tabulates it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Sequence
+
+import torch
+
+
+def pointwise(x, b):
+    return torch.nn.functional.gelu(x + b)
+
+
+def softmax(x):
+    return torch.softmax(x, dim=-1)
+
+
+def layer_norm(x):
+    return torch.nn.functional.layer_norm(x, x.shape[-1:])
+
+
+def row_sum(x):
+    return x.sum(dim=-1)
+
+
+# name -> (function, input shapes at full size, at smoke size)
+MODELS: Dict[str, tuple] = {
+    "pointwise_gelu_bias": (pointwise, [[8192, 8192], [8192]], [[4, 32], [32]]),
+    "softmax": (softmax, [[8192, 8192]], [[4, 32]]),
+    "layer_norm": (layer_norm, [[8192, 8192]], [[4, 32]]),
+    "row_sum": (row_sum, [[8192, 8192]], [[4, 32]]),
+}
+MODES = ("eager", "inductor", "smelt")
+
+
+def compiled(fn: Callable, mode: str) -> Callable:
+    if mode == "eager":
+        return fn
+    torch._dynamo.reset()
+    if mode == "smelt":
+        import smelt.backend  # noqa: F401  (registers the backend)
+        return torch.compile(fn, backend="smelt", dynamic=False)
+    return torch.compile(fn, dynamic=False)
+
+
+def median_us(fn: Callable, inputs: Sequence[torch.Tensor], iters: int, cuda: bool) -> float:
+    for _ in range(2):
+        fn(*inputs)
+    times = []
+    for _ in range(iters):
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(*inputs)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1e3)
+        else:
+            t0 = time.perf_counter()
+            fn(*inputs)
+            times.append((time.perf_counter() - t0) * 1e6)
+    return statistics.median(times)
+
+
+def run(models: Sequence[str], modes: Sequence[str], device: str, smoke: bool,
+        iters: int) -> List[dict]:
+    cuda = device == "cuda"
+    gen = torch.Generator().manual_seed(0)
+    runs = []
+    for name in models:
+        fn, full, small = MODELS[name]
+        inputs = [torch.randn(*s, generator=gen).to(device) for s in (small if smoke else full)]
+        expected = fn(*inputs)
+        moved = sum(t.numel() * t.element_size() for t in inputs + [expected])
+        times = {}
+        for mode in modes:
+            f = compiled(fn, mode)
+            out = f(*inputs)
+            error = (out - expected).abs().max().item()
+            us = median_us(f, inputs, iters, cuda)
+            times[mode] = us
+            run_ = {"name": f"{name}/{mode}", "run_type": "iteration", "iterations": iters,
+                    "real_time": us, "time_unit": "us", "GB_per_s": moved / us / 1e3,
+                    "max_abs_error": error, "matches_eager": bool(error <= 1e-4)}
+            if mode != "eager":
+                run_["speedup_vs_eager"] = times["eager"] / us if "eager" in times else None
+            if mode == "smelt" and "inductor" in times:
+                run_["speedup_vs_inductor"] = times["inductor"] / us
+            runs.append(run_)
+    return runs
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
+    parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes (default without a GPU): a correctness run")
+    args = parser.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    smoke = args.smoke or device == "cpu"
+    runs = run(args.models, args.modes, device, smoke, 3 if smoke else args.iters)
+    context = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu (simulator)",
+               "smoke": smoke, "torch": torch.__version__}
+    args.out.write_text(json.dumps({"context": context, "benchmarks": runs}, indent=2))
+    bad = [r["name"] for r in runs if not r["matches_eager"]]
+    for r in runs:
+        print(f"{r['name']:32s} {r['real_time']:12.1f} us {r['GB_per_s']:9.2f} GB/s"
+              f"  err {r['max_abs_error']:.1e}")
+    if bad:
+        print(f"results differ from eager: {bad}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
