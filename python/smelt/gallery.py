@@ -23,12 +23,15 @@ TIDx, TIDy, TIDz = ParallelType.TIDx, ParallelType.TIDy, ParallelType.TIDz
 
 
 def tiled_gemm(m: int = 64, n: int = 64, k: int = 64, batch: int = 0, stages: int = 1,
-               promote_operand_tiles: bool = False) -> FusionDefinition:
+               promote_operand_tiles: bool = False,
+               promote_epilogue_tile: bool = False) -> FusionDefinition:
     """B1/B2: C = A @ B with 32x32 tiles on a (32, 32) block. Asub and Bsub
     are staged through shared memory in the K loop (circular-buffered over
     `stages` copies when > 1), Csub is the shared epilogue tile. `batch` > 0
     wraps the GEMM in a serial batch loop (B2). `promote_operand_tiles` asks
-    for the barrier that lets Csub take the operand tiles' bytes (D1)."""
+    for the barrier that lets Csub take the operand tiles' bytes (D1);
+    `promote_epilogue_tile` for the one that lets the next batch's operand
+    tiles take Csub's (B2)."""
     batched = batch > 0
     with FusionDefinition() as fd:
         a = fd.define_tensor([batch, m, k] if batched else [m, k])
@@ -64,6 +67,8 @@ def tiled_gemm(m: int = 64, n: int = 64, k: int = 64, batch: int = 0, stages: in
             tile.circular_buffer(stages)
         if promote_operand_tiles:
             tile.promote_reuse()
+    if promote_epilogue_tile:
+        c_sub.promote_reuse()
     return fd
 
 
@@ -162,8 +167,9 @@ def _slice_k(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 EXAMPLES: List[Example] = [
     Example("B1", "tiled GEMM 64x64x64, 32x32 tiles through shared memory", tiled_gemm,
             [[64, 64], [64, 64]], _batched_matmul),
-    Example("B2", "batched tiled GEMM, 2 x 64x64x64", lambda: tiled_gemm(batch=2),
-            [[2, 64, 64], [2, 64, 64]], _batched_matmul),
+    Example("B2", "batched tiled GEMM, 2 x 64x64x64, Csub promoted across the batch loop",
+            lambda: tiled_gemm(batch=2, promote_epilogue_tile=True),
+            [[2, 64, 64], [2, 64, 64]], _batched_matmul, hazards="conservative"),
     Example("B3", "slice-K GEMM (Stream-K shape): K loop, cross-warp sum, epilogue",
             slice_k_gemm, [[4, 16, 32], [4, 32, 16]], _slice_k),
     Example("D1", "GEMM, 3-stage operand tiles promoted for the epilogue tile",

@@ -27,6 +27,9 @@ def test_demo_plans_checks_and_draws_the_gallery(tmp_path):
     assert set(rows) == {"B1", "B2", "B3", "D1", "softmax", "layer_norm"}
     # B1: Csub takes an operand tile's bytes (planned, lower bound, no reuse).
     assert rows["B1"][1:4] == ["8192", "8192", "12288"]
+    # B2: one barrier on the batch loop's back edge; nvFuser's stack allocator
+    # keeps all three tiles live across the batch loop.
+    assert rows["B2"][1:6] == ["8192", "8192", "12288", "12288", "1"]
     # B3: the three phases overlap; nothing needs an extra barrier.
     assert rows["B3"][1:3] == ["8192", "8192"] and rows["B3"][5] == "0"
     # D1: promoting the 3-stage operand tiles inserts the barrier(s) the
