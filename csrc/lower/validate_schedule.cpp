@@ -4,8 +4,9 @@
 //     re-scheduled after computeAt is caught here);
 //   * an axis sharing a consumer's loop is not bound to a different parallel
 //     type than that loop;
-//   * reductions are not bound to block indices (no grid reductions yet) and
-//     keep their iteration axes outside their serial reduction loops;
+//   * reductions are not bound to block indices (no grid reductions yet),
+//     keep their iteration axes outside their serial reduction loops, and
+//     combine serial steps with a block reduction only in registers;
 //   * vectorized axes are innermost with constant extents;
 //   * a tensor whose memory is private to a thread (Local) or to a block
 //     (Shared), or that other blocks cannot wait for (Global), is read by
@@ -55,10 +56,21 @@ void checkComputePosition(const TensorView* tv) {
 
 void checkReduction(const TensorView* tv) {
   int64_t first_serial_reduction = -1;
-  bool block_reduction = false;
+  bool block_reduction = false, across_threads = false, serial_reduction = false;
   for (int64_t k = 0; k < tv->nDims(); ++k) {
-    block_reduction |= tv->axis(k)->isReduction() && isThreadDim(tv->axis(k)->parallelType());
+    const IterDomain* id = tv->axis(k);
+    block_reduction |= id->isReduction() && isThreadDim(id->parallelType());
+    across_threads |= id->isReduction() && isThreadDim(id->parallelType()) &&
+                      id->loopExtent().constant() != 1;
+    serial_reduction |= id->isReduction() && !isParallelDim(id->parallelType());
   }
+  // The serial steps accumulate each thread's partial result in the tensor
+  // itself before the block reduction combines them: in Shared or Global
+  // memory every thread of the block would accumulate into the same elements.
+  SMELT_CHECK(!(across_threads && serial_reduction) || tv->memoryType() == MemoryType::Local,
+              "tensor ", tv->name(), " reduces both serially and across threads in ",
+              tv->memoryType(), " memory, where the threads' partial results would overwrite "
+              "each other; give the serial steps a register accumulator (cacheBefore())");
   for (int64_t k = 0; k < tv->nDims(); ++k) {
     const IterDomain* id = tv->axis(k);
     ParallelType pt = id->parallelType();

@@ -166,5 +166,29 @@ TEST(FuzzRegression, GlobalTensorReadAcrossBlocksIsRejected) {
   expectKernelCorrect(fusion, randomInputs(fusion));
 }
 
+// Seed 20953: a Global reduction with a serial step and a TIDx reduction axis
+// had every thread accumulate its partial sum into the one output element
+// before the block reduction (a duplicate Global write, wrong on a GPU). Such
+// a schedule is refused; with a register accumulator it is correct.
+TEST(FuzzRegression, SerialStepsBeforeABlockReductionNeedARegisterAccumulator) {
+  for (bool accumulator : {false, true}) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* t0 = makeConcreteTensor({8});
+    fusion.addInput(t0);
+    TensorView* t1 = sum(t0, {0});
+    fusion.addOutput(t1);
+    t1->split(0, 4, false);  // [r4 (TIDx), r2 serial]
+    t1->axis(0)->parallelize(ParallelType::TIDx);
+    if (!accumulator) {
+      EXPECT_SMELT_ERROR(GpuLower(&fusion).run(), "tensor T1 reduces both serially and across "
+                         "threads in Global memory", "cacheBefore()");
+      continue;
+    }
+    t1->cacheBefore();
+    expectKernelCorrect(fusion, randomInputs(fusion));
+  }
+}
+
 }  // namespace
 }  // namespace smelt::sim::testing
