@@ -296,6 +296,21 @@ struct Kernel {
   // report), set by the plan_shared_memory pass (smem_addresses.cpp).
   std::shared_ptr<const alloc_reuse::SharedMemoryPlan> smem_plan;
 
+  // A new buffer of `shape` (elements = its product), owned by the kernel.
+  // Inline: codegen and runtime use kir without linking the lowering library.
+  Buffer* addBuffer(const TensorView* tv, std::string name, MemoryType memory, DataType dtype,
+                    std::vector<IntExpr> shape) {
+    auto b = std::make_unique<Buffer>();
+    b->tv = tv;
+    b->name = std::move(name);
+    b->memory = memory;
+    b->dtype = dtype;
+    b->elements = 1;
+    for (const IntExpr& e : shape) b->elements = b->elements * e;
+    b->shape = std::move(shape);
+    buffers.push_back(std::move(b));
+    return buffers.back().get();
+  }
   std::vector<const Buffer*> sharedBuffers() const;
   std::vector<const Buffer*> localBuffers() const;
   // The loop nest with a position number on each statement.

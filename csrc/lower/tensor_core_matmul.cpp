@@ -132,17 +132,7 @@ class Builder {
   // ---- buffers ----
   kir::Buffer* newBuffer(const TensorView* tv, const std::string& name, MemoryType memory,
                          DataType dtype, std::vector<IntExpr> shape) {
-    auto b = std::make_unique<kir::Buffer>();
-    b->tv = tv;
-    b->name = name;
-    b->memory = memory;
-    b->dtype = dtype;
-    IntExpr elements = 1;
-    for (const IntExpr& e : shape) elements = elements * e;
-    b->shape = std::move(shape);
-    b->elements = elements;
-    kernel_.buffers.push_back(std::move(b));
-    return kernel_.buffers.back().get();
+    return kernel_.addBuffer(tv, name, memory, dtype, std::move(shape));
   }
 
   // A shared tile backed by a fusion tensor of its own, so the planner

@@ -52,17 +52,7 @@ struct TestKernel {
 
   kir::Buffer* buffer(const TensorView* tv, const std::string& buffer_name, MemoryType memory,
                       DataType dtype, std::vector<IntExpr> shape) {
-    auto b = std::make_unique<kir::Buffer>();
-    b->tv = tv;
-    b->name = buffer_name;
-    b->memory = memory;
-    b->dtype = dtype;
-    IntExpr elements = 1;
-    for (const IntExpr& e : shape) elements = elements * e;
-    b->shape = std::move(shape);
-    b->elements = elements;
-    kernel.buffers.push_back(std::move(b));
-    return kernel.buffers.back().get();
+    return kernel.addBuffer(tv, buffer_name, memory, dtype, std::move(shape));
   }
   // A fusion input/output: "T<n>" over the tensor's logical extents, as the
   // allocation pass builds it, appended to the kernel's inputs or outputs.
