@@ -89,16 +89,25 @@ class LoopNestBuilder {
     return loop;
   }
 
+  // Whether code outside the loop of `id` can use its index: a thread or
+  // block index, or the constant 0 of a loop that runs once. A vectorized
+  // loop is trivial too but its index exists only inside it.
+  static bool indexDefinedOutside(const IterDomain* id) {
+    const std::unique_ptr<kir::ForLoop> loop = newLoop(id);
+    return isParallelDim(loop->parallel_type) || loop->extent.constant() == 1;
+  }
+
   // The init of a reduction whose iteration axes iterate inside its first
   // serial reduction loop (a register tile accumulated over K) cannot sit in
   // those loops: it gets its own nest of copies of them, just outside the
-  // reduction loops. Returns nullptr when every such axis runs once.
+  // reduction loops. Returns nullptr when every such axis runs once or is
+  // bound to a thread or block.
   std::unique_ptr<kir::ForLoop> initLoops(const TensorView* out, int64_t first_serial,
                                           const kir::Stmt* init) {
     bool iterates = false;
     for (int64_t k = first_serial + 1; k < out->nDims(); ++k) {
       const IterDomain* id = out->axis(k);
-      iterates |= !id->isReduction() && !newLoop(id)->trivial;
+      iterates |= !id->isReduction() && !indexDefinedOutside(id);
     }
     if (!iterates) return nullptr;
     std::unique_ptr<kir::ForLoop> root;

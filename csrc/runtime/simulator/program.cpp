@@ -1,5 +1,7 @@
 #include "runtime/simulator/program.h"
 
+#include <set>
+
 #include "fusion/error.h"
 #include "fusion/ir.h"
 #include "lower/kir_checks.h"
@@ -79,6 +81,10 @@ class Compiler {
 
   void compile(const kir::Kernel& kernel) {
     positions_ = kir::numberPositions(kernel.body);
+    kir::forEachStmt(kernel.body, [&](const kir::Stmt* s, int) {
+      const auto* loop = dynamic_cast<const kir::ForLoop*>(s);
+      if (loop != nullptr && !isParallelDim(loop->parallel_type)) serial_indices_.insert(loop->index);
+    });
     // Kernel buffers first, so ids follow the kernel's own order.
     for (const auto& b : kernel.buffers) bufferId(b.get());
     for (const kir::Buffer* b : kernel.inputs) bufferId(b);
@@ -117,7 +123,27 @@ class Compiler {
     return static_cast<int32_t>(p_.instrs.size()) - 1;
   }
 
-  int32_t index(const IntExpr& e) { return p_.code.add(e, p_.symbols); }
+  int32_t index(const IntExpr& e) {
+    checkInScope(e, e);
+    return p_.code.add(e, p_.symbols);
+  }
+
+  // A loop index used outside its loop reads whatever the slot last held
+  // (in CUDA it does not compile): a lowering bug, reported by name.
+  void checkInScope(const IntExpr& part, const IntExpr& whole) const {
+    switch (part.kind()) {
+      case IntExpr::Kind::Constant: return;
+      case IntExpr::Kind::Symbol:
+        SMELT_INTERNAL_CHECK(!serial_indices_.count(part.symbolName()) ||
+                                 in_scope_.count(part.symbolName()),
+                             "simulator: index ", whole, " uses loop index ", part.symbolName(),
+                             " outside its loop");
+        return;
+      default:
+        checkInScope(part.lhs(), whole);
+        checkInScope(part.rhs(), whole);
+    }
+  }
 
   RtAccess access(const kir::Access& a) { return {bufferId(a.buffer), index(a.index)}; }
 
@@ -280,7 +306,9 @@ class Compiler {
           loop_slots_.push_back(in.extent_slot);
           in.extent = index(loop->extent);
           int32_t begin = emit(in, stmt);
+          const auto scope = in_scope_.insert(loop->index);
           compileList(loop->body);
+          in_scope_.erase(scope);
           Instr end = in;
           end.op = Op::LoopEnd;
           end.target = begin + 1;
@@ -441,6 +469,8 @@ class Compiler {
   const std::map<std::string, double>& scalars_;
   kir::ProgramPositions positions_;
   std::vector<int> loop_slots_;
+  std::set<std::string> serial_indices_;  // indices of loops that iterate
+  std::multiset<std::string> in_scope_;   // of those, the loops around the statement
 };
 
 }  // namespace

@@ -49,9 +49,11 @@ CaseResult runFuzzCase(uint64_t seed, bool compile, const FuzzLimits& limits) {
     result.verdict = result.detail.empty() ? Verdict::Correct : Verdict::Bug;
   } catch (const Error& e) {
     result.detail = e.what();
-    // Every compiled kernel that lowered must compile: NVRTC failing is a bug.
+    // A kernel that lowered must generate, compile and simulate: an error
+    // after lowering is a bug.
     const bool bug = result.detail.empty() || isInternalError(result.detail) ||
-                     result.stage == "nvrtc" || result.stage == "codegen";
+                     result.stage == "codegen" || result.stage == "nvrtc" ||
+                     result.stage == "simulate";
     result.verdict = bug ? Verdict::Bug : Verdict::Rejected;
   } catch (const std::exception& e) {
     result.verdict = Verdict::Bug;

@@ -190,5 +190,30 @@ TEST(FuzzRegression, SerialStepsBeforeABlockReductionNeedARegisterAccumulator) {
   }
 }
 
+// Seed 23628: a sum over the outer axis of [1, 5] whose kept axis is
+// vectorized. Its init was placed before the reduction loop using the
+// vectorized loop's index, which exists only inside that loop (NVRTC failed
+// to compile it; the simulator read a stale index and left four elements
+// NaN). A vectorized axis inside the reduction loop now gets its own init
+// loop, and the simulator names an index used outside its loop.
+TEST(FuzzRegression, ReductionInitCopiesAVectorizedLoopInsideTheReductionLoop) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t0 = makeConcreteTensor({1, 5});
+  fusion.addInput(t0);
+  TensorView* t1 = sum(t0, {0});
+  TensorView* t2 = broadcast(t1, {true, false});
+  TensorView* t3 = minimum(t2, t2);
+  fusion.addOutput(t3);
+  t2->setMemoryType(MemoryType::Shared);
+  t1->axis(1)->parallelize(ParallelType::Vectorize);
+  t3->axis(1)->parallelize(ParallelType::TIDx);
+  t1->cacheAfter();
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  EXPECT_NO_THROW(compileCuda(generateCuda(kernel, "vectorized_init"), "vectorized_init"));
+  EXPECT_EQ(firstFinding(kernel, atenReference(fusion, randomInputs(fusion), 1e-5, 1e-5)), "");
+}
+
 }  // namespace
 }  // namespace smelt::sim::testing
