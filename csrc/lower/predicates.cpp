@@ -78,21 +78,18 @@ class Predicator {
         pred.terms.push_back({index, Term::Kind::LessThan, id->extent()});
       }
     }
-    // A split of the inner axis of an earlier split can overrun that axis
-    // while the logical index stays in range (the overrun carries into the
-    // outer index: elements are visited twice), so such a split's input is
-    // bounded too. Overrunning an outer or merged axis shows in the logical
-    // indices, which are bounded above.
+    // A split that may overrun (non-divisible or symbolic) pushes its input's
+    // index past the input's extent. Where that overrun carries, through
+    // outer split outputs and merge outputs, into a logical index, the
+    // bound above catches it; where it reaches the inner output of an
+    // earlier split, it wraps into that split's outer index instead and
+    // revisits elements (with every index in range), so the input is bounded
+    // here.
     const std::vector<const IdTransform*> history = transformHistory(tv);
-    auto isInnerOfASplit = [&](const IterDomain* id) {
-      return std::any_of(history.begin(), history.end(), [&](const IdTransform* t) {
-        return t->kind == IdTransform::Kind::Split && t->outputs[1] == id;
-      });
-    };
     for (const IdTransform* t : history) {
       const IterDomain* in = t->inputs[0];
-      if (t->kind != IdTransform::Kind::Split || !isInnerOfASplit(in) || in->isBroadcast() ||
-          (in->isReduction() && !with_reduction_axes)) {
+      if (t->kind != IdTransform::Kind::Split || in->isBroadcast() ||
+          (in->isReduction() && !with_reduction_axes) || !overrunWraps(history, in)) {
         continue;
       }
       const auto extent = in->extent().constant();
@@ -126,6 +123,25 @@ class Predicator {
       }
     }
     return pred;
+  }
+
+  // Whether an index of `id` past its extent wraps into another element
+  // rather than reaching a logical index past its extent: follow the carry
+  // from a merge output to its outer input (the inner one, x % extent, stays
+  // in range; to the other input when one is a broadcast) and from a split's
+  // outer output to its input, up to a logical axis (no wrap) or a split's
+  // inner output (a wrap).
+  static bool overrunWraps(const std::vector<const IdTransform*>& history, const IterDomain* id) {
+    for (auto it = history.rbegin(); it != history.rend(); ++it) {
+      const IdTransform* t = *it;
+      if (t->kind == IdTransform::Kind::Split) {
+        if (t->outputs[1] == id) return true;
+        if (t->outputs[0] == id) id = t->inputs[0];
+      } else if (t->outputs[0] == id) {
+        id = t->inputs[0]->isBroadcast() ? t->inputs[1] : t->inputs[0];
+      }
+    }
+    return false;
   }
 
   kir::Predicate writePredicateFor(const kir::BlockReduce& reduce) {

@@ -215,5 +215,28 @@ TEST(FuzzRegression, ReductionInitCopiesAVectorizedLoopInsideTheReductionLoop) {
   EXPECT_EQ(firstFinding(kernel, atenReference(fusion, randomInputs(fusion), 1e-5, 1e-5)), "");
 }
 
+// Seed 23891: [2, 3] split by 1, the inner 1 merged with the 3, the merge
+// split into 2 parts, the second part split by 3: [TIDx 2, 2, 1, 3]. The
+// nparts split overruns the merged extent 3 (2 x 2 = 4 indices); the merge
+// carried the overrun into the inner output of the first split, whose
+// index wrapped into the TIDx one while every logical index stayed in
+// range: thread 0 wrote row 1 too (a duplicate global write). The merged
+// index is now bounded as well.
+TEST(FuzzRegression, OverrunOfAMergeIntoASplitsInnerAxisIsBounded) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t0 = makeConcreteTensor({2, 3});
+  fusion.addInput(t0);
+  TensorView* t1 = cos(t0);
+  fusion.addOutput(t1);
+  t1->split(0, 1);
+  t1->merge(1);
+  t1->axis(0)->parallelize(ParallelType::TIDx);
+  t1->split(1, 2, false);
+  t1->split(2, 3);
+  t1->cacheBefore();
+  expectKernelCorrect(fusion, randomInputs(fusion));
+}
+
 }  // namespace
 }  // namespace smelt::sim::testing
