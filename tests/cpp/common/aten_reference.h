@@ -18,6 +18,10 @@ at::ScalarType toScalarType(DataType dtype);
 // 0-dim tensor 1.5 (double, on the CPU).
 std::vector<at::Tensor> randomInputs(Fusion& fusion, uint64_t seed = 0, int64_t symbolic_extent = -1,
                                      at::Device device = at::kCPU);
+// Random inputs of the given shapes (one per fusion input; scalar inputs
+// as above, their shape ignored).
+std::vector<at::Tensor> randomInputs(Fusion& fusion, const std::vector<std::vector<int64_t>>& shapes,
+                                     uint64_t seed = 0, at::Device device = at::kCPU);
 
 // One tensor per fusion input (scalars as 0-dim tensors); returns one tensor
 // per fusion output.

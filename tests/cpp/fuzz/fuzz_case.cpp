@@ -5,7 +5,9 @@
 #include "codegen/cuda_codegen.h"
 #include "fusion/error.h"
 #include "lower/lower.h"
+#include "runtime/fusion_executor_cache.h"
 #include "runtime/nvrtc_compiler.h"
+#include "scheduler/registry.h"
 #include "simulator/expect_kernel_correct.h"
 
 namespace smelt::fuzz {
@@ -28,13 +30,30 @@ CaseResult runFuzzCase(uint64_t seed, bool compile, const FuzzLimits& limits) {
   Transcript transcript;
   result.stage = "build";
   try {
-    const bool half_precision = buildRandomFusion(rng, transcript, limits);
+    const RandomFusion built = buildRandomFusion(rng, transcript, limits);
     result.stage = "reference";
-    const double tolerance = half_precision ? 1e-2 : 1e-4;
-    const sim::testing::Reference reference = sim::testing::atenReference(
-        fusion, smelt::testing::randomInputs(fusion, seed), tolerance, tolerance);
-    result.stage = "schedule";
-    scheduleRandomly(fusion, rng, transcript, limits);
+    const double tolerance = built.half_precision ? 1e-2 : 1e-4;
+    const std::vector<at::Tensor> inputs = smelt::testing::randomInputs(fusion, built.input_shapes, seed);
+    const sim::testing::Reference reference = sim::testing::atenReference(fusion, inputs, tolerance, tolerance);
+    result.auto_scheduled = std::bernoulli_distribution(limits.auto_schedule_chance)(rng);
+    if (result.auto_scheduled) {
+      result.stage = "select";
+      const RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
+      const std::optional<SchedulerType> type = selectScheduler(fusion, runtime);
+      if (!type) {
+        result.verdict = Verdict::Rejected;
+        result.transcript = transcript.toString() + "  // no scheduler takes it\n";
+        return result;
+      }
+      result.stage = "auto-schedule";
+      const SchedulerEntry& entry = schedulerEntry(*type);
+      const std::unique_ptr<HeuristicParams> params = entry.heuristics(fusion, runtime);
+      transcript.add("schedule with " + params->toString() + ";");
+      entry.schedule(fusion, *params);
+    } else {
+      result.stage = "schedule";
+      scheduleRandomly(fusion, rng, transcript, limits);
+    }
     result.stage = "lower";
     GpuLower lower(&fusion);
     const kir::Kernel& kernel = lower.run();
@@ -49,11 +68,12 @@ CaseResult runFuzzCase(uint64_t seed, bool compile, const FuzzLimits& limits) {
     result.verdict = result.detail.empty() ? Verdict::Correct : Verdict::Bug;
   } catch (const Error& e) {
     result.detail = e.what();
-    // A kernel that lowered must generate, compile and simulate: an error
-    // after lowering is a bug.
+    // A kernel that lowered must generate, compile and simulate, and a
+    // fusion a scheduler accepted must schedule and lower: an error after
+    // that is a bug.
     const bool bug = result.detail.empty() || isInternalError(result.detail) ||
                      result.stage == "codegen" || result.stage == "nvrtc" ||
-                     result.stage == "simulate";
+                     result.stage == "simulate" || result.auto_scheduled;
     result.verdict = bug ? Verdict::Bug : Verdict::Rejected;
   } catch (const std::exception& e) {
     result.verdict = Verdict::Bug;

@@ -20,13 +20,20 @@ enum class Verdict {
 
 struct CaseResult {
   Verdict verdict = Verdict::Correct;
-  std::string stage;   // where it ended: build, reference, lower, codegen, nvrtc, simulate
+  // Where it ended: build, reference, schedule or (auto-scheduled) select and
+  // auto-schedule, lower, codegen, nvrtc, simulate.
+  std::string stage;
+  bool auto_scheduled = false;  // by the scheduler registry rather than randomly
   std::string detail;  // the error message or the simulator's finding
   std::string transcript;
   int64_t rejected_primitives = 0;
 };
 
 // Runs the case of `seed`; NVRTC compiles the kernel when `compile` is set.
+// A share of the cases (FuzzLimits::auto_schedule_chance) is scheduled by
+// the registry (selectScheduler, heuristics, schedule) instead of randomly:
+// no scheduler taking the fusion is a rejection, any error after one took it
+// a bug.
 CaseResult runFuzzCase(uint64_t seed, bool compile, const FuzzLimits& limits = {});
 
 }  // namespace smelt::fuzz

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <sstream>
 
@@ -71,10 +72,12 @@ class FusionBuilder {
   FusionBuilder(std::mt19937_64& rng, Transcript& transcript, const FuzzLimits& limits)
       : rng_(rng), log_(transcript), limits_(limits) {}
 
-  bool build() {
+  RandomFusion build() {
     Fusion* fusion = Fusion::current();
     const int64_t base_rank = pick(rng_, 1, limits_.max_rank);
     for (int64_t d = 0; d < base_rank; ++d) extents_.push_back(pick(rng_, 1, limits_.max_extent));
+    symbolic_ = chance(rng_, limits_.symbolic_fusion_chance);
+    if (symbolic_) log_.add("// run on sizes {" + joined(extents_) + "}");
     const int64_t inputs = pick(rng_, 1, limits_.max_inputs);
     for (int64_t i = 0; i < inputs; ++i) addInput(*fusion, base_rank);
     const int64_t ops = pick(rng_, 1, limits_.max_ops);
@@ -89,7 +92,7 @@ class FusionBuilder {
       fusion->addOutput(out);
       log_.add("fusion.addOutput(" + out->name() + ");");
     }
-    return uses_half_;
+    return result_;
   }
 
  private:
@@ -103,15 +106,47 @@ class FusionBuilder {
     }
     const DataType dtype = chance(rng_, 0.85) ? DataType::Float : pickOf(rng_, std::vector<DataType>{
         DataType::Double, DataType::Half, DataType::Int, DataType::Bool});
-    uses_half_ = uses_half_ || dtype == DataType::Half;
-    in.tv = makeConcreteTensor(shape, dtype);
+    result_.half_precision = result_.half_precision || dtype == DataType::Half;
+    if (symbolic_ && chance(rng_, 0.8)) {
+      in.tv = makeContigTensor(rank, dtype);
+      log_.add(in.tv->name() + " = makeContigTensor(" + std::to_string(rank) + ", " + toString(dtype) + ");");
+    } else {
+      in.tv = makeConcreteTensor(shape, dtype);
+      log_.add(in.tv->name() + " = makeConcreteTensor({" + joined(shape) + "}, " + toString(dtype) + ");");
+    }
     fusion.addInput(in.tv);
-    log_.add(in.tv->name() + " = makeConcreteTensor({" + joined(shape) + "}, " + toString(dtype) + ");");
+    result_.input_shapes.push_back(shape);
+    noteExtents(in);
     live_.push_back(in);
+  }
+
+  // The extent of each axis id, the first time a tensor has it (a symbolic
+  // one where a symbolic input brought it): what expand and full give it.
+  void noteExtents(const Live& live) {
+    const std::vector<IterDomain*> axes = live.tv->logicalNoReductions();
+    for (size_t d = 0; d < live.axes.size(); ++d) {
+      if (live.axes[d] != kBroadcast) extent_of_.emplace(live.axes[d], axes[d]->loopExtent());
+    }
+  }
+
+  IntExpr extentOf(int64_t axis_id) const {
+    auto it = extent_of_.find(axis_id);
+    return it != extent_of_.end() ? it->second : IntExpr(extents_.at(static_cast<size_t>(axis_id)));
+  }
+
+  // After a layout op: an axis the op made a plain broadcast (an extent-1
+  // entry of a reshape) meets anything.
+  static Live withBroadcastsOf(TensorView* tv, std::vector<int64_t> axes) {
+    const std::vector<IterDomain*> ids = tv->logicalNoReductions();
+    for (size_t d = 0; d < axes.size(); ++d) {
+      if (ids[d]->isBroadcast() && !ids[d]->hasExpandedExtent()) axes[d] = kBroadcast;
+    }
+    return Live{tv, axes};
   }
 
   void record(const std::string& call, const Live& result) {
     log_.add(result.tv->name() + " = " + call + ";");
+    noteExtents(result);
     live_.push_back(result);
   }
 
@@ -130,7 +165,7 @@ class FusionBuilder {
   }
 
   void addRandomOp() {
-    switch (pick(rng_, 0, 9)) {
+    switch (pick(rng_, 0, 14)) {
       case 0: case 1: return addUnary();
       case 2: case 3: return addBinary();
       case 4: return addCompareOrWhere();
@@ -138,6 +173,11 @@ class FusionBuilder {
       case 6: return addBroadcast();
       case 7: return addReduction();
       case 8: return addPad();
+      case 9: return addExpand();
+      case 10: return addFull();
+      case 11: return addPermute();
+      case 12: return addSqueeze();
+      case 13: return addReshape();
       default: return addSet();
     }
   }
@@ -221,7 +261,7 @@ class FusionBuilder {
     std::vector<DataType> targets = {DataType::Float, DataType::Double, DataType::Half, DataType::Bool};
     if (!isFloatingType(in.tv->dtype())) targets.push_back(DataType::Int32);
     const DataType dtype = pickOf(rng_, targets);
-    uses_half_ = uses_half_ || dtype == DataType::Half;
+    result_.half_precision = result_.half_precision || dtype == DataType::Half;
     record("castOp(" + toString(dtype) + ", " + in.tv->name() + ")", Live{castOp(dtype, in.tv), in.axes});
   }
 
@@ -233,9 +273,144 @@ class FusionBuilder {
     is_new[position] = true;
     std::vector<int64_t> axes = in.axes;
     axes.insert(axes.begin() + static_cast<std::ptrdiff_t>(position), kBroadcast);
+    if (chance(rng_, 0.3)) {
+      const auto dim = static_cast<int64_t>(position);
+      record("unsqueeze(" + in.tv->name() + ", " + std::to_string(dim) + ")", Live{unsqueeze(in.tv, dim), axes});
+      return;
+    }
     std::ostringstream call;
     call << "broadcast(" << in.tv->name() << ", new axis " << position << ")";
     record(call.str(), Live{broadcast(in.tv, is_new), axes});
+  }
+
+  // A broadcast dimension given the extent of an axis seen so far, so the
+  // result meets tensors over that axis.
+  void addExpand() {
+    const Live in = anyLive();
+    std::vector<size_t> broadcasts;
+    for (size_t d = 0; d < in.axes.size(); ++d) {
+      if (in.axes[d] == kBroadcast) broadcasts.push_back(d);
+    }
+    if (broadcasts.empty()) return;
+    const size_t d = pickOf(rng_, broadcasts);
+    std::vector<int64_t> ids;
+    for (const auto& [id, extent] : extent_of_) ids.push_back(id);
+    const int64_t id = pickOf(rng_, ids);
+    std::vector<IntExpr> shape(in.axes.size(), IntExpr(-1));
+    shape[d] = extentOf(id);
+    std::vector<int64_t> axes = in.axes;
+    axes[d] = id;
+    std::ostringstream call;
+    call << "expand(" << in.tv->name() << ", dimension " << d << " to " << shape[d] << ")";
+    record(call.str(), Live{expand(in.tv, shape), axes});
+  }
+
+  // A constant tensor over trailing axes of the base shape.
+  void addFull() {
+    const auto base_rank = static_cast<int64_t>(extents_.size());
+    const int64_t rank = pick(rng_, 1, base_rank);
+    Live result;
+    std::vector<IntExpr> shape;
+    for (int64_t d = base_rank - rank; d < base_rank; ++d) {
+      result.axes.push_back(d);
+      shape.push_back(extentOf(d));
+    }
+    const DataType dtype = pickOf(rng_, std::vector<DataType>{DataType::Float, DataType::Float, DataType::Half,
+                                                              DataType::Int});
+    result_.half_precision = result_.half_precision || dtype == DataType::Half;
+    const double value = pickOf(rng_, std::vector<double>{0.5, -2.0, 3.0});
+    result.tv = full(shape, value, dtype);
+    std::ostringstream call;
+    call << "full({";
+    for (size_t d = 0; d < shape.size(); ++d) call << (d ? ", " : "") << shape[d];
+    call << "}, " << value << ", " << toString(dtype) << ")";
+    record(call.str(), result);
+  }
+
+  void addPermute() {
+    const Live in = anyLive();
+    if (in.axes.size() < 2) return;
+    const auto rank = static_cast<int64_t>(in.axes.size());
+    if (chance(rng_, 0.4)) {
+      const int64_t a = pick(rng_, 0, rank - 1), b = pick(rng_, 0, rank - 1);
+      std::vector<int64_t> axes = in.axes;
+      std::swap(axes[static_cast<size_t>(a)], axes[static_cast<size_t>(b)]);
+      record("transpose(" + in.tv->name() + ", " + std::to_string(a) + ", " + std::to_string(b) + ")",
+             Live{transpose(in.tv, a, b), axes});
+      return;
+    }
+    std::vector<int64_t> dims(in.axes.size());
+    std::iota(dims.begin(), dims.end(), 0);
+    std::shuffle(dims.begin(), dims.end(), rng_);
+    std::vector<int64_t> axes;
+    for (int64_t d : dims) axes.push_back(in.axes[static_cast<size_t>(d)]);
+    record("permute(" + in.tv->name() + ", {" + joined(dims) + "})", Live{permute(in.tv, dims), axes});
+  }
+
+  // Squeezes one dimension: a broadcast or extent-1 one is dropped, another
+  // one of constant extent is kept (as torch does), a symbolic one is an error.
+  void addSqueeze() {
+    const Live in = anyLive();
+    if (in.axes.empty()) return;
+    const int64_t d = pick(rng_, 0, static_cast<int64_t>(in.axes.size()) - 1);
+    TensorView* out = squeeze(in.tv, {d});
+    std::vector<int64_t> axes = in.axes;
+    if (out->logicalNoReductions().size() < in.axes.size()) axes.erase(axes.begin() + d);
+    record("squeeze(" + in.tv->name() + ", {" + std::to_string(d) + "})", Live{out, axes});
+  }
+
+  // flatten, or a reshape that merges two neighbouring dimensions, splits a
+  // constant one into two factors or inserts an extent-1 entry; the changed
+  // dimensions meet only their own descendants.
+  void addReshape() {
+    const Live in = anyLive();
+    if (in.axes.empty()) return;
+    const auto rank = static_cast<int64_t>(in.axes.size());
+    const std::vector<IterDomain*> ids = in.tv->logicalNoReductions();
+    std::vector<IntExpr> shape;
+    for (const IterDomain* id : ids) shape.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1) : id->loopExtent());
+    std::vector<int64_t> axes = in.axes;
+    const int64_t d = pick(rng_, 0, rank - 1);
+    const auto at = [](int64_t i) { return static_cast<std::ptrdiff_t>(i); };
+    switch (pick(rng_, 0, 3)) {
+      case 0: {
+        if (rank < 2) return;
+        const int64_t start = std::min(d, rank - 2);
+        TensorView* out = flatten(in.tv, start, start + 1);
+        axes.erase(axes.begin() + at(start), axes.begin() + at(start) + 2);
+        axes.insert(axes.begin() + at(start), next_axis_id_++);
+        record("flatten(" + in.tv->name() + ", " + std::to_string(start) + ", " + std::to_string(start + 1) + ")",
+               withBroadcastsOf(out, axes));
+        return;
+      }
+      case 1: {
+        if (rank < 2) return;
+        const int64_t start = std::min(d, rank - 2);
+        shape[static_cast<size_t>(start)] = shape[static_cast<size_t>(start)] * shape[static_cast<size_t>(start) + 1];
+        shape.erase(shape.begin() + at(start) + 1);
+        axes.erase(axes.begin() + at(start), axes.begin() + at(start) + 2);
+        axes.insert(axes.begin() + at(start), next_axis_id_++);
+        break;
+      }
+      case 2: {
+        const std::optional<int64_t> extent = shape[static_cast<size_t>(d)].constant();
+        if (!extent || *extent < 4 || *extent % 2 != 0) return;
+        shape[static_cast<size_t>(d)] = *extent / 2;
+        shape.insert(shape.begin() + at(d), 2);
+        axes[static_cast<size_t>(d)] = next_axis_id_++;
+        axes.insert(axes.begin() + at(d), next_axis_id_++);
+        break;
+      }
+      default:
+        if (rank >= limits_.max_rank) return;
+        shape.insert(shape.begin() + at(d), 1);
+        axes.insert(axes.begin() + at(d), kBroadcast);
+    }
+    std::ostringstream call;
+    call << "reshape(" << in.tv->name() << ", {";
+    for (size_t k = 0; k < shape.size(); ++k) call << (k ? ", " : "") << shape[k];
+    call << "})";
+    record(call.str(), withBroadcastsOf(reshape(in.tv, shape), axes));
   }
 
   void addReduction() {
@@ -291,10 +466,12 @@ class FusionBuilder {
   std::mt19937_64& rng_;
   Transcript& log_;
   FuzzLimits limits_;
-  std::vector<int64_t> extents_;
+  std::vector<int64_t> extents_;  // the base shape's sizes to run on
+  bool symbolic_ = false;
+  std::map<int64_t, IntExpr> extent_of_;
   std::vector<Live> live_;
   int64_t next_axis_id_ = 100;
-  bool uses_half_ = false;
+  RandomFusion result_;
 };
 
 class Scheduler {
@@ -335,7 +512,7 @@ class Scheduler {
     TensorView* tv = anyTensor(/*include_inputs=*/false);
     if (tv == nullptr) return;
     const std::string t = tv->name();
-    switch (pick(rng_, 0, 11)) {
+    switch (pick(rng_, 0, 13)) {
       case 0: case 1: {
         const int64_t axis = anyAxis(tv);
         const int64_t factor = pickOf(rng_, std::vector<int64_t>{1, 2, 3, 4, 8});
@@ -389,11 +566,39 @@ class Scheduler {
         const MemoryType mt = chance(rng_, 0.7) ? MemoryType::Shared : MemoryType::Local;
         return apply(t + "->setMemoryType(" + toString(mt) + ")", [=] { tv->setMemoryType(mt); });
       }
-      default: {
+      case 11: {
         if (chance(rng_, 0.5)) return apply("inlineMost(fusion)", [&] { inlineMost(&fusion_); });
         return apply(t + "->promoteReuse()", [=] { tv->promoteReuse(); });
       }
+      case 12: {
+        const int64_t stages = pick(rng_, 2, 4);
+        return apply(t + "->circularBuffer(" + std::to_string(stages) + ")", [=] { tv->circularBuffer(stages); });
+      }
+      default: return cachedLoad();
     }
+  }
+
+  // A fusion input cached into Shared or Local memory, computed inside a
+  // loop of its consumer and circular-buffered across that loop.
+  void cachedLoad() {
+    std::vector<TensorView*> inputs;
+    for (TensorView* tv : fusion_.allTensors()) {
+      if (tv->isFusionInput() && !fusion_.consumersOf(tv).empty()) inputs.push_back(tv);
+    }
+    if (inputs.empty()) return;
+    TensorView* in = pickOf(rng_, inputs);
+    TensorView* cache = nullptr;
+    apply(in->name() + "->cacheAfter()", [&] { named(cache = in->cacheAfter()); });
+    if (cache == nullptr) return;
+    const std::string c = cache->name();
+    const MemoryType mt = chance(rng_, 0.7) ? MemoryType::Shared : MemoryType::Local;
+    apply(c + "->setMemoryType(" + toString(mt) + ")", [=] { cache->setMemoryType(mt); });
+    TensorView* consumer = pickOf(rng_, fusion_.consumersOf(cache));
+    const int64_t pos = pick(rng_, 1, std::max<int64_t>(consumer->nDims(), 1));
+    apply(c + "->computeAt(" + consumer->name() + ", " + std::to_string(pos) + ")",
+          [=] { cache->computeAt(consumer, pos); });
+    const int64_t stages = pick(rng_, 2, 3);
+    apply(c + "->circularBuffer(" + std::to_string(stages) + ")", [=] { cache->circularBuffer(stages); });
   }
 
   Fusion& fusion_;
@@ -403,7 +608,7 @@ class Scheduler {
 
 }  // namespace
 
-bool buildRandomFusion(std::mt19937_64& rng, Transcript& transcript, const FuzzLimits& limits) {
+RandomFusion buildRandomFusion(std::mt19937_64& rng, Transcript& transcript, const FuzzLimits& limits) {
   return FusionBuilder(rng, transcript, limits).build();
 }
 

@@ -4,15 +4,21 @@
 // regression test.
 //
 // Fusions: 1-3 inputs whose axes are right-aligned views of one random base
-// shape (extents 1-6, so binary operands broadcast against each other), then
-// a few ops drawn from the op set: unary math, binary and comparison ops with
-// tensors or scalars, where, cast, broadcast, sum/max reductions, pad, set.
-// Values stay bounded (no integer division or negative integer powers, which
-// ATen itself rejects) so results compare with ATen at float tolerance.
+// shape (extents 1-6, so binary operands broadcast against each other); in
+// about a third of the fusions most inputs have symbolic extents, bound only
+// by the tensors a case runs on (so splits need not divide them). Then a few
+// ops drawn from the op set: unary math, binary and comparison ops with
+// tensors or scalars, where, cast, broadcast, expand, full, sum/max
+// reductions, pad, set, and the layout ops permute, transpose, squeeze,
+// unsqueeze, reshape and flatten. Values stay bounded (no integer division or
+// negative integer powers, which ATen itself rejects) so results compare
+// with ATen at float tolerance.
 //
 // Schedules: random split, merge, reorder, parallelize, computeAt, inlineAt /
-// inlineMost, cacheAfter / cacheBefore, setMemoryType (Shared, Local) and
-// promoteReuse on random tensors. A primitive that throws smelt::Error is
+// inlineMost, cacheAfter / cacheBefore, setMemoryType (Shared, Local),
+// promoteReuse and circularBuffer on random tensors, and cached loads: an
+// input cached into Shared or Local memory, computed at a random position of
+// its consumer and circular-buffered. A primitive that throws smelt::Error is
 // recorded as rejected and the schedule goes on.
 #pragma once
 
@@ -43,11 +49,17 @@ struct FuzzLimits {
   int64_t max_extent = 6;
   int64_t max_ops = 7;
   int64_t max_schedule_steps = 10;
+  double symbolic_fusion_chance = 0.35;
+  double auto_schedule_chance = 0.25;
 };
 
-// Builds a random fusion in Fusion::current(). Returns true when it uses a
-// 16-bit floating type (results then compare at half precision).
-bool buildRandomFusion(std::mt19937_64& rng, Transcript& transcript, const FuzzLimits& limits = {});
+struct RandomFusion {
+  bool half_precision = false;  // uses a 16-bit type: results compare at half precision
+  std::vector<std::vector<int64_t>> input_shapes;  // the sizes to run it on, per input
+};
+
+// Builds a random fusion in Fusion::current().
+RandomFusion buildRandomFusion(std::mt19937_64& rng, Transcript& transcript, const FuzzLimits& limits = {});
 
 // Applies random scheduling primitives to the tensors of `fusion`.
 void scheduleRandomly(Fusion& fusion, std::mt19937_64& rng, Transcript& transcript,
