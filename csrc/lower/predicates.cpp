@@ -6,8 +6,10 @@
 //     launch's runs only for indices below its extent;
 //   * a Shared or Global element is written by exactly one thread: when the
 //     launch has more than one thread (block) along a dimension the writer's
-//     loops do not bind, only index 0 along it writes. Readers on other
-//     threads then need a barrier, which the syncs pass provides.
+//     loops do not bind, only index 0 along it writes; along an expanded
+//     dimension of a Global tensor (stored with stride 0) only index 0 writes
+//     too. Readers on other threads then need a barrier, which the syncs
+//     pass provides.
 // Block reductions keep every thread participating; their predicate only says
 // which threads contribute a value, their write predicate which threads
 // store the result (one per element of a Shared or Global output).
@@ -78,6 +80,20 @@ class Predicator {
         pred.terms.push_back({index, Term::Kind::LessThan, id->extent()});
       }
     }
+    // An expanded dimension of a Global tensor is stored with stride 0
+    // (output_layout.h): only the first iteration along it writes.
+    if (single_writer && tv->memoryType() == MemoryType::Global) {
+      const std::vector<IterDomain*> logical_axes = tv->logicalNoReductions();
+      if (std::any_of(logical_axes.begin(), logical_axes.end(),
+                      [](const IterDomain* id) { return id->hasExpandedExtent(); })) {
+        const IndexMap iterated = logicalIndices(tv, loop_indices, /*iterate_expanded=*/true);
+        for (const IterDomain* id : logical_axes) {
+          if (id->hasExpandedExtent() && !iterated.at(id).isConstant()) {
+            pred.terms.push_back({iterated.at(id), Term::Kind::Equal, 0});
+          }
+        }
+      }
+    }
     // A split that may overrun (non-divisible or symbolic) pushes its input's
     // index past the input's extent. Where that overrun carries, through
     // outer split outputs and merge outputs, into a logical index, the
@@ -107,17 +123,20 @@ class Predicator {
       for (int64_t k = 0; k < tv->nDims(); ++k) {
         if (ctx_.loopOf(tv, k, stmt)->parallel_type == dim.pt) bound = ctx_.loopOf(tv, k, stmt);
       }
+      const bool writes_shared_state = tv->memoryType() == MemoryType::Global ||
+                                       (tv->memoryType() == MemoryType::Shared && !dim.is_block);
       if (bound != nullptr) {
         // A broadcast axis bound to a thread index is computed by every
-        // thread alike: no guard (a Local value must exist in each thread).
-        bool broadcast_axis = bound->iter_domain != nullptr && bound->iter_domain->isBroadcast();
-        if (!bound->extent.sameAs(launch_extent) && !broadcast_axis) {
+        // thread alike: no guard (a Local value must exist in each thread),
+        // unless the threads would all store it to the same Shared or
+        // Global element.
+        const bool broadcast_axis = bound->iter_domain != nullptr && bound->iter_domain->isBroadcast();
+        const bool one_writer = single_writer && writes_shared_state;
+        if (!bound->extent.sameAs(launch_extent) && (!broadcast_axis || one_writer)) {
           pred.terms.push_back({IntExpr::symbol(dim.symbol), Term::Kind::LessThan, bound->extent});
         }
         continue;
       }
-      bool writes_shared_state = tv->memoryType() == MemoryType::Global ||
-                                 (tv->memoryType() == MemoryType::Shared && !dim.is_block);
       if (single_writer && writes_shared_state && launch_extent.constant() != 1) {
         pred.terms.push_back({IntExpr::symbol(dim.symbol), Term::Kind::Equal, 0});
       }

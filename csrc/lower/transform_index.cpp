@@ -13,15 +13,19 @@ IntExpr loopIndexValue(const kir::ForLoop& loop) {
 }
 
 namespace {
-IntExpr lookup(const IndexMap& map, const IterDomain* id) {
-  if (id->isBroadcast()) return 0;
+IntExpr lookup(const IndexMap& map, const IterDomain* id, bool iterate_expanded = false) {
+  if (id->isBroadcast() && !(iterate_expanded && id->hasExpandedExtent())) return 0;
   auto it = map.find(id);
   return it == map.end() ? IntExpr(0) : it->second;
 }
 }  // namespace
 
-IndexMap logicalIndices(const TensorView* tv, const std::vector<IntExpr>& loop_indices) {
+IndexMap logicalIndices(const TensorView* tv, const std::vector<IntExpr>& loop_indices,
+                        bool iterate_expanded) {
   SMELT_INTERNAL_CHECK(static_cast<int64_t>(loop_indices.size()) == tv->nDims());
+  auto indexless = [&](const IterDomain* id) {
+    return id->isBroadcast() && !(iterate_expanded && id->hasExpandedExtent());
+  };
   IndexMap index;
   for (int64_t k = 0; k < tv->nDims(); ++k) index[tv->axis(k)] = loop_indices[k];
   // Back through the schedule to the logical axes, then through a reshape's
@@ -33,23 +37,24 @@ IndexMap logicalIndices(const TensorView* tv, const std::vector<IntExpr>& loop_i
     if (t->kind == IdTransform::Kind::Split) {
       const IterDomain* outer = t->outputs[0];
       const IterDomain* inner = t->outputs[1];
-      index[t->inputs[0]] = lookup(index, outer) * inner->extent() + lookup(index, inner);
+      index[t->inputs[0]] = lookup(index, outer, iterate_expanded) * inner->loopExtent() +
+                            lookup(index, inner, iterate_expanded);
     } else {
       const IterDomain* outer = t->inputs[0];
       const IterDomain* inner = t->inputs[1];
-      IntExpr merged = lookup(index, t->outputs[0]);
-      if (outer->isBroadcast()) {
+      IntExpr merged = lookup(index, t->outputs[0], iterate_expanded);
+      if (indexless(outer)) {
         index[inner] = merged;
-      } else if (inner->isBroadcast()) {
+      } else if (indexless(inner)) {
         index[outer] = merged;
       } else {
-        index[outer] = merged / inner->extent();
-        index[inner] = merged % inner->extent();
+        index[outer] = merged / inner->loopExtent();
+        index[inner] = merged % inner->loopExtent();
       }
     }
   }
   for (const IterDomain* id : tv->logicalDomain()) {
-    if (id->isBroadcast()) index[id] = 0;
+    if (indexless(id)) index[id] = 0;
   }
   return index;
 }

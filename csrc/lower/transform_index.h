@@ -20,8 +20,11 @@ using IndexMap = std::unordered_map<const IterDomain*, IntExpr>;
 IntExpr loopIndexValue(const kir::ForLoop& loop);
 
 // Logical-axis indices of `tv` given the index of each of its loop axes
-// (and root-axis indices, for a reshape's output).
-IndexMap logicalIndices(const TensorView* tv, const std::vector<IntExpr>& loop_indices);
+// (and root-axis indices, for a reshape's output). Broadcast axes have index
+// 0, expanded ones too unless `iterate_expanded` (then they have the index
+// the loops iterate over them, as iteration axes do).
+IndexMap logicalIndices(const TensorView* tv, const std::vector<IntExpr>& loop_indices,
+                        bool iterate_expanded = false);
 
 // Loop-axis indices of `tv` given indices of its logical axes (axes absent
 // from the map, e.g. reduction axes, count as 0).

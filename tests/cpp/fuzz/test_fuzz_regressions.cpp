@@ -8,7 +8,9 @@
 #include "codegen/cuda_codegen.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
+#include "runtime/fusion_executor_cache.h"
 #include "runtime/nvrtc_compiler.h"
+#include "scheduler/registry.h"
 #include "simulator/expect_kernel_correct.h"
 
 namespace smelt::sim::testing {
@@ -236,6 +238,23 @@ TEST(FuzzRegression, OverrunOfAMergeIntoASplitsInnerAxisIsBounded) {
   t1->split(2, 3);
   t1->cacheBefore();
   expectKernelCorrect(fusion, randomInputs(fusion));
+}
+
+// Seed 100437 (auto-scheduled): an output expanded along dimension 0 is
+// stored with stride 0, and the pointwise schedule bound that dimension to
+// TIDy: every TIDy thread stored the same elements (a duplicate global
+// write). Only index 0 along an expanded output dimension stores now.
+TEST(FuzzRegression, ExpandedOutputDimensionIsStoredOnce) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t1 = makeConcreteTensor({3});
+  fusion.addInput(t1);
+  TensorView* t5 = expand(set(reshape(fmod(t1, t1), {1, 3})), {3, -1});
+  fusion.addOutput(castOp(DataType::Double, t5));
+  fusion.addOutput(t5);
+  const std::vector<at::Tensor> inputs = randomInputs(fusion);
+  scheduleFusion(fusion, RuntimeInfo(fusion, inputInfosOf(fusion, inputs)));
+  expectKernelCorrect(fusion, inputs);
 }
 
 }  // namespace
