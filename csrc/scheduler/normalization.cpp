@@ -173,7 +173,9 @@ void schedulePersistent(Fusion& fusion, const PersistentParams& params) {
       fusion, params.vectorized_inputs, params.vectorized_outputs,
       [](const TensorView* out) { return out->definition()->type() == ExprType::Reduction; },
       "persistent");
-  analyzeReductions(fusion, &layout);
+  const std::string cached_problem = analyzeReductions(fusion, &layout);
+  // The reference is now the register tensor; caching keeps the fusion acceptable.
+  SMELT_INTERNAL_CHECK(cached_problem.empty(), "after caching: ", cached_problem);
   TensorView* ref = layout.reference;
 
   std::vector<std::vector<int64_t>> groups = layout.iteration_runs;

@@ -164,7 +164,9 @@ void scheduleReduction(Fusion& fusion, const ReductionParams& params) {
       fusion, params.vectorized_inputs, {},
       [](const TensorView* out) { return out->definition()->type() == ExprType::Reduction; },
       "reduction");
-  analyzeReductions(fusion, &layout);  // the reference is now the register tensor
+  const std::string cached_problem = analyzeReductions(fusion, &layout);
+  // The reference is now the register tensor; caching keeps the fusion acceptable.
+  SMELT_INTERNAL_CHECK(cached_problem.empty(), "after caching: ", cached_problem);
   TensorView* ref = layout.reference;
 
   std::vector<std::vector<int64_t>> groups = layout.iteration_runs;

@@ -53,7 +53,8 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference)
       auto it = labels_.find(id);
       if (it == labels_.end()) {
         bool plain_broadcast = id->isBroadcast() && !id->hasExpandedExtent();
-        if (!tv->isFusionInput() && !plain_broadcast && problem_.empty()) {
+        // A cached input becomes a computed tensor scheduled like the others.
+        if (!plain_broadcast && problem_.empty()) {
           problem_ = errorMessage("axis ", id->toString(), " of ", tv->name(),
                                   " does not correspond to a dimension of ", reference->name());
         }
@@ -64,6 +65,21 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference)
                                 it->second, " of ", reference->name());
       }
       seen[it->second] = true;
+    }
+  }
+  // An op whose output lacks a dimension its computed input iterates (a
+  // squeeze of an extent-1 axis) reads that input outside the loop the
+  // schedule binds for the dimension.
+  for (const Expr* expr : exprs) {
+    for (const TensorView* in : expr->tensorInputs()) {
+      if (std::find(tensors_.begin(), tensors_.end(), in) == tensors_.end()) continue;
+      for (const IterDomain* id : in->logicalNoReductions()) {
+        const std::optional<int64_t> dim = dimOf(id);
+        if (dim && !id->isBroadcast() && axisOf(expr->output(), *dim) == nullptr && problem_.empty()) {
+          problem_ = errorMessage(expr->output()->name(), " = ", expr->toString(), " drops dimension ",
+                                  *dim, " of ", reference->name(), " that ", in->name(), " iterates");
+        }
+      }
     }
   }
 }

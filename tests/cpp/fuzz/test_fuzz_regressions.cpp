@@ -240,6 +240,53 @@ TEST(FuzzRegression, OverrunOfAMergeIntoASplitsInnerAxisIsBounded) {
   expectKernelCorrect(fusion, randomInputs(fusion));
 }
 
+// Seed 100097 (auto-scheduled): a sum over a reshaped input. The input's
+// cache, a computed tensor after caching, has an axis (6) that stands for no
+// dimension of the reduction; the scheduler went on with the layout it had
+// before caching and hit an internal check. Now it declines the fusion.
+TEST(FuzzRegression, SchedulerDeclinesACachedInputWhoseAxisMapsToNoDimension) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t0 = makeConcreteTensor({6}, DataType::Half);
+  fusion.addInput(t0);
+  TensorView* t2 = reshape(t0, {2, 3});
+  fusion.addOutput(sum(t2, {0}));
+  const RuntimeInfo runtime(fusion, inputInfosOf(fusion, randomInputs(fusion)));
+  EXPECT_SMELT_ERROR(scheduleFusion(fusion, runtime), "no scheduler takes this fusion",
+                     "does not correspond to a dimension");
+}
+
+// Seeds 102196 and 100120 (auto-scheduled): the pointwise scheduler
+// vectorized the cache of an input [1, 6] that a reshape squeezes to [6]; the
+// extent-1 axis stands for no dimension of the output, and propagation left
+// it innermost ("does not end in a vector axis"). Now the fusion is declined.
+TEST(FuzzRegression, PointwiseDeclinesAnInputAxisSqueezedByAReshape) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t0 = makeConcreteTensor({1, 6}, DataType::Half);
+  fusion.addInput(t0);
+  fusion.addOutput(neg(reshape(t0, {6})));
+  const RuntimeInfo runtime(fusion, inputInfosOf(fusion, randomInputs(fusion)));
+  EXPECT_SMELT_ERROR(scheduleFusion(fusion, runtime), "no scheduler takes this fusion",
+                     "axis i0{1} of T0 does not correspond to a dimension of T2");
+}
+
+// Seed 103321 (auto-scheduled): an output squeeze(T1) of rank 0 next to an
+// output of T1's shape [1]: the cache of T1 was bound to BIDx by the
+// schedule, read by the squeeze outside any BIDx loop (lowering refused
+// it). The pointwise scheduler now declines an op that drops a dimension its
+// computed input iterates.
+TEST(FuzzRegression, PointwiseDeclinesASqueezeOfAScheduledDimension) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t1 = makeConcreteTensor({1}, DataType::Half);
+  fusion.addInput(t1);
+  fusion.addOutput(erf(logicalNot(t1)));
+  fusion.addOutput(squeeze(t1, {0}));
+  const RuntimeInfo runtime(fusion, inputInfosOf(fusion, randomInputs(fusion)));
+  EXPECT_SMELT_ERROR(scheduleFusion(fusion, runtime), "no scheduler takes this fusion", "drops dimension 0");
+}
+
 // Seed 100437 (auto-scheduled): an output expanded along dimension 0 is
 // stored with stride 0, and the pointwise schedule bound that dimension to
 // TIDy: every TIDy thread stored the same elements (a duplicate global
