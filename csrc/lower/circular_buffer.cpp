@@ -13,8 +13,10 @@
 //   * one BlockSync at the top of M's body orders both hazards of the tiles:
 //     RAW (tile k was loaded in the prologue or in iteration k - S + 1, both
 //     before this barrier) and WAR (slot (k + S - 1) % S was last read in
-//     iteration k - 1). The syncs pass adds none for buffered tensors; there
-//     is none when every tile element is read by the thread that loads it;
+//     iteration k - 1); when M sits in a loop that iterates, one after M
+//     orders M's last reads before the next prologue's writes. The syncs
+//     pass adds none for buffered tensors; there are none when every tile
+//     element is read by the thread that loads it;
 //   * loads are synchronous: after M's last iteration no load is in flight,
 //     the tiles' last accesses are M's reads, so liveness keeps their bytes
 //     live to M's end and a reuse of them needs a barrier after M (the
@@ -161,6 +163,22 @@ std::unique_ptr<kir::Stmt> takeAllocate(kir::StmtList& body, const kir::Buffer* 
   return alloc;
 }
 
+// Whether `target` sits in a loop of `body` that iterates (so the prologue
+// before it runs again after the main loop's last reads).
+bool insideAnIteratingLoop(kir::StmtList& body, kir::ForLoop* target) {
+  for (auto& child : body) {
+    auto* loop = dynamic_cast<kir::ForLoop*>(child.get());
+    if (loop == nullptr || loop == target) continue;
+    std::vector<kir::ForLoop*> path;
+    if (loopPath(loop, target, path)) {
+      if (!loop->trivial) return true;
+      path.pop_back();  // the target itself
+      return std::any_of(path.begin(), path.end(), [](const kir::ForLoop* l) { return !l->trivial; });
+    }
+  }
+  return false;
+}
+
 void pipeline(LoweringContext& ctx, const Pipeline& p, bool needs_barrier) {
   kir::ForLoop* loop = p.loop;
   const int64_t stages = p.stages;
@@ -229,6 +247,11 @@ void pipeline(LoweringContext& ctx, const Pipeline& p, bool needs_barrier) {
     loop->body.insert(loop->body.begin(), std::move(sync));
   }
   auto [parent, at] = *kir::locate(ctx.kernel.body, loop);
+  if (needs_barrier && insideAnIteratingLoop(ctx.kernel.body, loop)) {
+    auto sync = std::make_unique<kir::BlockSync>();
+    sync->reason = "WAR " + names + " (circular buffer: the next prologue overwrites the last tiles)";
+    parent->insert(parent->begin() + static_cast<std::ptrdiff_t>(at) + 1, std::move(sync));
+  }
   parent->insert(parent->begin() + static_cast<std::ptrdiff_t>(at), std::move(prologue));
   for (auto it = allocates.rbegin(); it != allocates.rend(); ++it) {
     parent->insert(parent->begin() + static_cast<std::ptrdiff_t>(at), std::move(*it));

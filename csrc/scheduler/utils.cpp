@@ -231,6 +231,14 @@ std::vector<TensorView*> cacheInputsAndOutputs(
 void vectorizeInnermost(const std::vector<TensorView*>& tensors, int64_t width,
                         const std::string& scheduler) {
   for (TensorView* tv : tensors) {
+    // Propagation appends axes it cannot map (a broadcast the reference
+    // lacks): they run once, so the vector axis moves behind them.
+    int64_t vector_axis = tv->nDims() - 1;
+    while (vector_axis > 0 && tv->axis(vector_axis)->isBroadcast() &&
+           tv->axis(vector_axis)->loopExtent().constant() == 1) {
+      --vector_axis;
+    }
+    if (vector_axis < tv->nDims() - 1) tv->reorder({{vector_axis, tv->nDims() - 1}});
     SMELT_CHECK(width > 1 && tv->axis(-1)->extent().constant() == width, scheduler,
                 " scheduler: ", tv->name(), " does not end in a vector axis of width ", width);
     tv->axis(-1)->parallelize(ParallelType::Vectorize);

@@ -304,5 +304,51 @@ TEST(FuzzRegression, ExpandedOutputDimensionIsStoredOnce) {
   expectKernelCorrect(fusion, inputs);
 }
 
+// Seed 302651: a 3-stage circular-buffered Shared cache whose main loop
+// (over 4 columns) sits in a loop over the rows. Thread 0 loads, every
+// thread reads; nothing ordered the last reads of a row before the next
+// row's prologue overwrote the slots (a WAR race). A barrier follows the
+// main loop when an enclosing loop iterates.
+TEST(FuzzRegression, CircularBufferInsideAnIteratingLoopWaitsBeforeTheNextPrologue) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t0 = makeConcreteTensor({2, 4});
+  fusion.addInput(t0);
+  TensorView* t1 = logicalAnd(t0, t0);
+  TensorView* t4 = permute(t1, {1, 0});
+  fusion.addOutput(t4);
+  t4->split(1, 8, false);
+  t4->axis(1)->parallelize(ParallelType::TIDx);
+  TensorView* t6 = t0->cacheAfter();
+  t6->setMemoryType(MemoryType::Shared);
+  t6->computeAt(t1, 2);
+  t6->circularBuffer(3);
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  int64_t barriers = 0;  // at the top of the main loop and after it
+  kir::forEachStmt(kernel.body, [&](const kir::Stmt* s, int) { barriers += s->kind() == kir::StmtKind::BlockSync; });
+  EXPECT_EQ(barriers, 2) << kernel.toString();
+  EXPECT_EQ(firstFinding(kernel, atenReference(fusion, randomInputs(fusion), 1e-5, 1e-5)), "");
+}
+
+// Seed 302615 (auto-scheduled): two outputs broadcast from one input
+// [2] -> [1, 2], vectorized by 2. Propagating the schedule through the input
+// appended the broadcast axis the input lacks after the vector axis ("does
+// not end in a vector axis of width 2"); the vector axis now moves behind
+// such axes, which run once.
+TEST(FuzzRegression, VectorAxisMovesBehindAnUnmappedBroadcastAxis) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t1 = makeConcreteTensor({2});
+  fusion.addInput(t1);
+  fusion.addOutput(broadcast(t1, {true, false}));
+  fusion.addOutput(broadcast(t1, {true, false}));
+  const std::vector<at::Tensor> inputs = randomInputs(fusion);
+  const std::unique_ptr<HeuristicParams> params =
+      scheduleFusion(fusion, RuntimeInfo(fusion, inputInfosOf(fusion, inputs)));
+  EXPECT_NE(params->toString().find("vector_width=2"), std::string::npos) << params->toString();
+  expectKernelCorrect(fusion, inputs);
+}
+
 }  // namespace
 }  // namespace smelt::sim::testing
