@@ -3,6 +3,7 @@
 // kernels, run in order on the simulator, match ATen.
 #include <gtest/gtest.h>
 
+#include "common/example_fusions.h"
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "scheduler/reduction.h"
@@ -155,8 +156,7 @@ TEST(Segmentation, SoftmaxRowTooLongToKeepOnChip) {
   FusionGuard guard(&fusion);
   TensorView* x = makeContigTensor(2);
   fusion.addInput(x);
-  TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
-  fusion.addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
+  fusion.addOutput(examples::rowSoftmax(x));
   SegmentedFusion segmented = segmentAndCheck(fusion, {randn({1, 32768})}, 1e-6);
   EXPECT_EQ(segmented.toString(),
             "segment 0 (reduction): T0 -> T1 (partial results, rows in at most 8 chunks)\n"
