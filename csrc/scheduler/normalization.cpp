@@ -173,7 +173,8 @@ void schedulePersistent(Fusion& fusion, const PersistentParams& params) {
       fusion, params.vectorized_inputs, params.vectorized_outputs,
       [](const TensorView* out) { return out->definition()->type() == ExprType::Reduction; },
       "persistent");
-  analyzeReductions(fusion, &layout);
+  std::string recached = analyzeReductions(fusion, &layout);
+  SMELT_INTERNAL_CHECK(recached.empty(), "after caching: ", recached);
   TensorView* ref = layout.reference;
 
   std::vector<std::vector<int64_t>> groups = layout.iteration_runs;

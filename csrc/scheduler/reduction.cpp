@@ -164,7 +164,9 @@ void scheduleReduction(Fusion& fusion, const ReductionParams& params) {
       fusion, params.vectorized_inputs, {},
       [](const TensorView* out) { return out->definition()->type() == ExprType::Reduction; },
       "reduction");
-  analyzeReductions(fusion, &layout);  // the reference is now the register tensor
+  // The reference is now the register tensor; caching keeps the layout valid.
+  std::string recached = analyzeReductions(fusion, &layout);
+  SMELT_INTERNAL_CHECK(recached.empty(), "after caching: ", recached);
   TensorView* ref = layout.reference;
 
   std::vector<std::vector<int64_t>> groups = layout.iteration_runs;

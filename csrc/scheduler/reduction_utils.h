@@ -32,7 +32,8 @@ struct ReductionLayout {
 
 // Why `fusion` is not a fusion of reductions over the same dimensions (no
 // reduction, reductions over different dimensions, an inconsistent dimension
-// map); empty when it is, and then `layout` is filled in.
+// map, an input read through a reshape); empty when it is, and then `layout`
+// is filled in.
 std::string analyzeReductions(const Fusion& fusion, ReductionLayout* layout);
 
 // Binds the reference's iteration runs, which start at loop `positions`

@@ -146,6 +146,57 @@ TEST(Segmentation, MatmulFollowedByReduction) {
   EXPECT_EQ(segmented.segments[1].scheduler, SchedulerType::Reduction);
 }
 
+// A reduction or normalization of a reshaped value: the reshape regroups the
+// input's axes into the reduction's dimensions, which the reduction
+// schedulers' register copy of the input cannot follow, so the reshape (with
+// a permute before it, each layout op its own pointwise kernel) runs before
+// the reduction's kernel, which reads the reshaped tensor from global memory.
+TEST(Segmentation, ReductionOfAReshapeReadsItFromItsOwnKernel) {
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeConcreteTensor({4, 6});
+    fusion.addInput(x);
+    fusion.addOutput(sum(reshape(x, {3, 8}), {1}));
+    RuntimeInfo runtime(fusion, inputInfosOf(fusion, {randn({4, 6})}));
+    std::vector<std::string> reasons;
+    EXPECT_EQ(selectScheduler(fusion, runtime, &reasons), std::nullopt);
+    ASSERT_EQ(reasons.size(), 4u);
+    EXPECT_EQ(reasons[2],
+              "reduction: axis i0{4} of input T0 is not a dimension of T2 (a reshape regroups it)");
+    SegmentedFusion segmented = segmentAndCheck(fusion, {randn({4, 6})});
+    EXPECT_EQ(segmented.toString(),
+              "segment 0 (pointwise): T0 -> T1\n"
+              "segment 1 (reduction): T1 -> T2\n");
+  }
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeConcreteTensor({4, 6});
+    fusion.addInput(x);
+    fusion.addOutput(sum(reshape(permute(x, {1, 0}), {3, 8}), {1}));
+    SegmentedFusion segmented = segmentAndCheck(fusion, {randn({4, 6})});
+    EXPECT_EQ(segmented.toString(),
+              "segment 0 (pointwise): T0 -> T1\n"
+              "segment 1 (pointwise): T1 -> T2\n"
+              "segment 2 (reduction): T2 -> T3\n");
+  }
+  {
+    // Symbolic extents: [a, b, c] permuted to [b, a, c], merged to [b * a, c].
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeContigTensor(3);
+    fusion.addInput(x);
+    TensorView* rows = reshape(permute(x, {1, 0, 2}), {-1, x->axis(2)->extent()});
+    fusion.addOutput(sum(rows, {0}));
+    fusion.addOutput(examples::rowSoftmax(rows));
+    SegmentedFusion segmented = segmentAndCheck(fusion, {randn({2, 3, 5})});
+    ASSERT_EQ(segmented.segments.size(), 4u) << segmented.toString();
+    EXPECT_EQ(segmented.segments[0].scheduler, SchedulerType::Pointwise);
+    EXPECT_EQ(segmented.segments[1].scheduler, SchedulerType::Pointwise);
+  }
+}
+
 TEST(Segmentation, SoftmaxRowTooLongToKeepOnChip) {
   // 32k floats per row: x and exp(x - max) do not fit one block's shared
   // memory together. The row maxima take a kernel of their own; the rest
