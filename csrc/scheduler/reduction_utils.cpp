@@ -101,6 +101,20 @@ std::string analyzeReductions(const Fusion& fusion, ReductionLayout* layout) {
   return "";
 }
 
+std::vector<TensorView*> cacheForReductions(Fusion& fusion,
+                                            const std::vector<int64_t>& vectorized_inputs,
+                                            const std::vector<int64_t>& vectorized_outputs,
+                                            const std::string& scheduler, ReductionLayout* layout) {
+  std::vector<TensorView*> vectorized = cacheInputsAndOutputs(
+      fusion, vectorized_inputs, vectorized_outputs,
+      [](const TensorView* out) { return out->definition()->type() == ExprType::Reduction; },
+      scheduler);
+  // analyzeReductions refuses inputs whose copies would not fit its map.
+  std::string reason = analyzeReductions(fusion, layout);
+  SMELT_INTERNAL_CHECK(reason.empty(), scheduler, " scheduler, after caching: ", reason);
+  return vectorized;
+}
+
 void bindIterationRuns(TensorView* reference, const std::vector<int64_t>& positions,
                        int64_t threads, ParallelType thread_type) {
   if (positions.empty()) return;
