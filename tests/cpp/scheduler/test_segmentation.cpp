@@ -152,49 +152,61 @@ TEST(Segmentation, MatmulFollowedByReduction) {
 // a permute before it, each layout op its own pointwise kernel) runs before
 // the reduction's kernel, which reads the reshaped tensor from global memory.
 TEST(Segmentation, ReductionOfAReshapeReadsItFromItsOwnKernel) {
-  {
+  struct Case {
+    const char* what;
+    std::vector<int64_t> shape;  // of the input; empty: rank 3, symbolic extents
+    void (*build)(TensorView* x);
+    at::Tensor input;
+    const char* segments;
+  };
+  const Case cases[] = {
+      {"sum of a reshape", {4, 6},
+       [](TensorView* x) { Fusion::current()->addOutput(sum(reshape(x, {3, 8}), {1})); },
+       randn({4, 6}),
+       "segment 0 (pointwise): T0 -> T1\n"
+       "segment 1 (reduction): T1 -> T2\n"},
+      {"sum of a reshaped permute", {4, 6},
+       [](TensorView* x) {
+         Fusion::current()->addOutput(sum(reshape(permute(x, {1, 0}), {3, 8}), {1}));
+       },
+       randn({4, 6}),
+       "segment 0 (pointwise): T0 -> T1\n"
+       "segment 1 (pointwise): T1 -> T2\n"
+       "segment 2 (reduction): T2 -> T3\n"},
+      // [a, b, c] permuted to [b, a, c], merged to [b * a, c].
+      {"sum and softmax of a reshaped permute, symbolic extents", {},
+       [](TensorView* x) {
+         TensorView* rows = reshape(permute(x, {1, 0, 2}), {-1, x->axis(2)->extent()});
+         Fusion::current()->addOutput(sum(rows, {0}));
+         Fusion::current()->addOutput(examples::rowSoftmax(rows));
+       },
+       randn({2, 3, 5}),
+       "segment 0 (pointwise): T0 -> T1\n"
+       "segment 1 (pointwise): T1 -> T2\n"
+       "segment 2 (reduction): T2 -> T3\n"
+       "segment 3 (persistent): T2 -> T10\n"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
     Fusion fusion;
     FusionGuard guard(&fusion);
-    TensorView* x = makeConcreteTensor({4, 6});
+    TensorView* x = c.shape.empty() ? makeContigTensor(3) : makeConcreteTensor(c.shape);
     fusion.addInput(x);
-    fusion.addOutput(sum(reshape(x, {3, 8}), {1}));
-    RuntimeInfo runtime(fusion, inputInfosOf(fusion, {randn({4, 6})}));
-    std::vector<std::string> reasons;
-    EXPECT_EQ(selectScheduler(fusion, runtime, &reasons), std::nullopt);
-    ASSERT_EQ(reasons.size(), 4u);
-    EXPECT_EQ(reasons[2],
-              "reduction: axis i0{4} of input T0 is not a dimension of T2 (a reshape regroups it)");
-    SegmentedFusion segmented = segmentAndCheck(fusion, {randn({4, 6})});
-    EXPECT_EQ(segmented.toString(),
-              "segment 0 (pointwise): T0 -> T1\n"
-              "segment 1 (reduction): T1 -> T2\n");
+    c.build(x);
+    EXPECT_EQ(segmentAndCheck(fusion, {c.input}).toString(), c.segments);
   }
-  {
-    Fusion fusion;
-    FusionGuard guard(&fusion);
-    TensorView* x = makeConcreteTensor({4, 6});
-    fusion.addInput(x);
-    fusion.addOutput(sum(reshape(permute(x, {1, 0}), {3, 8}), {1}));
-    SegmentedFusion segmented = segmentAndCheck(fusion, {randn({4, 6})});
-    EXPECT_EQ(segmented.toString(),
-              "segment 0 (pointwise): T0 -> T1\n"
-              "segment 1 (pointwise): T1 -> T2\n"
-              "segment 2 (reduction): T2 -> T3\n");
-  }
-  {
-    // Symbolic extents: [a, b, c] permuted to [b, a, c], merged to [b * a, c].
-    Fusion fusion;
-    FusionGuard guard(&fusion);
-    TensorView* x = makeContigTensor(3);
-    fusion.addInput(x);
-    TensorView* rows = reshape(permute(x, {1, 0, 2}), {-1, x->axis(2)->extent()});
-    fusion.addOutput(sum(rows, {0}));
-    fusion.addOutput(examples::rowSoftmax(rows));
-    SegmentedFusion segmented = segmentAndCheck(fusion, {randn({2, 3, 5})});
-    ASSERT_EQ(segmented.segments.size(), 4u) << segmented.toString();
-    EXPECT_EQ(segmented.segments[0].scheduler, SchedulerType::Pointwise);
-    EXPECT_EQ(segmented.segments[1].scheduler, SchedulerType::Pointwise);
-  }
+  // Why the reduction scheduler refuses the whole first fusion.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({4, 6});
+  fusion.addInput(x);
+  cases[0].build(x);
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, {cases[0].input}));
+  std::vector<std::string> reasons;
+  EXPECT_EQ(selectScheduler(fusion, runtime, &reasons), std::nullopt);
+  ASSERT_EQ(reasons.size(), 4u);
+  EXPECT_EQ(reasons[2],
+            "reduction: axis i0{4} of input T0 is not a dimension of T2 (a reshape regroups it)");
 }
 
 TEST(Segmentation, SoftmaxRowTooLongToKeepOnChip) {
