@@ -150,8 +150,8 @@ def test_expand_as_fusion_output():
 
 def test_softmax_of_a_reshaped_permute_runs_the_layout_ops_first():
     # The reshape regroups the permuted axes into the softmax's rows, which the
-    # normalization kernel cannot follow: the permute and the reshape run as
-    # pointwise kernels first, on symbolic extents.
+    # normalization kernel cannot follow: the permute and the reshape run in a
+    # pointwise kernel first, on symbolic extents.
     def build(fd, x):
         rows = fd.ops.reshape(fd.ops.permute(x, [1, 0, 2]), [-1, x.size(2)])
         e = fd.ops.exp(fd.ops.sub(rows, fd.ops.max(rows, [1], keepdim=True)))
@@ -162,4 +162,4 @@ def test_softmax_of_a_reshaped_permute_runs_the_layout_ops_first():
         fd.add_output(build(fd, fd.define_tensor([-1, -1, -1])))
     assert_matches(fd.execute([x]), torch.softmax(x.permute(1, 0, 2).reshape(6, 5), 1), "cpu")
     schedulers = [line.split()[1] for line in fd.last_run_report().splitlines() if line]
-    assert schedulers == ["pointwise", "pointwise", "persistent"]
+    assert schedulers == ["pointwise", "persistent"]

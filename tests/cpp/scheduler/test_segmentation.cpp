@@ -146,11 +146,34 @@ TEST(Segmentation, MatmulFollowedByReduction) {
   EXPECT_EQ(segmented.segments[1].scheduler, SchedulerType::Reduction);
 }
 
+// A reshape of a permuted value in one pointwise kernel: the schedule
+// propagated from the output replays the reshape's merges and splits onto the
+// permute's output (constant extents: [4, 6] -> [6, 4] -> [2, 3, 4]; symbolic:
+// [a, b, c] -> [b, a, c] -> [b * a, c]).
+TEST(Segmentation, ReshapeOfAPermuteIsOnePointwiseKernel) {
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeConcreteTensor({4, 6});
+    fusion.addInput(x);
+    fusion.addOutput(exp(reshape(permute(x, {1, 0}), {2, 3, 4})));
+    EXPECT_EQ(segmentAndCheck(fusion, {randn({4, 6})}).toString(),
+              "segment 0 (pointwise): T0 -> T3\n");
+  }
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(3);
+  fusion.addInput(x);
+  fusion.addOutput(exp(reshape(permute(x, {1, 0, 2}), {-1, x->axis(2)->extent()})));
+  EXPECT_EQ(segmentAndCheck(fusion, {randn({2, 3, 5})}).toString(),
+            "segment 0 (pointwise): T0 -> T3\n");
+}
+
 // A reduction or normalization of a reshaped value: the reshape regroups the
 // input's axes into the reduction's dimensions, which the reduction
-// schedulers' register copy of the input cannot follow, so the reshape (with
-// a permute before it, each layout op its own pointwise kernel) runs before
-// the reduction's kernel, which reads the reshaped tensor from global memory.
+// schedulers' register copy of the input cannot follow, so the reshape (and
+// a permute before it, in the same pointwise kernel) runs first and the
+// reduction's kernel reads the reshaped tensor from global memory.
 TEST(Segmentation, ReductionOfAReshapeReadsItFromItsOwnKernel) {
   struct Case {
     const char* what;
@@ -170,9 +193,8 @@ TEST(Segmentation, ReductionOfAReshapeReadsItFromItsOwnKernel) {
          Fusion::current()->addOutput(sum(reshape(permute(x, {1, 0}), {3, 8}), {1}));
        },
        randn({4, 6}),
-       "segment 0 (pointwise): T0 -> T1\n"
-       "segment 1 (pointwise): T1 -> T2\n"
-       "segment 2 (reduction): T2 -> T3\n"},
+       "segment 0 (pointwise): T0 -> T2\n"
+       "segment 1 (reduction): T2 -> T3\n"},
       // [a, b, c] permuted to [b, a, c], merged to [b * a, c].
       {"sum and softmax of a reshaped permute, symbolic extents", {},
        [](TensorView* x) {
@@ -181,10 +203,9 @@ TEST(Segmentation, ReductionOfAReshapeReadsItFromItsOwnKernel) {
          Fusion::current()->addOutput(examples::rowSoftmax(rows));
        },
        randn({2, 3, 5}),
-       "segment 0 (pointwise): T0 -> T1\n"
-       "segment 1 (pointwise): T1 -> T2\n"
-       "segment 2 (reduction): T2 -> T3\n"
-       "segment 3 (persistent): T2 -> T10\n"},
+       "segment 0 (pointwise): T0 -> T2\n"
+       "segment 1 (reduction): T2 -> T3\n"
+       "segment 2 (persistent): T2 -> T10\n"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
