@@ -10,6 +10,7 @@
 
 #include <memory>
 
+#include "common/example_fusions.h"
 #include "fusion/ops.h"
 #include "lower/lower.h"
 #include "runtime/fusion_executor_cache.h"
@@ -32,16 +33,6 @@ std::unique_ptr<Fusion> pointwiseFusion() {
   return fusion;
 }
 
-std::unique_ptr<Fusion> softmaxFusion() {
-  auto fusion = std::make_unique<Fusion>();
-  FusionGuard guard(fusion.get());
-  TensorView* x = makeContigTensor(2);
-  fusion->addInput(x);
-  TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
-  fusion->addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
-  return fusion;
-}
-
 void BM_PointwiseHeuristics(benchmark::State& state) {
   auto fusion = pointwiseFusion();
   std::vector<InputInfo> inputs = {InputInfo::contiguous(DataType::Float, {4096, 4096}),
@@ -54,7 +45,7 @@ void BM_PointwiseHeuristics(benchmark::State& state) {
 BENCHMARK(BM_PointwiseHeuristics);
 
 void BM_PersistentHeuristics(benchmark::State& state) {
-  auto fusion = softmaxFusion();
+  auto fusion = examples::rowSoftmaxFusion();
   std::vector<InputInfo> inputs = {InputInfo::contiguous(DataType::Float, {4096, 1024})};
   for (auto _ : state) {
     RuntimeInfo runtime(*fusion, inputs);
@@ -72,7 +63,7 @@ BENCHMARK(BM_InputSignature);
 // Segmentation when one scheduler takes the fusion, and when the row is too
 // long and the greedy merge runs.
 void BM_SegmentSoftmax(benchmark::State& state) {
-  auto fusion = softmaxFusion();
+  auto fusion = examples::rowSoftmaxFusion();
   RuntimeInfo runtime(*fusion, {InputInfo::contiguous(DataType::Float, {64, state.range(0)})});
   for (auto _ : state) benchmark::DoNotOptimize(segmentFusion(*fusion, runtime));
   state.SetLabel(segmentFusion(*fusion, runtime).toString());
@@ -80,7 +71,7 @@ void BM_SegmentSoftmax(benchmark::State& state) {
 BENCHMARK(BM_SegmentSoftmax)->Arg(1024)->Arg(32768)->Unit(benchmark::kMicrosecond);
 
 void BM_ScheduleAndLowerSoftmax(benchmark::State& state) {
-  auto fusion = softmaxFusion();
+  auto fusion = examples::rowSoftmaxFusion();
   RuntimeInfo runtime(*fusion, {InputInfo::contiguous(DataType::Float, {4096, 1024})});
   for (auto _ : state) {
     std::unique_ptr<Fusion> copy = fusion->clone();

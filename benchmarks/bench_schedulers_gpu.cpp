@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench_gpu_util.h"
+#include "common/example_fusions.h"
 #include "fusion/ops.h"
 #include "runtime/fusion_executor_cache.h"
 
@@ -65,11 +66,7 @@ const Workload kLongRows{[](Fusion& f) {
                          {{4, 1 << 24}},
                          [](const Tensors& in) { return Tensors{(in[0] * in[0]).sum(1)}; }};
 
-const Workload kSoftmax{[](Fusion& f) {
-                          TensorView* x = input(f, 2);
-                          TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
-                          f.addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
-                        },
+const Workload kSoftmax{[](Fusion& f) { f.addOutput(examples::rowSoftmax(input(f, 2))); },
                         {{8192, kNormCols}},
                         [](const Tensors& in) { return Tensors{at::softmax(in[0], 1)}; }};
 

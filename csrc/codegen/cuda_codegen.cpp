@@ -10,6 +10,7 @@
 #include "codegen/tensor_core.h"
 #include "codegen/vectorize.h"
 #include "fusion/error.h"
+#include "lower/parallel_index.h"
 
 namespace smelt {
 namespace {
@@ -234,16 +235,9 @@ std::string literal(double value, DataType dtype) {
 
 // The CUDA builtin a parallel type binds a loop index to.
 std::string builtinIndex(ParallelType pt) {
-  switch (pt) {
-    case ParallelType::BIDx: return "blockIdx.x";
-    case ParallelType::BIDy: return "blockIdx.y";
-    case ParallelType::BIDz: return "blockIdx.z";
-    case ParallelType::TIDx: return "threadIdx.x";
-    case ParallelType::TIDy: return "threadIdx.y";
-    case ParallelType::TIDz: return "threadIdx.z";
-    default: break;
-  }
-  SMELT_INTERNAL_CHECK(false, "no CUDA index for parallel type ", pt);
+  std::string builtin = parallelIndexSymbol(pt);
+  SMELT_INTERNAL_CHECK(!builtin.empty(), "no CUDA index for parallel type ", pt);
+  return builtin;
 }
 
 bool isBuiltinSymbol(const std::string& name) {

@@ -19,23 +19,12 @@
 
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
+#include "lower/parallel_index.h"
 #include "lower/passes.h"
 
 namespace smelt {
 
 namespace {
-
-std::string parallelIndexName(ParallelType pt) {
-  switch (pt) {
-    case ParallelType::BIDx: return "blockIdx.x";
-    case ParallelType::BIDy: return "blockIdx.y";
-    case ParallelType::BIDz: return "blockIdx.z";
-    case ParallelType::TIDx: return "threadIdx.x";
-    case ParallelType::TIDy: return "threadIdx.y";
-    case ParallelType::TIDz: return "threadIdx.z";
-    default: return "";
-  }
-}
 
 // Values a statement (or a subtree) writes and reads, for ordering siblings.
 struct Deps {
@@ -82,7 +71,7 @@ class LoopNestBuilder {
     loop->iter_domain = id;
     loop->parallel_type = id->parallelType();
     loop->extent = id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1) : id->loopExtent();
-    loop->index = parallelIndexName(loop->parallel_type);  // serial loops are named in build()
+    loop->index = parallelIndexSymbol(loop->parallel_type);  // serial loops are named in build()
     loop->trivial = isParallelDim(loop->parallel_type) ||
                     loop->parallel_type == ParallelType::Vectorize ||
                     loop->extent.constant() == 1;

@@ -331,12 +331,10 @@ class Builder {
   // l % 16, column half l / 16 (K contiguous), or with .trans, matrix j = l / 8
   // (m half j % 2, k half j / 2) at k row l % 8 (M contiguous).
   void loadAFragments(kir::StmtList& body, const IntExpr& stage, const IntExpr& k16) {
-    kir::ForLoop* mt = loop(body, "i_amt", m_tiles_, ParallelType::Unroll);
+    kir::LdMatrix* ld =
+        ldmatrixPerTile(body, "i_amt", m_tiles_, 4, a_frag_, mma::kAElementsPerLane);
     const IntExpr m = warpRow() * p_.warp_m + sym("i_amt") * mma::kM;
     const IntExpr l = lane();
-    auto ld = std::make_unique<kir::LdMatrix>();
-    ld->matrices = 4;
-    ld->dst = {a_frag_, sym("i_amt") * mma::kAElementsPerLane};
     const int64_t tile = p_.block_m * p_.block_k;
     if (p_.a_k_contiguous) {
       ld->src = {a_smem_, stage * tile + operandTileIndex(m + l % 16, k16 + l / 16 * 8, p_.block_k,
@@ -347,19 +345,16 @@ class Builder {
       ld->src = {a_smem_, stage * tile + operandTileIndex(k16 + j / 2 * 8 + l % 8, m + j % 2 * 8,
                                                           p_.block_m, p_.swizzle)};
     }
-    append(mt->body, std::move(ld));
   }
 
   // A 16 x 8 block per n8 tile with one ldmatrix.x2: matrix j = k half j;
   // lane 8 j + r addresses n row r (K contiguous) or, with .trans, k row
   // 8 j + r (N contiguous). Lanes 16..31 repeat lanes 0..15's addresses.
   void loadBFragments(kir::StmtList& body, const IntExpr& stage, const IntExpr& k16) {
-    kir::ForLoop* nt = loop(body, "i_bnt", n_tiles_, ParallelType::Unroll);
+    kir::LdMatrix* ld =
+        ldmatrixPerTile(body, "i_bnt", n_tiles_, 2, b_frag_, mma::kBElementsPerLane);
     const IntExpr n = warpCol() * p_.warp_n + sym("i_bnt") * mma::kN;
     const IntExpr l = lane() % 16;
-    auto ld = std::make_unique<kir::LdMatrix>();
-    ld->matrices = 2;
-    ld->dst = {b_frag_, sym("i_bnt") * mma::kBElementsPerLane};
     const int64_t tile = p_.block_n * p_.block_k;
     if (p_.b_k_contiguous) {
       ld->src = {b_smem_, stage * tile + operandTileIndex(n + l % 8, k16 + l / 8 * 8, p_.block_k,
@@ -368,7 +363,18 @@ class Builder {
       ld->transpose = true;
       ld->src = {b_smem_, stage * tile + operandTileIndex(k16 + l, n, p_.block_n, p_.swizzle)};
     }
-    append(nt->body, std::move(ld));
+  }
+
+  // An unrolled loop `index` over `tiles` fragment tiles, each an ldmatrix of
+  // `matrices` 8x8 matrices into `frag` at tile * `per_lane`; the caller sets
+  // the source address (and .trans).
+  kir::LdMatrix* ldmatrixPerTile(kir::StmtList& body, const std::string& index, int64_t tiles,
+                                 int64_t matrices, kir::Buffer* frag, int64_t per_lane) {
+    kir::ForLoop* tile_loop = loop(body, index, tiles, ParallelType::Unroll);
+    auto ld = std::make_unique<kir::LdMatrix>();
+    ld->matrices = matrices;
+    ld->dst = {frag, sym(index) * per_lane};
+    return append(tile_loop->body, std::move(ld));
   }
 
   // ---- epilogue ----

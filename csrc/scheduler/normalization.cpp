@@ -168,14 +168,8 @@ void schedulePersistent(Fusion& fusion, const PersistentParams& params) {
   SMELT_CHECK(params.vector_width >= 1 && params.persistent_batch >= 1 && params.block_y >= 1,
               "persistent scheduler: widths, batch and block sizes must be positive in ",
               params.toString());
-  // Reductions compute into registers; a reduced output is a copy of them.
-  std::vector<TensorView*> vectorized = cacheInputsAndOutputs(
-      fusion, params.vectorized_inputs, params.vectorized_outputs,
-      [](const TensorView* out) { return out->definition()->type() == ExprType::Reduction; },
-      "persistent");
-  const std::string cached_problem = analyzeReductions(fusion, &layout);
-  // The reference is now the register tensor; caching keeps the fusion acceptable.
-  SMELT_INTERNAL_CHECK(cached_problem.empty(), "after caching: ", cached_problem);
+  std::vector<TensorView*> vectorized = cacheForReductions(
+      fusion, params.vectorized_inputs, params.vectorized_outputs, "persistent", &layout);
   TensorView* ref = layout.reference;
 
   std::vector<std::vector<int64_t>> groups = layout.iteration_runs;

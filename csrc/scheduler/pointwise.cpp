@@ -69,14 +69,14 @@ std::string pointwiseRejectReason(const Fusion& fusion) {
       return "it has a reduction (" + expr->toString() + ")";
     }
   }
-  return DimensionMap(fusion, pointwiseReference(fusion)).problem();
+  return DimensionMap(fusion, pointwiseReference(fusion), /*through_reshapes=*/true).problem();
 }
 
 PointwiseParams pointwiseHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {
   std::string reason = pointwiseRejectReason(fusion);
   SMELT_CHECK(reason.empty(), "pointwise scheduler cannot take this fusion: ", reason);
   TensorView* ref = pointwiseReference(fusion);
-  DimensionMap map(fusion, ref);
+  DimensionMap map(fusion, ref, /*through_reshapes=*/true);
   auto runs = map.mergeableRuns(iteratingDims(ref));
   PointwiseParams params;
   if (runs.empty()) {
@@ -111,7 +111,7 @@ void schedulePointwise(Fusion& fusion, const PointwiseParams& params) {
   std::vector<TensorView*> vectorized = cacheInputsAndOutputs(
       fusion, params.vectorized_inputs, params.vectorized_outputs, {}, "pointwise");
 
-  DimensionMap map(fusion, ref);
+  DimensionMap map(fusion, ref, /*through_reshapes=*/true);
   auto runs = map.mergeableRuns(iteratingDims(ref));
   if (!runs.empty()) {
     std::vector<int64_t> positions = mergeGroups(ref, map, runs);

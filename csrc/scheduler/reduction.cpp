@@ -159,14 +159,8 @@ void scheduleReduction(Fusion& fusion, const ReductionParams& params) {
               params.toString());
   SMELT_CHECK(params.inner || params.vectorized_inputs.empty(),
               "reduction scheduler: outer reductions do not vectorize (", params.toString(), ")");
-  // A reduced output is a copy of the register tensor that reduces.
-  std::vector<TensorView*> vectorized = cacheInputsAndOutputs(
-      fusion, params.vectorized_inputs, {},
-      [](const TensorView* out) { return out->definition()->type() == ExprType::Reduction; },
-      "reduction");
-  const std::string cached_problem = analyzeReductions(fusion, &layout);
-  // The reference is now the register tensor; caching keeps the fusion acceptable.
-  SMELT_INTERNAL_CHECK(cached_problem.empty(), "after caching: ", cached_problem);
+  std::vector<TensorView*> vectorized =
+      cacheForReductions(fusion, params.vectorized_inputs, {}, "reduction", &layout);
   TensorView* ref = layout.reference;
 
   std::vector<std::vector<int64_t>> groups = layout.iteration_runs;

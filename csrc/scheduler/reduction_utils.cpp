@@ -40,6 +40,19 @@ std::string analyzeReductions(const Fusion& fusion, ReductionLayout* layout) {
   result.map = std::make_shared<DimensionMap>(fusion, result.reference);
   const DimensionMap& map = *result.map;
   if (!map.problem().empty()) return map.problem();
+  // A cacheable input becomes a register copy the schedule gives the
+  // reference's dimensions; an input read through a reshape has axes the
+  // reshape regroups into those dimensions, so its copy cannot follow them
+  // and the reshape takes a kernel of its own.
+  for (const TensorView* in : cacheableInputs(fusion)) {
+    for (const IterDomain* id : in->logicalNoReductions()) {
+      if (iterates(id) && !map.dimOf(id)) {
+        return "axis " + id->toString() + " of input " + in->name() +
+               " is not a dimension of " + result.reference->name() +
+               " (a reshape regroups it)";
+      }
+    }
+  }
   const auto& logical = result.reference->logicalDomain();
   std::vector<int64_t> iteration_dims;
   for (int64_t d = 0; d < static_cast<int64_t>(logical.size()); ++d) {
@@ -86,6 +99,20 @@ std::string analyzeReductions(const Fusion& fusion, ReductionLayout* layout) {
   result.inner = innermost >= 0 && logical[innermost]->isReduction();
   *layout = std::move(result);
   return "";
+}
+
+std::vector<TensorView*> cacheForReductions(Fusion& fusion,
+                                            const std::vector<int64_t>& vectorized_inputs,
+                                            const std::vector<int64_t>& vectorized_outputs,
+                                            const std::string& scheduler, ReductionLayout* layout) {
+  std::vector<TensorView*> vectorized = cacheInputsAndOutputs(
+      fusion, vectorized_inputs, vectorized_outputs,
+      [](const TensorView* out) { return out->definition()->type() == ExprType::Reduction; },
+      scheduler);
+  // analyzeReductions refuses inputs whose copies would not fit its map.
+  std::string reason = analyzeReductions(fusion, layout);
+  SMELT_INTERNAL_CHECK(reason.empty(), scheduler, " scheduler, after caching: ", reason);
+  return vectorized;
 }
 
 void bindIterationRuns(TensorView* reference, const std::vector<int64_t>& positions,

@@ -32,8 +32,18 @@ struct ReductionLayout {
 
 // Why `fusion` is not a fusion of reductions over the same dimensions (no
 // reduction, reductions over different dimensions, an inconsistent dimension
-// map); empty when it is, and then `layout` is filled in.
+// map, an input read through a reshape); empty when it is, and then `layout`
+// is filled in.
 std::string analyzeReductions(const Fusion& fusion, ReductionLayout* layout);
+
+// cacheInputsAndOutputs for the schedulers of reductions: reductions compute
+// into registers and a reduced output is a copy of them. Then analyzes the
+// cached fusion into `layout` (its reference is now the register tensor).
+// Returns the tensors to vectorize.
+std::vector<TensorView*> cacheForReductions(Fusion& fusion,
+                                            const std::vector<int64_t>& vectorized_inputs,
+                                            const std::vector<int64_t>& vectorized_outputs,
+                                            const std::string& scheduler, ReductionLayout* layout);
 
 // Binds the reference's iteration runs, which start at loop `positions`
 // (innermost last, every position left of any split made later): the

@@ -262,27 +262,45 @@ class Segmenter {
   }
 
   // Size symbols of tensors outside the segment become the symbols of a
-  // segment input whose extent they are.
+  // segment input whose extent they are; so does a whole extent over them
+  // (a reshape's merged extent, T0.size[1] * T0.size[0]), where it stands as
+  // an extent of its own.
   static ExtentRewrite extentRewrite(const std::vector<const Val*>& inputs) {
     std::set<int64_t> available;
     for (const Val* in : inputs) {
       if (const TensorView* tv = in->asTensor()) available.insert(tv->number());
     }
+    auto outside = [&](const IntExpr& extent) {
+      std::set<std::string> symbols;
+      collectSymbols(extent, symbols);
+      return std::any_of(symbols.begin(), symbols.end(), [&](const std::string& symbol) {
+        int64_t owner = tensorOfSymbol(symbol);
+        return owner >= 0 && !available.count(owner);
+      });
+    };
     std::map<std::string, IntExpr> replacements;
+    std::vector<std::pair<IntExpr, IntExpr>> whole_extents;
     for (const Val* in : inputs) {
       const TensorView* tv = in->asTensor();
       if (tv == nullptr) continue;
       std::vector<IterDomain*> dims = tv->logicalNoReductions();
       for (size_t d = 0; d < dims.size(); ++d) {
         const IntExpr& extent = dims[d]->loopExtent();
-        if (extent.kind() != IntExpr::Kind::Symbol) continue;
-        int64_t owner = tensorOfSymbol(extent.symbolName());
-        if (owner >= 0 && !available.count(owner)) {
-          replacements.emplace(extent.symbolName(), IntExpr::symbol(sizeSymbol(tv, d)));
+        if (extent.isConstant() || !outside(extent)) continue;
+        IntExpr own = IntExpr::symbol(sizeSymbol(tv, d));
+        if (extent.kind() == IntExpr::Kind::Symbol) {
+          replacements.emplace(extent.symbolName(), own);
+        } else {
+          whole_extents.emplace_back(extent, own);
         }
       }
     }
-    return [replacements](const IntExpr& e) { return substitute(e, replacements); };
+    return [replacements, whole_extents](const IntExpr& e) {
+      for (const auto& [extent, own] : whole_extents) {
+        if (e.sameAs(extent)) return own;
+      }
+      return substitute(e, replacements);
+    };
   }
 
   // Every size symbol left must name an input of the segment (a kernel

@@ -2,13 +2,15 @@
 
 #include <algorithm>
 #include <sstream>
+#include <unordered_set>
 
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
 
 namespace smelt::scheduler_utils {
 
-DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference)
+DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
+                           bool through_reshapes)
     : ndims_(static_cast<int64_t>(reference->logicalDomain().size())) {
   std::vector<TensorView*> cacheable = cacheableInputs(fusion);
   for (TensorView* tv : fusion.allTensors()) {
@@ -47,6 +49,15 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference)
       }
     }
   }
+  std::unordered_set<const TensorView*> feeds_reshape;
+  if (through_reshapes) {
+    for (auto it = exprs.rbegin(); it != exprs.rend(); ++it) {
+      const Expr* expr = *it;
+      if (expr->type() == ExprType::Reshape || feeds_reshape.count(expr->output())) {
+        for (const TensorView* in : expr->tensorInputs()) feeds_reshape.insert(in);
+      }
+    }
+  }
   for (const TensorView* tv : tensors_) {
     std::vector<bool> seen(ndims_, false);
     for (const IterDomain* id : tv->logicalDomain()) {
@@ -54,7 +65,7 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference)
       if (it == labels_.end()) {
         bool plain_broadcast = id->isBroadcast() && !id->hasExpandedExtent();
         // A cached input becomes a computed tensor scheduled like the others.
-        if (!plain_broadcast && problem_.empty()) {
+        if (!plain_broadcast && !feeds_reshape.count(tv) && problem_.empty()) {
           problem_ = errorMessage("axis ", id->toString(), " of ", tv->name(),
                                   " does not correspond to a dimension of ", reference->name());
         }

@@ -23,7 +23,13 @@ class DimensionMap {
   // How a tensor sees one reference dimension.
   enum class Role { Absent, Broadcast, Expanded, Iteration, Reduction };
 
-  DimensionMap(const Fusion& fusion, const TensorView* reference);
+  // With `through_reshapes`, the axes of a tensor that feeds a reshape (a
+  // permute before a flatten) that the reshape regroups stay unlabeled
+  // instead of breaking the map: a schedule propagated from the reference
+  // reaches them by replaying the reshape's merges and splits
+  // (propagateSchedule). Only the pointwise scheduler, which does nothing
+  // else to such tensors, asks for it.
+  DimensionMap(const Fusion& fusion, const TensorView* reference, bool through_reshapes = false);
 
   // Empty when the map is complete and consistent: no axis carries two labels
   // and every non-broadcast axis of a computed tensor carries one. Otherwise

@@ -3,7 +3,7 @@ CUDA tensors on the GPU when one is present."""
 import pytest
 import torch
 
-from smelt import DataType
+from smelt import DataType, FusionDefinition
 from smelt._ops import BINARY_OPS, UNARY_OPS
 from frontend_helpers import DEVICES, assert_matches, define
 
@@ -73,6 +73,12 @@ CASES = [
      lambda x: x.reshape(-1, x.shape[2]), [randn(2, 3, 4)]),
     ("flatten", lambda fd, x: fd.ops.neg(fd.ops.flatten(x, 1)), lambda x: -x.flatten(1),
      [randn(2, 3, 4)]),
+    ("reshape_of_permute",
+     lambda fd, x: fd.ops.reshape(fd.ops.permute(x, [2, 0, 1]), [x.size(2), -1]),
+     lambda x: x.permute(2, 0, 1).reshape(4, 6), [randn(2, 3, 4)]),
+    ("reshape_of_permute_summed",
+     lambda fd, x: fd.ops.sum(fd.ops.reshape(fd.ops.permute(x, [2, 0, 1]), [x.size(2), -1]), [1]),
+     lambda x: x.permute(2, 0, 1).reshape(4, 6).sum(1), [randn(2, 3, 4)]),
     ("linear_bias", lambda fd, x, w, b: fd.ops.linear(x, w, b), torch.nn.functional.linear,
      [randn(3, 8), randn(5, 8), randn(5)]),
     ("linear_no_bias", lambda fd, x, w: fd.ops.linear(x, w), torch.nn.functional.linear,
@@ -140,3 +146,20 @@ def test_expand_as_fusion_output():
     (out,) = fd.execute([b])
     assert_matches([out], b.expand(3, -1), "cpu")
     assert out.stride() == (0, 1)
+
+
+def test_softmax_of_a_reshaped_permute_runs_the_layout_ops_first():
+    # The reshape regroups the permuted axes into the softmax's rows, which the
+    # normalization kernel cannot follow: the permute and the reshape run in a
+    # pointwise kernel first, on symbolic extents.
+    def build(fd, x):
+        rows = fd.ops.reshape(fd.ops.permute(x, [1, 0, 2]), [-1, x.size(2)])
+        e = fd.ops.exp(fd.ops.sub(rows, fd.ops.max(rows, [1], keepdim=True)))
+        return fd.ops.div(e, fd.ops.sum(e, [1], keepdim=True))
+
+    x = randn(2, 3, 5)
+    with FusionDefinition() as fd:
+        fd.add_output(build(fd, fd.define_tensor([-1, -1, -1])))
+    assert_matches(fd.execute([x]), torch.softmax(x.permute(1, 0, 2).reshape(6, 5), 1), "cpu")
+    schedulers = [line.split()[1] for line in fd.last_run_report().splitlines() if line]
+    assert schedulers == ["pointwise", "persistent"]

@@ -24,7 +24,11 @@ namespace {
 class AliasFinder {
  public:
   AliasFinder(const kir::Kernel& kernel, const Liveness& live, SmemHazards mode)
-      : kernel_(kernel), live_(live), mode_(mode), state_(live.buffers) {}
+      : kernel_(kernel),
+        live_(live),
+        mode_(mode),
+        state_(live.buffers),
+        footprints_(live, kernel) {}
 
   std::vector<AliasDecision> run() {
     for (size_t y = 0; y < state_.size(); ++y) {
@@ -103,7 +107,7 @@ class AliasFinder {
                            const std::vector<BufferAccess>& new_writes) const {
     return mode_ == SmemHazards::Precise &&
            (singleThreadBlock(kernel_) ||
-            overwritesFollowOwnReads(live_, kernel_, old_reads, new_writes, {}, true));
+            overwritesFollowOwnReads(footprints_, old_reads, new_writes, {}, true));
   }
 
   // "outer", "inner", or "" when the lifetimes may overlap.
@@ -150,7 +154,7 @@ class AliasFinder {
     }
     bool registers = bx.buffer->memory == MemoryType::Local;
     if (!registers && !singleThreadBlock(kernel_) && !all_inside) return "";
-    return overwritesFollowOwnReads(live_, kernel_, reads_in, writes_in, key_loops, !registers)
+    return overwritesFollowOwnReads(footprints_, reads_in, writes_in, key_loops, !registers)
                ? "inner"
                : "";
   }
@@ -163,6 +167,8 @@ class AliasFinder {
   std::unordered_set<size_t> has_alias_;
   std::unordered_map<size_t, std::vector<size_t>> members_;
   std::vector<AliasDecision> decisions_;
+  // Footprints of accesses asked about for several pairs, computed once.
+  mutable FootprintAnalysis footprints_;
 };
 
 }  // namespace

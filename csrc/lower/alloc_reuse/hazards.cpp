@@ -1,9 +1,6 @@
 #include "lower/alloc_reuse/hazards.h"
 
 #include <algorithm>
-#include <map>
-
-#include "lower/alloc_reuse/access_footprint.h"
 
 namespace smelt::alloc_reuse {
 
@@ -53,32 +50,42 @@ PairRelation relate(const Liveness& live, const kir::Kernel& kernel, const kir::
   return PairRelation::NeedsBarrier;
 }
 
+bool overwritesFollowOwnReads(FootprintAnalysis& footprints,
+                              const std::vector<BufferAccess>& earlier_reads,
+                              const std::vector<BufferAccess>& later_writes,
+                              const std::vector<const kir::ForLoop*>& key_loops, bool by_thread) {
+  auto reads = footprints.touches(earlier_reads, key_loops, by_thread);
+  auto writes = footprints.touches(later_writes, key_loops, by_thread);
+  if (!reads || !writes) return false;
+  const size_t loops = key_loops.size();
+  // Every element both touch: one thread reads and writes it, and its
+  // earliest write comes no sooner than its latest read.
+  size_t r = 0;
+  for (size_t w = 0; w < writes->elements.size(); ++w) {
+    const ElementTouches::Element& written = writes->elements[w];
+    while (r < reads->elements.size() && reads->elements[r].index < written.index) ++r;
+    if (r == reads->elements.size()) break;
+    const ElementTouches::Element& read = reads->elements[r];
+    if (read.index != written.index) continue;
+    if (read.several_threads || written.several_threads || read.thread != written.thread) {
+      return false;
+    }
+    const int64_t* first_write = writes->first_iteration.data() + w * loops;
+    const int64_t* last_read = reads->last_iteration.data() + r * loops;
+    if (std::lexicographical_compare(first_write, first_write + loops, last_read,
+                                     last_read + loops)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool overwritesFollowOwnReads(const Liveness& live, const kir::Kernel& kernel,
                               const std::vector<BufferAccess>& earlier_reads,
                               const std::vector<BufferAccess>& later_writes,
                               const std::vector<const kir::ForLoop*>& key_loops, bool by_thread) {
-  auto reads = footprint(live, kernel, earlier_reads, key_loops, by_thread);
-  auto writes = footprint(live, kernel, later_writes, key_loops, by_thread);
-  if (!reads || !writes) return false;
-  const size_t loops = key_loops.size();
-  // Element -> every (iteration, thread) key reading it.
-  std::map<int64_t, std::vector<const std::vector<int64_t>*>> readers;
-  for (const auto& [key, elements] : *reads) {
-    for (int64_t e : elements) readers[e].push_back(&key);
-  }
-  for (const auto& [key, elements] : *writes) {
-    for (int64_t e : elements) {
-      auto it = readers.find(e);
-      if (it == readers.end()) continue;
-      for (const std::vector<int64_t>* reader : it->second) {
-        bool same_thread = std::equal(reader->begin() + loops, reader->end(), key.begin() + loops);
-        bool not_later = !std::lexicographical_compare(key.begin(), key.begin() + loops,
-                                                       reader->begin(), reader->begin() + loops);
-        if (!same_thread || !not_later) return false;
-      }
-    }
-  }
-  return true;
+  FootprintAnalysis footprints(live, kernel);
+  return overwritesFollowOwnReads(footprints, earlier_reads, later_writes, key_loops, by_thread);
 }
 
 ConflictGraph sharedConflicts(const Liveness& live, const kir::Kernel& kernel,

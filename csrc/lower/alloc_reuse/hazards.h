@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "lower/alloc_reuse/access_footprint.h"
 #include "lower/alloc_reuse/buffer_set.h"
 #include "lower/alloc_reuse/liveness.h"
 #include "lower/lower_context.h"
@@ -51,7 +52,12 @@ PairRelation relate(const Liveness& live, const kir::Kernel& kernel, const kir::
 // the thread that overwrites it (any thread when !by_thread: registers) and
 // in an iteration of `key_loops` no later than the overwrite's (so program
 // order puts the read first). Provable by footprints (access_footprint.h)
-// only; unknown means false.
+// only; unknown means false. The analysis caches each access's footprint
+// for the next question about the same kernel.
+bool overwritesFollowOwnReads(FootprintAnalysis& footprints,
+                              const std::vector<BufferAccess>& earlier_reads,
+                              const std::vector<BufferAccess>& later_writes,
+                              const std::vector<const kir::ForLoop*>& key_loops, bool by_thread);
 bool overwritesFollowOwnReads(const Liveness& live, const kir::Kernel& kernel,
                               const std::vector<BufferAccess>& earlier_reads,
                               const std::vector<BufferAccess>& later_writes,

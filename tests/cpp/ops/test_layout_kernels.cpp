@@ -4,63 +4,58 @@
 // producers are computed inside their consumers' loops.
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
-#include "codegen/cuda_codegen.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
-#include "runtime/nvrtc_compiler.h"
+#include "ops/pointwise_kernel_checks.h"
 #include "simulator/expect_kernel_correct.h"
 
 namespace smelt {
 namespace {
 
 using sim::testing::expectKernelCorrect;
+using smelt::testing::expectCompiles;
 using smelt::testing::randomInputs;
+using smelt::testing::schedulePointwise;
 
-void expectCompiles(Fusion& fusion, const std::string& name) {
-  GpuLower lower(&fusion);
-  const std::string cuda = generateCuda(lower.run(), name);
-  EXPECT_GT(compileCuda(cuda, name).ptxas.registers, 0) << cuda;
-}
+// One input through a chain of layout ops, scheduled pointwise from the
+// output: the input is read through every op's map in one kernel.
+struct LayoutChain {
+  const char* name;
+  std::vector<int64_t> shape;
+  TensorView* (*build)(TensorView* x);
+};
 
-// Merges every axis of `reference`, splits by `threads` onto BIDx x TIDx,
-// propagates the schedule and inlines.
-void schedulePointwise(Fusion& fusion, TensorView* reference, int64_t threads = 64) {
-  while (reference->nDims() > 1) reference->merge(0);
-  reference->split(0, threads);
-  reference->axis(0)->parallelize(ParallelType::BIDx);
-  reference->axis(1)->parallelize(ParallelType::TIDx);
-  propagateSchedule(reference);
-  inlineMost(&fusion);
-}
+void PrintTo(const LayoutChain& chain, std::ostream* os) { *os << chain.name; }
 
-TEST(LayoutKernels, PermuteReadsThroughTheIndexing) {
+class LayoutChainKernel : public ::testing::TestWithParam<LayoutChain> {};
+
+TEST_P(LayoutChainKernel, MatchesATenAndCompiles) {
   Fusion fusion;
   FusionGuard guard(&fusion);
-  TensorView* x = makeConcreteTensor({3, 5, 7});
+  TensorView* x = makeConcreteTensor(GetParam().shape);
   fusion.addInput(x);
-  TensorView* y = exp(permute(x, {2, 0, 1}));
+  TensorView* y = GetParam().build(x);
   fusion.addOutput(y);
   schedulePointwise(fusion, y);
   expectKernelCorrect(fusion, randomInputs(fusion));
-  expectCompiles(fusion, "permute3d");
+  expectCompiles(fusion, GetParam().name);
 }
 
-// flatten of a transpose: the view merges axes the permute reordered, so
-// the input is read through both maps.
-TEST(LayoutKernels, FlattenOfATranspose) {
-  Fusion fusion;
-  FusionGuard guard(&fusion);
-  TensorView* x = makeConcreteTensor({3, 5, 7});
-  fusion.addInput(x);
-  TensorView* y = relu(flatten(transpose(x, 0, 2), 1));  // [7, 15]
-  fusion.addOutput(y);
-  schedulePointwise(fusion, y);
-  expectKernelCorrect(fusion, randomInputs(fusion));
-  expectCompiles(fusion, "flatten_transpose");
-}
+INSTANTIATE_TEST_SUITE_P(
+    LayoutKernels, LayoutChainKernel,
+    ::testing::Values(
+        LayoutChain{"permute3d", {3, 5, 7}, [](TensorView* x) { return exp(permute(x, {2, 0, 1})); }},
+        // flatten of a transpose: the view merges axes the permute reordered.
+        LayoutChain{"flatten_transpose", {3, 5, 7},
+                    [](TensorView* x) { return relu(flatten(transpose(x, 0, 2), 1)); }},  // [7, 15]
+        // A reshape that merges and splits permuted axes: [4, 6] -> [6, 4] -> [3, 8].
+        LayoutChain{"reshape_of_permute", {4, 6},
+                    [](TensorView* x) { return neg(reshape(permute(x, {1, 0}), {3, 8})); }}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 // The classic tiled transpose: a 16x16 tile staged in shared memory, written
 // with threadIdx.x along the input's rows and read along the output's rows.

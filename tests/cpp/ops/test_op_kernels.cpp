@@ -8,15 +8,16 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cuda_codegen.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
-#include "runtime/nvrtc_compiler.h"
+#include "ops/pointwise_kernel_checks.h"
 #include "simulator/expect_kernel_correct.h"
 
 namespace smelt {
 namespace {
 
+using smelt::testing::expectCompiles;
+using smelt::testing::schedulePointwise;
 using smelt::testing::toScalarType;
 
 const std::vector<int64_t> kShape = {6, 37};
@@ -51,24 +52,6 @@ at::Tensor sample(DataType dtype, Values values, uint64_t seed,
     case Values::Exponents: x = at::randn(shape, opts); break;
   }
   return x.to(toScalarType(dtype));
-}
-
-// Merges the reference's axes, splits by 64 onto BIDx x TIDx, propagates
-// that to every tensor and inlines.
-void schedulePointwise(Fusion& fusion, TensorView* reference) {
-  while (reference->nDims() > 1) reference->merge(0);
-  reference->split(0, 64);
-  reference->axis(0)->parallelize(ParallelType::BIDx);
-  reference->axis(1)->parallelize(ParallelType::TIDx);
-  propagateSchedule(reference);
-  inlineMost(&fusion);
-}
-
-void expectCompiles(Fusion& fusion, const std::string& name) {
-  GpuLower lower(&fusion);
-  const std::string cuda = generateCuda(lower.run(), name);
-  const CompiledKernel compiled = compileCuda(cuda, name);
-  EXPECT_GT(compiled.ptxas.registers, 0) << cuda;
 }
 
 struct Tolerance {

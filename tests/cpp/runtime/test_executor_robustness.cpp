@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/aten_reference.h"
+#include "common/example_fusions.h"
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
@@ -227,15 +228,7 @@ TEST(ConcurrentCache, OneExecutorSharedByThreadsAfterACacheHit) {
 
 TEST(ConcurrentCache, FusionExecutorCacheFromManyThreads) {
   // A softmax: the normalization scheduler, one kernel per size class.
-  auto fusion = std::make_unique<Fusion>();
-  {
-    FusionGuard guard(fusion.get());
-    TensorView* x = makeContigTensor(2);
-    fusion->addInput(x);
-    TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
-    fusion->addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
-  }
-  FusionExecutorCache executor_cache(std::move(fusion));
+  FusionExecutorCache executor_cache(examples::rowSoftmaxFusion());
   std::atomic<int64_t> mismatches{0};
   EXPECT_EQ(hammer([&](int t) {
               for (int run = 0; run < kRunsPerThread; ++run) {
@@ -250,15 +243,7 @@ TEST(ConcurrentCache, FusionExecutorCacheFromManyThreads) {
   EXPECT_EQ(mismatches.load(), 0);
   EXPECT_EQ(executor_cache.numSignatures(), 2);
   // The same count as one thread running both signatures once.
-  auto reference = std::make_unique<Fusion>();
-  {
-    FusionGuard guard(reference.get());
-    TensorView* x = makeContigTensor(2);
-    reference->addInput(x);
-    TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
-    reference->addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
-  }
-  FusionExecutorCache sequential(std::move(reference));
+  FusionExecutorCache sequential(examples::rowSoftmaxFusion());
   sequential.runFusionWithInputs({at::randn({2, 8})});
   sequential.runFusionWithInputs({at::randn({2, 64})});
   EXPECT_EQ(executor_cache.numCompiledKernels(), sequential.numCompiledKernels());

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "common/aten_reference.h"
+#include "common/example_fusions.h"
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "runtime/executor_test_util.h"
@@ -30,16 +31,6 @@ std::unique_ptr<Fusion> addRelu() {
   fusion->addInput(a);
   fusion->addInput(b);
   fusion->addOutput(relu(add(a, b)));
-  return fusion;
-}
-
-std::unique_ptr<Fusion> softmax() {
-  auto fusion = std::make_unique<Fusion>();
-  FusionGuard guard(fusion.get());
-  TensorView* x = makeContigTensor(2);
-  fusion->addInput(x);
-  TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
-  fusion->addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
   return fusion;
 }
 
@@ -127,7 +118,7 @@ TEST(FusionExecutorCache, NonContiguousAndMisalignedInputs) {
 }
 
 TEST(FusionExecutorCache, SoftmaxIsOnePersistentKernel) {
-  FusionExecutorCache cache(softmax());
+  FusionExecutorCache cache(examples::rowSoftmaxFusion());
   runAndCheck(cache, {randn({6, 100})});
   ASSERT_EQ(cache.lastRun().segments.size(), 1u);
   EXPECT_EQ(cache.lastRun().segments[0].scheduler, SchedulerType::Persistent);

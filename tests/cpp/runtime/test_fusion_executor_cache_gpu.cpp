@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "common/aten_reference.h"
+#include "common/example_fusions.h"
 #include "fusion/ops.h"
 #include "runtime/executor_test_util.h"
 #include "runtime/fusion_executor_cache.h"
@@ -72,18 +73,10 @@ INSTANTIATE_TEST_SUITE_P(
         GpuCase{"outer_reduction", [](Fusion& f) { f.addOutput(max(input(f, 2), {0})); },
                 {{3000, 700}}, SchedulerType::Reduction, 1},
         GpuCase{"softmax",
-                [](Fusion& f) {
-                  TensorView* x = input(f, 2);
-                  TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
-                  f.addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
-                },
+                [](Fusion& f) { f.addOutput(examples::rowSoftmax(input(f, 2))); },
                 {{4096, 1024}}, SchedulerType::Persistent, 1},
         GpuCase{"softmax_smem_row",
-                [](Fusion& f) {
-                  TensorView* x = input(f, 2);
-                  TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
-                  f.addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
-                },
+                [](Fusion& f) { f.addOutput(examples::rowSoftmax(input(f, 2))); },
                 {{64, 12000}}, SchedulerType::Persistent, 1},
         GpuCase{"two_reductions",
                 [](Fusion& f) {

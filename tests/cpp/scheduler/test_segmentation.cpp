@@ -3,6 +3,7 @@
 // kernels, run in order on the simulator, match ATen.
 #include <gtest/gtest.h>
 
+#include "common/example_fusions.h"
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "scheduler/reduction.h"
@@ -145,6 +146,90 @@ TEST(Segmentation, MatmulFollowedByReduction) {
   EXPECT_EQ(segmented.segments[1].scheduler, SchedulerType::Reduction);
 }
 
+// A reshape of a permuted value in one pointwise kernel: the schedule
+// propagated from the output replays the reshape's merges and splits onto the
+// permute's output (constant extents: [4, 6] -> [6, 4] -> [2, 3, 4]; symbolic:
+// [a, b, c] -> [b, a, c] -> [b * a, c]).
+TEST(Segmentation, ReshapeOfAPermuteIsOnePointwiseKernel) {
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeConcreteTensor({4, 6});
+    fusion.addInput(x);
+    fusion.addOutput(exp(reshape(permute(x, {1, 0}), {2, 3, 4})));
+    EXPECT_EQ(segmentAndCheck(fusion, {randn({4, 6})}).toString(),
+              "segment 0 (pointwise): T0 -> T3\n");
+  }
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(3);
+  fusion.addInput(x);
+  fusion.addOutput(exp(reshape(permute(x, {1, 0, 2}), {-1, x->axis(2)->extent()})));
+  EXPECT_EQ(segmentAndCheck(fusion, {randn({2, 3, 5})}).toString(),
+            "segment 0 (pointwise): T0 -> T3\n");
+}
+
+// A reduction or normalization of a reshaped value: the reshape regroups the
+// input's axes into the reduction's dimensions, which the reduction
+// schedulers' register copy of the input cannot follow, so the reshape (and
+// a permute before it, in the same pointwise kernel) runs first and the
+// reduction's kernel reads the reshaped tensor from global memory.
+TEST(Segmentation, ReductionOfAReshapeReadsItFromItsOwnKernel) {
+  struct Case {
+    const char* what;
+    std::vector<int64_t> shape;  // of the input; empty: rank 3, symbolic extents
+    void (*build)(TensorView* x);
+    at::Tensor input;
+    const char* segments;
+  };
+  const Case cases[] = {
+      {"sum of a reshape", {4, 6},
+       [](TensorView* x) { Fusion::current()->addOutput(sum(reshape(x, {3, 8}), {1})); },
+       randn({4, 6}),
+       "segment 0 (pointwise): T0 -> T1\n"
+       "segment 1 (reduction): T1 -> T2\n"},
+      {"sum of a reshaped permute", {4, 6},
+       [](TensorView* x) {
+         Fusion::current()->addOutput(sum(reshape(permute(x, {1, 0}), {3, 8}), {1}));
+       },
+       randn({4, 6}),
+       "segment 0 (pointwise): T0 -> T2\n"
+       "segment 1 (reduction): T2 -> T3\n"},
+      // [a, b, c] permuted to [b, a, c], merged to [b * a, c].
+      {"sum and softmax of a reshaped permute, symbolic extents", {},
+       [](TensorView* x) {
+         TensorView* rows = reshape(permute(x, {1, 0, 2}), {-1, x->axis(2)->extent()});
+         Fusion::current()->addOutput(sum(rows, {0}));
+         Fusion::current()->addOutput(examples::rowSoftmax(rows));
+       },
+       randn({2, 3, 5}),
+       "segment 0 (pointwise): T0 -> T2\n"
+       "segment 1 (reduction): T2 -> T3\n"
+       "segment 2 (persistent): T2 -> T10\n"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = c.shape.empty() ? makeContigTensor(3) : makeConcreteTensor(c.shape);
+    fusion.addInput(x);
+    c.build(x);
+    EXPECT_EQ(segmentAndCheck(fusion, {c.input}).toString(), c.segments);
+  }
+  // Why the reduction scheduler refuses the whole first fusion.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({4, 6});
+  fusion.addInput(x);
+  cases[0].build(x);
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, {cases[0].input}));
+  std::vector<std::string> reasons;
+  EXPECT_EQ(selectScheduler(fusion, runtime, &reasons), std::nullopt);
+  ASSERT_EQ(reasons.size(), 4u);
+  EXPECT_EQ(reasons[2],
+            "reduction: axis i0{4} of input T0 is not a dimension of T2 (a reshape regroups it)");
+}
+
 TEST(Segmentation, SoftmaxRowTooLongToKeepOnChip) {
   // 32k floats per row: x and exp(x - max) do not fit one block's shared
   // memory together. The row maxima take a kernel of their own; the rest
@@ -155,8 +240,7 @@ TEST(Segmentation, SoftmaxRowTooLongToKeepOnChip) {
   FusionGuard guard(&fusion);
   TensorView* x = makeContigTensor(2);
   fusion.addInput(x);
-  TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
-  fusion.addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
+  fusion.addOutput(examples::rowSoftmax(x));
   SegmentedFusion segmented = segmentAndCheck(fusion, {randn({1, 32768})}, 1e-6);
   EXPECT_EQ(segmented.toString(),
             "segment 0 (reduction): T0 -> T1 (partial results, rows in at most 8 chunks)\n"
