@@ -114,8 +114,9 @@ TEST(TensorCoreThroughTheCache, EpiloguesWithAndWithoutSharedEpilogueAndPromotio
 
 // ---- the scheduler's choice ----
 
-// K = 13 cannot be copied in whole 16-byte chunks: CUDA cores, saying why;
-// the result is still right. Float operands keep CUDA cores too.
+// K = 13 (or N = 20 of an N-contiguous B) cannot be copied in whole
+// 16-byte chunks, nor data 2 bytes off 16-byte alignment: CUDA cores,
+// saying why; the result is still right. Float operands keep CUDA cores too.
 TEST(TensorCoreChoice, FallsBackToCudaCoresAndSaysWhy) {
   Case c;
   c.k = 13;
@@ -132,6 +133,14 @@ TEST(TensorCoreChoice, FallsBackToCudaCoresAndSaysWhy) {
   EXPECT_TRUE(contains(odd_n.params, "tensor cores: no — N=20 is not a multiple of 8 (operand B (T1) "
                                      "axis 1"))
       << odd_n.params;
+
+  // Rows of 48 halves, but the data starts 2 bytes into an allocation.
+  TcFusion shifted = makeFusion(Case());
+  shifted.inputs[0] = at::randn({40 * 48 + 1}).to(at::kHalf).narrow(0, 1, 40 * 48).view({40, 48});
+  CacheRun misaligned = runThroughCache(std::move(shifted));
+  EXPECT_TRUE(contains(misaligned.params, "tensor cores: no — operand A (T0) data is 2-byte aligned; "
+                                          "cp.async needs 16"))
+      << misaligned.params;
 
   c = Case();
   c.dtype = DataType::Float;
