@@ -1,10 +1,8 @@
 #include "lower/tensor_core_matmul.h"
 
-#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 
 #include "fusion/error.h"
 #include "fusion/mma_fragment.h"
@@ -542,6 +540,15 @@ void buildTensorCoreMatmul(LoweringContext& ctx) {
               mma_op->toString(), " is in a fusion with ", outputs.size(),
               " outputs; the kernel writes exactly one tensor");
   checkTensorCoreParams(mma_op->params());
+  // The kernel follows the MmaOp's tiles only: a loop-domain schedule would
+  // be silently ignored.
+  for (const TensorView* tv : ctx.fusion->allTensors()) {
+    SMELT_CHECK(tv->loopDomain() == tv->logicalDomain() && tv->computePosition() == 0 &&
+                    tv->memoryType() != MemoryType::Shared,
+                "tensor-core matmul: ", tv->name(), " is scheduled (", tv->toString(),
+                "), but the kernel of ", mma_op->output()->name(),
+                " = mma_m16n8k16(...) follows its tiles only; change the MmaOp's params instead");
+  }
   TensorCoreMatmulOperands operands{mma_op->a(), mma_op->b(), mma_op->output(),
                                     outputs[0]->asTensor()};
   ctx.kernel = Builder(ctx.fusion, operands, mma_op->params()).build();

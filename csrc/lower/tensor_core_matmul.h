@@ -70,7 +70,8 @@ kir::Kernel lowerTensorCoreMatmul(Fusion* fusion, const TensorCoreMatmulOperands
 // The lowering pass of a fusion holding an MmaOp: its kernel IR (without the
 // shared-memory plan, which the smem_addresses pass adds), from the MmaOp's
 // operands and tiles and the fusion's one output. smelt::Error when the
-// fusion holds more than one MmaOp or more than one output.
+// fusion holds more than one MmaOp or more than one output, or a tensor
+// scheduled by hand (the tiles are the MmaOp's to say).
 void buildTensorCoreMatmul(LoweringContext& ctx);
 // The fusion's MmaOp, or nullptr.
 const MmaOp* findMmaOp(const Fusion& fusion);

@@ -18,6 +18,7 @@
 #include "common/tensor_core_fusions.h"
 #include "fusion/clone.h"
 #include "lower/alloc_reuse/kernel_plan.h"
+#include "lower/lower.h"
 #include "runtime/executor_test_util.h"
 #include "runtime/fusion_executor_cache.h"
 #include "runtime/fusion_key.h"
@@ -242,6 +243,9 @@ TEST(MmaOpIr, PrintedClonedAndKeyedWithItsTiles) {
   bad.warp_m = 8;
   EXPECT_SMELT_ERROR(tensorCoreMma(k32.fusion->inputs()[0]->asTensor(), k32.fusion->inputs()[1]->asTensor(), bad),
                      "warp tile 8x16");
+  // A schedule by hand next to the MmaOp would be ignored: an error.
+  k32.fusion->outputs()[0]->asTensor()->split(1, 8);
+  EXPECT_SMELT_ERROR(GpuLower(k32.fusion.get()).run(), "is scheduled", "follows its tiles only");
   TensorView* f32 = makeContigTensor(2);
   EXPECT_SMELT_ERROR(tensorCoreMma(f32, k32.fusion->inputs()[1]->asTensor(), {}), "mma: operand", "is float");
 }
