@@ -87,8 +87,8 @@ void BM_SmeltMatmulFp16(benchmark::State& state) {
   Fusion fusion;
   buildMatmul(fusion, n, n, n, DataType::Half);
   const std::vector<at::Tensor> inputs = gpuOperands(n);
-  const MatmulParams params =
-      matmulHeuristics(fusion, RuntimeInfo(fusion, inputInfosOf(fusion, inputs)));
+  MatmulParams params = matmulHeuristics(fusion, RuntimeInfo(fusion, inputInfosOf(fusion, inputs)));
+  params.use_tensor_cores = false;  // the CUDA-core baseline; bench_tensor_core times tensor cores
   scheduleMatmul(&fusion, params);
   FusionExecutor fe;
   ExecutorOptions options;

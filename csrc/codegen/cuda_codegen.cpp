@@ -728,6 +728,11 @@ class Emitter {
       case ExprType::Reduction:
         SMELT_CHECK(false, "codegen: reduction ", c.expr->toString(),
                     " must be lowered to ReduceInit/ReduceStep/BlockReduce, not Compute");
+        break;
+      case ExprType::Mma:
+        SMELT_CHECK(false, "codegen: ", c.expr->toString(),
+                    " must be lowered to the tensor-core statements, not Compute");
+        break;
     }
     assign(c.predicate, c.out, value, ct);
   }

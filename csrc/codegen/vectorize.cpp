@@ -404,6 +404,15 @@ std::optional<VectorizedLoop> vectorizeLoop(const kir::ForLoop& loop) {
 VectorRequirements vectorRequirements(const kir::Kernel& kernel) {
   VectorRequirements requirements;
   kir::forEachStmt(kernel.body, [&](const kir::Stmt* stmt, int) {
+    if (const auto* copy = dynamic_cast<const kir::CpAsync*>(stmt)) {
+      const kir::Buffer* src = copy->src.buffer;
+      requirements.bytes[src] = std::max(requirements.bytes[src], copy->bytes);
+      for (const IntExpr& v : copy->src_multiples) {
+        addOnce(requirements.conditions, VectorCondition::multiple(src->name, v, copy->elements()));
+      }
+      addOnce(requirements.conditions, VectorCondition::equal(src->name, copy->src_unit_stride, 1));
+      return;
+    }
     const auto* loop = dynamic_cast<const kir::ForLoop*>(stmt);
     if (loop == nullptr) return;
     auto vectorized = vectorizeLoop(*loop);

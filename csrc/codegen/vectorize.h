@@ -62,9 +62,10 @@ struct VectorizedLoop {
 // of the conditions above fails.
 std::optional<VectorizedLoop> vectorizeLoop(const kir::ForLoop& loop);
 
-// What a kernel's vector accesses need: the widest access (bytes) of every
-// buffer accessed by a vectorized loop (Local arrays need that alignment,
-// Global tensors an aligned data pointer), and every VectorCondition, once.
+// What a kernel's vector accesses (vectorized loops and cp.async copies)
+// need: the widest access (bytes) of every buffer they touch (Local arrays
+// need that alignment, Global tensors an aligned data pointer), and every
+// VectorCondition (a CpAsync's are the ones it states), once.
 struct VectorRequirements {
   std::unordered_map<const kir::Buffer*, int64_t> bytes;
   std::vector<VectorCondition> conditions;

@@ -400,4 +400,18 @@ std::string SqueezeOp::toString() const {
 
 ReshapeOp::ReshapeOp(TensorView* out, TensorView* in) : Expr(ExprType::Reshape, {in}, {out}) {}
 
+MmaOp::MmaOp(TensorView* out, TensorView* a, TensorView* b, TensorCoreMatmulParams params)
+    : Expr(ExprType::Mma, {a, b}, {out}), params_(params) {}
+
+TensorView* MmaOp::a() const { return input(0)->asTensor(); }
+TensorView* MmaOp::b() const { return input(1)->asTensor(); }
+
+Expr* MmaOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                       const std::vector<Val*>& outs) const {
+  return f.newExpr<MmaOp>(outs.at(0)->asTensor(), ins.at(0)->asTensor(), ins.at(1)->asTensor(),
+                          params_);
+}
+
+std::string MmaOp::toString() const { return Expr::toString() + " {" + params_.toString() + "}"; }
+
 }  // namespace smelt

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fusion/int_expr.h"
+#include "fusion/mma_params.h"
 #include "fusion/types.h"
 
 namespace smelt {
@@ -230,6 +231,7 @@ class TensorView : public Val {
 
 enum class ExprType {
   Full, Unary, Binary, Where, Reduction, Broadcast, Expand, Set, Pad, Permute, Squeeze, Reshape,
+  Mma,
 };
 enum class UnaryOpType {
   Neg, Exp, Tanh, Abs, Relu, Cast,
@@ -431,6 +433,28 @@ class ReshapeOp : public Expr {
   std::string opName() const override { return "reshape"; }
   Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
                   const std::vector<Val*>& outputs) const override;
+};
+
+// tensorCoreMma(): out [M, rK, N] (Float) = a [M, K] @ b [K, N] (Half or BFloat16) on
+// tensor cores, warp-level mma.sync m16n8k16 tiled as `params` says. The
+// matmul scheduler puts it in place of matmul()'s broadcast-multiply-sum
+// when it chooses tensor cores; GpuLower then lowers the fusion with the
+// tensor-core lowering (lower/passes.cpp), which reads the tiles from here.
+class MmaOp : public Expr {
+ public:
+  MmaOp(TensorView* out, TensorView* a, TensorView* b, TensorCoreMatmulParams params);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
+  TensorView* a() const;
+  TensorView* b() const;
+  const TensorCoreMatmulParams& params() const { return params_; }
+  std::string opName() const override { return "mma_m16n8k16"; }
+  // "T4 = mma_m16n8k16(T0, T1) {block 64x64x32, ...}": the tiles are part of
+  // the math, so the fusion cache key separates configurations.
+  std::string toString() const override;
+
+ private:
+  TensorCoreMatmulParams params_;
 };
 
 }  // namespace smelt

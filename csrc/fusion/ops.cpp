@@ -394,17 +394,26 @@ TensorView* pad(TensorView* in, const std::vector<int64_t>& widths, double value
   return out;
 }
 
-TensorView* matmul(TensorView* a, TensorView* b) {
-  SMELT_CHECK(a != nullptr && b != nullptr, "matmul: an operand is null");
+namespace {
+
+// a [M, K] and b [K, N] (K equal where both are constants), for `op`.
+void checkMatmulOperands(const char* op, const TensorView* a, const TensorView* b) {
+  SMELT_CHECK(a != nullptr && b != nullptr, op, ": an operand is null");
   auto a_axes = a->logicalNoReductions();
   auto b_axes = b->logicalNoReductions();
-  SMELT_CHECK(a_axes.size() == 2 && b_axes.size() == 2, "matmul: expects [M, K] x [K, N]; ",
+  SMELT_CHECK(a_axes.size() == 2 && b_axes.size() == 2, op, ": expects [M, K] x [K, N]; ",
               a->name(), " has rank ", a_axes.size(), " and ", b->name(), " has rank ",
               b_axes.size());
   auto ka = a_axes[1]->extent().constant();
   auto kb = b_axes[0]->extent().constant();
-  SMELT_CHECK(!ka || !kb || *ka == *kb, "matmul: K of ", a->name(), " (", *ka,
+  SMELT_CHECK(!ka || !kb || *ka == *kb, op, ": K of ", a->name(), " (", *ka,
               ") does not match K of ", b->name(), " (", *kb, ")");
+}
+
+}  // namespace
+
+TensorView* matmul(TensorView* a, TensorView* b) {
+  checkMatmulOperands("matmul", a, b);
   // Half and bfloat16 operands multiply and accumulate in float (as
   // torch.matmul does); the result is rounded back to the operands' type.
   DataType out_type = promoteTypes(a->dtype(), b->dtype());
@@ -417,6 +426,26 @@ TensorView* matmul(TensorView* a, TensorView* b) {
   TensorView* b3 = broadcast(b, {true, false, false});  // [1, K, N]
   TensorView* c = sum(mul(a3, b3), {1});                // [M, rK, N]
   return low_precision ? castOp(out_type, c) : c;
+}
+
+TensorView* tensorCoreMma(TensorView* a, TensorView* b, const TensorCoreMatmulParams& params) {
+  checkMatmulOperands("mma", a, b);
+  for (const TensorView* operand : {a, b}) {
+    SMELT_CHECK(operand->dtype() == DataType::Half || operand->dtype() == DataType::BFloat16,
+                "mma: operand ", operand->name(), " is ", operand->dtype(),
+                "; mma.sync m16n8k16 takes Half or BFloat16");
+  }
+  SMELT_CHECK(a->dtype() == b->dtype(), "mma: operands ", a->name(), " (", a->dtype(), ") and ",
+              b->name(), " (", b->dtype(), ") differ in type");
+  checkTensorCoreParams(params);
+  Fusion* f = Fusion::current();
+  const auto a_axes = a->logicalNoReductions();
+  TensorView* out = f->newTensor(
+      DataType::Float, {elementwiseAxis(f, a_axes[0]),
+                        f->newIterDomain(a_axes[1]->loopExtent(), IterType::Reduction),
+                        elementwiseAxis(f, b->logicalNoReductions()[1])});
+  f->newExpr<MmaOp>(out, a, b, params);
+  return out;
 }
 
 // ---- layout ops ----

@@ -114,6 +114,11 @@ TensorView* pad(TensorView* in, const std::vector<int64_t>& widths, double value
 // building block a matmul schedule tiles). Half/bfloat16 operands are cast to
 // float first (fp32 accumulation) and the sum is cast back to their type.
 TensorView* matmul(TensorView* a, TensorView* b);
+// [M, K] x [K, N] -> [M, rK, N] Float on tensor cores (MmaOp): the
+// accumulator of matmul(a, b) for Half/BFloat16 operands of one type, tiled
+// as `params` says. The matmul scheduler creates it; a fusion holding one is
+// lowered by the tensor-core lowering only.
+TensorView* tensorCoreMma(TensorView* a, TensorView* b, const TensorCoreMatmulParams& params);
 
 // ---- layout ops ----
 // torch.permute: the output's dimension i is the input's dimension dims[i]

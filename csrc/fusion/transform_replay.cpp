@@ -41,6 +41,12 @@ IdMap pairwiseLogicalMap(const TensorView* producer, const TensorView* consumer)
     }
     return map;
   }
+  if (def->type() == ExprType::Mma) {  // a [M, K] and b [K, N] onto [M, rK, N]
+    const bool is_a = producer == static_cast<const MmaOp*>(def)->a();
+    map[p_axes.at(0)] = c_axes.at(is_a ? 0 : 1);
+    map[p_axes.at(1)] = c_axes.at(is_a ? 1 : 2);
+    return map;
+  }
   if (p_axes.empty()) return map;  // a rank-0 producer maps to nothing
   SMELT_INTERNAL_CHECK(p_axes.size() == c_axes.size(), "rank mismatch between ",
                        producer->name(), " and ", consumer->name());

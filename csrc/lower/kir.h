@@ -225,6 +225,13 @@ class CpAsync : public Stmt {
   Access src;
   int64_t bytes = 16;
   Predicate predicate;
+  // What every copy assumes of `src`'s argument, checked before each CUDA
+  // launch (codegen/vectorize.h; the simulator reports a misaligned or
+  // out-of-bounds copy itself): these values (its contiguous
+  // extent, its other strides) are multiples of elements(), and
+  // `src_unit_stride` is 1. The data pointer must be aligned to `bytes`.
+  std::vector<IntExpr> src_multiples;
+  IntExpr src_unit_stride = 1;
   int64_t elements() const { return bytes / dataTypeSize(dst.buffer->dtype); }
 };
 

@@ -5,11 +5,23 @@
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
 #include "lower/lower.h"
+#include "lower/tensor_core_matmul.h"
 #include "lower/transform_index.h"
 
 namespace smelt {
 
-const std::vector<LoweringPass>& loweringPasses() {
+const std::vector<LoweringPass>& loweringPasses(const Fusion& fusion) {
+  // A fusion holding an MmaOp (the matmul scheduler chose tensor cores) has
+  // no loop-domain schedule to lower: which lane holds which element of a
+  // warp's mma.sync fragments does not map to per-thread loop nests, so one
+  // pass builds its whole kernel IR (cp.async pipeline, ldmatrix, mma,
+  // epilogue, barriers) from the MmaOp's tiles, and the shared-memory
+  // planner then runs on it as on any kernel.
+  static const std::vector<LoweringPass> tensor_core_passes = {
+      {"tensor_core_matmul", buildTensorCoreMatmul},
+      {"smem_addresses", assignSharedAddresses},
+  };
+  if (findMmaOp(fusion) != nullptr) return tensor_core_passes;
   static const std::vector<LoweringPass> passes = {
       {"validate_schedule", validateSchedule},
       {"loop_nest", buildLoopNest},
@@ -56,7 +68,7 @@ const kir::Kernel& GpuLower::run() {
   ran_ = true;
   FusionGuard guard(ctx_.fusion);
   if (dumpEnabled("fusion")) std::cout << ctx_.fusion->toString();
-  for (const LoweringPass& pass : loweringPasses()) {
+  for (const LoweringPass& pass : loweringPasses(*ctx_.fusion)) {
     pass.run(ctx_);
     if (dumpEnabled(std::string("after:") + pass.name)) {
       std::cout << "=== kernel IR after " << pass.name << " ===\n" << ctx_.kernel.toString();

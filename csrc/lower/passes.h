@@ -17,8 +17,9 @@ struct LoweringPass {
   void (*run)(LoweringContext&);
 };
 
-// The passes, in the order they run.
-const std::vector<LoweringPass>& loweringPasses();
+// The passes that lower `fusion`, in the order they run: the loop-domain
+// pipeline, or for a fusion holding an MmaOp the tensor-core one.
+const std::vector<LoweringPass>& loweringPasses(const Fusion& fusion);
 
 // Each pass (documented in its own file).
 void validateSchedule(LoweringContext& ctx);
@@ -29,5 +30,7 @@ void insertPredicates(LoweringContext& ctx);
 void insertCircularBuffers(LoweringContext& ctx);
 void insertSyncs(LoweringContext& ctx);
 void assignSharedAddresses(LoweringContext& ctx);
+// The tensor-core pipeline's first pass, buildTensorCoreMatmul, is in
+// lower/tensor_core_matmul.h.
 
 }  // namespace smelt

@@ -1,10 +1,8 @@
 #include "lower/tensor_core_matmul.h"
 
-#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 
 #include "fusion/error.h"
 #include "fusion/mma_fragment.h"
@@ -14,8 +12,6 @@
 namespace smelt {
 
 namespace {
-
-bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // x ^ y for 0 <= x, y < 8, in the operations IntExpr has (one term per bit).
 IntExpr xor3(const IntExpr& x, const IntExpr& y) {
@@ -225,10 +221,15 @@ class Builder {
   IntExpr warpRow() const { return sym("threadIdx.x") / mma::kWarpSize / (p_.block_n / p_.warp_n); }
   IntExpr warpCol() const { return sym("threadIdx.x") / mma::kWarpSize % (p_.block_n / p_.warp_n); }
 
+  // acc = 0, as a fill (the sum may be an MmaOp's, which has no ReductionOp
+  // to take the init value from).
   void initAccumulators(kir::StmtList& body) {
     kir::ForLoop* l = loop(body, "i_init", acc_->elements, ParallelType::Unroll);
-    auto init = std::make_unique<kir::ReduceInit>();
-    init->expr = static_cast<const ReductionOp*>(ops_.sum->definition());
+    auto init = std::make_unique<kir::Compute>();
+    {
+      FusionGuard guard(fusion_);
+      init->expr = full({1}, 0.0, DataType::Float)->definition();
+    }
     init->out = {acc_, sym("i_init")};
     append(l->body, std::move(init));
   }
@@ -287,6 +288,10 @@ class Builder {
                              (t.col_base + col) * stride(t.gmem, t.col_dim)};
     copy->predicate.terms = {{t.row_base + row, kir::Predicate::Term::Kind::LessThan, t.row_extent},
                              {t.col_base + col, kir::Predicate::Term::Kind::LessThan, t.col_extent}};
+    // Whole chunks: a row's last chunk ends at its end, and every row starts
+    // 16-byte aligned.
+    copy->src_multiples = {t.col_extent, stride(t.gmem, t.row_dim)};
+    copy->src_unit_stride = stride(t.gmem, t.col_dim);
     append(l->body, std::move(copy));
   }
 
@@ -513,95 +518,46 @@ class Builder {
 
 }  // namespace
 
-std::string TensorCoreMatmulParams::toString() const {
-  std::ostringstream os;
-  os << "block " << block_m << "x" << block_n << "x" << block_k << ", warp " << warp_m << "x"
-     << warp_n << " (" << warps() << " warps), stages " << stages << ", A "
-     << (a_k_contiguous ? "K" : "M") << "-contiguous, B " << (b_k_contiguous ? "K" : "N")
-     << "-contiguous, swizzle " << (swizzle ? "on" : "off") << ", smem epilogue "
-     << (smem_epilogue ? "on" : "off") << ", promote reuse " << (promote_reuse ? "on" : "off");
-  return os.str();
-}
-
-int64_t operandTileBytes(const TensorCoreMatmulParams& p) {
-  return p.stages * (p.block_m + p.block_n) * p.block_k * 2;
-}
-
-int64_t epilogueTileBytes(const TensorCoreMatmulParams& p) {
-  return p.smem_epilogue ? p.block_m * p.block_n * 4 : 0;
-}
-
-TensorCoreMatmulParams tensorCoreHeuristics(std::optional<int64_t> m, std::optional<int64_t> n,
-                                            std::optional<int64_t> k, bool a_k_contiguous,
-                                            bool b_k_contiguous, const TensorCoreTarget& target) {
-  SMELT_CHECK(target.arch >= 80, "tensor-core matmul: sm_", target.arch,
-              " has no mma.sync m16n8k16 with ldmatrix and cp.async (sm_80 or newer)");
-  auto tile = [](std::optional<int64_t> e) {
-    int64_t t = 16;
-    while (e && t < *e && t < 128) t *= 2;
-    return e ? t : int64_t{128};
-  };
-  TensorCoreMatmulParams p;
-  p.a_k_contiguous = a_k_contiguous;
-  p.b_k_contiguous = b_k_contiguous;
-  p.block_m = tile(m);
-  p.block_n = tile(n);
-  const bool two_by_two = p.block_m >= 64 && p.block_n >= 64;
-  p.warp_m = two_by_two ? p.block_m / 2 : std::min<int64_t>(p.block_m, 32);
-  p.warp_n = two_by_two ? p.block_n / 2 : std::min<int64_t>(p.block_n, 32);
-  p.block_k = k && *k <= mma::kK ? mma::kK : 32;
-  auto chunks_divide = [&] {
-    return (p.block_m * p.block_k / 8) % p.threads() == 0 &&
-           (p.block_n * p.block_k / 8) % p.threads() == 0;
-  };
-  while (!chunks_divide()) p.block_k *= 2;
-  const int64_t k_tiles = k ? (*k + p.block_k - 1) / p.block_k : 4;
-  p.stages = std::clamp<int64_t>(k_tiles, 2, 4);
-  const int64_t budget = std::min(target.max_shared_memory_per_block,
-                                  std::max(target.shared_memory_per_sm / 2 - 1024,
-                                           operandTileBytes([&] {
-                                             TensorCoreMatmulParams two = p;
-                                             two.stages = 2;
-                                             return two;
-                                           }())));
-  while (p.stages > 2 && operandTileBytes(p) > budget) --p.stages;
-  checkTensorCoreParams(p);
-  return p;
-}
-
-void checkTensorCoreParams(const TensorCoreMatmulParams& p) {
-  for (auto [value, name] : {std::pair{p.block_m, "block_m"}, {p.block_n, "block_n"},
-                             {p.block_k, "block_k"}, {p.warp_m, "warp_m"}, {p.warp_n, "warp_n"}}) {
-    SMELT_CHECK(isPowerOfTwo(value), "tensor-core matmul: ", name, " = ", value,
-                " is not a power of two (", p.toString(), ")");
-  }
-  SMELT_CHECK(p.warp_m % mma::kM == 0 && p.warp_n % mma::kN == 0 && p.block_k % mma::kK == 0,
-              "tensor-core matmul: the warp tile ", p.warp_m, "x", p.warp_n, " and block_k ",
-              p.block_k, " must be multiples of the m16n8k16 instruction");
-  SMELT_CHECK(p.block_m % p.warp_m == 0 && p.block_n % p.warp_n == 0,
-              "tensor-core matmul: the block tile ", p.block_m, "x", p.block_n,
-              " is not a multiple of the warp tile ", p.warp_m, "x", p.warp_n);
-  SMELT_CHECK(p.stages >= 2, "tensor-core matmul: stages = ", p.stages,
-              "; the cp.async pipeline needs at least 2");
-  SMELT_CHECK(p.threads() <= 1024, "tensor-core matmul: ", p.threads(),
-              " threads per block exceed 1024");
-  const int64_t chunks_a = p.block_m * p.block_k / 8;
-  const int64_t chunks_b = p.block_n * p.block_k / 8;
-  SMELT_CHECK(chunks_a % p.threads() == 0 && chunks_b % p.threads() == 0,
-              "tensor-core matmul: the A and B tiles have ", chunks_a, " and ", chunks_b,
-              " 16-byte chunks, not multiples of the ", p.threads(), " threads that copy them");
-  SMELT_CHECK(!p.smem_epilogue || p.block_m * p.block_n % p.threads() == 0,
-              "tensor-core matmul: the C_s tile is not a multiple of the thread count");
-  SMELT_CHECK(!p.promote_reuse || p.smem_epilogue,
-              "tensor-core matmul: promote_reuse needs the shared-memory epilogue");
-}
-
 IntExpr operandTileIndex(const IntExpr& row, const IntExpr& col, int64_t cols, bool swizzle) {
   if (!swizzle) return row * cols + col;
   const int64_t chunks_per_row = cols / 8;
   const IntExpr chunk = row * chunks_per_row + col / 8;
   const IntExpr line = chunk / 8;
   return (line * 8 + xor3(chunk % 8, line % 8)) * 8 + col % 8;
+}
+
+const MmaOp* findMmaOp(const Fusion& fusion) {
+  const MmaOp* found = nullptr;
+  for (const Expr* e : fusion.exprs()) {
+    if (e->type() != ExprType::Mma) continue;
+    SMELT_CHECK(found == nullptr, "tensor-core matmul: the fusion has two MmaOps (",
+                found->output()->name(), " and ", e->output()->name(),
+                "); a tensor-core kernel computes one matmul");
+    found = static_cast<const MmaOp*>(e);
+  }
+  return found;
+}
+
+void buildTensorCoreMatmul(LoweringContext& ctx) {
+  const MmaOp* mma_op = findMmaOp(*ctx.fusion);
+  SMELT_INTERNAL_CHECK(mma_op != nullptr, "buildTensorCoreMatmul: the fusion has no MmaOp");
+  const auto& outputs = ctx.fusion->outputs();
+  SMELT_CHECK(outputs.size() == 1 && outputs[0]->asTensor() != nullptr, "tensor-core matmul: ",
+              mma_op->toString(), " is in a fusion with ", outputs.size(),
+              " outputs; the kernel writes exactly one tensor");
+  checkTensorCoreParams(mma_op->params());
+  // The kernel follows the MmaOp's tiles only: a loop-domain schedule would
+  // be silently ignored.
+  for (const TensorView* tv : ctx.fusion->allTensors()) {
+    SMELT_CHECK(tv->loopDomain() == tv->logicalDomain() && tv->computePosition() == 0 &&
+                    tv->memoryType() != MemoryType::Shared,
+                "tensor-core matmul: ", tv->name(), " is scheduled (", tv->toString(),
+                "), but the kernel of ", mma_op->output()->name(),
+                " = mma_m16n8k16(...) follows its tiles only; change the MmaOp's params instead");
+  }
+  TensorCoreMatmulOperands operands{mma_op->a(), mma_op->b(), mma_op->output(),
+                                    outputs[0]->asTensor()};
+  ctx.kernel = Builder(ctx.fusion, operands, mma_op->params()).build();
 }
 
 kir::Kernel lowerTensorCoreMatmul(Fusion* fusion, const TensorCoreMatmulOperands& operands,

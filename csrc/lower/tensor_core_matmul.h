@@ -26,17 +26,19 @@
 //     tiles' bytes when `promote_reuse`) runs the fusion's pointwise ops after
 //     the matmul (bias, activation, casts) and is stored, guarded by
 //     row < M && col < N.
-// Requirements (checkTensorCoreParams, smelt::Error otherwise): tile sizes
-// are powers of two, warp_m % 16 == 0, warp_n % 8 == 0, block_k % 16 == 0,
-// the warp tile divides the block tile, stages >= 2, and each operand tile's
-// 16-byte chunks divide evenly among the threads. At run time the contiguous extent of each operand must be a multiple
-// of 8 elements (16-byte aligned rows for cp.async); the simulator reports a
-// misaligned cp.async otherwise.
+// Requirements: checkTensorCoreParams (fusion/mma_params.h). At run time
+// the contiguous extent and the other stride of each operand must be
+// multiples of 8 elements and its data 16-byte aligned (whole 16-byte
+// cp.async chunks): the kernel's VectorConditions (codegen/vectorize.h)
+// record this, so the executor refuses such inputs naming the tensor and
+// axis, and the simulator reports a misaligned cp.async.
+//
+// Entered from GpuLower for a fusion holding an MmaOp (the matmul
+// scheduler's tensor-core choice; lower/passes.cpp), or directly with the
+// operands of matmul()'s broadcast-multiply-sum (the tests of the kernel).
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string>
 
 #include "fusion/fusion.h"
 #include "lower/kir.h"
@@ -44,29 +46,9 @@
 
 namespace smelt {
 
-struct TensorCoreMatmulParams {
-  int64_t block_m = 32;
-  int64_t block_n = 32;
-  int64_t block_k = 32;
-  int64_t warp_m = 16;
-  int64_t warp_n = 16;
-  int64_t stages = 2;
-  // Storage of the operands: A [M, K] with K contiguous (else M), B [K, N]
-  // with K contiguous (stored [N, K]; else N).
-  bool a_k_contiguous = true;
-  bool b_k_contiguous = false;
-  bool swizzle = true;
-  bool smem_epilogue = false;
-  bool promote_reuse = false;  // the C_s tile may take the operand tiles' bytes
-
-  int64_t warps() const { return (block_m / warp_m) * (block_n / warp_n); }
-  int64_t threads() const { return 32 * warps(); }
-  std::string toString() const;
-};
-
 // The matmul in the fusion: inputs a [M, K] and b [K, N], the sum over K
-// (the accumulator), and the fusion output computed from it by pointwise
-// ops (or the sum itself).
+// (the accumulator: a ReductionOp's or an MmaOp's output), and the fusion
+// output computed from it by pointwise ops (or the sum itself).
 struct TensorCoreMatmulOperands {
   const TensorView* a = nullptr;
   const TensorView* b = nullptr;
@@ -74,49 +56,25 @@ struct TensorCoreMatmulOperands {
   const TensorView* output = nullptr;
 };
 
-// The limits a tensor-core schedule is chosen against.
-struct TensorCoreTarget {
-  int arch = 90;  // compute capability, major * 10 + minor; 80 or more
-  int64_t max_shared_memory_per_block = 232448;  // opt-in limit
-  int64_t shared_memory_per_sm = 233472;
-  int64_t max_registers_per_thread = 255;
-  static TensorCoreTarget sm80() { return {80, 166912, 167936, 255}; }  // A100: 163 / 164 KiB
-  static TensorCoreTarget sm90() { return {}; }                         // H100/H200: 227 / 228 KiB
-};
-
-// Tiles, warps and stages for an M x N x K matmul (nullopt: symbolic):
-//   * block_m, block_n: the extent rounded up to a power of two, in [16, 128]
-//     for M and [16, 128] for N (skinny M keeps a 16-row block);
-//   * warps: 2 x 2 when both block sides reach 64 (warp tiles up to 64 x 64:
-//     128 fp32 accumulators per thread, within the register budget), else
-//     one warp per 32 x 32 (or smaller) piece;
-//   * block_k 32 (16 for K <= 16), raised until every thread copies whole
-//     16-byte chunks of both tiles;
-//   * stages: the K tiles, clamped to [2, 4], then lowered until two blocks'
-//     operand tiles fit in the SM's shared memory (one block's in the
-//     per-block limit at least).
-// The register epilogue is the default (smem_epilogue off).
-TensorCoreMatmulParams tensorCoreHeuristics(std::optional<int64_t> m, std::optional<int64_t> n,
-                                            std::optional<int64_t> k, bool a_k_contiguous,
-                                            bool b_k_contiguous,
-                                            const TensorCoreTarget& target = TensorCoreTarget::sm90());
-
-// Shared-memory bytes of the operand tiles (all stages) and of the C_s tile.
-int64_t operandTileBytes(const TensorCoreMatmulParams& params);
-int64_t epilogueTileBytes(const TensorCoreMatmulParams& params);
-
-// Throws smelt::Error naming the parameter when `params` cannot form a kernel.
-void checkTensorCoreParams(const TensorCoreMatmulParams& params);
-
 // The kernel IR, with shared memory planned by the plan_shared_memory pass
 // under `options` (the operand tiles' 128-byte alignment, the C_s tile's
 // reuse of their bytes when they promote it). Adds to `fusion` the tensors
-// of the shared tiles and a set() of the sum (the expression of copies), so
+// of the shared tiles, a set() of the sum (the expression of copies) and a
+// zero full() (the accumulators' init), none reachable from the outputs, so
 // the fusion must outlive the kernel. Throws smelt::Error for operand
 // types other than Half/BFloat16 and for epilogue ops it cannot run.
 kir::Kernel lowerTensorCoreMatmul(Fusion* fusion, const TensorCoreMatmulOperands& operands,
                                   const TensorCoreMatmulParams& params,
                                   const LowerOptions& options = {});
+
+// The lowering pass of a fusion holding an MmaOp: its kernel IR (without the
+// shared-memory plan, which the smem_addresses pass adds), from the MmaOp's
+// operands and tiles and the fusion's one output. smelt::Error when the
+// fusion holds more than one MmaOp or more than one output, or a tensor
+// scheduled by hand (the tiles are the MmaOp's to say).
+void buildTensorCoreMatmul(LoweringContext& ctx);
+// The fusion's MmaOp, or nullptr.
+const MmaOp* findMmaOp(const Fusion& fusion);
 
 // The shared-memory index of element (row, col) of a rows x cols tile stored
 // row-major, with 16-byte chunks XOR-swizzled per 128-byte line when

@@ -42,13 +42,6 @@ std::string kernelNameFor(const std::string& key) {
   return os.str();
 }
 
-// Asking the driver only when it has a device: without one, compiling works
-// (for sm_90) and "no CUDA device" waits for a launch.
-int targetArch(const ExecutorOptions& options, c10::Device device) {
-  if (options.arch > 0) return options.arch;
-  if (!cuda::deviceAvailable()) return 90;
-  return cuda::computeCapability(device.is_cuda() ? device.index() : 0);
-}
 
 // Generates, compiles and checks the kernel; describes its launch.
 KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, int arch) {
@@ -130,6 +123,14 @@ void addScalarArgument(KernelArguments& args, const ScalarParam& param, const at
 }
 
 }  // namespace
+
+// Asking the driver only when it has a device: without one, compiling works
+// (for sm_90) and "no CUDA device" waits for a launch.
+int targetArch(const ExecutorOptions& options, c10::Device device) {
+  if (options.arch > 0) return options.arch;
+  if (!cuda::deviceAvailable()) return 90;
+  return cuda::computeCapability(device.is_cuda() && device.has_index() ? device.index() : 0);
+}
 
 std::string LaunchParams::toString() const {
   return errorMessage("grid(", grid[0], ", ", grid[1], ", ", grid[2], ") block(", block[0], ", ",
@@ -290,8 +291,8 @@ PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c1
   for (const VectorCondition& condition : info.vector_conditions) {
     if (auto why = condition.violation(bindings)) {
       throw Error(errorMessage(describeParam(condition.tensor),
-                               " breaks what the kernel's vectorized accesses assume: ", condition.toString(),
-                               " (", *why, "); pass a contiguous copy (.contiguous())"));
+                               " breaks what the kernel's vectorized (or cp.async) accesses assume: ", condition.toString(),
+                               " (", *why, "); pass a contiguous copy (.contiguous()) or reschedule"));
     }
   }
   for (size_t s = 0; s < scalars.size(); ++s) addScalarArgument(prepared.arguments, info.scalars[s], *scalars[s]);

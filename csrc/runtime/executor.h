@@ -77,6 +77,11 @@ struct ExecutorOptions {
   KernelCache* cache = nullptr;
 };
 
+// The compute capability kernels for inputs on `device` are compiled for:
+// options.arch when set, else the device's (device 0 for CPU inputs), else
+// sm_90 when there is no GPU. The schedulers' heuristics target it too.
+int targetArch(const ExecutorOptions& options, c10::Device device);
+
 // The launch configuration for given inputs, evaluated from the kernel's
 // symbolic launch dimensions and shared-memory plan.
 struct LaunchParams {

@@ -148,7 +148,7 @@ void FusionExecutorCache::setHeuristicOverride(HeuristicOverride override_params
 }
 
 FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
-    const std::string& signature, const std::vector<at::Tensor>& inputs) {
+    const std::string& signature, const std::vector<at::Tensor>& inputs, c10::Device device) {
   auto it = signatures_.find(signature);
   if (it != signatures_.end()) return it->second;
   SignatureEntry entry;
@@ -161,7 +161,7 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
       tv->setContiguity(contiguityOf(inputs[i]));
     }
   }
-  RuntimeInfo runtime(*entry.fusion, inputInfosOf(*entry.fusion, inputs));
+  RuntimeInfo runtime(*entry.fusion, inputInfosOf(*entry.fusion, inputs), targetArch(options_, device));
   entry.segmented = segmentFusion(*entry.fusion, runtime, override_);
   entry.kernels.resize(entry.segmented.segments.size());
   last_run_.new_signature = true;
@@ -170,12 +170,12 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
 
 std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
     const std::vector<at::Tensor>& inputs) {
-  validator_.validate(inputs);
+  const c10::Device device = validator_.validate(inputs).value_or(options_.device);
   std::lock_guard<std::mutex> lock(mutex_);
   last_run_ = FusionRun();
   last_executors_.clear();
   last_run_.signature = inputSignature(inputs);
-  SignatureEntry& entry = entryFor(last_run_.signature, inputs);
+  SignatureEntry& entry = entryFor(last_run_.signature, inputs, device);
   std::unordered_map<const Val*, at::Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) values[entry.fusion->inputs()[i]] = inputs[i];
   std::optional<RuntimeInfo> whole;  // only grid splits need it
@@ -187,7 +187,8 @@ std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
     const int64_t chunks = whole ? gridSplitChunksOf(segment, *whole) : 1;
     const std::vector<at::Tensor> segment_inputs = segmentInputTensors(segment, values, chunks);
     const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
-    RuntimeInfo runtime(*segment.fusion, inputInfosOf(*segment.fusion, segment_inputs));
+    RuntimeInfo runtime(*segment.fusion, inputInfosOf(*segment.fusion, segment_inputs),
+                        targetArch(options_, device));
     std::string reason = scheduler.reject_reason(*segment.fusion, runtime);
     SMELT_INTERNAL_CHECK(reason.empty(), "segment ", s, " was given to the ",
                          toString(segment.scheduler), " scheduler, which now declines: ",

@@ -116,7 +116,10 @@ class FusionExecutorCache {
     std::vector<std::map<std::string, std::unique_ptr<CompiledSegment>>> kernels;
   };
 
-  SignatureEntry& entryFor(const std::string& signature, const std::vector<at::Tensor>& inputs);
+  // `device`: where the inputs are (their target architecture steers the
+  // heuristics).
+  SignatureEntry& entryFor(const std::string& signature, const std::vector<at::Tensor>& inputs,
+                           c10::Device device);
 
   std::unique_ptr<Fusion> fusion_;
   InputValidator validator_;  // of fusion_ with every input declared non-contiguous

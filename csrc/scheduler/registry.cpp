@@ -13,7 +13,9 @@ namespace {
 SchedulerEntry matmulEntry() {
   return typedEntry<MatmulParams>(
       SchedulerType::Matmul, [](const Fusion& f, const RuntimeInfo&) { return matmulRejectReason(f); },
-      [](const Fusion& f, const RuntimeInfo& r) { return matmulHeuristics(f, r); },
+      [](const Fusion& f, const RuntimeInfo& r) {
+        return matmulHeuristics(f, r, DeviceLimits::forArch(r.targetArch()));
+      },
       [](Fusion& f, const MatmulParams& p) { scheduleMatmul(&f, p); });
 }
 

@@ -38,8 +38,8 @@ int64_t alignmentOf(uint64_t address) {
   return alignment;
 }
 
-RuntimeInfo::RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs)
-    : fusion_(&fusion), inputs_(std::move(inputs)) {
+RuntimeInfo::RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs, int target_arch)
+    : fusion_(&fusion), inputs_(std::move(inputs)), target_arch_(target_arch) {
   const auto& vals = fusion.inputs();
   SMELT_CHECK(vals.size() == inputs_.size(), "the fusion takes ", vals.size(), " inputs but ",
               inputs_.size(), " were given");

@@ -35,9 +35,12 @@ class RuntimeInfo {
  public:
   // Checks that `inputs` match the fusion's inputs (kinds, dtypes, ranks and
   // constant extents); throws smelt::Error naming the input otherwise.
-  RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs);
+  // `target_arch`: the compute capability the kernels are compiled for (the
+  // executor's; sm_90 where there is no GPU).
+  RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs, int target_arch = 90);
 
   const std::vector<InputInfo>& inputs() const { return inputs_; }
+  int targetArch() const { return target_arch_; }
   // The info of a fusion input tensor, nullptr for other tensors.
   const InputInfo* inputInfo(const TensorView* tv) const;
   int64_t evaluate(const IntExpr& e) const { return e.evaluate(bindings_); }
@@ -49,6 +52,7 @@ class RuntimeInfo {
  private:
   const Fusion* fusion_;
   std::vector<InputInfo> inputs_;
+  int target_arch_;
   std::map<std::string, int64_t> bindings_;
 };
 

@@ -164,7 +164,7 @@ class Segmenter {
   void appendSegments(Segment segment, const std::vector<int>& members, SegmentedFusion& result) {
     int64_t max_chunks = 1;
     if (segment.scheduler == SchedulerType::Reduction) {
-      RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_));
+      RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_), runtime_.targetArch());
       ReductionParams params = reductionHeuristics(*segment.fusion, runtime);
       if (override_) override_(params);
       max_chunks = params.grid_split;
@@ -254,7 +254,7 @@ class Segmenter {
     segment.fusion = copySubgraph(fusion_, exprs, segment.inputs, segment.outputs, nullptr,
                                   extentRewrite(segment.inputs));
     checkSymbols(*segment.fusion);
-    RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_));
+    RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_), runtime_.targetArch());
     std::optional<SchedulerType> type = selectScheduler(*segment.fusion, runtime, reasons);
     if (!type) return std::nullopt;
     segment.scheduler = *type;

@@ -4,6 +4,7 @@
 // each kernel they compiled. CUDA tensors run on the GPU, CPU tensors in the
 // simulator.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "bindings.h"
 #include "runtime/executor.h"
 #include "runtime/fusion_executor_cache.h"
+#include "scheduler/matmul/matmul_params.h"
 
 namespace py = pybind11;
 
@@ -92,11 +94,19 @@ void bindRuntime(py::module_& m) {
 
   py::class_<FusionExecutorCache, std::shared_ptr<FusionExecutorCache>>(m, "FusionExecutorCache")
       .def(py::init([](const Fusion& fusion, const std::string& device, SmemHazards hazards,
-                       SmemAllocator allocator) {
-        return std::make_shared<FusionExecutorCache>(fusion.clone(),
-                                                     executorOptions(device, hazards, allocator));
+                       SmemAllocator allocator, std::optional<bool> tensor_cores) {
+        auto cache = std::make_shared<FusionExecutorCache>(fusion.clone(),
+                                                           executorOptions(device, hazards, allocator));
+        // None: the matmul heuristics choose; True/False: forced either way
+        // (scheduleMatmul refuses a forced choice the inputs cannot take).
+        if (tensor_cores) {
+          cache->setHeuristicOverride([use = *tensor_cores](HeuristicParams& params) {
+            if (auto* matmul = dynamic_cast<MatmulParams*>(&params)) matmul->use_tensor_cores = use;
+          });
+        }
+        return cache;
       }), py::arg("fusion"), py::arg("device") = "cpu", py::arg("hazards") = defaults.smem_hazards,
-          py::arg("allocator") = defaults.smem_allocator)
+          py::arg("allocator") = defaults.smem_allocator, py::arg("tensor_cores") = std::nullopt)
       .def("run", [](FusionExecutorCache& c, const std::vector<at::Tensor>& inputs) {
         py::gil_scoped_release release;
         return c.runFusionWithInputs(inputs);

@@ -7,7 +7,7 @@ SmeltError naming the input.
 """
 from __future__ import annotations
 
-from typing import Any, List, Sequence
+from typing import Any, List, Optional, Sequence
 
 import torch
 
@@ -47,15 +47,19 @@ def _device(fd, args: List[torch.Tensor]) -> torch.device:
     return torch.device("cpu")
 
 
-def execute(fd, inputs: Sequence[Any]) -> List[torch.Tensor]:
+def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None) -> List[torch.Tensor]:
     args = _arguments(fd, inputs)
     entry = fusion_cache().entry(tuple(fd.records))
     if fd.is_scheduled:
+        if tensor_cores is not None:
+            raise SmeltError("execute: tensor_cores is a choice of the automatic matmul scheduler; "
+                             "this fusion is scheduled by hand")
         device = _device(fd, args)
         executor = fusion_cache().executor(entry, str(device),
                                            lambda: ManualExecutor(fd, args, device))
     else:
-        executor = fusion_cache().executor(entry, "auto", lambda: AutoExecutor(fd))
+        kind = "auto" if tensor_cores is None else f"auto:tensor_cores={tensor_cores}"
+        executor = fusion_cache().executor(entry, kind, lambda: AutoExecutor(fd, tensor_cores))
     outputs = executor.run(args)
     entry.runs += 1
     fd._last_executor = executor
@@ -85,8 +89,8 @@ class AutoExecutor:
     """An unscheduled fusion: segmented, scheduled and compiled per input
     signature by FusionExecutorCache (new shapes may bring new kernels)."""
 
-    def __init__(self, fd):
-        self._impl = _C.FusionExecutorCache(fd.build_fusion())
+    def __init__(self, fd, tensor_cores: Optional[bool] = None):
+        self._impl = _C.FusionExecutorCache(fd.build_fusion(), tensor_cores=tensor_cores)
 
     def run(self, args: List[torch.Tensor]) -> List[torch.Tensor]:
         return self._impl.run(args)

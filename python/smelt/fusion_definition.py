@@ -443,12 +443,19 @@ class FusionDefinition:
         return handle
 
     # ---- running and inspecting (see _execution.py, inspection.py) ----
-    def execute(self, inputs: Sequence[Any]) -> List[torch.Tensor]:
+    def execute(self, inputs: Sequence[Any], *,
+                tensor_cores: Optional[bool] = None) -> List[torch.Tensor]:
         """Runs the fusion: CUDA tensors on the GPU, CPU tensors through the
         CPU simulator (the reference path: exact CUDA semantics, slow).
-        Returns the outputs in add_output order."""
+        Returns the outputs in add_output order.
+
+        tensor_cores (unscheduled fusions): None lets the matmul scheduler
+        choose (mma.sync for fp16/bf16 operands on sm_80+ when the extents
+        allow; last_run_report() says why not); True forces tensor cores
+        (SmeltError naming the operand and axis where they cannot run);
+        False keeps CUDA cores."""
         from smelt._execution import execute
-        return execute(self, inputs)
+        return execute(self, inputs, tensor_cores)
 
     def last_kernels(self) -> list:
         """The kernels the latest execute() ran (smelt.inspection.Kernel)."""

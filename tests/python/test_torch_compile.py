@@ -54,7 +54,9 @@ def test_mlp_block_with_gelu_and_bias(device):
     report = compiled_matches_eager(MLPBlock(), torch.randn(4, 8, generator=gen(1)), device=device)
     fused = report.fused_ops()
     assert fused["mm.default"] == 2 and fused["gelu.default"] == 1, str(report)
-    assert fused["add.Tensor"] == 2 and not report.unsupported, str(report)  # the biases
+    assert fused["add.Tensor"] == 2, str(report)  # the biases
+    # Only the weights' transposes stay in torch (views the fusion reads strided).
+    assert report.unsupported_ops == {"t.default": 2}, str(report)
     assert all(p.smelt_runs == 1 and p.fallback_runs == 0 for p in report.partitions), str(report)
 
 

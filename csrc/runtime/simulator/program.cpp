@@ -246,7 +246,8 @@ class Compiler {
       case ExprType::Squeeze:
       case ExprType::Reshape:
       case ExprType::Pad: return {Fn::Copy, 1};
-      case ExprType::Reduction: break;
+      case ExprType::Reduction:
+      case ExprType::Mma: break;
     }
     SMELT_CHECK(false, "simulator: statement ", position, " computes ", expr->toString(),
                 ", which is not an element-wise op");

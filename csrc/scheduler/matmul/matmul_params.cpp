@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "fusion/error.h"
+#include "fusion/mma_fragment.h"
 
 namespace smelt {
 
@@ -25,6 +26,31 @@ bool bIsNContiguous(MatmulLayout layout) {
   return layout == MatmulLayout::TT || layout == MatmulLayout::NT;
 }
 
+DeviceLimits DeviceLimits::sm80() {
+  DeviceLimits d;
+  d.arch = 80;
+  d.max_shared_memory_per_block = 166912;
+  d.shared_memory_per_sm = 167936;
+  return d;
+}
+
+DeviceLimits DeviceLimits::forArch(int arch) {
+  DeviceLimits d = arch >= 90 ? sm90() : sm80();
+  d.arch = arch;
+  if (arch > 80 && arch < 90) {  // sm_86, sm_87, sm_89
+    d.max_shared_memory_per_block = 101376;
+    d.shared_memory_per_sm = 102400;
+    d.max_threads_per_sm = 1536;
+    d.max_blocks_per_sm = 16;
+  } else if (arch < 80) {  // sm_75
+    d.max_shared_memory_per_block = 65536;
+    d.shared_memory_per_sm = 65536;
+    d.max_threads_per_sm = 1024;
+    d.max_blocks_per_sm = 16;
+  }
+  return d;
+}
+
 std::string MatmulParams::toString() const {
   std::ostringstream os;
   os << "MatmulParams\n"
@@ -35,7 +61,13 @@ std::string MatmulParams::toString() const {
      << "  smem epilogue: " << (smem_epilogue ? "yes" : "no") << "\n"
      << "  promote operand reuse: " << (promote_operand_reuse ? "yes" : "no");
   if (!promotion_reason.empty()) os << " (" << promotion_reason << ")";
-  os << "\n  layout: " << smelt::toString(layout) << "\n";
+  os << "\n  layout: " << smelt::toString(layout) << "\n  tensor cores: ";
+  if (use_tensor_cores) {
+    os << "yes (" << tensor_core.toString() << ")";
+  } else {
+    os << "no" << (tensor_core_blocker.empty() ? "" : " — " + tensor_core_blocker);
+  }
+  os << "\n";
   return os.str();
 }
 
@@ -95,5 +127,44 @@ OperandReuseDecision decideOperandReuse(const MatmulParams& params, DataType a_t
   }
   return d;
 }
+
+TensorCoreMatmulParams tensorCoreHeuristics(std::optional<int64_t> m, std::optional<int64_t> n,
+                                            std::optional<int64_t> k, bool a_k_contiguous,
+                                            bool b_k_contiguous, const DeviceLimits& device) {
+  SMELT_CHECK(device.arch >= 80, "tensor-core matmul: sm_", device.arch,
+              " has no mma.sync m16n8k16 with ldmatrix and cp.async (sm_80 or newer)");
+  auto tile = [](std::optional<int64_t> e) {
+    int64_t t = 16;
+    while (e && t < *e && t < 128) t *= 2;
+    return e ? t : int64_t{128};
+  };
+  TensorCoreMatmulParams p;
+  p.a_k_contiguous = a_k_contiguous;
+  p.b_k_contiguous = b_k_contiguous;
+  p.block_m = tile(m);
+  p.block_n = tile(n);
+  const bool two_by_two = p.block_m >= 64 && p.block_n >= 64;
+  p.warp_m = two_by_two ? p.block_m / 2 : std::min<int64_t>(p.block_m, 32);
+  p.warp_n = two_by_two ? p.block_n / 2 : std::min<int64_t>(p.block_n, 32);
+  p.block_k = k && *k <= mma::kK ? mma::kK : 32;
+  auto chunks_divide = [&] {
+    return (p.block_m * p.block_k / 8) % p.threads() == 0 &&
+           (p.block_n * p.block_k / 8) % p.threads() == 0;
+  };
+  while (!chunks_divide()) p.block_k *= 2;
+  const int64_t k_tiles = k ? (*k + p.block_k - 1) / p.block_k : 4;
+  p.stages = std::clamp<int64_t>(k_tiles, 2, 4);
+  const int64_t budget = std::min(device.max_shared_memory_per_block,
+                                  std::max(device.shared_memory_per_sm / 2 - device.reserved_shared_memory_per_block,
+                                           operandTileBytes([&] {
+                                             TensorCoreMatmulParams two = p;
+                                             two.stages = 2;
+                                             return two;
+                                           }())));
+  while (p.stages > 2 && operandTileBytes(p) > budget) --p.stages;
+  checkTensorCoreParams(p);
+  return p;
+}
+
 
 }  // namespace smelt

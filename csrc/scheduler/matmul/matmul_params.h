@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "fusion/mma_params.h"
 #include "fusion/types.h"
 #include "scheduler/heuristic.h"
 
@@ -25,15 +27,22 @@ std::string toString(MatmulLayout layout);
 bool aIsKContiguous(MatmulLayout layout);
 bool bIsNContiguous(MatmulLayout layout);
 
-// The per-block and per-SM resources a schedule is chosen against.
+// The target a schedule is chosen against (both the CUDA-core and the
+// tensor-core matmul): its architecture and per-block and per-SM resources.
 struct DeviceLimits {
+  int arch = 90;  // compute capability, major * 10 + minor
   int64_t max_shared_memory_per_block = 232448;  // sm_90: 227 KiB with opt-in
   int64_t shared_memory_per_sm = 233472;         // 228 KiB
   int64_t reserved_shared_memory_per_block = 1024;  // the driver's per-block share
   int64_t max_threads_per_block = 1024;
   int64_t max_threads_per_sm = 2048;
   int64_t max_blocks_per_sm = 32;
-  static DeviceLimits sm90() { return {}; }
+  int64_t max_registers_per_thread = 255;
+  static DeviceLimits sm90() { return {}; }  // H100/H200
+  static DeviceLimits sm80();                // A100: 163 / 164 KiB
+  // sm_90's limits from 9.0 on, sm_80's for 8.0, sm_86/87/89's 99 / 100 KiB
+  // and 1536 threads per SM, sm_75's below (no tensor-core path there).
+  static DeviceLimits forArch(int arch);
 };
 
 struct MatmulParams : HeuristicParams {
@@ -57,6 +66,17 @@ struct MatmulParams : HeuristicParams {
   MatmulLayout layout = MatmulLayout::TT;
   // Why promote_operand_reuse has its value (set by the heuristics).
   std::string promotion_reason;
+  // Tensor cores: scheduleMatmul replaces the matmul by an MmaOp tiled as
+  // `tensor_core` (mma.sync m16n8k16, lower/tensor_core_matmul.h) instead of
+  // the CUDA-core schedule above. The heuristics turn it on for Half/BFloat16
+  // operands on sm_80+ when the inputs allow whole 16-byte cp.async chunks,
+  // and otherwise say why in `tensor_core_blocker` ("K=13 is not a multiple
+  // of 8"); `tensor_core` holds the tiles for the shape whenever the operand
+  // types allow tensor cores, so a user may force them. Forcing them while
+  // a blocker is recorded is a smelt::Error in scheduleMatmul.
+  bool use_tensor_cores = false;
+  TensorCoreMatmulParams tensor_core;
+  std::string tensor_core_blocker;
 
   int64_t threadsX() const { return block_n / thread_n; }
   int64_t threadsY() const { return block_m / thread_m; }
@@ -98,5 +118,23 @@ struct OperandReuseDecision {
 OperandReuseDecision decideOperandReuse(const MatmulParams& params, DataType a_type,
                                         DataType b_type, bool operand_used_after_main_loop,
                                         const DeviceLimits& device);
+
+// Tensor-core tiles, warps and stages for an M x N x K matmul (nullopt:
+// symbolic) on `device` (sm_80 or newer, smelt::Error otherwise):
+//   * block_m, block_n: the extent rounded up to a power of two, in [16, 128]
+//     for M and [16, 128] for N (skinny M keeps a 16-row block);
+//   * warps: 2 x 2 when both block sides reach 64 (warp tiles up to 64 x 64:
+//     128 fp32 accumulators per thread, within the register budget), else
+//     one warp per 32 x 32 (or smaller) piece;
+//   * block_k 32 (16 for K <= 16), raised until every thread copies whole
+//     16-byte chunks of both tiles;
+//   * stages: the K tiles, clamped to [2, 4], then lowered until two blocks'
+//     operand tiles fit in the SM's shared memory (one block's in the
+//     per-block limit at least).
+// The register epilogue is the default (smem_epilogue off).
+TensorCoreMatmulParams tensorCoreHeuristics(std::optional<int64_t> m, std::optional<int64_t> n,
+                                            std::optional<int64_t> k, bool a_k_contiguous,
+                                            bool b_k_contiguous,
+                                            const DeviceLimits& device = DeviceLimits::sm90());
 
 }  // namespace smelt

@@ -199,6 +199,83 @@ TensorView* cacheUse(TensorView* tv, Expr* use) {
   return cache;
 }
 
+bool isTensorCoreType(DataType t) { return t == DataType::Half || t == DataType::BFloat16; }
+
+// Why the tensor-core kernel cannot run these inputs on `device`, or "": it
+// takes Half/BFloat16 operands of one type on sm_80+, and copies each
+// operand with whole 16-byte cp.async chunks along its contiguous axis, so
+// that axis' extent and the other axis' stride are multiples of 8 elements
+// and the data is 16-byte aligned.
+std::string tensorCoreBlocker(const MatmulPattern& pattern, const RuntimeInfo& runtime,
+                              MatmulLayout layout, const DeviceLimits& device) {
+  const DataType a_type = pattern.a->dtype();
+  const DataType b_type = pattern.b->dtype();
+  if (!isTensorCoreType(a_type) || !isTensorCoreType(b_type)) {
+    return errorMessage("operands are ", a_type, " and ", b_type,
+                        "; mma.sync m16n8k16 takes Half or BFloat16");
+  }
+  if (a_type != b_type) {
+    return errorMessage("operands differ in type (", a_type, " and ", b_type, ")");
+  }
+  if (device.arch < 80) {
+    return errorMessage("sm_", device.arch, " has no mma.sync m16n8k16 (sm_80 or newer)");
+  }
+  struct Operand {
+    const char* which;
+    const TensorView* tv;
+    const char* axis_names[2];
+    int contiguous_axis;
+  };
+  const Operand operands[] = {
+      {"A", pattern.a, {"M", "K"}, aIsKContiguous(layout) ? 1 : 0},
+      {"B", pattern.b, {"K", "N"}, bIsNContiguous(layout) ? 1 : 0},
+  };
+  constexpr int64_t kChunk = 8;  // elements of 16 bytes
+  for (const Operand& op : operands) {
+    const InputInfo* info = runtime.inputInfo(op.tv);
+    SMELT_INTERNAL_CHECK(info != nullptr, "no input info for ", op.tv->name());
+    const int c = op.contiguous_axis;
+    const int other = 1 - c;
+    const std::string operand = errorMessage("operand ", op.which, " (", op.tv->name(), ")");
+    if (info->sizes[c] % kChunk != 0) {
+      return errorMessage(op.axis_names[c], "=", info->sizes[c], " is not a multiple of 8 (",
+                          operand, " axis ", c, ", its contiguous one: cp.async copies whole "
+                          "16-byte chunks)");
+    }
+    if (info->sizes[c] > 1 && info->strides[c] != 1) {
+      return errorMessage(operand, " has no unit-stride axis (strides ", info->strides[0], ", ",
+                          info->strides[1], ")");
+    }
+    if (info->sizes[other] > 1 && info->strides[other] % kChunk != 0) {
+      return errorMessage(operand, " axis ", other, " (", op.axis_names[other], ") has stride ",
+                          info->strides[other], ", not a multiple of 8 (rows of 16-byte chunks)");
+    }
+    if (info->alignment < 16) {
+      return errorMessage(operand, " data is ", info->alignment,
+                          "-byte aligned; cp.async needs 16");
+    }
+  }
+  return "";
+}
+
+// Replaces the matmul's broadcast-multiply-sum by an MmaOp tiled as
+// params.tensor_core; the epilogue reads the MmaOp's accumulator. Nothing
+// gets a loop-domain schedule: the tensor-core lowering builds the kernel
+// from the MmaOp.
+MatmulSchedule scheduleTensorCoreMatmul(Fusion* fusion, const Analysis& analysis,
+                                        const MatmulParams& params) {
+  const MatmulPattern& pattern = analysis.pattern;
+  SMELT_CHECK(params.tensor_core_blocker.empty(), "scheduleMatmul: tensor cores were forced, but ",
+              params.tensor_core_blocker);
+  TensorView* reduced = pattern.sum->isFusionOutput() ? pattern.sum->cacheBefore() : pattern.sum;
+  MatmulSchedule s;
+  s.acc = tensorCoreMma(pattern.a, pattern.b, params.tensor_core);
+  const std::vector<Expr*> uses = reduced->uses();
+  for (Expr* e : uses) e->replaceInput(reduced, s.acc);
+  s.output = pattern.output;
+  return s;
+}
+
 }  // namespace
 
 std::string matmulRejectReason(const Fusion& fusion) {
@@ -256,6 +333,12 @@ MatmulParams matmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime,
   }
   p.promote_operand_reuse = reuse.promote;
   p.promotion_reason = reuse.reason;
+  if (isTensorCoreType(a_type) && a_type == b_type && device.arch >= 80) {
+    p.tensor_core = tensorCoreHeuristics(m, n, k, aIsKContiguous(p.layout),
+                                         !bIsNContiguous(p.layout), device);
+  }
+  p.tensor_core_blocker = tensorCoreBlocker(pattern, runtime, p.layout, device);
+  p.use_tensor_cores = p.tensor_core_blocker.empty();
   return p;
 }
 
@@ -264,6 +347,7 @@ MatmulSchedule scheduleMatmul(Fusion* fusion, const MatmulParams& params) {
   checkParams(params);
   FusionGuard guard(fusion);
   Analysis analysis = analyzeOrThrow(*fusion);
+  if (params.use_tensor_cores) return scheduleTensorCoreMatmul(fusion, analysis, params);
   const MatmulPattern& pattern = analysis.pattern;
   SMELT_CHECK(!params.promote_operand_reuse || pattern.operand_used_elsewhere == nullptr,
               "scheduleMatmul: cannot promote reuse of the operand tiles: operand ",

@@ -1,8 +1,12 @@
-// The matmul scheduler (CUDA cores): C = A @ B, optionally followed by a
-// pointwise epilogue (bias, activation, cast, other inputs), for float, half
-// and bfloat16 operands with float accumulation (see matmul() in ops.h).
+// The matmul scheduler: C = A @ B, optionally followed by a pointwise
+// epilogue (bias, activation, cast, other inputs), for float, half and
+// bfloat16 operands with float accumulation (see matmul() in ops.h).
 //
-// The schedule: one block per block_m x block_n tile of C (BIDy over M tiles,
+// Tensor cores (sm_80+, Half/BFloat16; see matmulHeuristics): the matmul
+// becomes an MmaOp (fusion/ir.h) carrying its tiles, and GpuLower builds the
+// mma.sync kernel of lower/tensor_core_matmul.h from it. Otherwise CUDA cores.
+//
+// The CUDA-core schedule: one block per block_m x block_n tile of C (BIDy over M tiles,
 // BIDx over N tiles); each thread accumulates a thread_m x thread_n register
 // tile whose rows and columns are strided by the thread counts (so
 // consecutive threads touch consecutive columns); a serial K loop steps by
@@ -53,10 +57,16 @@ MatmulLayout matmulLayout(const Fusion& fusion, const RuntimeInfo& runtime);
 // Parameters for the fusion with these inputs on `device`: tiles shrink for
 // small extents, stages and the shared epilogue are chosen to fit the
 // per-block limit, and the operand reuse is decided by decideOperandReuse.
+// Tensor cores (use_tensor_cores, with tiles from tensorCoreHeuristics) when
+// the operands are Half/BFloat16 of one type, device.arch >= 80, and each
+// operand's contiguous extent and other stride are multiples of 8 elements
+// with 16-byte aligned data; else the CUDA-core schedule, with the reason in
+// tensor_core_blocker.
 MatmulParams matmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime,
                               const DeviceLimits& device = DeviceLimits::sm90());
 
-// The tensors the schedule created or used.
+// The tensors the schedule created or used. With tensor cores only `acc`
+// (the MmaOp's output) and `output` are set.
 struct MatmulSchedule {
   TensorView* a_smem = nullptr;  // "A_s"
   TensorView* b_smem = nullptr;  // "B_s"
@@ -65,9 +75,12 @@ struct MatmulSchedule {
   TensorView* output = nullptr;
 };
 
-// Schedules the fusion's matmul with `params`. Throws smelt::Error for
-// parameters that cannot form a schedule (tiles not divisible by the thread
-// tile, too many threads, promotion while an operand is used elsewhere).
+// Schedules the fusion's matmul with `params`: the CUDA-core schedule, or
+// with use_tensor_cores an MmaOp in place of the broadcast-multiply-sum.
+// Throws smelt::Error for parameters that cannot form a schedule (tiles not
+// divisible by the thread tile, too many threads, promotion while an operand
+// is used elsewhere; tensor cores forced while tensor_core_blocker names a
+// reason, for operands other than Half/BFloat16, or invalid tiles).
 MatmulSchedule scheduleMatmul(Fusion* fusion, const MatmulParams& params);
 
 }  // namespace smelt

@@ -32,6 +32,7 @@ class PartitionReport:
     smelt_runs: int = 0           # calls run by smelt
     fallback_runs: int = 0        # calls that fell back to torch
     fallback_reason: Optional[str] = None  # the last SmeltError when it fell back
+    last_run: Optional[str] = None  # how the latest smelt run ran (fd.last_run_report())
 
 
 @dataclass
@@ -81,10 +82,24 @@ class _SmeltSupport(OperatorSupport):
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
         if node.op != "call_function":
             return False
-        reason = node_support(node)
+        reason = _transposed_graph_input(node) or node_support(node)
         if reason is not None:
             self.reasons[node] = reason
         return reason is None
+
+
+def _transposed_graph_input(node: torch.fx.Node) -> Optional[str]:
+    """Why a 2-D transpose of a graph input of static shape (nn.Linear's
+    weight.t()) stays in torch: there it is a free view, and the fusion
+    reading it strided lets the matmul scheduler take it as an operand in any
+    layout (tensor cores included), where a transpose inside the fusion
+    would be a computed operand and a copy."""
+    if node.target != torch.ops.aten.t.default or node.args[0].op != "placeholder":
+        return None
+    val = node.args[0].meta.get("val")
+    if val is None or val.dim() != 2 or not all(isinstance(s, int) for s in val.shape):
+        return None
+    return "a transposed graph input: a view in torch, read strided by the fusion"
 
 
 def definition_of(submodule: torch.fx.GraphModule) -> FusionDefinition:
@@ -126,6 +141,7 @@ class SmeltPartition(torch.nn.Module):
             self.report.fallback_reason = str(e)
             return self.eager(*args)
         self.report.smelt_runs += 1
+        self.report.last_run = self.fd.last_run_report()
         return tuple(outs) if self._tuple_output else outs[0]
 
 

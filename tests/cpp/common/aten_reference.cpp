@@ -110,6 +110,8 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
       }
       return at::amax(x, dims).to(out_type);
     }
+    case ExprType::Mma:  // fp32 accumulation of the Half/BFloat16 operands
+      return at::matmul(in(0).to(at::kFloat), in(1).to(at::kFloat));
     case ExprType::Broadcast: {
       at::Tensor x = in(0);
       const auto& is_new = static_cast<const BroadcastOp*>(expr)->isNewAxis();

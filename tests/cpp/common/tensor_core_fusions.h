@@ -1,6 +1,7 @@
 // Matmul fusions for the tensor-core tests and benchmark: out =
 // epilogue(matmul(a, b)) with Half/BFloat16 operands stored in any of the
-// four layouts, their operands for lowerTensorCoreMatmul, and inputs.
+// four layouts, their operands for lowerTensorCoreMatmul, and inputs; the
+// fusion scheduled for tensor cores with given tiles.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -27,7 +28,10 @@ struct Case {
   Epilogue epilogue = Epilogue::None;
 };
 
-inline at::ScalarType atenType(DataType t) { return t == DataType::Half ? at::kHalf : at::kBFloat16; }
+// Half and BFloat16 for tensor cores; Float for the cases that must keep CUDA cores.
+inline at::ScalarType atenType(DataType t) {
+  return t == DataType::Half ? at::kHalf : t == DataType::BFloat16 ? at::kBFloat16 : at::kFloat;
+}
 
 // A fusion out = epilogue(matmul(a, b)) and CPU inputs in the case's layouts.
 struct TcFusion {
@@ -65,6 +69,15 @@ inline TcFusion makeFusion(const Case& c, c10::Device device = c10::kCPU) {
   MatmulPattern pattern = findMatmul(*f.fusion);
   f.operands = {pattern.a, pattern.b, pattern.sum, pattern.output};
   return f;
+}
+
+// Schedules the case's fusion for tensor cores with `params`: the matmul
+// scheduler puts an MmaOp tiled so in place of the matmul.
+inline void scheduleTensorCores(TcFusion& f, const TensorCoreMatmulParams& params) {
+  MatmulParams p;
+  p.use_tensor_cores = true;
+  p.tensor_core = params;
+  scheduleMatmul(f.fusion.get(), p);
 }
 
 inline TensorCoreMatmulParams smallParams(const Case& c) {

@@ -216,7 +216,7 @@ TEST(Executor, VectorizedAccessesNeedAlignedInputs) {
   EXPECT_TRUE(at::equal(fe.run({shifted})[0], shifted));
   at::Tensor rows_of_10 = at::randn({6, 10}).narrow(1, 0, 8);
   EXPECT_SMELT_ERROR(fe.prepareLaunch({rows_of_10}),
-                     "input 0 (T0) breaks what the kernel's vectorized accesses assume: T0.stride[0] % 4 == 0 "
+                     "input 0 (T0) breaks what the kernel's vectorized (or cp.async) accesses assume: T0.stride[0] % 4 == 0 "
                      "(T0.stride[0] is 10, not a multiple of 4)");
   at::Tensor rows_of_12 = at::randn({6, 12}).narrow(1, 0, 8);
   EXPECT_NO_THROW(fe.prepareLaunch({rows_of_12}));

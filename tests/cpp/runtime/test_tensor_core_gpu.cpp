@@ -1,30 +1,37 @@
-// The tensor-core matmul kernel on a GPU against torch: every layout and
-// type, odd sizes, the epilogues, the shared-memory epilogue, and the default
-// configuration on a large shape. Skips without a GPU.
+// The tensor-core matmul on a GPU against torch, through the executors:
+// every layout and type with odd sizes, the epilogues with and without the
+// shared-memory epilogue, and the matmul scheduler's own choice (heuristic
+// tiles for the device) through FusionExecutorCache against torch.matmul.
+// Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 
 #include "common/aten_reference.h"
 #include "common/tensor_core_fusions.h"
+#include "runtime/executor.h"
+#include "runtime/fusion_executor_cache.h"
 #include "runtime/gpu_test_util.h"
-#include "runtime/tensor_core_runner.h"
 
 namespace smelt {
 namespace {
 
 using namespace smelt::testing::tensor_core;
 
-// Runs the case on cuda:0 with `params` and compares with ATen's evaluation
-// of the fusion on the same (CUDA) inputs.
+void expectClose(const at::Tensor& got, const at::Tensor& expected, const std::string& context) {
+  EXPECT_TRUE(at::allclose(got.to(at::kFloat), expected.to(at::kFloat), 2e-2, 2e-2))
+      << context << " max error " << (got.to(at::kFloat) - expected.to(at::kFloat)).abs().max().item<float>();
+}
+
+// The case on cuda:0, scheduled for tensor cores with `params` and run by
+// FusionExecutor, against ATen's evaluation of the fusion on the same inputs.
 void expectMatchesTorch(const Case& c, const TensorCoreMatmulParams& params) {
   TcFusion f = makeFusion(c, c10::Device(c10::kCUDA, 0));
-  at::Tensor expected = smelt::testing::evaluateWithATen(*f.fusion, f.inputs).at(0);
-  TensorCoreMatmulRunner runner(f.fusion.get(), f.operands, params);
-  at::Tensor got = runner.run(f.inputs);
-  EXPECT_TRUE(at::allclose(got.to(at::kFloat), expected.to(at::kFloat), 2e-2, 2e-2))
-      << layoutName(c) << " " << params.toString() << " max error "
-      << (got.to(at::kFloat) - expected.to(at::kFloat)).abs().max().item<float>();
+  const at::Tensor expected = smelt::testing::evaluateWithATen(*f.fusion, f.inputs).at(0);
+  scheduleTensorCores(f, params);
+  FusionExecutor fe;
+  fe.compile(f.fusion.get(), f.inputs);
+  expectClose(fe.run(f.inputs).at(0), expected, layoutName(c) + " " + params.toString());
 }
 
 TEST(TensorCoreGpu, EveryLayoutAndTypeOddSizes) {
@@ -60,13 +67,23 @@ TEST(TensorCoreGpu, EpiloguesAndSharedEpilogue) {
   }
 }
 
-TEST(TensorCoreGpu, DefaultConfigurationLargeShape) {
+// Unscheduled fusions through FusionExecutorCache on CUDA tensors: the
+// scheduler picks tensor cores and tiles for the device; the result matches
+// torch.matmul on a large and a skinny shape.
+TEST(TensorCoreGpu, SchedulerChoiceThroughTheCacheMatchesTorchMatmul) {
   SKIP_WITHOUT_GPU();
-  Case c;
-  c.m = 1024;
-  c.n = 2048;
-  c.k = 512;
-  expectMatchesTorch(c, tensorCoreHeuristics(c.m, c.n, c.k, c.a_k_contiguous, c.b_k_contiguous));
+  for (int64_t m : {1024, 16}) {
+    Case c;
+    c.m = m;
+    c.n = 2048;
+    c.k = 512;
+    TcFusion f = makeFusion(c, c10::Device(c10::kCUDA, 0));
+    FusionExecutorCache cache(std::move(f.fusion));
+    const at::Tensor got = cache.runFusionWithInputs(f.inputs).at(0);
+    const std::string params = cache.lastRun().segments.at(0).params;
+    EXPECT_NE(params.find("tensor cores: yes"), std::string::npos) << params;
+    expectClose(got, at::matmul(f.inputs[0], f.inputs[1]), params);
+  }
 }
 
 }  // namespace

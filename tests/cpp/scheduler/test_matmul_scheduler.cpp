@@ -557,7 +557,9 @@ TEST(MatmulHeuristics, SmallCubeShrinksTilesAndTakesAFreeEpilogue) {
             "  stages: 2\n"
             "  smem epilogue: yes\n"
             "  promote operand reuse: yes (raises blocks per SM from 4 to 6 (49152 B -> 32768 B))\n"
-            "  layout: TT\n");
+            "  layout: TT\n"
+            "  tensor cores: no — operands are float and float; mma.sync m16n8k16 takes Half or "
+            "BFloat16\n");
 }
 
 TEST(MatmulHeuristics, LargeHalfMatmul) {

@@ -425,7 +425,7 @@ TEST(TensorCoreHeuristics, TilesWarpsAndStagesFitTheTarget) {
   struct Shape {
     int64_t m, n, k;
   };
-  for (const TensorCoreTarget& target : {TensorCoreTarget::sm80(), TensorCoreTarget::sm90()}) {
+  for (const DeviceLimits& target : {DeviceLimits::sm80(), DeviceLimits::sm90()}) {
     for (Shape s : {Shape{4096, 4096, 4096}, Shape{16, 4096, 4096}, Shape{64, 11008, 4096},
                     Shape{4096, 14336, 4096}, Shape{40, 24, 48}, Shape{1024, 1024, 1024}}) {
       TensorCoreMatmulParams p = tensorCoreHeuristics(s.m, s.n, s.k, true, false, target);
@@ -446,33 +446,10 @@ TEST(TensorCoreHeuristics, TilesWarpsAndStagesFitTheTarget) {
   // Stages shrink to fit: 128 x 128 x 32 tiles take 16 KiB a stage; with
   // 100000 bytes per SM two blocks get 48976 bytes each: 3 stages (49152)
   // do not fit, 2 do.
-  TensorCoreTarget small = TensorCoreTarget::sm80();
+  DeviceLimits small = DeviceLimits::sm80();
   small.shared_memory_per_sm = 100000;
   EXPECT_EQ(tensorCoreHeuristics(4096, 4096, 4096, true, false, small).stages, 2);
-  EXPECT_THROW(tensorCoreHeuristics(64, 64, 64, true, false, {75, 65536, 65536, 255}), Error);
-}
-
-// The default configurations for large and skinny shapes compile for sm_80
-// and sm_90 without spills or a stack frame.
-TEST(TensorCoreNvrtc, DefaultConfigsHaveNoSpills) {
-  for (const TensorCoreTarget& target : {TensorCoreTarget::sm80(), TensorCoreTarget::sm90()}) {
-    for (int64_t m : {4096, 16}) {
-      Case c;
-      c.epilogue = Epilogue::BiasRelu;
-      TcFusion f = makeFusion(c);  // symbolic sizes in the kernel
-      TensorCoreMatmulParams p = tensorCoreHeuristics(m, 4096, 4096, true, false, target);
-      kir::Kernel kernel = lowerTensorCoreMatmul(f.fusion.get(), f.operands, p);
-      NvrtcOptions nvrtc;
-      nvrtc.arch = target.arch;
-      CompiledKernel compiled = compileCuda(generateCuda(kernel, "tc_default"), "tc_default", nvrtc);
-      EXPECT_EQ(compiled.ptxas.spill_store_bytes + compiled.ptxas.spill_load_bytes, 0)
-          << p.toString() << " sm_" << target.arch;
-      EXPECT_EQ(compiled.ptxas.stack_frame_bytes, 0) << p.toString();
-      EXPECT_LE(compiled.ptxas.registers, target.max_registers_per_thread);
-      RecordProperty("registers_sm" + std::to_string(target.arch) + "_m" + std::to_string(m),
-                     static_cast<int>(compiled.ptxas.registers));
-    }
-  }
+  EXPECT_THROW(tensorCoreHeuristics(64, 64, 64, true, false, DeviceLimits::forArch(75)), Error);
 }
 
 // ---- errors ----

@@ -1,0 +1,109 @@
+"""The tensor-core matmul reached from Python: fd.execute on fp16/bf16 CPU
+tensors (the simulator runs the mma.sync kernel with race detection) matches
+torch; the scheduler's choice, its fallback reasons and the tensor_cores
+option of execute; torch.compile's fp16 matmul and linear partitions."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import smelt.backend
+from smelt import DataType, FusionDefinition, SmeltError
+from frontend_helpers import DEVICES
+
+DTYPES = {torch.float16: DataType.Half, torch.bfloat16: DataType.BFloat16}
+
+
+def matmul_bias_act(dtype: DataType, act: str) -> FusionDefinition:
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=dtype)
+        bias = fd.define_tensor(shape=[-1], contiguity=[True], dtype=dtype)
+        y = fd.ops.add(fd.ops.matmul(a, b), fd.ops.broadcast(bias, [True, False]))
+        fd.add_output(fd.ops.relu(y) if act == "relu" else fd.ops.gelu(y))
+    return fd
+
+
+def inputs(torch_dtype, m=40, n=24, k=32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(m, k, generator=g).to(torch_dtype),
+            torch.randn(k, n, generator=g).to(torch_dtype),
+            torch.randn(n, generator=g).to(torch_dtype)]
+
+
+def reference(act, a, b, bias):
+    y = a.float() @ b.float() + bias.float()
+    return (torch.relu(y) if act == "relu" else F.gelu(y, approximate="tanh")).to(a.dtype)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("torch_dtype", list(DTYPES))
+@pytest.mark.parametrize("act", ["relu", "gelu"])
+def test_execute_runs_the_tensor_core_kernel(torch_dtype, act, device):
+    """CPU: the simulator; CUDA (where there is a GPU): the kernel on the
+    device, against torch's matmul on the same inputs."""
+    fd = matmul_bias_act(DTYPES[torch_dtype], act)
+    args = [x.to(device) for x in inputs(torch_dtype)]
+    out, = fd.execute(args)
+    torch.testing.assert_close(out, reference(act, *args), rtol=2e-2, atol=2e-2)
+    report = fd.last_run_report()
+    assert "tensor cores: yes (block 64x32x32" in report, report
+    kernel, = fd.last_kernels()
+    assert "mma.m16n8k16" in kernel.kernel_ir
+
+
+def test_execute_falls_back_and_can_be_forced_either_way():
+    fd = matmul_bias_act(DataType.Half, "relu")
+    odd_k = inputs(torch.float16, k=13)
+    out, = fd.execute(odd_k)
+    torch.testing.assert_close(out, reference("relu", *odd_k), rtol=2e-2, atol=2e-2)
+    assert "tensor cores: no — K=13 is not a multiple of 8" in fd.last_run_report()
+    with pytest.raises(SmeltError, match=r"tensor cores were forced, but K=13 .*operand A \(T0\) axis 1"):
+        fd.execute(odd_k, tensor_cores=True)
+    out, = fd.execute(inputs(torch.float16), tensor_cores=False)
+    assert "tensor cores: no\n" in fd.last_run_report()
+    torch.testing.assert_close(out, reference("relu", *inputs(torch.float16)), rtol=2e-2, atol=2e-2)
+
+
+def test_float_operands_keep_cuda_cores():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.matmul(a, b))
+    a, b = torch.randn(16, 16), torch.randn(16, 16)
+    out, = fd.execute([a, b])
+    torch.testing.assert_close(out, a @ b, rtol=1e-4, atol=1e-4)
+    assert "tensor cores: no — operands are float and float" in fd.last_run_report()
+
+
+@pytest.fixture
+def fresh_dynamo():
+    torch._dynamo.reset()
+    smelt.backend.reset_reports()
+    yield
+    torch._dynamo.reset()
+
+
+class Fp16Linear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(32, 24).half()
+
+    def forward(self, x, w):
+        return torch.relu(self.fc(x)) + x[:, :24] @ w
+
+
+def test_torch_compile_fp16_matmul_and_linear(fresh_dynamo):
+    model = Fp16Linear()
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(40, 32, generator=g).half()
+    w = torch.randn(24, 24, generator=g).half()
+    with torch.no_grad():
+        expected = model(x, w)
+        actual = torch.compile(model, backend="smelt")(x, w)
+    torch.testing.assert_close(actual, expected, rtol=2e-2, atol=2e-2)
+    report = smelt.backend.last_report()
+    assert report.fused_ops()["mm.default"] == 2, str(report)
+    assert all(p.fallback_runs == 0 and p.smelt_runs == 1 for p in report.partitions), str(report)
+    runs = [p.last_run for p in report.partitions if "mm.default" in p.ops]
+    assert sum(r.count("tensor cores: yes") for r in runs) == 2, "\n".join(runs)
