@@ -225,7 +225,7 @@ LaunchParams FusionExecutor::evaluateLaunch(const std::map<std::string, int64_t>
   }
   resources.shared_memory_bytes = params.smem_bytes;
   resources.registers_per_thread = compiledKernel().ptxas.registers;
-  DeviceLimits limits = deviceLimits(compiledKernel().arch);
+  LaunchLimits limits = launchLimits(compiledKernel().arch);
   limits.shared_memory_per_block = std::min(limits.shared_memory_per_block, options_.lower.max_shared_memory_bytes);
   checkLaunchLimits(kernelName(), resources, limits);
   return params;

@@ -13,14 +13,14 @@ int64_t roundUp(int64_t value, int64_t unit) { return (value + unit - 1) / unit 
 
 }  // namespace
 
-DeviceLimits deviceLimits(int arch) {
-  DeviceLimits limits;
+LaunchLimits launchLimits(int arch) {
+  LaunchLimits limits;
   const alloc_reuse::SharedMemoryLimits shared;
   if (shared.knows(arch)) limits.shared_memory_per_block = shared.limitBytes(arch);
   return limits;
 }
 
-void checkLaunchLimits(const std::string& kernel, const LaunchResources& launch, const DeviceLimits& limits) {
+void checkLaunchLimits(const std::string& kernel, const LaunchResources& launch, const LaunchLimits& limits) {
   const std::string what = errorMessage("kernel ", kernel, " launched with grid (", launch.grid[0], ", ",
                                         launch.grid[1], ", ", launch.grid[2], ") and block (", launch.block[0],
                                         ", ", launch.block[1], ", ", launch.block[2], ")");

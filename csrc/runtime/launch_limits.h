@@ -10,7 +10,10 @@
 
 namespace smelt {
 
-struct DeviceLimits {
+// What a launch may use. (The schedulers choose tiles against
+// scheduler/matmul's DeviceLimits, per-SM resources included; this is the
+// per-launch check, so it has its own name.)
+struct LaunchLimits {
   int64_t max_threads_per_block = 1024;
   int64_t max_block[3] = {1024, 1024, 64};
   int64_t max_grid[3] = {2147483647, 65535, 65535};
@@ -23,7 +26,7 @@ struct DeviceLimits {
 // The limits of compute capability `arch` (major*10+minor): shared memory
 // from alloc_reuse::SharedMemoryLimits where it knows the architecture, else
 // sm_90's; the rest are the same on every architecture since sm_70.
-DeviceLimits deviceLimits(int arch);
+LaunchLimits launchLimits(int arch);
 
 struct LaunchResources {
   int64_t grid[3] = {1, 1, 1};
@@ -33,6 +36,6 @@ struct LaunchResources {
 };
 
 // Throws smelt::Error naming `kernel`, the launch and the exceeded limit.
-void checkLaunchLimits(const std::string& kernel, const LaunchResources& launch, const DeviceLimits& limits);
+void checkLaunchLimits(const std::string& kernel, const LaunchResources& launch, const LaunchLimits& limits);
 
 }  // namespace smelt
