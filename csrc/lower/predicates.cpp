@@ -7,13 +7,14 @@
 //   * a Shared or Global element is written by exactly one thread: when the
 //     launch has more than one thread (block) along a dimension the writer's
 //     loops do not bind, only index 0 along it writes; along an expanded
-//     dimension of a Global tensor (stored with stride 0) only index 0 writes
-//     too. Readers on other threads then need a barrier, which the syncs
-//     pass provides.
+//     dimension (stored once) only index 0 writes too. Readers on other
+//     threads then need a barrier, which the syncs pass provides.
 // Block reductions keep every thread participating; their predicate only says
 // which threads contribute a value, their write predicate which threads
 // store the result (one per element of a Shared or Global output).
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
@@ -80,17 +81,28 @@ class Predicator {
         pred.terms.push_back({index, Term::Kind::LessThan, id->extent()});
       }
     }
-    // An expanded dimension of a Global tensor is stored with stride 0
-    // (output_layout.h): only the first iteration along it writes.
-    if (single_writer && tv->memoryType() == MemoryType::Global) {
-      const std::vector<IterDomain*> logical_axes = tv->logicalNoReductions();
-      if (std::any_of(logical_axes.begin(), logical_axes.end(),
-                      [](const IterDomain* id) { return id->hasExpandedExtent(); })) {
-        const IndexMap iterated = logicalIndices(tv, loop_indices, /*iterate_expanded=*/true);
-        for (const IterDomain* id : logical_axes) {
-          if (id->hasExpandedExtent() && !iterated.at(id).isConstant()) {
-            pred.terms.push_back({iterated.at(id), Term::Kind::Equal, 0});
+    // An expanded dimension is stored once (index 0; a Global output with
+    // stride 0, output_layout.h): only the first iteration along it writes.
+    // A Shared tensor has a copy per block, and one thread storing the same
+    // value again is no hazard: there only the first thread along it writes.
+    const bool shared_state = tv->memoryType() == MemoryType::Global || tv->memoryType() == MemoryType::Shared;
+    const std::vector<IterDomain*> logical_axes = tv->logicalNoReductions();
+    if (single_writer && shared_state &&
+        std::any_of(logical_axes.begin(), logical_axes.end(),
+                    [](const IterDomain* id) { return id->hasExpandedExtent(); })) {
+      const IndexMap iterated = logicalIndices(tv, loop_indices, /*iterate_expanded=*/true);
+      std::map<std::string, IntExpr> threads_only;
+      if (tv->memoryType() == MemoryType::Shared) {
+        for (const IntExpr& index : loop_indices) {
+          if (index.kind() == IntExpr::Kind::Symbol && index.symbolName().rfind("threadIdx", 0) != 0) {
+            threads_only[index.symbolName()] = 0;
           }
+        }
+      }
+      for (const IterDomain* id : logical_axes) {
+        const IntExpr index = substitute(iterated.at(id), threads_only);
+        if (id->hasExpandedExtent() && !index.isConstant()) {
+          pred.terms.push_back({index, Term::Kind::Equal, 0});
         }
       }
     }

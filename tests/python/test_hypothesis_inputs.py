@@ -1,7 +1,8 @@
 """Property tests (Hypothesis) of what FusionDefinition and fd.execute do
 with arbitrary inputs: wrong types, ranks, extents, dtypes and devices,
 empty and zero-size tensors, non-contiguous and overlapping (stride 0 or
-as_strided) tensors. Every case must end in a correct result (compared with
+as_strided) tensors, views at a storage offset and tensors that require
+grad. Every case must end in a correct result (compared with
 torch) or a clear exception: smelt.SmeltError, TypeError or ValueError, with
 a message. Never a crash, a hang or a silently wrong result.
 
@@ -178,6 +179,28 @@ def test_non_contiguous_inputs_run_or_are_refused(shape, data):
             exp_plus_row_sum(len(shape), contiguous=True).execute([x])
     # Declared non-contiguous: any strides work.
     assert_matches(exp_plus_row_sum(len(shape), contiguous=False).execute([x]), x)
+
+
+@SETTINGS
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), offset=st.integers(0, 3),
+       contiguous=st.booleans())
+def test_inputs_at_any_storage_offset_run_correctly(shape, offset, contiguous):
+    # A view starting `offset` elements into its storage: its data is aligned
+    # to 4 bytes only, so vectorized accesses must not be chosen for it.
+    numel = 1
+    for s in shape:
+        numel *= s
+    x = torch.randn(numel + offset)[offset:].view(shape)
+    assert_matches(exp_plus_row_sum(len(shape), contiguous=contiguous).execute([x]), x)
+
+
+@SETTINGS
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3))
+def test_inputs_that_require_grad_run_or_are_refused(shape):
+    x = torch.randn(shape, requires_grad=True)
+    outputs = run_or_clear_error(exp_plus_row_sum(len(shape)), [x])
+    if outputs is not None:
+        assert_matches([o.detach() for o in outputs], x.detach())
 
 
 def test_meta_and_sparse_tensors_are_refused():

@@ -69,8 +69,8 @@ CaseResult runFuzzCase(uint64_t seed, bool compile, const FuzzLimits& limits) {
   } catch (const Error& e) {
     result.detail = e.what();
     // A kernel that lowered must generate, compile and simulate, and a
-    // fusion a scheduler accepted must schedule and lower: an error after
-    // that is a bug.
+    // fusion given to the registry must be declined (selectScheduler) or
+    // schedule and lower: any other error there is a bug.
     const bool bug = result.detail.empty() || isInternalError(result.detail) ||
                      result.stage == "codegen" || result.stage == "nvrtc" ||
                      result.stage == "simulate" || result.auto_scheduled;

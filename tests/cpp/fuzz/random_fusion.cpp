@@ -109,7 +109,8 @@ class FusionBuilder {
     result_.half_precision = result_.half_precision || dtype == DataType::Half;
     if (symbolic_ && chance(rng_, 0.8)) {
       in.tv = makeContigTensor(rank, dtype);
-      log_.add(in.tv->name() + " = makeContigTensor(" + std::to_string(rank) + ", " + toString(dtype) + ");");
+      log_.add(in.tv->name() + " = makeContigTensor(" + std::to_string(rank) + ", " + toString(dtype) +
+               ");");
     } else {
       in.tv = makeConcreteTensor(shape, dtype);
       log_.add(in.tv->name() + " = makeConcreteTensor({" + joined(shape) + "}, " + toString(dtype) + ");");
@@ -275,7 +276,8 @@ class FusionBuilder {
     axes.insert(axes.begin() + static_cast<std::ptrdiff_t>(position), kBroadcast);
     if (chance(rng_, 0.3)) {
       const auto dim = static_cast<int64_t>(position);
-      record("unsqueeze(" + in.tv->name() + ", " + std::to_string(dim) + ")", Live{unsqueeze(in.tv, dim), axes});
+      record("unsqueeze(" + in.tv->name() + ", " + std::to_string(dim) + ")",
+             Live{unsqueeze(in.tv, dim), axes});
       return;
     }
     std::ostringstream call;
@@ -365,31 +367,36 @@ class FusionBuilder {
   void addReshape() {
     const Live in = anyLive();
     if (in.axes.empty()) return;
-    const auto rank = static_cast<int64_t>(in.axes.size());
     const std::vector<IterDomain*> ids = in.tv->logicalNoReductions();
     std::vector<IntExpr> shape;
-    for (const IterDomain* id : ids) shape.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1) : id->loopExtent());
+    for (const IterDomain* id : ids) {
+      shape.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1) : id->loopExtent());
+    }
     std::vector<int64_t> axes = in.axes;
+    const auto rank = static_cast<int64_t>(axes.size());
     const int64_t d = pick(rng_, 0, rank - 1);
     const auto at = [](int64_t i) { return static_cast<std::ptrdiff_t>(i); };
+    // Dimensions d and d + 1 (d and d - 1 for the last) as one new axis.
+    const int64_t first = std::min(d, rank - 2);
+    const auto mergeAxes = [&] {
+      axes.erase(axes.begin() + at(first), axes.begin() + at(first) + 2);
+      axes.insert(axes.begin() + at(first), next_axis_id_++);
+    };
+    std::ostringstream call;
+    TensorView* out = nullptr;
     switch (pick(rng_, 0, 3)) {
-      case 0: {
+      case 0:
         if (rank < 2) return;
-        const int64_t start = std::min(d, rank - 2);
-        TensorView* out = flatten(in.tv, start, start + 1);
-        axes.erase(axes.begin() + at(start), axes.begin() + at(start) + 2);
-        axes.insert(axes.begin() + at(start), next_axis_id_++);
-        record("flatten(" + in.tv->name() + ", " + std::to_string(start) + ", " + std::to_string(start + 1) + ")",
-               withBroadcastsOf(out, axes));
-        return;
-      }
+        call << "flatten(" << in.tv->name() << ", " << first << ", " << first + 1 << ")";
+        out = flatten(in.tv, first, first + 1);
+        mergeAxes();
+        break;
       case 1: {
         if (rank < 2) return;
-        const int64_t start = std::min(d, rank - 2);
-        shape[static_cast<size_t>(start)] = shape[static_cast<size_t>(start)] * shape[static_cast<size_t>(start) + 1];
-        shape.erase(shape.begin() + at(start) + 1);
-        axes.erase(axes.begin() + at(start), axes.begin() + at(start) + 2);
-        axes.insert(axes.begin() + at(start), next_axis_id_++);
+        const auto merged = static_cast<size_t>(first);
+        shape[merged] = shape[merged] * shape[merged + 1];
+        shape.erase(shape.begin() + at(first) + 1);
+        mergeAxes();
         break;
       }
       case 2: {
@@ -406,11 +413,13 @@ class FusionBuilder {
         shape.insert(shape.begin() + at(d), 1);
         axes.insert(axes.begin() + at(d), kBroadcast);
     }
-    std::ostringstream call;
-    call << "reshape(" << in.tv->name() << ", {";
-    for (size_t k = 0; k < shape.size(); ++k) call << (k ? ", " : "") << shape[k];
-    call << "})";
-    record(call.str(), withBroadcastsOf(reshape(in.tv, shape), axes));
+    if (out == nullptr) {
+      call << "reshape(" << in.tv->name() << ", {";
+      for (size_t k = 0; k < shape.size(); ++k) call << (k ? ", " : "") << shape[k];
+      call << "})";
+      out = reshape(in.tv, shape);
+    }
+    record(call.str(), withBroadcastsOf(out, axes));
   }
 
   void addReduction() {
@@ -572,7 +581,8 @@ class Scheduler {
       }
       case 12: {
         const int64_t stages = pick(rng_, 2, 4);
-        return apply(t + "->circularBuffer(" + std::to_string(stages) + ")", [=] { tv->circularBuffer(stages); });
+        return apply(t + "->circularBuffer(" + std::to_string(stages) + ")",
+                     [=] { tv->circularBuffer(stages); });
       }
       default: return cachedLoad();
     }

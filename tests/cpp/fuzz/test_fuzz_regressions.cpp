@@ -350,5 +350,25 @@ TEST(FuzzRegression, VectorAxisMovesBehindAnUnmappedBroadcastAxis) {
   expectKernelCorrect(fusion, inputs);
 }
 
+// Seed 304426: a Shared tensor expanded along dimension 0, that dimension
+// bound to TIDz: every TIDz thread stored the one slice the expanded axis
+// has (a WAW race). Only the first index along it stores, per block.
+TEST(FuzzRegression, ExpandedSharedDimensionIsStoredOncePerBlock) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t0 = makeConcreteTensor({2});
+  fusion.addInput(t0);
+  TensorView* t3 = reshape(t0, {1, 2});
+  TensorView* t7 = expand(t3, {2, -1});
+  TensorView* t8 = pad(t7, {0, 2});
+  fusion.addOutput(t8);
+  t3->setMemoryType(MemoryType::Local);
+  t7->axis(0)->parallelize(ParallelType::TIDz);
+  t8->reorder({{1, 0}});
+  t7->setMemoryType(MemoryType::Shared);
+  t0->cacheAfter();
+  expectKernelCorrect(fusion, randomInputs(fusion));
+}
+
 }  // namespace
 }  // namespace smelt::sim::testing

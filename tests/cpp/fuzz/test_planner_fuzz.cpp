@@ -11,7 +11,8 @@
 //     largest number of live constant bytes at any one program position
 //     (computed here independently);
 //   * evaluated under random symbol values (0 included) every symbolic plan
-//     is aligned and keeps conflicting buffers disjoint;
+//     is aligned, keeps conflicting buffers disjoint and is no smaller than
+//     the live bytes at any position under those values;
 //   * with a device limit below the plan's constant total the verifier
 //     throws a smelt::Error naming the total;
 //   * malformed input (bad alignment, backwards lifetimes, negative sizes,
@@ -96,10 +97,11 @@ class SetGenerator {
   std::mt19937_64 rng_;
 };
 
-// The largest sum of constant sizes live together at one position, for
-// lifetimes extended to the next barrier at or after the last read (the
-// conservative rule conflictsFromBarriers implements): a clique, so a bound.
-int64_t liveBytesBound(const BufferSet& set) {
+// The largest sum of sizes live together at one position, for lifetimes
+// extended to the next barrier at or after the last read (the conservative
+// rule conflictsFromBarriers implements): a clique, so a bound. Symbolic
+// sizes count under `values`, or not at all without them.
+int64_t liveBytesBound(const BufferSet& set, const std::map<std::string, int64_t>* values = nullptr) {
   std::vector<int64_t> barriers = set.barriers;
   std::sort(barriers.begin(), barriers.end());
   int64_t best = 0;
@@ -107,7 +109,12 @@ int64_t liveBytesBound(const BufferSet& set) {
     int64_t live = 0;
     for (const Buffer& b : set.buffers) {
       const int64_t until = barrierAfterLastRead(b.last_read, barriers, set.end);
-      if (b.bytes.isConstant() && b.first_write <= p && p <= until) live += *b.bytes.constant();
+      if (b.first_write > p || p > until) continue;
+      if (values != nullptr) {
+        live += b.bytes.evaluate(*values);
+      } else if (b.bytes.isConstant()) {
+        live += *b.bytes.constant();
+      }
     }
     best = std::max(best, live);
   }
@@ -156,6 +163,7 @@ TEST(PlannerFuzz, EveryPlanVerifiesAndRespectsTheBound) {
       for (int k = 0; k < 3; ++k) {
         const auto values = generator.bindings();
         ASSERT_GE(plan->total_bytes.evaluate(values), plan->lower_bound_bytes) << plan->strategy;
+        ASSERT_GE(plan->total_bytes.evaluate(values), liveBytesBound(set, &values)) << plan->strategy;
         ASSERT_TRUE(disjointUnder(set, conflicts, *plan, values)) << plan->strategy;
       }
       const std::optional<int64_t> total = plan->total_bytes.constant();
