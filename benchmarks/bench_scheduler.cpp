@@ -23,14 +23,9 @@ namespace smelt {
 namespace {
 
 std::unique_ptr<Fusion> pointwiseFusion() {
-  auto fusion = std::make_unique<Fusion>();
-  FusionGuard guard(fusion.get());
-  TensorView* a = makeContigTensor(2);
-  TensorView* b = makeContigTensor(1);
-  fusion->addInput(a);
-  fusion->addInput(b);
-  fusion->addOutput(relu(add(mul(a, 2.0), broadcast(b, {true, false}))));
-  return fusion;
+  return examples::fusionOf({2, 1}, [](const std::vector<TensorView*>& in) {
+    return relu(add(mul(in[0], 2.0), broadcast(in[1], {true, false})));
+  });
 }
 
 void BM_PointwiseHeuristics(benchmark::State& state) {

@@ -4,7 +4,9 @@
 // libraries include it too.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "fusion/fusion.h"
 #include "fusion/ops.h"
@@ -18,14 +20,25 @@ inline TensorView* rowSoftmax(TensorView* x) {
   return div(e, broadcast(sum(e, {1}), {false, true}));
 }
 
-// rowSoftmax of a contiguous 2-D input as a fusion of its own.
-inline std::unique_ptr<Fusion> rowSoftmaxFusion() {
+// A fusion of contiguous inputs of the given ranks (symbolic extents) and
+// the one output `build` makes of them (built with the fusion active).
+inline std::unique_ptr<Fusion> fusionOf(
+    const std::vector<int64_t>& input_ranks,
+    const std::function<TensorView*(const std::vector<TensorView*>& inputs)>& build) {
   auto fusion = std::make_unique<Fusion>();
   FusionGuard guard(fusion.get());
-  TensorView* x = makeContigTensor(2);
-  fusion->addInput(x);
-  fusion->addOutput(rowSoftmax(x));
+  std::vector<TensorView*> inputs;
+  for (int64_t rank : input_ranks) {
+    inputs.push_back(makeContigTensor(rank));
+    fusion->addInput(inputs.back());
+  }
+  fusion->addOutput(build(inputs));
   return fusion;
+}
+
+// rowSoftmax of a contiguous 2-D input as a fusion of its own.
+inline std::unique_ptr<Fusion> rowSoftmaxFusion() {
+  return fusionOf({2}, [](const std::vector<TensorView*>& in) { return rowSoftmax(in[0]); });
 }
 
 }  // namespace smelt::examples

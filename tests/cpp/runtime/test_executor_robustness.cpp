@@ -134,14 +134,12 @@ TEST(LaunchLimits, SharedMemoryThatCannotFit) {
 
 // a * b + exp(a) over [rows, 16], one block per row and a thread per column.
 std::unique_ptr<Fusion> scheduledFusion(double scale) {
-  auto fusion = std::make_unique<Fusion>();
+  std::unique_ptr<Fusion> fusion =
+      examples::fusionOf({2, 2}, [scale](const std::vector<TensorView*>& in) {
+        return add(mul(mul(in[0], in[1]), scale), exp(in[0]));
+      });
   FusionGuard guard(fusion.get());
-  TensorView* a = makeContigTensor(2);
-  TensorView* b = makeContigTensor(2);
-  fusion->addInput(a);
-  fusion->addInput(b);
-  TensorView* out = add(mul(mul(a, b), scale), exp(a));
-  fusion->addOutput(out);
+  TensorView* out = fusion->outputs()[0]->asTensor();
   out->axis(0)->parallelize(ParallelType::BIDx);
   out->axis(1)->parallelize(ParallelType::TIDx);
   propagateSchedule(out);

@@ -24,14 +24,8 @@ at::Tensor randn(std::vector<int64_t> shape) {
 }
 
 std::unique_ptr<Fusion> addRelu() {
-  auto fusion = std::make_unique<Fusion>();
-  FusionGuard guard(fusion.get());
-  TensorView* a = makeContigTensor(2);
-  TensorView* b = makeContigTensor(2);
-  fusion->addInput(a);
-  fusion->addInput(b);
-  fusion->addOutput(relu(add(a, b)));
-  return fusion;
+  return examples::fusionOf(
+      {2, 2}, [](const std::vector<TensorView*>& in) { return relu(add(in[0], in[1])); });
 }
 
 // sum(x, {axis}) of a matrix.
@@ -146,16 +140,9 @@ TEST(FusionExecutorCache, TwoReductionsRunAsTwoKernels) {
 // intermediate, the reduction kernel applies relu and sums; both run in
 // order.
 TEST(FusionExecutorCache, MatmulThenReductionRunsAsTwoKernels) {
-  auto fusion = std::make_unique<Fusion>();
-  {
-    FusionGuard guard(fusion.get());
-    TensorView* a = makeContigTensor(2);
-    TensorView* b = makeContigTensor(2);
-    fusion->addInput(a);
-    fusion->addInput(b);
-    fusion->addOutput(sum(relu(matmul(a, b)), {1}));
-  }
-  FusionExecutorCache cache(std::move(fusion));
+  FusionExecutorCache cache(examples::fusionOf({2, 2}, [](const std::vector<TensorView*>& in) {
+    return sum(relu(matmul(in[0], in[1])), {1});
+  }));
   runAndCheck(cache, {randn({19, 23}), randn({23, 45})});
   expectSegments(cache, {SchedulerType::Matmul, SchedulerType::Reduction},
                  "segment 0 (matmul): T0, T1 -> T5\n"
