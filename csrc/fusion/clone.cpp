@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <unordered_set>
+#include <utility>
 
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
@@ -23,8 +24,8 @@ TensorView* CloneMap::operator()(const TensorView* tv) const {
 
 class GraphCopier {
  public:
-  GraphCopier(const Fusion& src, Fusion& dst, CloneMap& map, const ExtentRewrite& rewrite)
-      : src_(src), dst_(dst), map_(map), rewrite_(rewrite) {
+  GraphCopier(const Fusion& src, Fusion& dst, CloneMap& map, ExtentRewrite rewrite)
+      : src_(src), dst_(dst), map_(map), rewrite_(std::move(rewrite)) {
     dst_.next_tensor_number_ = src_.next_tensor_number_;
     dst_.next_scalar_number_ = src_.next_scalar_number_;
     dst_.next_iter_domain_id_ = src_.next_iter_domain_id_;
@@ -130,7 +131,9 @@ class GraphCopier {
   const Fusion& src_;
   Fusion& dst_;
   CloneMap& map_;
-  const ExtentRewrite& rewrite_;
+  // A copy: Fusion::clone passes a temporary (ASan found the reference to
+  // it dangling).
+  const ExtentRewrite rewrite_;
   std::unordered_set<const Val*> new_inputs_;
 };
 
