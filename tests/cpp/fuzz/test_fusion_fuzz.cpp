@@ -7,7 +7,9 @@
 // SMELT_FUZZ_ITERS: cases (default 300), SMELT_FUZZ_SEED: first seed
 // (default 1), SMELT_FUZZ_NVRTC_EVERY: NVRTC compiles every n-th case
 // (default 8; NVRTC is most of a case's time; the cases run through
-// FusionExecutorCache always compile each new kernel). A bug prints the seed and the
+// FusionExecutorCache always compile each new kernel), SMELT_FUZZ_SEGMENTED:
+// the share of cases run through FusionExecutorCache (default 0.1; 1 runs
+// every seed's fusion through it). A bug prints the seed and the
 // transcript of calls; crashes found so far are named regression tests in
 // test_fuzz_regressions.cpp.
 #include <gtest/gtest.h>
@@ -77,6 +79,10 @@ TEST(FusionFuzz, RandomFusionsAndSchedulesEndCorrectOrInAnError) {
   const int64_t iterations = envInt("SMELT_FUZZ_ITERS", 300);
   const uint64_t first_seed = static_cast<uint64_t>(envInt("SMELT_FUZZ_SEED", 1));
   const int64_t nvrtc_every = std::max<int64_t>(envInt("SMELT_FUZZ_NVRTC_EVERY", 8), 1);
+  FuzzLimits limits;
+  if (const char* chance = std::getenv("SMELT_FUZZ_SEGMENTED"); chance != nullptr && *chance != '\0') {
+    limits.segmented_chance = std::strtod(chance, nullptr);
+  }
   HangWatchdog watchdog(std::chrono::seconds(120));
 
   std::map<Verdict, int64_t> verdicts;
@@ -88,7 +94,7 @@ TEST(FusionFuzz, RandomFusionsAndSchedulesEndCorrectOrInAnError) {
     const uint64_t seed = first_seed + static_cast<uint64_t>(i);
     watchdog.startCase(seed);
     const bool compile = i % nvrtc_every == 0;
-    const CaseResult result = runFuzzCase(seed, compile);
+    const CaseResult result = runFuzzCase(seed, compile, limits);
     verdicts[result.verdict]++;
     rejected_primitives += result.rejected_primitives;
     if (result.verdict == Verdict::Rejected) rejected_at[result.stage]++;
