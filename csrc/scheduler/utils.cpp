@@ -243,9 +243,10 @@ void vectorizeInnermost(const std::vector<TensorView*>& tensors, int64_t width,
                         const std::string& scheduler) {
   for (TensorView* tv : tensors) {
     // Propagation appends axes it cannot map (a broadcast the reference
-    // lacks): they run once, so the vector axis moves behind them.
+    // lacks, or an extent-1 input axis a reshape left unmapped): they run once, so
+    // the vector axis moves behind them.
     int64_t vector_axis = tv->nDims() - 1;
-    while (vector_axis > 0 && tv->axis(vector_axis)->isBroadcast() &&
+    while (vector_axis > 0 && !tv->axis(vector_axis)->isReduction() &&
            tv->axis(vector_axis)->loopExtent().constant() == 1) {
       --vector_axis;
     }

@@ -1,5 +1,7 @@
 #include "fuzz/fuzz_case.h"
 
+#include <algorithm>
+#include <memory>
 #include <random>
 
 #include "codegen/cuda_codegen.h"
@@ -20,9 +22,92 @@ bool isInternalError(const std::string& message) {
   return message.find("smelt internal error") != std::string::npos;
 }
 
+bool isSegmenterRejection(const std::string& message) {
+  return message.find("cannot segment the fusion") != std::string::npos ||
+         message.find("cannot split the reduction") != std::string::npos;
+}
+
+// Runs `inputs` through `cache`; "" when every output matches ATen's.
+std::string firstCacheMismatch(FusionExecutorCache& cache, const std::vector<at::Tensor>& inputs,
+                               const std::vector<at::Tensor>& expected, double tolerance) {
+  const std::vector<at::Tensor> outputs = cache.runFusionWithInputs(inputs);
+  if (outputs.size() != expected.size()) {
+    return "the cache returned " + std::to_string(outputs.size()) + " outputs, expected " +
+           std::to_string(expected.size());
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string mismatch = sim::testing::outputMismatch(i, outputs[i], expected[i], tolerance, tolerance);
+    if (!mismatch.empty()) return mismatch;
+  }
+  return "";
+}
+
+CaseResult runSegmentedCase(uint64_t seed, std::mt19937_64& rng, const FuzzLimits& limits) {
+  CaseResult result;
+  result.segmented = true;
+  auto owned = std::make_unique<Fusion>();
+  Fusion& fusion = *owned;
+  FusionGuard guard(&fusion);
+  Transcript transcript;
+  std::unique_ptr<FusionExecutorCache> cache;
+  int64_t signatures_before = 0;
+  result.stage = "build";
+  try {
+    const RandomFusion built = buildRandomFusion(rng, transcript, limits);
+    result.stage = "reference";
+    const double tolerance = built.half_precision ? 1e-2 : 1e-4;
+    struct Run {
+      std::string stage;
+      std::vector<at::Tensor> inputs, expected;
+    };
+    std::vector<Run> runs = {{"run", smelt::testing::randomInputs(fusion, built.input_shapes, seed), {}},
+                             {"cached run", smelt::testing::randomInputs(fusion, built.input_shapes, seed + 1), {}}};
+    if (const auto other = otherInputShapes(built, rng, limits)) {
+      runs.push_back({"resized run", smelt::testing::randomInputs(fusion, *other, seed + 2), {}});
+    }
+    for (Run& run : runs) run.expected = smelt::testing::evaluateWithATen(fusion, run.inputs);
+    cache = std::make_unique<FusionExecutorCache>(std::move(owned));
+    for (const Run& run : runs) {
+      result.stage = run.stage;
+      signatures_before = cache->numSignatures();
+      transcript.add("cache.runFusionWithInputs(/* " + run.stage + ": " + inputSignature(run.inputs) + " */);");
+      result.detail = firstCacheMismatch(*cache, run.inputs, run.expected, tolerance);
+      transcript.add("// " + cache->lastRun().toString());
+      if (run.stage == "run") result.segments = static_cast<int64_t>(cache->lastRun().segments.size());
+      if (result.detail.empty() && run.stage == "cached run") {
+        const FusionRun& last = cache->lastRun();
+        const bool recompiled = std::any_of(last.segments.begin(), last.segments.end(),
+                                            [](const SegmentRun& segment) { return segment.compiled; });
+        if (last.new_signature || recompiled) result.detail = "the repeat with the same sizes did not reuse every kernel";
+      }
+      if (!result.detail.empty()) break;
+    }
+    result.verdict = result.detail.empty() ? Verdict::Correct : Verdict::Bug;
+  } catch (const Error& e) {
+    result.detail = e.what();
+    // Before the cache exists the fusion was not valid to build or evaluate
+    // (as for the other cases); in the cache only the segmenter may decline.
+    const bool segmenter_declined = cache != nullptr && cache->numSignatures() == signatures_before &&
+                                    isSegmenterRejection(result.detail);
+    const bool rejected = cache == nullptr ? !isInternalError(result.detail) : segmenter_declined &&
+                                                                                  !isInternalError(result.detail);
+    result.verdict = rejected ? Verdict::Rejected : Verdict::Bug;
+  } catch (const std::exception& e) {
+    result.verdict = Verdict::Bug;
+    result.detail = std::string("foreign exception: ") + e.what();
+  }
+  result.transcript = transcript.toString();
+  return result;
+}
+
 }  // namespace
 
 CaseResult runFuzzCase(uint64_t seed, bool compile, const FuzzLimits& limits) {
+  std::mt19937_64 mode_rng(seed ^ 0x5e6d3e47a11ce5edULL);
+  if (std::bernoulli_distribution(limits.segmented_chance)(mode_rng)) {
+    std::mt19937_64 rng(seed);
+    return runSegmentedCase(seed, rng, limits);
+  }
   CaseResult result;
   std::mt19937_64 rng(seed);
   Fusion fusion;

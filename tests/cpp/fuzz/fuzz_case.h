@@ -24,6 +24,8 @@ struct CaseResult {
   // auto-schedule, lower, codegen, nvrtc, simulate.
   std::string stage;
   bool auto_scheduled = false;  // by the scheduler registry rather than randomly
+  bool segmented = false;       // run through FusionExecutorCache
+  int64_t segments = 0;         // of the first cache run
   std::string detail;  // the error message or the simulator's finding
   std::string transcript;
   int64_t rejected_primitives = 0;
@@ -34,6 +36,15 @@ struct CaseResult {
 // the registry (selectScheduler, heuristics, schedule) instead of randomly:
 // no scheduler taking the fusion is a rejection, any error after one took it
 // a bug.
+//
+// Another share (FuzzLimits::segmented_chance, drawn from a generator of its
+// own so the other cases keep their schedules) runs the unscheduled fusion
+// through a FusionExecutorCache on CPU tensors (simulator, race detection):
+// once, again on new values of the same sizes (which must reuse every
+// kernel), and for a symbolic fusion on other sizes (otherInputShapes), each
+// against ATen. The only rejection is segmentFusion's "cannot segment" /
+// "cannot split" error before a new signature is recorded; any other error,
+// a mismatch or a recompilation on the repeat is a bug.
 CaseResult runFuzzCase(uint64_t seed, bool compile, const FuzzLimits& limits = {});
 
 }  // namespace smelt::fuzz

@@ -78,6 +78,7 @@ class FusionBuilder {
     for (int64_t d = 0; d < base_rank; ++d) extents_.push_back(pick(rng_, 1, limits_.max_extent));
     symbolic_ = chance(rng_, limits_.symbolic_fusion_chance);
     if (symbolic_) log_.add("// run on sizes {" + joined(extents_) + "}");
+    result_.base_extents = extents_;
     const int64_t inputs = pick(rng_, 1, limits_.max_inputs);
     for (int64_t i = 0; i < inputs; ++i) addInput(*fusion, base_rank);
     const int64_t ops = pick(rng_, 1, limits_.max_ops);
@@ -107,7 +108,8 @@ class FusionBuilder {
     const DataType dtype = chance(rng_, 0.85) ? DataType::Float : pickOf(rng_, std::vector<DataType>{
         DataType::Double, DataType::Half, DataType::Int, DataType::Bool});
     result_.half_precision = result_.half_precision || dtype == DataType::Half;
-    if (symbolic_ && chance(rng_, 0.8)) {
+    const bool symbolic = symbolic_ && chance(rng_, 0.8);
+    if (symbolic) {
       in.tv = makeContigTensor(rank, dtype);
       log_.add(in.tv->name() + " = makeContigTensor(" + std::to_string(rank) + ", " + toString(dtype) +
                ");");
@@ -117,6 +119,8 @@ class FusionBuilder {
     }
     fusion.addInput(in.tv);
     result_.input_shapes.push_back(shape);
+    result_.input_base_axes.push_back(in.axes);
+    result_.symbolic_inputs.push_back(symbolic);
     noteExtents(in);
     live_.push_back(in);
   }
@@ -620,6 +624,28 @@ class Scheduler {
 
 RandomFusion buildRandomFusion(std::mt19937_64& rng, Transcript& transcript, const FuzzLimits& limits) {
   return FusionBuilder(rng, transcript, limits).build();
+}
+
+std::optional<std::vector<std::vector<int64_t>>> otherInputShapes(const RandomFusion& fusion,
+                                                                  std::mt19937_64& rng,
+                                                                  const FuzzLimits& limits) {
+  std::vector<int64_t> extents = fusion.base_extents;
+  std::vector<bool> fixed(extents.size(), false);
+  for (size_t i = 0; i < fusion.input_base_axes.size(); ++i) {
+    if (fusion.symbolic_inputs[i]) continue;
+    for (int64_t axis : fusion.input_base_axes[i]) fixed[static_cast<size_t>(axis)] = true;
+  }
+  for (size_t d = 0; d < extents.size(); ++d) {
+    if (!fixed[d]) extents[d] = pick(rng, 1, 2 * limits.max_extent);
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  for (const std::vector<int64_t>& axes : fusion.input_base_axes) {
+    std::vector<int64_t> shape;
+    for (int64_t axis : axes) shape.push_back(extents[static_cast<size_t>(axis)]);
+    shapes.push_back(shape);
+  }
+  if (shapes == fusion.input_shapes) return std::nullopt;
+  return shapes;
 }
 
 void scheduleRandomly(Fusion& fusion, std::mt19937_64& rng, Transcript& transcript,

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -51,15 +52,30 @@ struct FuzzLimits {
   int64_t max_schedule_steps = 10;
   double symbolic_fusion_chance = 0.35;
   double auto_schedule_chance = 0.25;
+  // Cases run unscheduled through FusionExecutorCache (segmented when no
+  // scheduler takes the fusion whole) instead of being scheduled.
+  double segmented_chance = 0.1;
 };
 
 struct RandomFusion {
   bool half_precision = false;  // uses a 16-bit type: results compare at half precision
   std::vector<std::vector<int64_t>> input_shapes;  // the sizes to run it on, per input
+  // Per input, the axes of the base shape it views (right-aligned), and
+  // whether its extents are symbolic: what otherInputShapes may resize.
+  std::vector<std::vector<int64_t>> input_base_axes;
+  std::vector<bool> symbolic_inputs;
+  std::vector<int64_t> base_extents;
 };
 
 // Builds a random fusion in Fusion::current().
 RandomFusion buildRandomFusion(std::mt19937_64& rng, Transcript& transcript, const FuzzLimits& limits = {});
+
+// Sizes of the same fusion's inputs with different extents (1 to twice
+// FuzzLimits::max_extent) on the base axes that only symbolic inputs view;
+// nullopt when every axis is fixed by a concrete input or none changed.
+std::optional<std::vector<std::vector<int64_t>>> otherInputShapes(const RandomFusion& fusion,
+                                                                  std::mt19937_64& rng,
+                                                                  const FuzzLimits& limits = {});
 
 // Applies random scheduling primitives to the tensors of `fusion`.
 void scheduleRandomly(Fusion& fusion, std::mt19937_64& rng, Transcript& transcript,

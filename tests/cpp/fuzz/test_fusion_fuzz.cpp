@@ -6,7 +6,10 @@
 //
 // SMELT_FUZZ_ITERS: cases (default 300), SMELT_FUZZ_SEED: first seed
 // (default 1), SMELT_FUZZ_NVRTC_EVERY: NVRTC compiles every n-th case
-// (default 8; NVRTC is most of a case's time). A bug prints the seed and the
+// (default 8; NVRTC is most of a case's time; the cases run through
+// FusionExecutorCache always compile each new kernel), SMELT_FUZZ_SEGMENTED:
+// the share of cases run through FusionExecutorCache (default 0.1; 1 runs
+// every seed's fusion through it). A bug prints the seed and the
 // transcript of calls; crashes found so far are named regression tests in
 // test_fuzz_regressions.cpp.
 #include <gtest/gtest.h>
@@ -76,21 +79,28 @@ TEST(FusionFuzz, RandomFusionsAndSchedulesEndCorrectOrInAnError) {
   const int64_t iterations = envInt("SMELT_FUZZ_ITERS", 300);
   const uint64_t first_seed = static_cast<uint64_t>(envInt("SMELT_FUZZ_SEED", 1));
   const int64_t nvrtc_every = std::max<int64_t>(envInt("SMELT_FUZZ_NVRTC_EVERY", 8), 1);
+  FuzzLimits limits;
+  if (const char* chance = std::getenv("SMELT_FUZZ_SEGMENTED"); chance != nullptr && *chance != '\0') {
+    limits.segmented_chance = std::strtod(chance, nullptr);
+  }
   HangWatchdog watchdog(std::chrono::seconds(120));
 
   std::map<Verdict, int64_t> verdicts;
   std::map<std::string, int64_t> rejected_at;
-  int64_t compiled = 0, rejected_primitives = 0;
+  std::map<Verdict, int64_t> segmented_verdicts;
+  int64_t compiled = 0, rejected_primitives = 0, multi_segment = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < iterations; ++i) {
     const uint64_t seed = first_seed + static_cast<uint64_t>(i);
     watchdog.startCase(seed);
     const bool compile = i % nvrtc_every == 0;
-    const CaseResult result = runFuzzCase(seed, compile);
+    const CaseResult result = runFuzzCase(seed, compile, limits);
     verdicts[result.verdict]++;
     rejected_primitives += result.rejected_primitives;
     if (result.verdict == Verdict::Rejected) rejected_at[result.stage]++;
     if (compile && result.verdict == Verdict::Correct) compiled++;
+    if (result.segmented) segmented_verdicts[result.verdict]++;
+    if (result.segmented && result.segments > 1) multi_segment++;
     if (result.verdict == Verdict::Bug) {
       ADD_FAILURE() << "seed " << seed << ": bug at " << result.stage << ": " << result.detail
                     << "\ncalls:\n" << result.transcript;
@@ -101,6 +111,9 @@ TEST(FusionFuzz, RandomFusionsAndSchedulesEndCorrectOrInAnError) {
             << " s: " << verdicts[Verdict::Correct] << " correct (" << compiled << " NVRTC-compiled), "
             << verdicts[Verdict::Rejected] << " rejected with an error, " << verdicts[Verdict::Bug]
             << " bugs; " << rejected_primitives << " scheduling calls rejected\n";
+  std::cout << "  through FusionExecutorCache: " << segmented_verdicts[Verdict::Correct] << " correct ("
+            << multi_segment << " in several segments), " << segmented_verdicts[Verdict::Rejected]
+            << " rejected, " << segmented_verdicts[Verdict::Bug] << " bugs\n";
   for (const auto& [stage, count] : rejected_at) std::cout << "  rejected at " << stage << ": " << count << "\n";
   // A fuzzer whose every case is rejected tests nothing (checked on runs
   // long enough to say).

@@ -370,5 +370,27 @@ TEST(FuzzRegression, ExpandedSharedDimensionIsStoredOncePerBlock) {
   expectKernelCorrect(fusion, randomInputs(fusion));
 }
 
+// Seed 1412 (through FusionExecutorCache): a reshaped input that is an
+// output and read by another output, vectorized by two.
+TEST(FuzzRegression, CachedReshapedOutputVectorizes) {
+  auto owned = std::make_unique<Fusion>();
+  Fusion& fusion = *owned;
+  FusionGuard guard(&fusion);
+  TensorView* t0 = makeConcreteTensor({1, 6, 6});
+  fusion.addInput(t0);
+  TensorView* t3 = reshape(t0, {1, 2, 3, 6});
+  TensorView* t8 = castOp(DataType::Bool, t3);
+  fusion.addOutput(t8);
+  fusion.addOutput(t3);
+  const std::vector<at::Tensor> inputs = randomInputs(fusion);
+  const std::vector<at::Tensor> expected = smelt::testing::evaluateWithATen(fusion, inputs);
+  FusionExecutorCache cache(std::move(owned));
+  const std::vector<at::Tensor> outputs = cache.runFusionWithInputs(inputs);
+  ASSERT_EQ(outputs.size(), 2u);
+  for (size_t i = 0; i < outputs.size(); ++i) EXPECT_EQ(outputMismatch(i, outputs[i], expected[i], 0, 0), "");
+  EXPECT_EQ(cache.lastRun().segments.size(), 1u) << cache.lastRun().toString();
+  EXPECT_NE(cache.lastRun().toString().find("vector_width=2"), std::string::npos) << cache.lastRun().toString();
+}
+
 }  // namespace
 }  // namespace smelt::sim::testing

@@ -72,6 +72,26 @@ inline std::string firstFindingOf(const SimReport& report) {
   return os.str();
 }
 
+// "" when output `index`, `got`, has the sizes of `want` and its values at
+// the tolerances (compared in got's dtype); else the worst element.
+inline std::string outputMismatch(size_t index, const at::Tensor& got, const at::Tensor& want,
+                                  double rtol, double atol) {
+  std::ostringstream os;
+  if (got.sizes() != want.sizes()) {
+    os << "wrong result: output " << index << " has sizes " << got.sizes() << ", expected "
+       << want.sizes();
+    return os.str();
+  }
+  const at::Tensor got_d = got.to(at::kDouble);
+  const at::Tensor want_d = want.to(got.scalar_type()).to(at::kDouble);
+  if (at::allclose(got_d, want_d, rtol, atol, /*equal_nan=*/true)) return "";
+  const at::Tensor diff = (got_d - want_d).abs().nan_to_num(INFINITY).flatten();
+  const int64_t worst = diff.argmax().item<int64_t>();
+  os << "wrong result: output " << index << " element " << worst << " is "
+     << got_d.flatten()[worst].item<double>() << ", expected " << want_d.flatten()[worst].item<double>();
+  return os.str();
+}
+
 // Simulates `kernel` in every thread order; returns the first problem — a
 // race, an error, or an output that differs from the reference — with the
 // order that showed it, or "" when every order runs clean and matches.
@@ -85,17 +105,7 @@ inline std::string firstFinding(const kir::Kernel& kernel, const Reference& ref)
     SimResult result = simulate(kernel, ref.inputs, {}, ref.scalars, options);
     std::string finding = firstFindingOf(result.report);
     for (size_t i = 0; finding.empty() && i < ref.expected.size(); ++i) {
-      at::Tensor got = result.outputs.at(i).to(at::kDouble);
-      at::Tensor want = ref.expected[i].to(result.outputs[i].scalar_type()).to(at::kDouble);
-      if (!at::allclose(got, want, ref.rtol, ref.atol, /*equal_nan=*/true)) {
-        at::Tensor diff = (got - want).abs().nan_to_num(INFINITY).flatten();
-        const int64_t worst = diff.argmax().item<int64_t>();
-        std::ostringstream os;
-        os << "wrong result: output " << i << " element " << worst << " is "
-           << got.flatten()[worst].item<double>() << ", expected "
-           << want.flatten()[worst].item<double>();
-        finding = os.str();
-      }
+      finding = outputMismatch(i, result.outputs.at(i), ref.expected[i], ref.rtol, ref.atol);
     }
     if (!finding.empty()) return finding + " (" + names[o] + " order)";
   }
