@@ -3,6 +3,7 @@
 #include <sstream>
 #include <utility>
 
+#include "fusion/device_limits.h"
 #include "fusion/error.h"
 #include "fusion/mma_fragment.h"
 
@@ -44,8 +45,9 @@ void checkTensorCoreParams(const TensorCoreMatmulParams& p) {
               " is not a multiple of the warp tile ", p.warp_m, "x", p.warp_n);
   SMELT_CHECK(p.stages >= 2, "tensor-core matmul: stages = ", p.stages,
               "; the cp.async pipeline needs at least 2");
-  SMELT_CHECK(p.threads() <= 1024, "tensor-core matmul: ", p.threads(),
-              " threads per block exceed 1024");
+  const int64_t max_threads = DeviceLimits::sm90().max_threads_per_block;  // the same on every arch
+  SMELT_CHECK(p.threads() <= max_threads, "tensor-core matmul: ", p.threads(),
+              " threads per block exceed ", max_threads);
   const int64_t chunks_a = p.block_m * p.block_k / 8;
   const int64_t chunks_b = p.block_n * p.block_k / 8;
   SMELT_CHECK(chunks_a % p.threads() == 0 && chunks_b % p.threads() == 0,

@@ -38,7 +38,7 @@ int64_t epilogueTileBytes(const TensorCoreMatmulParams& params);
 // Throws smelt::Error naming the parameter when `params` cannot form a
 // kernel: tile sizes are powers of two, warp_m % 16 == 0, warp_n % 8 == 0,
 // block_k % 16 == 0, the warp tile divides the block tile, stages >= 2, at
-// most 1024 threads, each operand tile's 16-byte chunks divide evenly among
+// most DeviceLimits::max_threads_per_block threads, each operand tile's 16-byte chunks divide evenly among
 // the threads, promote_reuse only with smem_epilogue.
 void checkTensorCoreParams(const TensorCoreMatmulParams& params);
 

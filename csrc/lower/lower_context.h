@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "fusion/device_limits.h"
 #include "fusion/fusion.h"
 #include "lower/kir.h"
 
@@ -28,9 +29,9 @@ enum class SmemAllocator {
 };
 
 struct LowerOptions {
-  // The per-block shared-memory limit (sm_90: 227 KiB). Set to 48 KiB to
+  // The per-block shared-memory limit (sm_90's by default). Set to 48 KiB to
   // forbid the opt-in dynamic shared memory above the static limit.
-  int64_t max_shared_memory_bytes = 232448;
+  int64_t max_shared_memory_bytes = DeviceLimits::sm90().max_shared_memory_per_block;
   SmemHazards smem_hazards = SmemHazards::Precise;
   SmemAllocator smem_allocator = SmemAllocator::Best;
 };

@@ -225,8 +225,9 @@ LaunchParams FusionExecutor::evaluateLaunch(const std::map<std::string, int64_t>
   }
   resources.shared_memory_bytes = params.smem_bytes;
   resources.registers_per_thread = compiledKernel().ptxas.registers;
-  LaunchLimits limits = launchLimits(compiledKernel().arch);
-  limits.shared_memory_per_block = std::min(limits.shared_memory_per_block, options_.lower.max_shared_memory_bytes);
+  DeviceLimits limits = DeviceLimits::forArch(compiledKernel().arch);
+  limits.max_shared_memory_per_block =
+      std::min(limits.max_shared_memory_per_block, options_.lower.max_shared_memory_bytes);
   checkLaunchLimits(kernelName(), resources, limits);
   return params;
 }

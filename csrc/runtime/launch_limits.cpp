@@ -1,7 +1,6 @@
 #include "runtime/launch_limits.h"
 
 #include "fusion/error.h"
-#include "lower/alloc_reuse/verify.h"
 
 namespace smelt {
 
@@ -13,14 +12,7 @@ int64_t roundUp(int64_t value, int64_t unit) { return (value + unit - 1) / unit 
 
 }  // namespace
 
-LaunchLimits launchLimits(int arch) {
-  LaunchLimits limits;
-  const alloc_reuse::SharedMemoryLimits shared;
-  if (shared.knows(arch)) limits.shared_memory_per_block = shared.limitBytes(arch);
-  return limits;
-}
-
-void checkLaunchLimits(const std::string& kernel, const LaunchResources& launch, const LaunchLimits& limits) {
+void checkLaunchLimits(const std::string& kernel, const LaunchResources& launch, const DeviceLimits& limits) {
   const std::string what = errorMessage("kernel ", kernel, " launched with grid (", launch.grid[0], ", ",
                                         launch.grid[1], ", ", launch.grid[2], ") and block (", launch.block[0],
                                         ", ", launch.block[1], ", ", launch.block[2], ")");
@@ -35,9 +27,9 @@ void checkLaunchLimits(const std::string& kernel, const LaunchResources& launch,
   }
   SMELT_CHECK(threads <= limits.max_threads_per_block, what, ": ", threads,
               " threads per block exceed the limit of ", limits.max_threads_per_block);
-  SMELT_CHECK(launch.shared_memory_bytes <= limits.shared_memory_per_block, what, ": it needs ",
+  SMELT_CHECK(launch.shared_memory_bytes <= limits.max_shared_memory_per_block, what, ": it needs ",
               launch.shared_memory_bytes, " bytes of shared memory per block, more than the device's ",
-              limits.shared_memory_per_block, " bytes");
+              limits.max_shared_memory_per_block, " bytes");
   const int64_t warps = (threads + 31) / 32;
   const int64_t registers =
       warps * roundUp(launch.registers_per_thread * 32, limits.register_allocation_unit);

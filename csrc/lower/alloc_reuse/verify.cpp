@@ -3,6 +3,7 @@
 #include <optional>
 #include <sstream>
 
+#include "fusion/device_limits.h"
 #include "fusion/error.h"
 
 namespace smelt::alloc_reuse {
@@ -163,20 +164,22 @@ void verifyPlan(const std::vector<Buffer>& buffers, const ConflictGraph& conflic
   throw Error(os.str());
 }
 
-SharedMemoryLimits::SharedMemoryLimits()
-    : bytes_by_capability_{{80, 166912}, {86, 101376}, {89, 101376}, {90, 232448}} {}
-
 void SharedMemoryLimits::setLimit(int compute_capability, int64_t bytes) {
   SMELT_CHECK(bytes > 0, "shared-memory limit for sm_", compute_capability,
               " must be positive, got ", bytes);
-  bytes_by_capability_[compute_capability] = bytes;
+  overrides_[compute_capability] = bytes;
+}
+
+bool SharedMemoryLimits::knows(int compute_capability) const {
+  return overrides_.count(compute_capability) > 0 || compute_capability >= DeviceLimits::table().front().arch;
 }
 
 int64_t SharedMemoryLimits::limitBytes(int compute_capability) const {
-  auto it = bytes_by_capability_.find(compute_capability);
-  SMELT_CHECK(it != bytes_by_capability_.end(), "no shared-memory limit known for sm_",
-              compute_capability, "; set one with SharedMemoryLimits::setLimit");
-  return it->second;
+  auto it = overrides_.find(compute_capability);
+  if (it != overrides_.end()) return it->second;
+  SMELT_CHECK(knows(compute_capability), "no shared-memory limit known for sm_", compute_capability,
+              "; set one with SharedMemoryLimits::setLimit");
+  return DeviceLimits::forArch(compute_capability).max_shared_memory_per_block;
 }
 
 }  // namespace smelt::alloc_reuse

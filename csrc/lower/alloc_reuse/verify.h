@@ -26,19 +26,18 @@ namespace smelt::alloc_reuse {
 void verifyPlan(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts,
                 const AddressPlan& plan, int64_t device_limit_bytes);
 
-// Per-block shared-memory limits by compute capability (major * 10 + minor).
-// Defaults: sm_80 166912 B (163 KiB), sm_86 and sm_89 101376 B (99 KiB),
-// sm_90 232448 B (227 KiB); entries can be added or overridden.
+// Per-block shared-memory limits by compute capability (major * 10 + minor):
+// DeviceLimits::forArch's max_shared_memory_per_block (fusion/device_limits.h)
+// unless overridden here with setLimit.
 class SharedMemoryLimits {
  public:
-  SharedMemoryLimits();
   void setLimit(int compute_capability, int64_t bytes);
-  bool knows(int compute_capability) const { return bytes_by_capability_.count(compute_capability) > 0; }
+  bool knows(int compute_capability) const;
   // Throws smelt::Error naming the architecture when it is unknown.
   int64_t limitBytes(int compute_capability) const;
 
  private:
-  std::map<int, int64_t> bytes_by_capability_;
+  std::map<int, int64_t> overrides_;
 };
 
 }  // namespace smelt::alloc_reuse

@@ -26,31 +26,6 @@ bool bIsNContiguous(MatmulLayout layout) {
   return layout == MatmulLayout::TT || layout == MatmulLayout::NT;
 }
 
-DeviceLimits DeviceLimits::sm80() {
-  DeviceLimits d;
-  d.arch = 80;
-  d.max_shared_memory_per_block = 166912;
-  d.shared_memory_per_sm = 167936;
-  return d;
-}
-
-DeviceLimits DeviceLimits::forArch(int arch) {
-  DeviceLimits d = arch >= 90 ? sm90() : sm80();
-  d.arch = arch;
-  if (arch > 80 && arch < 90) {  // sm_86, sm_87, sm_89
-    d.max_shared_memory_per_block = 101376;
-    d.shared_memory_per_sm = 102400;
-    d.max_threads_per_sm = 1536;
-    d.max_blocks_per_sm = 16;
-  } else if (arch < 80) {  // sm_75
-    d.max_shared_memory_per_block = 65536;
-    d.shared_memory_per_sm = 65536;
-    d.max_threads_per_sm = 1024;
-    d.max_blocks_per_sm = 16;
-  }
-  return d;
-}
-
 std::string MatmulParams::toString() const {
   std::ostringstream os;
   os << "MatmulParams\n"

@@ -1,5 +1,5 @@
-// The parameters of a matmul schedule (scheduleMatmul), the device limits
-// they are chosen against, and the arithmetic behind the choices: shared
+// The parameters of a matmul schedule (scheduleMatmul), chosen against
+// fusion/device_limits.h's DeviceLimits, and the arithmetic behind the choices: shared
 // memory per block with and without reuse of the operand tiles by the
 // epilogue tile, and blocks per SM. One printable struct; a user may change
 // any field of what matmulHeuristics returns before scheduling.
@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "fusion/device_limits.h"
 #include "fusion/mma_params.h"
 #include "fusion/types.h"
 #include "scheduler/heuristic.h"
@@ -26,24 +27,6 @@ enum class MatmulLayout { TT, TN, NT, NN };
 std::string toString(MatmulLayout layout);
 bool aIsKContiguous(MatmulLayout layout);
 bool bIsNContiguous(MatmulLayout layout);
-
-// The target a schedule is chosen against (both the CUDA-core and the
-// tensor-core matmul): its architecture and per-block and per-SM resources.
-struct DeviceLimits {
-  int arch = 90;  // compute capability, major * 10 + minor
-  int64_t max_shared_memory_per_block = 232448;  // sm_90: 227 KiB with opt-in
-  int64_t shared_memory_per_sm = 233472;         // 228 KiB
-  int64_t reserved_shared_memory_per_block = 1024;  // the driver's per-block share
-  int64_t max_threads_per_block = 1024;
-  int64_t max_threads_per_sm = 2048;
-  int64_t max_blocks_per_sm = 32;
-  int64_t max_registers_per_thread = 255;
-  static DeviceLimits sm90() { return {}; }  // H100/H200
-  static DeviceLimits sm80();                // A100: 163 / 164 KiB
-  // sm_90's limits from 9.0 on, sm_80's for 8.0, sm_86/87/89's 99 / 100 KiB
-  // and 1536 threads per SM, sm_75's below (no tensor-core path there).
-  static DeviceLimits forArch(int arch);
-};
 
 struct MatmulParams : HeuristicParams {
   // Block tile C[block_m, block_n], stepping K by block_k.

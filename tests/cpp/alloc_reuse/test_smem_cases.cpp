@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "alloc_reuse/plan_test_util.h"
+#include "fusion/device_limits.h"
 #include "lower/alloc_reuse/address_planner.h"
 #include "lower/alloc_reuse/stack_allocator.h"
 #include "lower/alloc_reuse/verify.h"
@@ -17,7 +18,7 @@ using testing::constantAddresses;
 using testing::constantTotal;
 using testing::makeBuffer;
 
-constexpr int64_t kSm90 = 232448;
+const int64_t kSm90 = DeviceLimits::sm90().max_shared_memory_per_block;
 
 struct Outcome {
   AddressPlan best;

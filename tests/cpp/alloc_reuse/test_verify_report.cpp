@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "alloc_reuse/plan_test_util.h"
+#include "common/expect_error.h"
+#include "fusion/device_limits.h"
 #include "fusion/error.h"
 #include "lower/alloc_reuse/address_planner.h"
 #include "lower/alloc_reuse/plan_report.h"
@@ -89,15 +91,18 @@ TEST(VerifyPlan, ForgedStackingLinkIsRejected) {
   EXPECT_TRUE(contains(message, "claims to sit on")) << message;
 }
 
-TEST(SharedMemoryLimits, KnownArchitecturesAndOverrides) {
+TEST(SharedMemoryLimits, DeviceTableUnlessOverridden) {
   SharedMemoryLimits limits;
-  EXPECT_EQ(limits.limitBytes(90), 232448);
-  EXPECT_EQ(limits.limitBytes(80), 166912);
-  EXPECT_EQ(limits.limitBytes(86), 101376);
-  EXPECT_EQ(limits.limitBytes(89), 101376);
-  EXPECT_THROW(limits.limitBytes(70), Error);
+  for (int arch : {75, 80, 86, 89, 90}) {
+    EXPECT_TRUE(limits.knows(arch));
+    EXPECT_EQ(limits.limitBytes(arch), DeviceLimits::forArch(arch).max_shared_memory_per_block) << "sm_" << arch;
+  }
+  EXPECT_FALSE(limits.knows(70));
+  EXPECT_SMELT_ERROR(limits.limitBytes(70), "no shared-memory limit known for sm_70");
   limits.setLimit(70, 98304);
   EXPECT_EQ(limits.limitBytes(70), 98304);
+  limits.setLimit(90, 49152);
+  EXPECT_EQ(limits.limitBytes(90), 49152);
   EXPECT_THROW(limits.setLimit(75, 0), Error);
 }
 

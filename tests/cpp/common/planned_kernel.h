@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/kir_builder.h"
+#include "fusion/device_limits.h"
 #include "fusion/error.h"
 #include "fusion/fusion.h"
 #include "lower/alloc_reuse/kernel_plan.h"
@@ -71,7 +72,7 @@ inline LowerOptions planOptions(SmemHazards hazards, SmemAllocator allocator, in
 // fusion and may keep pointers to its tensors for the caller's checks).
 inline PlannedKernel lowerWith(const std::function<void()>& build, SmemHazards hazards,
                                SmemAllocator allocator = SmemAllocator::Best,
-                               int64_t limit = 232448) {
+                               int64_t limit = DeviceLimits::sm90().max_shared_memory_per_block) {
   PlannedKernel result;
   result.fusion = std::make_unique<Fusion>();
   FusionGuard guard(result.fusion.get());
@@ -87,7 +88,7 @@ inline PlannedKernel lowerWith(const std::function<void()>& build, SmemHazards h
 inline PlannedKernel planHandBuilt(std::unique_ptr<kir_testing::TestKernel> built,
                                    SmemHazards hazards,
                                    SmemAllocator allocator = SmemAllocator::Best,
-                                   int64_t limit = 232448) {
+                                   int64_t limit = DeviceLimits::sm90().max_shared_memory_per_block) {
   LoweringContext ctx;
   ctx.fusion = built->fusion.get();
   ctx.options = planOptions(hazards, allocator, limit);

@@ -38,7 +38,7 @@ LaunchResources launchOf(std::vector<int64_t> grid, std::vector<int64_t> block, 
 }
 
 TEST(LaunchLimits, EachLimitIsNamed) {
-  const LaunchLimits sm90 = launchLimits(90);
+  const DeviceLimits sm90 = DeviceLimits::sm90();
   EXPECT_NO_THROW(checkLaunchLimits("k", launchOf({2147483647, 65535, 65535}, {1024, 1, 1}, 232448, 64), sm90));
   EXPECT_SMELT_ERROR(checkLaunchLimits("k", launchOf({1, 1, 1}, {2048, 1, 1}), sm90), "kernel k",
                      "blockDim.x = 2048 exceeds the limit of 1024");
@@ -50,7 +50,7 @@ TEST(LaunchLimits, EachLimitIsNamed) {
   EXPECT_SMELT_ERROR(checkLaunchLimits("k", launchOf({1, 1, 1}, {1, 1, 1}, 232449), sm90),
                      "232449 bytes of shared memory per block, more than the device's 232448 bytes");
   // sm_86 has 99 KiB per block.
-  EXPECT_SMELT_ERROR(checkLaunchLimits("k", launchOf({1, 1, 1}, {1, 1, 1}, 101377), launchLimits(86)),
+  EXPECT_SMELT_ERROR(checkLaunchLimits("k", launchOf({1, 1, 1}, {1, 1, 1}, 101377), DeviceLimits::forArch(86)),
                      "more than the device's 101376 bytes");
   // 64 registers x 1024 threads fill the register file exactly; 65 round up
   // to 2304 per warp, 73728 for 32 warps.
@@ -58,8 +58,6 @@ TEST(LaunchLimits, EachLimitIsNamed) {
   EXPECT_SMELT_ERROR(checkLaunchLimits("k", launchOf({1, 1, 1}, {1024, 1, 1}, 0, 65), sm90),
                      "65 registers per thread (ptxas) for 1024 threads need 73728 registers per block",
                      "launch fewer threads per block");
-  // An architecture without a known shared-memory figure gets sm_90's.
-  EXPECT_EQ(launchLimits(75).shared_memory_per_block, 232448);
 }
 
 // out = neg(in) over a symbolic 1-D input, its axis bound to `pt`.
