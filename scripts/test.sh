@@ -37,14 +37,13 @@ log "pytest"
 }
 end=$(date +%s)
 
-# ASan+UBSan over the shared-memory planner's suites and its fuzzer (torch-free:
-# smelt_fusion + smelt_alloc_plan, 23 build steps in a separate tree; 829 s to
-# build and 34 s to run on a 2-core machine shared with four other builds).
-# More executables can be listed (e.g. test_lowering test_kernel_plan
-# test_cuda_codegen test_fusion_ir); the runtime/simulator suites link libtorch
-# and build far longer sanitized: SMELT_SANITIZE_SUBSET=all runs every suite,
-# none skips the step.
-SANITIZE_SUBSET=${SMELT_SANITIZE_SUBSET:-test_alloc_plan test_planner_fuzz}
+# ASan+UBSan over every torch-free C++ suite: the fusion IR and clone, the
+# lowering passes, the planner and its fuzzer, the case kernels, codegen with
+# NVRTC and the kernel cache (smelt_fusion/lower/codegen/runtime, no libtorch).
+# The suites linking libtorch (simulator, executor, schedulers, the fusion
+# fuzzer) are left to SMELT_SANITIZE_SUBSET=all (it doubles the step's cost):
+# SMELT_SANITIZE_SUBSET=all runs every suite, none skips the step.
+SANITIZE_SUBSET=${SMELT_SANITIZE_SUBSET:-test_fusion_ir test_fusion_clone test_lowering test_kernel_plan test_alloc_plan test_planner_fuzz test_case_kernels test_cuda_codegen test_runtime}
 if [[ "$SANITIZE_SUBSET" != none ]]; then
   log "sanitizers (ASan+UBSan): ${SANITIZE_SUBSET}"
   targets=$SANITIZE_SUBSET
