@@ -18,6 +18,7 @@
 
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
+#include "lower/parallel_index.h"
 #include "lower/passes.h"
 #include "lower/transform_index.h"
 
@@ -29,15 +30,20 @@ using Term = kir::Predicate::Term;
 
 struct Dim {
   ParallelType pt;
-  const char* symbol;
   bool is_block;
   int slot;
+  IntExpr index() const { return IntExpr::symbol(parallelIndexSymbol(pt)); }
 };
 const Dim kDims[] = {
-    {ParallelType::TIDx, "threadIdx.x", false, 0}, {ParallelType::TIDy, "threadIdx.y", false, 1},
-    {ParallelType::TIDz, "threadIdx.z", false, 2}, {ParallelType::BIDx, "blockIdx.x", true, 0},
-    {ParallelType::BIDy, "blockIdx.y", true, 1},   {ParallelType::BIDz, "blockIdx.z", true, 2},
+    {ParallelType::TIDx, false, 0}, {ParallelType::TIDy, false, 1}, {ParallelType::TIDz, false, 2},
+    {ParallelType::BIDx, true, 0},  {ParallelType::BIDy, true, 1},  {ParallelType::BIDz, true, 2},
 };
+bool isThreadIndex(const IntExpr& e) {
+  if (e.kind() != IntExpr::Kind::Symbol) return false;
+  return std::any_of(std::begin(kDims), std::end(kDims), [&](const Dim& dim) {
+    return !dim.is_block && e.symbolName() == parallelIndexSymbol(dim.pt);
+  });
+}
 
 class Predicator {
  public:
@@ -94,7 +100,7 @@ class Predicator {
       std::map<std::string, IntExpr> threads_only;
       if (tv->memoryType() == MemoryType::Shared) {
         for (const IntExpr& index : loop_indices) {
-          if (index.kind() == IntExpr::Kind::Symbol && index.symbolName().rfind("threadIdx", 0) != 0) {
+          if (index.kind() == IntExpr::Kind::Symbol && !isThreadIndex(index)) {
             threads_only[index.symbolName()] = 0;
           }
         }
@@ -145,12 +151,12 @@ class Predicator {
         const bool broadcast_axis = bound->iter_domain != nullptr && bound->iter_domain->isBroadcast();
         const bool one_writer = single_writer && writes_shared_state;
         if (!bound->extent.sameAs(launch_extent) && (!broadcast_axis || one_writer)) {
-          pred.terms.push_back({IntExpr::symbol(dim.symbol), Term::Kind::LessThan, bound->extent});
+          pred.terms.push_back({dim.index(), Term::Kind::LessThan, bound->extent});
         }
         continue;
       }
       if (single_writer && writes_shared_state && launch_extent.constant() != 1) {
-        pred.terms.push_back({IntExpr::symbol(dim.symbol), Term::Kind::Equal, 0});
+        pred.terms.push_back({dim.index(), Term::Kind::Equal, 0});
       }
     }
     return pred;
@@ -182,7 +188,7 @@ class Predicator {
     for (const Dim& dim : kDims) {
       const bool reduced = std::find(reduce.thread_axes.begin(), reduce.thread_axes.end(), dim.pt) !=
                            reduce.thread_axes.end();
-      if (reduced) pred.terms.push_back({IntExpr::symbol(dim.symbol), Term::Kind::Equal, 0});
+      if (reduced) pred.terms.push_back({dim.index(), Term::Kind::Equal, 0});
     }
     return pred;
   }
