@@ -5,7 +5,9 @@
 #   apt (Debian): ninja-build ccache libgtest-dev libbenchmark-dev
 #   pip (PyPI):   torch==2.11.* (the default PyPI wheel is the CUDA 13 build;
 #                 it brings libtorch, its CMake config and pybind11),
-#                 pytest, scikit-build-core, numpy, hypothesis
+#                 pytest, scikit-build-core, numpy, hypothesis;
+#                 transformers, timm, torchvision (the model zoo's tests),
+#                 pinned with torch held at the installed version
 #
 # The CUDA 13 toolkit (nvcc, NVRTC, headers, driver stub) is expected to be on
 # the machine already (/usr/local/cuda); this script only checks for it.
@@ -69,6 +71,23 @@ if [[ -n "$missing_pip" ]]; then
   command -v pyenv >/dev/null && pyenv rehash || true
 else
   log "pip: torch 2.11, pytest, scikit-build-core, numpy, hypothesis already installed"
+fi
+
+# ------------------------------------------------- test models (the model zoo)
+# transformers and timm build the zoo's small random models from configs
+# (nothing is downloaded). timm needs torchvision, which would replace torch
+# with its own pin: the installed torch is held as a constraint, so pip picks
+# the torchvision built for it or fails rather than swapping torch.
+zoo_packages=("transformers==5.23.0" "timm==1.0.31" "torchvision==0.26.*")
+if ! "$PYTHON" -c 'import transformers, timm, torchvision' 2>/dev/null; then
+  torch_version=$("$PYTHON" -c 'import torch; print(torch.__version__.split("+")[0])')
+  constraints=$(mktemp)
+  echo "torch==$torch_version" >"$constraints"
+  log "pip: installing ${zoo_packages[*]} (torch held at $torch_version)"
+  "$PYTHON" -m pip install --no-input --progress-bar off -c "$constraints" "${zoo_packages[@]}"
+  rm -f "$constraints"
+else
+  log "pip: transformers, timm, torchvision already installed"
 fi
 
 # ---------------------------------------------------------------- CUDA toolkit

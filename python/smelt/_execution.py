@@ -60,7 +60,9 @@ def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None) -> L
     else:
         kind = "auto" if tensor_cores is None else f"auto:tensor_cores={tensor_cores}"
         executor = fusion_cache().executor(entry, kind, lambda: AutoExecutor(fd, tensor_cores))
-    outputs = executor.run(args)
+    from smelt.fusion_definition import logical_view
+    outputs = [logical_view(out, layout)
+               for out, layout in zip(executor.run(args), fd._output_layouts)]
     entry.runs += 1
     fd._last_executor = executor
     return outputs

@@ -43,6 +43,12 @@ def _axes(dims: Sequence[int], rank: int, op: str) -> list:
     return axes
 
 
+def physical_order(stride_order: Sequence[int]) -> tuple:
+    """nvFuser's stride_order (dimension i has the stride_order[i]-th smallest
+    stride) as the dimensions from outermost to innermost in memory."""
+    return tuple(sorted(range(len(stride_order)), key=lambda d: -stride_order[d]))
+
+
 def _define_tensor(shape, contiguity, dtype):
     tv = _C.define_tensor(list(shape), list(contiguity), dtype)
     _C.add_input(tv)
@@ -111,7 +117,8 @@ BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "remainde
 DEFINITION_OPS: Dict[str, Impl] = {
     "define_tensor": _define_tensor,
     "define_scalar": _define_scalar,
-    "add_output": lambda v: _C.add_output(v),
+    "add_output": lambda v, stride_order=None: _C.add_output(
+        _C.permute(v, list(physical_order(stride_order))) if stride_order else v),
     "full": lambda shape, value, dtype: _C.full(list(shape), as_val(value), dtype),
     "cast": lambda tv, dtype: _C.cast(tv, dtype),
     "where": lambda c, a, b: _C.where(as_val(c), as_val(a), as_val(b)),

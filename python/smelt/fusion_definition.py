@@ -306,6 +306,9 @@ class FusionDefinition:
         self._fusion = _C.Fusion()
         self._inputs: List[Value] = []
         self._outputs: List[Tensor] = []
+        # Per output: its dimensions from outermost to innermost in memory
+        # when add_output was given a stride_order other than row-major.
+        self._output_layouts: List[Optional[tuple]] = []
         self._defining = False
         self._last_executor = None
         self.ops = Operators(self)
@@ -366,11 +369,21 @@ class FusionDefinition:
         shape = [1 if s == 1 else (s if static_sizes else -1) for s in tensor.shape]
         return self.define_tensor(shape, _contiguity(tensor), tensor.dtype)
 
-    def add_output(self, tensor: Tensor) -> None:
+    def add_output(self, tensor: Tensor, stride_order: Optional[Sequence[int]] = None) -> None:
+        """Marks `tensor` as an output. stride_order (nvFuser's form): the
+        output's memory layout, dimension i having the stride_order[i]-th
+        smallest stride (default: row-major, [rank-1, ..., 0]); the output is
+        written densely in that order and returned as a view of the logical
+        shape, with torch's strides for that layout."""
         if not isinstance(tensor, Tensor) or tensor.fd is not self:
             raise SmeltError("add_output: expected a tensor of this FusionDefinition")
-        self._define_op("add_output", tensor)
+        order = _layout_order(tensor, stride_order)
+        if order is None:
+            self._define_op("add_output", tensor)
+        else:
+            self._define_op("add_output", tensor, tuple(stride_order))
         self._outputs.append(tensor)
+        self._output_layouts.append(order)
 
     def inline_all(self) -> None:
         """Schedule: inlines every computed tensor as deep as legal."""
@@ -475,6 +488,30 @@ class FusionDefinition:
         shared-memory plan, ptxas report. See smelt.inspection.Kernel."""
         from smelt.inspection import lower
         return lower(self, **options)
+
+
+def _layout_order(tensor: Tensor, stride_order: Optional[Sequence[int]]) -> Optional[tuple]:
+    """The physical dimension order stride_order asks for, None for row-major."""
+    if stride_order is None:
+        return None
+    rank = tensor.ndim
+    order = list(stride_order)
+    if sorted(order) != list(range(rank)) or any(isinstance(o, bool) for o in order):
+        raise SmeltError(f"add_output: stride_order {order} of tensor {tensor.name} must be a "
+                         f"permutation of 0..{rank - 1} (one entry per dimension)")
+    physical = _ops.physical_order(order)
+    return None if physical == tuple(range(rank)) else physical
+
+
+def logical_view(output: torch.Tensor, physical: Optional[tuple]) -> torch.Tensor:
+    """An output written densely in `physical` order, viewed in its logical
+    dimension order."""
+    if physical is None:
+        return output
+    position = [0] * len(physical)
+    for p, d in enumerate(physical):
+        position[d] = p
+    return output.permute(position)
 
 
 def _contiguity(tensor: torch.Tensor) -> List[Optional[bool]]:

@@ -129,8 +129,10 @@ def test_new_shapes_reuse_the_fusion_cache():
     for shape in [(2, 3), (4, 5), (6, 7)]:
         x = torch.randn(*shape, generator=gen(sum(shape)))
         torch.testing.assert_close(compiled(x), model(x))
+    # Dynamo traces the first shape static (a kernel specialized on it), then
+    # recompiles with symbolic sizes: one fusion serves the other two shapes.
     stats = fusion_cache().stats()
-    assert stats.entries == 1 and stats.hits >= 1, stats
+    assert stats.entries == 2 and stats.hits >= 1, stats
     assert sum(p.smelt_runs for r in smelt.backend.reports() for p in r.partitions) == 3
 
 

@@ -64,7 +64,11 @@ std::string analyze(const Fusion& fusion, Analysis& result) {
   MatmulPattern& p = result.pattern;
   const ReductionOp* reduction = nullptr;
   for (Expr* e : fusion.exprs()) {
-    if (e->type() == ExprType::Pad) return e->toString() + " is not a pointwise epilogue op";
+    // A reshape regroups M or N: the epilogue's loops follow the output tile
+    // and cannot index a split or merged M (the segmenter runs it after).
+    if (e->type() == ExprType::Pad || e->type() == ExprType::Reshape) {
+      return e->toString() + " is not a pointwise epilogue op";
+    }
     if (e->type() != ExprType::Reduction) continue;
     if (reduction != nullptr) {
       return errorMessage("the fusion has two reductions (", reduction->output()->name(), " and ",

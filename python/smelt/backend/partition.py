@@ -20,7 +20,9 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
 from smelt._C import SmeltError
-from smelt.backend.translate import Translation, Unsupported, _as_output, define_input, node_support
+from smelt.backend.layout import OutputLayout, traced_layout
+from smelt.backend.translate import (Translation, Unsupported, _as_output, define_input,
+                                     meta_tensor, node_support)
 from smelt.fusion_definition import FusionDefinition
 
 
@@ -30,9 +32,22 @@ class PartitionReport:
     ops: Counter                  # op -> count of the nodes fused
     nodes: List[str]
     smelt_runs: int = 0           # calls run by smelt
-    fallback_runs: int = 0        # calls that fell back to torch
-    fallback_reason: Optional[str] = None  # the last SmeltError when it fell back
+    fallback_runs: int = 0        # calls that ran in torch after smelt failed at run time
+    fallback_reason: Optional[str] = None  # the SmeltError that made it fall back
     last_run: Optional[str] = None  # how the latest smelt run ran (fd.last_run_report())
+
+    @property
+    def failed(self) -> bool:
+        """smelt failed on this partition at run time; torch runs it from then on."""
+        return self.fallback_reason is not None
+
+
+@dataclass
+class TorchPartition:
+    """A group of supported nodes that did not become a fusion, and why."""
+    name: str
+    node_count: int
+    reason: str
 
 
 @dataclass
@@ -40,12 +55,19 @@ class GraphReport:
     """What one compiled graph became: fused partitions and the nodes left to torch."""
     graph_name: str
     partitions: List[PartitionReport] = field(default_factory=list)
+    torch_partitions: List[TorchPartition] = field(default_factory=list)
     unsupported: Dict[str, str] = field(default_factory=dict)  # node name -> reason
     unsupported_ops: Counter = field(default_factory=Counter)  # op -> count
+    total_nodes: int = 0          # call_function nodes of the graph
 
     @property
     def fused_node_count(self) -> int:
-        return sum(len(p.nodes) for p in self.partitions)
+        """Nodes smelt computes (partitions that failed at run time excluded)."""
+        return sum(len(p.nodes) for p in self.partitions if not p.failed)
+
+    @property
+    def fallback_runs(self) -> int:
+        return sum(p.fallback_runs for p in self.partitions)
 
     def fused_ops(self) -> Counter:
         total: Counter = Counter()
@@ -54,14 +76,20 @@ class GraphReport:
         return total
 
     def __str__(self) -> str:
-        lines = [f"smelt partition report for {self.graph_name}: {len(self.partitions)} fusion(s), "
-                 f"{self.fused_node_count} node(s) fused, {len(self.unsupported)} left to torch"]
+        failed = sum(p.failed for p in self.partitions)
+        lines = [f"smelt partition report for {self.graph_name}: {len(self.partitions)} fusion(s)"
+                 f"{f' ({failed} failed at run time)' if failed else ''}, "
+                 f"{self.fused_node_count} of {self.total_nodes} node(s) fused, "
+                 f"{self.total_nodes - self.fused_node_count} run in torch"]
         for p in self.partitions:
             ops = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(p.ops.items()))
             runs = f"runs: smelt {p.smelt_runs}, torch fallback {p.fallback_runs}"
             lines.append(f"  {p.name}: {len(p.nodes)} nodes [{ops}] ({runs})")
-            if p.fallback_reason:
-                lines.append(f"    fell back: {p.fallback_reason.splitlines()[0]}")
+            if p.failed:
+                lines.append(f"    FAILED at run time, runs in torch from then on: "
+                             f"{p.fallback_reason.splitlines()[0]}")
+        for tp in self.torch_partitions:
+            lines.append(f"  {tp.name}: {tp.node_count} nodes run in torch: {tp.reason}")
         for node, reason in self.unsupported.items():
             lines.append(f"  torch: {node}: {reason}")
         return "\n".join(lines)
@@ -102,73 +130,121 @@ def _transposed_graph_input(node: torch.fx.Node) -> Optional[str]:
     return "a transposed graph input: a view in torch, read strided by the fusion"
 
 
-def definition_of(submodule: torch.fx.GraphModule) -> FusionDefinition:
-    """The FusionDefinition computing a fused submodule's outputs."""
+# Ops whose result torch computes as a view (no kernel): a partition of
+# nothing else is left to torch, where it costs no launch and no copy.
+VIEW_OPS = {
+    torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default,
+    torch.ops.aten.reshape.default, torch.ops.aten.permute.default,
+    torch.ops.aten.transpose.int, torch.ops.aten.t.default, torch.ops.aten.expand.default,
+    torch.ops.aten.unsqueeze.default, torch.ops.aten.squeeze.dim, torch.ops.aten.squeeze.dims,
+    torch.ops.aten.alias.default, torch.ops.prims.broadcast_in_dim.default,
+}
+
+
+def _outputs_of(submodule: torch.fx.GraphModule) -> List[torch.fx.Node]:
+    output = next(n for n in submodule.graph.nodes if n.op == "output")
+    return list(output.args[0]) if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+
+
+def definition_of(submodule: torch.fx.GraphModule):
+    """The FusionDefinition computing a fused submodule's outputs, each
+    written in the memory order torch traced; and the outputs' layouts."""
     fd = FusionDefinition()
     t = Translation(fd)
+    layouts = []
     with fd:
         for node in submodule.graph.nodes:
             if node.op == "placeholder":
                 t.values[node] = define_input(fd, node)
             elif node.op == "call_function":
                 t.translate(node)
-            elif node.op == "output":
-                outs = node.args[0] if isinstance(node.args[0], (tuple, list)) else [node.args[0]]
-                for out in outs:
-                    fd.add_output(_as_output(fd, t.values[out]))
-            else:
+            elif node.op != "output":
                 raise Unsupported(f"unexpected {node.op} node {node.name} in a partition")
-    return fd
+        for out in _outputs_of(submodule):
+            val = meta_tensor(out)
+            layout = traced_layout(val) if val is not None else OutputLayout(None, None, None)
+            fd.add_output(_as_output(fd, t.values[out]), stride_order=layout.stride_order)
+            layouts.append(layout)
+    return fd, layouts
 
 
 class SmeltPartition(torch.nn.Module):
-    """Runs one partition with smelt; the original submodule is the fallback."""
+    """Runs one partition with smelt. Should smelt fail at run time, the
+    partition is marked failed and the original submodule (eager torch)
+    runs it from then on: no retry on every call."""
 
     def __init__(self, submodule: torch.fx.GraphModule, fd: FusionDefinition,
-                 report: PartitionReport):
+                 layouts: List[OutputLayout], report: PartitionReport):
         super().__init__()
         self.eager = submodule
         self.fd = fd
+        self.layouts = layouts
         self.report = report
         output = next(n for n in submodule.graph.nodes if n.op == "output")
         self._tuple_output = isinstance(output.args[0], (tuple, list))
 
     def forward(self, *args: Any) -> Any:
+        if self.report.failed:
+            self.report.fallback_runs += 1
+            return self.eager(*args)
         try:
             outs = self.fd.execute(list(args))
         except SmeltError as e:
             self.report.fallback_runs += 1
             self.report.fallback_reason = str(e)
             return self.eager(*args)
+        outs = [layout.restore(out) for layout, out in zip(self.layouts, outs)]
         self.report.smelt_runs += 1
         self.report.last_run = self.fd.last_run_report()
         return tuple(outs) if self._tuple_output else outs[0]
 
 
+def _rename(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str) -> None:
+    submodule = getattr(gm, node.target)
+    delattr(gm, node.target)
+    setattr(gm, name, submodule)
+    node.target = name
+
+
 def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
     """Replaces each supported partition of `gm` by a SmeltPartition (gm is
-    modified in place); returns gm and the report."""
+    modified in place); returns gm and the report. Partitions that do not
+    become fusions keep their torch code under the name torch_partition_N."""
     support = _SmeltSupport()
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     partitions = partitioner.propose_partitions()
-    report = GraphReport(graph_name)
-    fused = partitioner.fuse_partitions(partitions, prefix="smelt_fusion_")
+    report = GraphReport(graph_name,
+                         total_nodes=sum(n.op == "call_function" for n in gm.graph.nodes))
+    fused = partitioner.fuse_partitions(partitions, prefix="smelt_partition_")
+    fusions = torch_parts = 0
     for node in list(fused.graph.nodes):
-        if node.op != "call_module" or not node.target.startswith("smelt_fusion_"):
+        if node.op != "call_module" or not node.target.startswith("smelt_partition_"):
             continue
         submodule = getattr(fused, node.target)
         calls = [n for n in submodule.graph.nodes if n.op == "call_function"]
-        part = PartitionReport(node.target, Counter(_op_name(n) for n in calls),
-                               [n.name for n in calls])
-        try:
-            fd = definition_of(submodule)
-        except (Unsupported, SmeltError) as e:
-            # Supported node by node, not together: leave the whole partition to torch.
-            for n in calls:
-                report.unsupported[n.name] = f"partition not translatable: {e}"
+        reason = None
+        if all(n.target in VIEW_OPS for n in calls):
+            reason = "only views: free in torch, a copy in a kernel"
+        else:
+            try:
+                fd, layouts = definition_of(submodule)
+            except (Unsupported, SmeltError) as e:
+                # Supported node by node, not together.
+                reason = f"not translatable as one fusion: {e}"
+        if reason is not None:
+            name = f"torch_partition_{torch_parts}"
+            torch_parts += 1
+            _rename(fused, node, name)
+            report.torch_partitions.append(TorchPartition(name, len(calls), reason))
             continue
-        setattr(fused, node.target, SmeltPartition(submodule, fd, part))
+        name = f"smelt_fusion_{fusions}"
+        fusions += 1
+        part = PartitionReport(name, Counter(_op_name(n) for n in calls), [n.name for n in calls])
+        delattr(fused, node.target)
+        setattr(fused, name, SmeltPartition(submodule, fd, layouts, part))
+        node.target = name
         report.partitions.append(part)
+    fused.recompile()
     for node, reason in support.reasons.items():
         report.unsupported[node.name] = reason
         report.unsupported_ops[_op_name(node)] += 1

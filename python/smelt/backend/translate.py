@@ -32,22 +32,29 @@ def meta_tensor(node: Any) -> Optional[torch.Tensor]:
     return val if isinstance(val, torch.Tensor) else None
 
 
+def is_static(val: torch.Tensor) -> bool:
+    """Whether Dynamo traced every size of `val` as an int (torch.compile's
+    default): the kernel is then specialized on those sizes."""
+    return all(isinstance(s, int) for s in val.shape)
+
+
 def define_input(fd: FusionDefinition, node: torch.fx.Node) -> Tensor:
-    """A fusion input shaped like the node's value: extents symbolic, size-1
-    dimensions broadcast, dtype and contiguity from its metadata."""
+    """A fusion input shaped like the node's value, following Dynamo's shape
+    decision: sizes traced as ints are constant extents (size 1 a broadcast
+    dimension), SymInt sizes symbolic; dtype and contiguity from its metadata."""
     val = meta_tensor(node)
     if val is None:
         raise Unsupported(f"input {node.name} is not a tensor")
     if not is_supported_torch_dtype(val.dtype):
         raise Unsupported(f"input {node.name} has dtype {val.dtype}")
-    if any(not isinstance(s, int) for s in val.shape):
+    if not is_static(val):
         # Symbolic sizes are fine as extents; size-1 needs to be known.
         shape = [1 if (isinstance(s, int) and s == 1) else -1 for s in val.shape]
         contiguity = [None if s == 1 else True for s in shape] if val.is_contiguous() else None
         if contiguity is None:
             raise Unsupported(f"input {node.name} has symbolic sizes and is not contiguous")
     else:
-        shape = [1 if s == 1 else -1 for s in val.shape]
+        shape = list(val.shape)
         contiguity = _contiguity(val)
     return fd.define_tensor(shape, contiguity, to_data_type(val.dtype))
 
@@ -292,16 +299,19 @@ def _t(t, node, x):
 
 @translates(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
 def _view(t, node, x, shape):
-    """The fusion's sizes are symbolic, so the new shape is written in terms
-    of the input's: dimensions equal from the front or the back pass through
-    (as the input's extents), the one remaining entry other than 1 is -1.
-    Anything else (a symbolic dimension split in several) is refused by
-    smelt's reshape and the node stays in torch."""
+    """With static shapes the fusion's extents are the traced sizes and the
+    view is the traced shape. Over symbolic input extents the new shape is
+    written in terms of the input's: dimensions equal from the front or the
+    back pass through (as the input's extents), the one remaining entry other
+    than 1 is -1. Anything else (a symbolic dimension split in several) is
+    refused by smelt's reshape and the node stays in torch."""
     src, out = meta_tensor(x), meta_tensor(node)
     in_shape, out_shape = list(src.shape), list(out.shape)
     if any(not isinstance(s, int) for s in in_shape + out_shape):
         raise Unsupported(f"{node.name}: view with symbolic sizes")
     xv = t.arg(x)
+    if all(isinstance(e, int) for e in xv.shape):
+        return t.fd.ops.reshape(xv, out_shape)
     entries: List[Any] = list(out_shape)
     i = j = 0
     while i < len(in_shape) and j < len(out_shape) and in_shape[i] == out_shape[j]:
