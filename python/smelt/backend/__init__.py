@@ -30,10 +30,21 @@ __all__ = ["GraphReport", "PartitionReport", "last_report", "reports", "reset_re
 
 aten = torch.ops.aten
 
-# Composite ops lowered to the ATen/prims ops smelt translates.
+# Composite ops lowered to the ATen/prims ops smelt translates: forward
+# normalizations and activations, and their backward ops (training graphs).
 DECOMPOSITIONS = get_decompositions([
     aten._softmax, aten._log_softmax, aten.addmm, aten.linear, aten.mean,
     aten.native_layer_norm, aten.silu, aten.var_mean,
+    aten._native_batch_norm_legit_no_training, aten._native_batch_norm_legit,
+    aten._native_batch_norm_legit_functional,
+    aten.native_group_norm, aten.var.correction, aten.std.correction,
+    aten.hardtanh, aten.leaky_relu, aten.elu, aten.softplus, aten.hardswish, aten.hardsigmoid,
+    aten.mish, aten.clamp, aten.clamp_min, aten.clamp_max, aten.rsub, aten.masked_fill,
+    aten.detach, aten.zeros_like, aten.ones_like,
+    aten.native_layer_norm_backward, aten.native_batch_norm_backward,
+    aten.native_group_norm_backward, aten._softmax_backward_data,
+    aten._log_softmax_backward_data, aten.threshold_backward, aten.tanh_backward,
+    aten.gelu_backward, aten.sigmoid_backward, aten.silu_backward,
 ])
 
 _REPORTS: List[GraphReport] = []

@@ -351,6 +351,16 @@ def _full(t, node, size, fill_value, dtype=None, layout=None, device=None, pin_m
     return t.fd.ops.full(t.ints(size, "size"), fill_value, to_data_type(out.dtype))
 
 
+@translates(aten.scalar_tensor.default)
+def _scalar_tensor(t, node, value, dtype=None, layout=None, device=None, pin_memory=None):
+    return t.fd.ops.full([], value, to_data_type(meta_tensor(node).dtype))
+
+
+@translates(aten.lift_fresh_copy.default)
+def _lift_fresh_copy(t, node, x):
+    return t.fd.ops.set(t.arg(x))
+
+
 # ---- matmul ----
 @translates(aten.mm.default)
 def _mm(t, node, a, b):

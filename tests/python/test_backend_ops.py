@@ -1,0 +1,103 @@
+"""ATen ops real models carry, through torch.compile(backend="smelt")
+against eager: batch norm (eval and training, running statistics included),
+normalization and activation backward ops (decomposed into fused ops),
+scalar_tensor and lift_fresh_copy. Each asserts that the op was fused."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import smelt.backend
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    smelt.backend.reset_reports()
+    yield
+    torch._dynamo.reset()
+
+
+def gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def no_fallbacks_and_fused(min_fraction):
+    reports = smelt.backend.reports()
+    for r in reports:
+        assert r.fallback_runs == 0, str(r)
+    fused = sum(r.fused_node_count for r in reports)
+    total = sum(r.total_nodes for r in reports)
+    assert fused >= min_fraction * total, "\n".join(str(r) for r in reports)
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_batch_norm_matches_eager_with_running_stats(train):
+    torch.manual_seed(0)
+    eager = torch.nn.BatchNorm2d(3).train(train)
+    with torch.no_grad():
+        eager.running_mean.uniform_(-1, 1)
+        eager.running_var.uniform_(0.5, 2)
+        eager.weight.uniform_(0.5, 1.5)
+        eager.bias.uniform_(-1, 1)
+    ours = torch.nn.BatchNorm2d(3).train(train)
+    ours.load_state_dict(eager.state_dict())
+    x = torch.randn(2, 3, 4, 5, generator=gen(1))
+    with torch.no_grad():
+        expected = eager(x)
+        actual = torch.compile(ours, backend="smelt")(x)
+    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5)
+    assert actual.stride() == expected.stride()
+    torch.testing.assert_close(ours.running_mean, eager.running_mean)
+    torch.testing.assert_close(ours.running_var, eager.running_var)
+    assert int(ours.num_batches_tracked) == int(eager.num_batches_tracked)
+    no_fallbacks_and_fused(0.9)
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("layer_norm", lambda x, w, b: F.layer_norm(x, [6], w, b)),
+    ("softmax", lambda x, w, b: torch.softmax(x * w, -1)),
+    ("log_softmax", lambda x, w, b: torch.log_softmax(x + b, -1)),
+    ("gelu", lambda x, w, b: F.gelu(x * w)),
+    ("gelu_tanh", lambda x, w, b: F.gelu(x + b, approximate="tanh")),
+    ("tanh", lambda x, w, b: torch.tanh(x * w)),
+    ("relu", lambda x, w, b: torch.relu(x + b)),
+    ("sigmoid", lambda x, w, b: torch.sigmoid(x * w)),
+    ("silu", lambda x, w, b: F.silu(x + b)),
+    ("batch_norm", lambda x, w, b: F.batch_norm(x.view(4, 6, 1), None, None, w, b,
+                                                training=True).view(4, 6)),
+])
+def test_backward_ops_match_eager(name, fn):
+    x0 = torch.randn(4, 6, generator=gen(2))
+    w0 = torch.rand(6, generator=gen(3)) + 0.5
+    b0 = torch.randn(6, generator=gen(4))
+    grad_out = torch.randn(4, 6, generator=gen(5))
+
+    def grads(f):
+        x, w, b = (t.clone().requires_grad_() for t in (x0, w0, b0))
+        f(x, w, b).backward(grad_out)
+        return [t.grad for t in (x, w, b)]
+    expected = grads(fn)
+    actual = grads(torch.compile(fn, backend="smelt"))
+    for a, e in zip(actual, expected):
+        if e is None:
+            assert a is None
+            continue
+        torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
+    kinds = [r.graph_name.split()[0] for r in smelt.backend.reports()]
+    assert kinds.count("backward") == 1, kinds
+    no_fallbacks_and_fused(0.75)
+
+
+def test_scalar_tensor_and_lift_fresh_copy_are_fused():
+    def f(x):
+        m = torch.tensor(-3.0)
+        return torch.where(x > 0, x, torch.scalar_tensor(-1.5)) + m, torch.scalar_tensor(2.0) * 3
+    x = torch.randn(3, 4, generator=gen(6))
+    actual = torch.compile(f, backend="smelt")(x)
+    for a, e in zip(actual, f(x)):
+        torch.testing.assert_close(a, e)
+        assert a.shape == e.shape and a.stride() == e.stride()
+    report = smelt.backend.last_report()
+    assert report.fused_ops()["scalar_tensor.default"] == 2, str(report)
+    assert report.fused_ops()["lift_fresh_copy.default"] == 1, str(report)
+    assert report.fused_node_count == report.total_nodes, str(report)
