@@ -10,6 +10,7 @@
 
 #include "bindings.h"
 #include "codegen/cuda_codegen.h"
+#include "fusion/device_limits.h"
 #include "runtime/nvrtc_compiler.h"
 
 namespace py = pybind11;
@@ -94,7 +95,10 @@ void bindLowering(py::module_& m) {
       .def_readonly("log", &CompiledKernel::log)
       .def_readonly("ptxas", &CompiledKernel::ptxas)
       .def_readonly("compile_ms", &CompiledKernel::compile_ms)
-      .def_property_readonly("cubin_bytes", [](const CompiledKernel& k) { return k.cubin.size(); });
+      .def_property_readonly("cubin_bytes", [](const CompiledKernel& k) { return k.cubin.size(); })
+      .def_property_readonly("cubin", [](const CompiledKernel& k) {
+        return py::bytes(k.cubin.data(), k.cubin.size());
+      });
   m.def("compile_cuda", [](const std::string& source, const std::string& name, int arch) {
     NvrtcOptions options;
     options.arch = arch;
@@ -102,6 +106,23 @@ void bindLowering(py::module_& m) {
     return compileCuda(source, name, options);
   }, py::arg("source"), py::arg("kernel_name"), py::arg("arch") = NvrtcOptions{}.arch);
   m.def("nvrtc_supported_archs", &nvrtcSupportedArchs);
+  // The per-architecture table the schedulers and the launch check use; the
+  // kernel-quality report computes occupancy from it.
+  m.def("device_limits", [](int arch) {
+    DeviceLimits d = DeviceLimits::forArch(arch);
+    py::dict out;
+    out["arch"] = d.arch;
+    out["max_shared_memory_per_block"] = d.max_shared_memory_per_block;
+    out["shared_memory_per_sm"] = d.shared_memory_per_sm;
+    out["reserved_shared_memory_per_block"] = d.reserved_shared_memory_per_block;
+    out["max_threads_per_block"] = d.max_threads_per_block;
+    out["max_threads_per_sm"] = d.max_threads_per_sm;
+    out["max_blocks_per_sm"] = d.max_blocks_per_sm;
+    out["max_registers_per_thread"] = d.max_registers_per_thread;
+    out["registers_per_sm"] = d.registers_per_block;
+    out["register_allocation_unit"] = d.register_allocation_unit;
+    return out;
+  }, py::arg("arch"));
 }
 
 }  // namespace smelt::python

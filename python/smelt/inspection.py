@@ -7,6 +7,8 @@
                          # interval, alias), barriers, total, lower bound
     k.smem_plan.json     # the same as JSON text; .svg the picture, .text the table
     k.ptxas              # ptxas's report (registers, spills, shared memory)
+    k.quality            # machine code: SASS mix, LDL/STL, CALLs, access widths,
+                         # occupancy (smelt.kernel_quality)
 """
 from __future__ import annotations
 
@@ -165,8 +167,19 @@ class Kernel:
         return self._cuda()
 
     @cached_property
+    def compiled(self):
+        """NVRTC's result (_C.CompiledKernel): cubin, log, ptxas report."""
+        return self._compiled()
+
+    @cached_property
+    def quality(self):
+        """The machine-code report (smelt.kernel_quality.KernelQuality)."""
+        from smelt.kernel_quality import kernel_quality
+        return kernel_quality(self)
+
+    @cached_property
     def ptxas(self) -> PtxasReport:
-        compiled = self._compiled()
+        compiled = self.compiled
         p = compiled.ptxas
         return PtxasReport(p.registers, p.spill_store_bytes, p.spill_load_bytes,
                            p.stack_frame_bytes, p.static_smem_bytes, p.barriers,
