@@ -25,9 +25,11 @@ def _arguments(fd, inputs: Sequence[Any]) -> List[torch.Tensor]:
     if len(inputs) != len(declared):
         raise SmeltError(f"execute: the fusion has {len(declared)} inputs, {len(inputs)} were given")
     args = []
-    for i, (decl, arg) in enumerate(zip(declared, inputs)):
+    for i, (decl, arg, physical) in enumerate(zip(declared, inputs, fd._input_layouts)):
         if isinstance(arg, torch.Tensor):
-            args.append(arg)
+            # An input defined in another memory order is passed as it lies.
+            args.append(arg.permute(physical) if physical is not None and
+                        arg.dim() == len(physical) else arg)
         elif isinstance(decl, Tensor):
             raise SmeltError(f"input {i} ({decl.name}): expected a torch.Tensor, got "
                              f"{type(arg).__name__}")

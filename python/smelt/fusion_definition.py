@@ -20,6 +20,7 @@ schedule calls is scheduled automatically when it runs.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import torch
@@ -116,8 +117,10 @@ class Tensor(Value):
         return value if value is not None else id_.extent
 
     @property
-    def shape(self) -> List[Union[int, str]]:
-        return [self.size(d) for d in range(self.ndim)]
+    def shape(self) -> "Shape":
+        """The extents (ints, or symbols for sizes known at run time). Also
+        callable, as nvFuser's Tensor.shape() is."""
+        return Shape(self.size(d) for d in range(self.ndim))
 
     @property
     def num_loop_axes(self) -> int:
@@ -195,6 +198,31 @@ class Tensor(Value):
         return self
 
 
+def _operator(name: str, reflected: bool = False):
+    def method(self, other):
+        a, b = (other, self) if reflected else (self, other)
+        return getattr(self.fd.ops, name)(a, b)
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return method
+
+
+for _op, _name in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "truediv"),
+                   ("pow", "pow"), ("mod", "remainder"), ("and", "logical_and"),
+                   ("or", "logical_or"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")]:
+    setattr(Value, f"__{_op}__", _operator(_name))
+    if _op not in ("lt", "le", "gt", "ge"):
+        setattr(Value, f"__r{_op}__", _operator(_name, reflected=True))
+Value.__neg__ = lambda self: self.fd.ops.neg(self)
+Value.__abs__ = lambda self: self.fd.ops.abs(self)
+
+
+class Shape(list):
+    """A tensor's extents: a list that can also be called (nvFuser's shape())."""
+
+    def __call__(self) -> "Shape":
+        return self
+
+
 class Operators:
     """fd.ops: the ops of the IR. Python numbers are accepted wherever a
     scalar operand fits."""
@@ -255,12 +283,47 @@ class Operators:
     def unsqueeze(self, x: Tensor, dim: int) -> Tensor:
         return self._op("unsqueeze", x, dim)
 
-    def reshape(self, x: Tensor, shape: Sequence[Union[int, str]]) -> Tensor:
+    def reshape(self, x: Tensor, shape: Optional[Sequence[Union[int, str]]] = None, *,
+                new_shape: Optional[Sequence[Union[int, str]]] = None) -> Tensor:
         """Entries are ints (one may be -1) or, for sizes known only at run
         time, Tensor.size(d) of a fusion input (e.g. [-1, x.size(2)]).
         Symbolic dimensions may pass through or merge; splitting one is an
         error (it would need a divisibility check at run time)."""
-        return self._op("reshape", x, tuple(shape))
+        if (shape is None) == (new_shape is None):
+            raise SmeltError("reshape: give the new shape once (shape= or nvFuser's new_shape=)")
+        return self._op("reshape", x, tuple(shape if shape is not None else new_shape))
+
+    def truediv(self, a, b) -> Tensor:
+        """Python's `/`: true division whatever the dtypes (as div today)."""
+        return self._op("div", a, b)
+
+    def var(self, x: Tensor, dims: Union[int, Sequence[int], None] = None, correction: int = 1,
+            keepdim: bool = False) -> Tensor:
+        """Variance over `dims` with Bessel's `correction` (torch.var)."""
+        return self.var_mean(x, dims, correction, keepdim)[0]
+
+    def var_mean(self, x: Tensor, dims: Union[int, Sequence[int], None] = None,
+                 correction: int = 1, keepdim: bool = False):
+        """(variance, mean) over `dims`, as torch.var_mean; the extents
+        reduced must be known (static) to scale by them."""
+        dims = _ops.reduction_dims(dims)
+        axes = list(range(x.ndim)) if dims is None else [d + x.ndim if d < 0 else d for d in dims]
+        count = 1
+        for d in axes:
+            extent = x.size(d)
+            if not isinstance(extent, int):
+                raise SmeltError(f"var_mean: dimension {d} of {x.name} has symbolic extent "
+                                 f"{extent}; the element count must be known")
+            count *= extent
+        mean = self.div(self.sum(x, axes, keepdim=True), float(count))
+        centered = self.sub(x, mean)
+        var = self.div(self.sum(self.mul(centered, centered), axes, keepdim),
+                       float(max(count - correction, 0)))
+        return var, (mean if keepdim else self.squeeze(mean, axes))
+
+    def addcmul(self, x, a, b, value=1.0) -> Tensor:
+        """x + value * a * b (torch.addcmul)."""
+        return self.add(x, self.mul(self.mul(a, b), value))
 
     def flatten(self, x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         return self._op("flatten", x, start_dim, end_dim)
@@ -309,6 +372,9 @@ class FusionDefinition:
         # Per output: its dimensions from outermost to innermost in memory
         # when add_output was given a stride_order other than row-major.
         self._output_layouts: List[Optional[tuple]] = []
+        # Per input: its dimensions from outermost to innermost in memory when
+        # defined in an order other than row-major (execute permutes to it).
+        self._input_layouts: List[Optional[tuple]] = []
         self._defining = False
         self._last_executor = None
         self.ops = Operators(self)
@@ -337,28 +403,108 @@ class FusionDefinition:
         if exc_type is None and not self._outputs:
             raise SmeltError("the fusion has no outputs: call fd.add_output(tensor)")
 
-    def define_tensor(self, shape: Sequence[int], contiguity: Optional[Sequence[Optional[bool]]] = None,
-                      dtype: Any = DataType.Float) -> Tensor:
-        """An input tensor. shape: -1 for an extent known at run time, 1 for a
-        broadcast dimension, else a fixed extent. contiguity: per dimension
-        (None for broadcast dimensions); default all contiguous."""
+    def define_tensor(self, shape: Optional[Sequence[int]] = None,
+                      contiguity: Union[None, bool, Sequence[Optional[bool]]] = None,
+                      dtype: Any = DataType.Float, is_cpu: bool = False,
+                      stride_order: Optional[Sequence[int]] = None, *,
+                      sizes: Optional[Sequence[int]] = None,
+                      strides: Optional[Sequence[int]] = None,
+                      static_sizes: bool = False) -> Tensor:
+        """An input tensor, in nvFuser's forms:
+
+        - shape: -1 for an extent known at run time, 1 for a broadcast
+          dimension, else a fixed (static) extent; contiguity: per dimension
+          (None for broadcast dimensions), or one bool for all; default all
+          contiguous. stride_order: the memory order of the given tensors
+          (dimension i has the stride_order[i]-th smallest stride; default
+          row-major); contiguity then reads in that order, as in nvFuser.
+        - sizes= and strides= of an example tensor: extents symbolic unless
+          static_sizes, contiguity and stride order from the strides.
+
+        is_cpu (a CPU scalar tensor in nvFuser) is accepted and must be False:
+        the device is the one of the tensors given to execute()."""
+        if is_cpu:
+            raise SmeltError("define_tensor: is_cpu=True (a CPU scalar tensor) is not supported; "
+                             "pass a Python number or a 0-dim tensor for a define_scalar() input")
+        if sizes is not None or strides is not None:
+            if shape is not None or sizes is None or strides is None or len(sizes) != len(strides):
+                raise SmeltError("define_tensor: give sizes= and strides= together (same length), "
+                                 "without shape=")
+            example = torch.empty_strided(list(sizes), list(strides), device="meta")
+            return self._define_input(_from_example(example, static_sizes), dtype)
+        if shape is None:
+            raise SmeltError("define_tensor: shape= (or sizes= and strides=) is required")
         shape = tuple(int(s) for s in shape)
-        contiguity = tuple(contiguity) if contiguity is not None else tuple(
-            None if s == 1 else True for s in shape)
+        if contiguity is None or isinstance(contiguity, bool):
+            flag = True if contiguity is None else contiguity
+            contiguity = tuple(None if s == 1 else flag for s in shape)
+        layout = InputLayout(shape, tuple(contiguity), None)
+        if stride_order is not None:
+            layout = _ordered_input(shape, tuple(contiguity), stride_order)
+        return self._define_input(layout, dtype)
+
+    def _define_input(self, layout: "InputLayout", dtype: Any) -> Tensor:
+        """The fusion input is the tensor as it lies in memory (dimensions
+        outermost first); an input given in another order is permuted back
+        to its logical order inside the fusion."""
+        physical = layout.physical or ()
+        shape, contiguity = layout.shape, layout.contiguity
+        if physical:
+            shape = tuple(shape[d] for d in physical)
+            contiguity = tuple(contiguity[d] for d in physical)
         t = self._define_op("define_tensor", shape, contiguity, to_data_type(dtype))
         self._inputs.append(t)
-        return t
+        self._input_layouts.append(layout.physical)
+        if layout.physical is None:
+            return t
+        position = [0] * len(physical)
+        for p, d in enumerate(physical):
+            position[d] = p
+        return self.ops.permute(t, position)
 
-    def define_scalar(self, value: Optional[Number] = None, dtype: Any = None) -> Scalar:
-        """A constant scalar (value given), or a scalar input (value None)
+    def define_scalar(self, value: Any = None, dtype: Any = None) -> Scalar:
+        """A constant scalar (value given), or a scalar input (value None, or
+        a DataType as nvFuser's define_scalar(DataType.Double) declares one)
         passed to execute() in its place among the inputs."""
+        if isinstance(value, DataType):
+            if dtype is not None and to_data_type(dtype) != value:
+                raise SmeltError(f"define_scalar: value {value} (a scalar input of that type) and "
+                                 f"dtype={dtype} disagree")
+            value, dtype = None, value
+        if value is not None and not isinstance(value, (bool, int, float)):
+            raise SmeltError(f"define_scalar: expected a Python number, None or a DataType, got "
+                             f"{type(value).__name__}")
         if dtype is None:
             dtype = DataType.Double if value is None or isinstance(value, float) else (
                 DataType.Bool if isinstance(value, bool) else DataType.Int)
         s = self._define_op("define_scalar", value, to_data_type(dtype))
         if value is None:
             self._inputs.append(s)
+            self._input_layouts.append(None)
         return s
+
+    def define_vector(self, values: Sequence[Any]) -> List[Any]:
+        """nvFuser's vector of sizes: here simply the list itself (ints or
+        Tensor.size() symbols), accepted wherever a shape is."""
+        return list(values)
+
+    def id(self) -> int:
+        """A stable identifier of this definition: equal for equal records."""
+        return hash(tuple(self._records)) & ((1 << 63) - 1)
+
+    def validate(self, inputs: Sequence[Any], reference_outputs: Optional[Sequence[Any]] = None,
+                 rtol: Optional[float] = None, atol: Optional[float] = None) -> List[torch.Tensor]:
+        """Runs the fusion and checks its outputs against `reference_outputs`
+        (torch.testing.assert_close, sizes included); returns the outputs."""
+        outputs = self.execute(inputs)
+        if reference_outputs is not None:
+            if len(reference_outputs) != len(outputs):
+                raise SmeltError(f"validate: the fusion has {len(outputs)} outputs, "
+                                 f"{len(reference_outputs)} references were given")
+            for i, (out, ref) in enumerate(zip(outputs, reference_outputs)):
+                torch.testing.assert_close(out, ref, rtol=rtol, atol=atol,
+                                           msg=lambda m, i=i: f"output {i}: {m}")
+        return outputs
 
     def from_pytorch(self, tensor: torch.Tensor, static_sizes: bool = False) -> Tensor:
         """An input tensor shaped like `tensor` (symbolic extents unless
@@ -366,8 +512,7 @@ class FusionDefinition:
         contiguity."""
         if not isinstance(tensor, torch.Tensor):
             raise SmeltError(f"from_pytorch: expected a torch.Tensor, got {type(tensor).__name__}")
-        shape = [1 if s == 1 else (s if static_sizes else -1) for s in tensor.shape]
-        return self.define_tensor(shape, _contiguity(tensor), tensor.dtype)
+        return self._define_input(_from_example(tensor, static_sizes), tensor.dtype)
 
     def add_output(self, tensor: Tensor, stride_order: Optional[Sequence[int]] = None) -> None:
         """Marks `tensor` as an output. stride_order (nvFuser's form): the
@@ -488,6 +633,57 @@ class FusionDefinition:
         shared-memory plan, ptxas report. See smelt.inspection.Kernel."""
         from smelt.inspection import lower
         return lower(self, **options)
+
+
+@dataclass(frozen=True)
+class InputLayout:
+    shape: tuple  # logical order
+    contiguity: tuple  # logical order
+    physical: Optional[tuple]  # dimensions outermost first, None for row-major
+
+
+def _ordered_input(shape: tuple, contiguity: tuple, stride_order: Sequence[int]) -> InputLayout:
+    """nvFuser's stride_order form: contiguity is given in memory order
+    (outermost first), as nvFuser reads it."""
+    order = list(stride_order)
+    if len(contiguity) != len(shape):
+        raise SmeltError(f"define_tensor: shape {list(shape)} has {len(shape)} dimensions but "
+                         f"contiguity has {len(contiguity)} entries")
+    if sorted(order) != list(range(len(shape))):
+        raise SmeltError(f"define_tensor: stride_order {order} must be a permutation of "
+                         f"0..{len(shape) - 1}")
+    physical = _ops.physical_order(order)
+    logical_contiguity = [None] * len(shape)
+    for p, d in enumerate(physical):
+        logical_contiguity[d] = contiguity[p]
+    return InputLayout(shape, tuple(logical_contiguity),
+                       None if physical == tuple(range(len(shape))) else physical)
+
+
+def _from_example(tensor: torch.Tensor, static_sizes: bool) -> InputLayout:
+    """The layout of an example tensor: size-1 dimensions broadcast, the
+    others symbolic unless static_sizes; a dense tensor in another memory
+    order (channels-last, a transposed view) is read in that order."""
+    shape = tuple(1 if s == 1 else (s if static_sizes else -1) for s in tensor.shape)
+    sizes, strides = list(tensor.shape), list(tensor.stride())
+    physical = tuple(sorted(range(tensor.dim()), key=lambda d: (-strides[d], d)))
+    if physical != tuple(range(tensor.dim())) and _is_dense(sizes, strides, physical):
+        permuted = tensor.permute(physical)
+        contiguity = _contiguity(permuted)
+        logical = [None] * tensor.dim()
+        for p, d in enumerate(physical):
+            logical[d] = contiguity[p]
+        return InputLayout(shape, tuple(logical), physical)
+    return InputLayout(shape, tuple(_contiguity(tensor)), None)
+
+
+def _is_dense(sizes, strides, physical) -> bool:
+    expected = 1
+    for d in reversed(physical):
+        if sizes[d] != 1 and strides[d] != expected:
+            return False
+        expected *= sizes[d]
+    return True
 
 
 def _layout_order(tensor: Tensor, stride_order: Optional[Sequence[int]]) -> Optional[tuple]:

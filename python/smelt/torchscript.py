@@ -99,8 +99,9 @@ class _GroupRunner:
         self._fallback = torch._C._create_function_from_graph("smelt_fallback", graph)
         self._report = report
         self._fd = None
+        self._layouts = []
         try:
-            self._fd = definition_of(fx_from_torchscript(graph))
+            self._fd, self._layouts = definition_of(fx_from_torchscript(graph))
         except (Unsupported, SmeltError, AttributeError, KeyError) as e:
             report.fallback_reason = str(e)
 
@@ -109,7 +110,7 @@ class _GroupRunner:
             try:
                 outputs = self._fd.execute(inputs)
                 self._report.smelt_runs += 1
-                return outputs
+                return [layout.restore(out) for layout, out in zip(self._layouts, outputs)]
             except SmeltError as e:
                 self._report.fallback_reason = str(e)
         result = self._fallback(*inputs)

@@ -17,7 +17,7 @@ import torch.fx
 
 from smelt._C import DataType, SmeltError
 from smelt.dtypes import is_supported_torch_dtype, to_data_type
-from smelt.fusion_definition import FusionDefinition, Tensor, _contiguity
+from smelt.fusion_definition import FusionDefinition, Tensor
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -53,10 +53,9 @@ def define_input(fd: FusionDefinition, node: torch.fx.Node) -> Tensor:
         contiguity = [None if s == 1 else True for s in shape] if val.is_contiguous() else None
         if contiguity is None:
             raise Unsupported(f"input {node.name} has symbolic sizes and is not contiguous")
-    else:
-        shape = list(val.shape)
-        contiguity = _contiguity(val)
-    return fd.define_tensor(shape, contiguity, to_data_type(val.dtype))
+        return fd.define_tensor(shape, contiguity, to_data_type(val.dtype))
+    # Read in its memory order (channels-last, a transposed view: dense).
+    return fd.from_pytorch(val, static_sizes=True)
 
 
 class Translation:
