@@ -103,8 +103,17 @@ def _unary(c_op):
     return lambda a: c_op(as_val(a))
 
 
+def _same_rank(*operands: Any) -> list:
+    """Tensors of lower rank gain leading broadcast dimensions (numpy's and
+    torch's implicit broadcasting, as nvFuser's binary ops do)."""
+    vals = [as_val(v) for v in operands]
+    rank = max((_rank(v) for v in vals if v.is_tensor), default=0)
+    return [_C.broadcast(v, [True] * (rank - _rank(v)) + [False] * _rank(v))
+            if v.is_tensor and 0 < _rank(v) < rank else v for v in vals]
+
+
 def _binary(c_op):
-    return lambda a, b: c_op(as_val(a), as_val(b))
+    return lambda a, b: c_op(*_same_rank(a, b))
 
 
 # Elementwise ops: fd.ops.<name> maps to _C.<name> (scalars allowed).
@@ -121,7 +130,7 @@ DEFINITION_OPS: Dict[str, Impl] = {
         _C.permute(v, list(physical_order(stride_order))) if stride_order else v),
     "full": lambda shape, value, dtype: _C.full(list(shape), as_val(value), dtype),
     "cast": lambda tv, dtype: _C.cast(tv, dtype),
-    "where": lambda c, a, b: _C.where(as_val(c), as_val(a), as_val(b)),
+    "where": lambda c, a, b: _C.where(*_same_rank(c, a, b)),
     "sum": lambda tv, dims, keepdim, dtype: _reduction(_C.sum, tv, dims, keepdim, dtype),
     "max": lambda tv, dims, keepdim, dtype: _reduction(_C.max, tv, dims, keepdim, dtype),
     "broadcast": lambda tv, is_new: _C.broadcast(tv, list(is_new)),

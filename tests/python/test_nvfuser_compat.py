@@ -134,3 +134,17 @@ def test_id_is_equal_for_equal_definitions_and_validate_checks():
     a.validate([X], [torch.sigmoid(X)])
     with pytest.raises(AssertionError, match="output 0"):
         a.validate([X], [torch.sigmoid(X) + 1])
+
+
+def test_binary_ops_broadcast_lower_rank_tensors_implicitly():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True] * 3, dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        m = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Bool)
+        fd.add_output(fd.ops.add(x, b))
+        fd.add_output(fd.ops.where(m, x, b))
+    X, B = torch.randn(2, 3, 4, generator=gen(13)), torch.randn(4, generator=gen(14))
+    M = torch.rand(3, 4, generator=gen(15)) > 0.5
+    added, chosen = fd.execute([X, B, M])
+    torch.testing.assert_close(added, X + B)
+    torch.testing.assert_close(chosen, torch.where(M, X, B))
