@@ -239,9 +239,34 @@ std::vector<at::Tensor> FusionExecutor::run(const std::vector<at::Tensor>& input
     kernel_->function(device.index());  // "no CUDA device" before any CUDA allocation
     return launch(prepare(inputs, device));
   }
+  if (device.is_meta()) return runOnMeta(inputs);
   SMELT_CHECK(device.is_cpu(), "FusionExecutor::run: inputs on ", device.str(),
-              " are not supported (CUDA tensors run on the GPU, CPU tensors in the simulator)");
+              " are not supported (CUDA tensors run on the GPU, CPU tensors in the simulator, "
+              "meta tensors compile only)");
   return simulate(inputs);
+}
+
+std::vector<at::Tensor> FusionExecutor::runOnMeta(const std::vector<at::Tensor>& inputs) {
+  std::map<std::string, int64_t> bindings = bind(inputs);
+  const LaunchParams params = evaluateLaunch(bindings);  // the launch limits are checked
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    launch_params_ = params;
+  }
+  return allocateOutputs(bindings, c10::Device(c10::kMeta));
+}
+
+std::vector<at::Tensor> FusionExecutor::allocateOutputs(
+    const std::map<std::string, int64_t>& bindings, c10::Device device) const {
+  std::vector<at::Tensor> outputs;
+  for (const TensorParam& out : launchInfo().outputs) {
+    std::vector<int64_t> shape;
+    for (const IntExpr& extent : out.shape) shape.push_back(extent.evaluate(bindings));
+    outputs.push_back(at::empty(allocatedExtents(shape, out.expanded),
+                                at::TensorOptions().dtype(toAtenType(out.dtype)).device(device))
+                          .expand(shape));
+  }
+  return outputs;
 }
 
 PreparedLaunch FusionExecutor::prepareLaunch(const std::vector<at::Tensor>& inputs) const {
@@ -261,13 +286,7 @@ PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c1
   PreparedLaunch prepared;
   prepared.device = device;
   prepared.params = evaluateLaunch(bindings);
-  for (const TensorParam& out : info.outputs) {
-    std::vector<int64_t> shape;
-    for (const IntExpr& extent : out.shape) shape.push_back(extent.evaluate(bindings));
-    prepared.outputs.push_back(at::empty(allocatedExtents(shape, out.expanded),
-                                         at::TensorOptions().dtype(toAtenType(out.dtype)).device(device))
-                                   .expand(shape));
-  }
+  prepared.outputs = allocateOutputs(bindings, device);
   std::vector<const at::Tensor*> scalars;
   size_t tensor = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {

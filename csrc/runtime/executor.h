@@ -116,7 +116,9 @@ class FusionExecutor {
   bool isCompiled() const { return kernel_ != nullptr; }
 
   // Runs the compiled fusion: on the GPU for CUDA inputs, in the simulator
-  // for CPU inputs. Returns one tensor per fusion output.
+  // for CPU inputs; for meta inputs nothing runs (compile for a shape: the
+  // launch is evaluated and the outputs are meta tensors). Returns one tensor
+  // per fusion output.
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
 
   // run() on CUDA inputs in its two steps. prepareLaunch does all the host
@@ -164,6 +166,11 @@ class FusionExecutor {
   // "input 1 (T1)" or "output T4" for a kernel tensor parameter.
   std::string describeParam(const std::string& name) const;
   std::vector<at::Tensor> simulate(const std::vector<at::Tensor>& inputs);
+  // Meta tensors: the kernel is compiled and its launch evaluated (limits
+  // checked), nothing runs; the outputs are meta tensors of the right sizes.
+  std::vector<at::Tensor> runOnMeta(const std::vector<at::Tensor>& inputs);
+  std::vector<at::Tensor> allocateOutputs(const std::map<std::string, int64_t>& bindings,
+                                          c10::Device device) const;
 
   Fusion* fusion_ = nullptr;
   ExecutorOptions options_;

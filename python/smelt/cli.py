@@ -8,6 +8,12 @@
         the CPU simulator with race detection). Writes one SVG per kernel and
         an index.html linking them.
 
+    smelt quality FILE.py [--sizes AxB ...] [--json]
+        Compiles FILE.py's FusionDefinitions for the given sizes (meta
+        tensors: nothing runs) and prints each kernel's machine-code report
+        (smelt.kernel_quality: SASS mix, LDL/STL, CALLs, access widths,
+        registers, stack frame, occupancy on sm_80 and sm_90).
+
     smelt plan FILE.py [--json] [--svg DIR] [--cuda] [--hazards precise|conservative]
                        [--allocator best|stack] [--arch sm_80|sm_90]
         Runs FILE.py and reports every FusionDefinition it leaves in its
@@ -180,24 +186,33 @@ def fusions_of(namespace: Dict[str, object]) -> List[tuple]:
     return found
 
 
-def plan(args: argparse.Namespace) -> int:
-    path = Path(args.file)
+def load_fusions(command: str, path: Path):
+    """The FusionDefinitions FILE.py leaves at module level, or an exit
+    status after saying why there are none."""
     if not path.is_file():
-        print(f"smelt plan: no such file: {path}", file=sys.stderr)
+        print(f"smelt {command}: no such file: {path}", file=sys.stderr)
         return EXIT_USAGE
     _progress(f"running {path}")
     try:
-        namespace = runpy.run_path(str(path), run_name="__smelt_plan__")
+        namespace = runpy.run_path(str(path), run_name=f"__smelt_{command}__")
     except SmeltError:
         raise
     except Exception as e:  # the user's file failed on its own
-        print(f"smelt plan: {path} failed: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"smelt {command}: {path} failed: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_USAGE
     defined = fusions_of(namespace)
     if not defined:
-        print(f"smelt plan: {path} defines no FusionDefinition at module level "
+        print(f"smelt {command}: {path} defines no FusionDefinition at module level "
               f"(assign it to a variable)", file=sys.stderr)
         return EXIT_USAGE
+    return defined
+
+
+def plan(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    defined = load_fusions("plan", path)
+    if isinstance(defined, int):
+        return defined
     reports, rows = [], []
     for var, fd in defined:
         _progress(f"lowering {var}")
@@ -220,6 +235,51 @@ def plan(args: argparse.Namespace) -> int:
         print(json.dumps(reports, indent=2))
     else:
         print(markdown_table(rows))
+    return 0
+
+
+def _meta_inputs(fd: FusionDefinition, sizes: Optional[List[str]]) -> List[object]:
+    """Meta tensors for fd's inputs: --sizes per tensor input in order
+    (e.g. 8192x4096), else the definition's static extents; scalars get 1."""
+    from smelt.dtypes import to_torch_dtype
+    from smelt.fusion_definition import Tensor
+    tensors = [v for v in fd.inputs if isinstance(v, Tensor)]
+    if sizes is not None and len(sizes) != len(tensors):
+        raise SmeltError(f"--sizes was given {len(sizes)} times; the fusion has {len(tensors)} "
+                         "tensor inputs")
+    inputs, k = [], 0
+    for value in fd.inputs:
+        if not isinstance(value, Tensor):
+            inputs.append(1)
+            continue
+        if sizes is not None:
+            shape = [int(e) for e in sizes[k].split("x")] if sizes[k] else []
+        else:
+            shape = value.shape
+            if not all(isinstance(e, int) and e >= 0 for e in shape):
+                raise SmeltError(f"input {value.name} has symbolic extents {list(shape)}; give "
+                                 "its sizes with --sizes (one per tensor input, e.g. 8192x4096)")
+        k += 1
+        inputs.append(torch.empty(shape, dtype=to_torch_dtype(value.dtype), device="meta"))
+    return inputs
+
+
+def quality(args: argparse.Namespace) -> int:
+    defined = load_fusions("quality", Path(args.file))
+    if isinstance(defined, int):
+        return defined
+    reports = []
+    for var, fd in defined:
+        _progress(f"compiling {var} for its shapes (nothing runs)")
+        fd.execute(_meta_inputs(fd, args.sizes))
+        for i, kernel in enumerate(fd.last_kernels()):
+            q = kernel.quality
+            if args.json:
+                reports.append({"fusion": var, "kernel": i, **q.to_dict()})
+            else:
+                print(f"{var} kernel {i}: {q.text()}")
+    if args.json:
+        print(json.dumps(reports, indent=2))
     return 0
 
 
@@ -246,6 +306,14 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--allocator", choices=["best", "stack"], default="best")
     f.add_argument("--arch", type=_arch, default=90, help="sm_80 or sm_90 (default sm_90)")
     f.set_defaults(run=plan)
+    q = sub.add_parser("quality", help="machine-code report of the kernels smelt compiles for a "
+                       "Python fusion definition at given sizes (nothing runs)")
+    q.add_argument("file", help="a Python file leaving FusionDefinitions in its namespace")
+    q.add_argument("--sizes", action="append", metavar="AxB",
+                   help="sizes of one tensor input (repeat per input, in order); default: the "
+                        "definition's static extents")
+    q.add_argument("--json", action="store_true", help="print the report as JSON")
+    q.set_defaults(run=quality)
     return p
 
 

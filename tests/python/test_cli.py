@@ -88,3 +88,29 @@ def test_plan_errors_have_a_code_and_a_message(tmp_path, source, code, message):
 def test_bad_arguments_exit_2():
     assert run_cli("plan", str(EXAMPLE), "--arch", "sm_70").returncode == cli.EXIT_USAGE
     assert run_cli("frobnicate").returncode == cli.EXIT_USAGE
+
+
+QUALITY_FILE = """
+from smelt import FusionDefinition, DataType
+softmax = FusionDefinition()
+with softmax:
+    x = softmax.define_tensor([-1, -1], [True, True], DataType.Half)
+    xf = softmax.ops.cast(x, DataType.Float)
+    e = softmax.ops.exp(softmax.ops.sub(xf, softmax.ops.max(xf, [1], True)))
+    softmax.add_output(softmax.ops.cast(softmax.ops.div(e, softmax.ops.sum(e, [1], True)),
+                                        DataType.Half))
+"""
+
+
+def test_quality_compiles_for_given_sizes_without_running(tmp_path):
+    source = tmp_path / "softmax.py"
+    source.write_text(QUALITY_FILE)
+    result = run_cli("quality", str(source), "--sizes", "8192x4096", "--json")
+    assert result.returncode == 0, result.stderr
+    (report,) = json.loads(result.stdout)
+    assert report["fusion"] == "softmax" and report["threads_per_block"] > 0
+    assert report["sass"]["instructions"] > 0 and set(report["occupancy"]) == {"sm_80", "sm_90"}
+    text = run_cli("quality", str(source), "--sizes", "64x256")
+    assert text.returncode == 0 and "SASS instructions" in text.stdout, text.stderr
+    missing = run_cli("quality", str(source))
+    assert missing.returncode == 3 and "give its sizes with --sizes" in missing.stderr
