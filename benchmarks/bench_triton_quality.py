@@ -625,8 +625,9 @@ def summarize(kernels: List[dict], arch: int) -> dict:
     }
 
 
-def measure_triton(job: TritonJob, arch: int) -> dict:
-    """Compiles one Triton job for sm_<arch>; its figures and compile wall."""
+def measure_triton(job: TritonJob, arch: int, quality: bool = True) -> dict:
+    """Compiles one Triton job for sm_<arch>; its figures (unless not
+    `quality`: the compile wall only) and compile wall."""
     from triton.backends.compiler import GPUTarget
     from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
     from triton.compiler import ASTSource
@@ -637,6 +638,8 @@ def measure_triton(job: TritonJob, arch: int) -> dict:
     compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32),
                               options={"num_warps": job.num_warps, "num_stages": job.num_stages})
     compile_s = time.perf_counter() - start
+    if not quality:
+        return {"job": job.name, "compile_s": compile_s}
     # ptxas -v again on Triton's PTX, with Triton's flags, for the figures
     # Triton only learns when it loads the binary on a GPU.
     with tempfile.TemporaryDirectory() as tmp:
@@ -658,8 +661,9 @@ def measure_triton(job: TritonJob, arch: int) -> dict:
         "constexprs": job.constexprs, "compile_s": compile_s})
 
 
-def measure_smelt(op: Op, shape: tuple) -> dict:
-    """Compiles the op's fusion for `shape` through meta tensors."""
+def measure_smelt(op: Op, shape: tuple, quality: bool = True) -> dict:
+    """Compiles the op's fusion for `shape` through meta tensors (a fresh
+    FusionDefinition, the Python fusion cache cleared)."""
     from smelt import fusion_cache
     from smelt.kernel_quality import disassemble
     fusion_cache().clear()
@@ -672,6 +676,9 @@ def measure_smelt(op: Op, shape: tuple) -> dict:
     for kernel in fd.last_kernels():
         compiled = kernel.compiled
         nvrtc_ms += compiled.compile_ms
+        if not quality:
+            kernels.append({"name": compiled.kernel_name, "nvrtc_ms": compiled.compile_ms})
+            continue
         kernels.append(kernel_figures(kernel.quality, disassemble(compiled.cubin), {
             "grid": list(kernel.grid), "block": list(kernel.block),
             "nvrtc_ms": compiled.compile_ms}))
@@ -691,10 +698,11 @@ def _warm_up(archs: Sequence[int]) -> None:
         for arch in archs:
             job = _job("warm_up", warm_up_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
                        {"BLOCK": 256}, num_warps=4)
-            measure_triton(job, arch)
+            measure_triton(job, arch, quality=False)
 
 
-def run_jobs(jobs: Sequence[Tuple[str, tuple]], archs: Sequence[int]) -> List[dict]:
+def run_jobs(jobs: Sequence[Tuple[str, tuple]], archs: Sequence[int],
+             quality: bool = True) -> List[dict]:
     """Measures (op, shape) jobs in this process: smelt once, Triton once per
     arch. A failure of either side is recorded with its reason."""
     if triton is not None:
@@ -705,7 +713,7 @@ def run_jobs(jobs: Sequence[Tuple[str, tuple]], archs: Sequence[int]) -> List[di
         op = OPS[name]
         entry: Dict[str, Any] = {"op": name, "shape": list(shape)}
         try:
-            entry["smelt"] = measure_smelt(op, shape)
+            entry["smelt"] = measure_smelt(op, shape, quality)
         except Exception as e:  # a refusal or failure is a result
             entry["smelt"] = {"error": f"{type(e).__name__}: {str(e).strip()[:2000]}"}
         entry["triton"] = {}
@@ -713,7 +721,7 @@ def run_jobs(jobs: Sequence[Tuple[str, tuple]], archs: Sequence[int]) -> List[di
             try:
                 if triton is None:
                     raise RuntimeError("triton is not installed")
-                kernels = [measure_triton(job, arch) for job in op.triton(shape)]
+                kernels = [measure_triton(job, arch, quality) for job in op.triton(shape)]
                 entry["triton"][f"sm_{arch}"] = {
                     "kernels": kernels, "compile_s": sum(k["compile_s"] for k in kernels)}
             except Exception as e:
@@ -721,3 +729,357 @@ def run_jobs(jobs: Sequence[Tuple[str, tuple]], archs: Sequence[int]) -> List[di
                     "error": f"{type(e).__name__}: {str(e).strip()[:2000]}"}
         results.append(entry)
     return results
+
+
+# --------------------------------------------------------------------------
+# Repeats in worker processes, the comparison, the report.
+# --------------------------------------------------------------------------
+
+
+def _worker_env() -> Dict[str, str]:
+    """This process's import path for the worker (smelt may come from a build
+    tree that is only on sys.path here)."""
+    env = dict(os.environ)
+    paths = [p for p in sys.path if p and Path(p).is_dir()]
+    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def run_worker(jobs: Sequence[Tuple[str, tuple]], archs: Sequence[int], quality: bool) -> List[dict]:
+    """run_jobs in a fresh Python process (an empty smelt kernel cache)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result.json"
+        spec = json.dumps({"jobs": [[n, list(s)] for n, s in jobs], "archs": list(archs),
+                           "quality": quality})
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", spec,
+                               "--out", str(result)], env=_worker_env(), capture_output=True,
+                              text=True)
+        if proc.returncode != 0 or not result.is_file():
+            raise RuntimeError(f"worker failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                               f"{proc.stderr[-3000:]}")
+        return json.loads(result.read_text())
+
+
+def _ratio(s: Optional[float], t: Optional[float]) -> Optional[float]:
+    if s is None or t is None:
+        return None
+    if t == 0:
+        return 1.0 if s == 0 else None  # x / 0: no ratio (the table shows both figures)
+    return s / t
+
+
+RATIO_KEYS = ["kernels", "sass_instructions", "registers", "stack_frame_bytes", "spill_bytes",
+              "ldl", "stl", "integer_division_calls", "inline_integer_divisions",
+              "widest_global_load_bits", "common_global_load_bits", "widest_global_store_bits",
+              "block_barriers", "shared_memory_bytes", "occupancy"]
+
+
+def combine(op: str, shape: tuple, repeats: List[dict], archs: Sequence[int]) -> dict:
+    """One table entry from the repeats of (op, shape): the first repeat's
+    figures, the median compile times of all."""
+    first = repeats[0]
+    entry: Dict[str, Any] = {"op": op, "shape": list(shape),
+                             "description": OPS[op].description}
+    smelt = dict(first["smelt"])
+    if "error" not in smelt:
+        samples = [r["smelt"]["compile_s"] for r in repeats if "error" not in r["smelt"]]
+        nvrtc = [r["smelt"]["nvrtc_s"] for r in repeats if "error" not in r["smelt"]]
+        smelt["compile_s"] = {"median": statistics.median(samples), "samples": samples}
+        smelt["nvrtc_s"] = {"median": statistics.median(nvrtc), "samples": nvrtc}
+        smelt["arch"] = SMELT_ARCH
+        smelt["summary"] = summarize(smelt["kernels"], SMELT_ARCH)
+    entry["smelt"] = smelt
+    entry["triton"] = {}
+    for arch in archs:
+        key = f"sm_{arch}"
+        side = dict(first["triton"][key])
+        if "error" not in side:
+            samples = [r["triton"][key]["compile_s"] for r in repeats
+                       if "error" not in r["triton"][key]]
+            side["compile_s"] = {"median": statistics.median(samples), "samples": samples}
+            side["summary"] = summarize(side["kernels"], arch)
+        entry["triton"][key] = side
+    triton90 = entry["triton"].get(f"sm_{SMELT_ARCH}", {})
+    if "summary" in smelt and "summary" in triton90:
+        s, t = smelt["summary"], triton90["summary"]
+        entry["ratios"] = {k: _ratio(s[k], t[k]) for k in RATIO_KEYS}
+        entry["ratios"]["ldl_stl"] = _ratio(s["ldl"] + s["stl"], t["ldl"] + t["stl"])
+        entry["ratios"]["compile_time"] = _ratio(smelt["compile_s"]["median"],
+                                                 triton90["compile_s"]["median"])
+    else:
+        entry["ratios"] = None
+    return entry
+
+
+def _fmt_ratio(r: Optional[float]) -> str:
+    return "–" if r is None else f"×{r:.2f}"
+
+
+def _pair(s, t, r: Optional[float], fmt=str) -> str:
+    return f"{fmt(s)} / {fmt(t)} ({_fmt_ratio(r)})"
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def markdown(report: dict) -> str:
+    meta = report["meta"]
+    lines = [
+        "# smelt vs Triton: machine code, side by side",
+        "",
+        f"smelt {meta['smelt_commit']} (sm_{SMELT_ARCH}: fd.execute on meta tensors; smelt "
+        f"cannot be pointed at another architecture from Python), Triton {meta['triton_version']} "
+        f"(triton.compile for {', '.join('sm_' + str(a) for a in meta['archs'])}), "
+        f"torch {meta['torch_version']}; compile times: median of {meta['repeats']} fresh "
+        f"processes, on {meta['host']}. No GPU: static figures only.",
+        "",
+        f"Cells: smelt / Triton (ratio smelt/Triton), both at sm_{SMELT_ARCH}. Several kernels "
+        "on a side: instructions, LDL/STL, CALLs summed; registers, stack frame the maximum; "
+        "occupancy the minimum. idiv CALL: CALLs of the integer-division routine; inline "
+        "idiv: integer divisions emulated in line. LDG bits: widest / most common global "
+        "load width (async copies, LDGSTS, are not LDG: see the JSON).",
+        "",
+        "| op | shape | kernels | SASS instr | registers | stack B | LDL+STL | idiv CALLs "
+        "| inline idiv | widest LDG | common LDG | occupancy | compile ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    key90 = f"sm_{SMELT_ARCH}"
+    for e in report["results"]:
+        s, t = e["smelt"], e["triton"].get(key90, {})
+        head = f"| {e['op']} | {_shape_text(e['shape'])} "
+        if "summary" not in s or "summary" not in t:
+            why = "; ".join(f"{side}: {d['error'].splitlines()[0][:200]}"
+                            for side, d in (("smelt", s), ("Triton", t)) if "error" in d)
+            lines.append(head + f"| failed: {why} |" + " |" * 10)
+            continue
+        a, b, r = s["summary"], t["summary"], e["ratios"]
+        pct = lambda x: f"{x:.0%}"
+        ms = lambda x: f"{x * 1000:.0f}"
+        lines.append(head + "| " + " | ".join([
+            _pair(a["kernels"], b["kernels"], r["kernels"]),
+            _pair(a["sass_instructions"], b["sass_instructions"], r["sass_instructions"]),
+            _pair(a["registers"], b["registers"], r["registers"]),
+            _pair(a["stack_frame_bytes"], b["stack_frame_bytes"], r["stack_frame_bytes"]),
+            _pair(a["ldl"] + a["stl"], b["ldl"] + b["stl"], r["ldl_stl"]),
+            _pair(a["integer_division_calls"], b["integer_division_calls"],
+                  r["integer_division_calls"]),
+            _pair(a["inline_integer_divisions"], b["inline_integer_divisions"],
+                  r["inline_integer_divisions"]),
+            _pair(a["widest_global_load_bits"], b["widest_global_load_bits"],
+                  r["widest_global_load_bits"]),
+            _pair(a["common_global_load_bits"], b["common_global_load_bits"],
+                  r["common_global_load_bits"]),
+            _pair(a["occupancy"], b["occupancy"], r["occupancy"], pct),
+            _pair(s["compile_s"]["median"], t["compile_s"]["median"], r["compile_time"], ms),
+        ]) + " |")
+        if a["kernels"] > 1:
+            notes.append(f"- {e['op']} {_shape_text(e['shape'])}: smelt segments into "
+                         f"{a['kernels']} kernels: "
+                         + "; ".join(f"{k['name']} ({k['sass_instructions']} instr, "
+                                     f"{k['registers']} regs, grid {k['grid']}, block {k['block']})"
+                                     for k in s["kernels"]))
+    lines += ["", "## Compile time (ms, median)", "",
+              "smelt: wall of fd.execute on meta tensors (segmentation, scheduling, lowering, "
+              "NVRTC; NVRTC's share apart). Triton: wall of triton.compile (AST to cubin, disk "
+              "cache bypassed).", "",
+              "| op | shape | smelt wall | smelt NVRTC | Triton sm_90 | ratio | "
+              + " | ".join(f"Triton sm_{a}" for a in report["meta"]["archs"] if a != SMELT_ARCH)
+              + " |",
+              "|---|---|---|---|---|---|" + "---|" * (len(report["meta"]["archs"]) - 1)]
+    for e in report["results"]:
+        s = e["smelt"]
+        cell = lambda d: f"{d['compile_s']['median'] * 1000:.0f}" if "compile_s" in d else "failed"
+        nvrtc = f"{s['nvrtc_s']['median'] * 1000:.0f}" if "nvrtc_s" in s else "failed"
+        t90 = e["triton"].get(key90, {})
+        ratio = _fmt_ratio(e["ratios"]["compile_time"]) if e["ratios"] else "–"
+        others = [cell(e["triton"][f"sm_{a}"]) for a in report["meta"]["archs"] if a != SMELT_ARCH]
+        lines.append("| " + " | ".join([e["op"], _shape_text(e["shape"]), cell(s), nvrtc,
+                                        cell(t90), ratio] + others) + " |")
+    other_archs = [a for a in report["meta"]["archs"] if a != SMELT_ARCH]
+    for arch in other_archs:
+        key = f"sm_{arch}"
+        lines += ["", f"## Triton at sm_{arch} (smelt cannot target it from fd.execute)", "",
+                  "| op | shape | kernels | SASS instr | registers | stack B | LDL+STL "
+                  "| inline idiv | widest LDG | common LDG | occupancy |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for e in report["results"]:
+            t = e["triton"][key]
+            if "summary" not in t:
+                lines.append(f"| {e['op']} | {_shape_text(e['shape'])} | failed: "
+                             f"{t['error'].splitlines()[0][:200]} |" + " |" * 8)
+                continue
+            b = t["summary"]
+            lines.append(f"| {e['op']} | {_shape_text(e['shape'])} | {b['kernels']} | "
+                         f"{b['sass_instructions']} | {b['registers']} | {b['stack_frame_bytes']} "
+                         f"| {b['ldl'] + b['stl']} | {b['inline_integer_divisions']} | "
+                         f"{b['widest_global_load_bits']} | {b['common_global_load_bits']} | "
+                         f"{b['occupancy']:.0%} |")
+    errors = [f"- {e['op']} {_shape_text(e['shape'])} ({side}): {d['error']}"
+              for e in report["results"]
+              for side, d in [("smelt", e["smelt"])] + [(f"Triton {k}", v)
+                                                         for k, v in e["triton"].items()]
+              if "error" in d]
+    lines += ["", "## Notes", ""] + notes
+    lines += [f"- {e['op']}: {e['description']}" for e in _unique_ops(report["results"])]
+    if errors:
+        lines += ["", "## Refused or failed", ""] + errors
+    if report["meta"].get("plot"):
+        lines += ["", f"![smelt/Triton ratios]({report['meta']['plot']})"]
+    return "\n".join(lines) + "\n"
+
+
+def _unique_ops(results: List[dict]) -> List[dict]:
+    seen, out = set(), []
+    for e in results:
+        if e["op"] not in seen:
+            seen.add(e["op"])
+            out.append(e)
+    return out
+
+
+def plot(report: dict, path: Path) -> bool:
+    """A bar chart of the sm_90 ratios, when matplotlib is installed."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    keys = ["sass_instructions", "registers", "occupancy", "compile_time"]
+    rows = [e for e in report["results"] if e.get("ratios")]
+    if not rows:
+        return False
+    fig, ax = plt.subplots(figsize=(max(6, len(rows) * 0.9), 4))
+    width = 0.8 / len(keys)
+    for i, k in enumerate(keys):
+        ax.bar([j + i * width for j in range(len(rows))],
+               [e["ratios"][k] or 0 for e in rows], width, label=k)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
+    ax.set_xticklabels([f"{e['op']}\n{_shape_text(e['shape'])}" for e in rows], fontsize=7)
+    ax.set_ylabel("smelt / Triton (sm_90)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
+def _git_commit(path: Path) -> str:
+    try:
+        return subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def parse_shape(text: str) -> tuple:
+    try:
+        shape = tuple(int(d) for d in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"shape {text!r}: expected AxB or MxNxK")
+    if len(shape) not in (2, 3) or min(shape) <= 0:
+        raise argparse.ArgumentTypeError(f"shape {text!r}: expected AxB (row ops) or MxNxK "
+                                         "(matmul), positive")
+    return shape
+
+
+def plan(ops: Sequence[str], shapes: Optional[Sequence[tuple]]) -> List[Tuple[str, tuple]]:
+    """(op, shape) pairs: each op takes the given shapes of its rank, else its
+    defaults (row ops [8192, 4096] and [8192, 8192], the matmul 4096^3)."""
+    pairs = []
+    for name in ops:
+        op = OPS[name]
+        mine = [s for s in (shapes or []) if len(s) == op.rank]
+        if not mine:
+            mine = ROW_SHAPES if op.rank == 2 else MATMUL_SHAPES
+        pairs += [(name, tuple(s)) for s in mine]
+    return pairs
+
+
+def run(ops: Sequence[str], shapes: Optional[Sequence[tuple]], archs: Sequence[int],
+        out: Path, repeats: int = 3, in_process: bool = False, log=print) -> dict:
+    """The whole benchmark; writes out/triton_quality.json and .md."""
+    import torch
+    import smelt
+    if triton is None:
+        raise RuntimeError("triton is not installed (pip install triton)")
+    archs = sorted(set(archs) | {SMELT_ARCH})
+    if in_process and repeats != 1:
+        raise ValueError("--in-process measures one repeat (smelt's kernel cache would serve "
+                         "the others)")
+    pairs = plan(ops, shapes)
+    by_shape: Dict[tuple, List[Tuple[str, tuple]]] = {}
+    for name, shape in pairs:
+        by_shape.setdefault(shape, []).append((name, shape))
+    measured: Dict[Tuple[str, tuple], List[dict]] = {p: [] for p in pairs}
+    for rep in range(repeats):
+        for shape, jobs in by_shape.items():
+            start = time.perf_counter()
+            if in_process:
+                results = run_jobs(jobs, archs, quality=rep == 0)
+            else:
+                results = run_worker(jobs, archs, quality=rep == 0)
+            log(f"repeat {rep + 1}/{repeats}, {_shape_text(shape)}: {len(jobs)} ops in "
+                f"{time.perf_counter() - start:.1f} s")
+            for r in results:
+                measured[(r["op"], tuple(r["shape"]))].append(r)
+    report = {
+        "meta": {
+            "smelt_commit": _git_commit(Path(smelt.__file__).resolve().parent),
+            "triton_version": triton.__version__, "torch_version": torch.__version__,
+            "archs": archs, "smelt_arch": SMELT_ARCH, "repeats": repeats,
+            "host": f"{os.cpu_count()} CPUs", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        },
+        "results": [combine(name, shape, measured[(name, shape)], archs)
+                    for name, shape in pairs],
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    if plot(report, out / "triton_quality.png"):
+        report["meta"]["plot"] = "triton_quality.png"
+    (out / "triton_quality.json").write_text(json.dumps(report, indent=2))
+    (out / "triton_quality.md").write_text(markdown(report))
+    return report
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ops", default=",".join(OPS),
+                   help=f"comma-separated, from {', '.join(OPS)} (default all)")
+    p.add_argument("--shapes", default=None,
+                   help="comma-separated AxB (row ops) and MxNxK (matmul); an op without a "
+                        "shape of its rank keeps its defaults")
+    p.add_argument("--archs", default="80,90",
+                   help="Triton targets (sm_90 is always compiled: smelt's target)")
+    p.add_argument("--repeats", type=int, default=3, help="compile-time repeats (median)")
+    p.add_argument("--in-process", action="store_true",
+                   help="no worker processes (one repeat only)")
+    p.add_argument("--out", required=True, help="output directory (or the worker's result file)")
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker is not None:
+        spec = json.loads(args.worker)
+        results = run_jobs([(n, tuple(s)) for n, s in spec["jobs"]], spec["archs"],
+                           spec["quality"])
+        Path(args.out).write_text(json.dumps(results))
+        return 0
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    unknown = [o for o in ops if o not in OPS]
+    if unknown:
+        p.error(f"unknown op(s) {', '.join(unknown)}; choose from {', '.join(OPS)}")
+    shapes = [parse_shape(s) for s in args.shapes.split(",")] if args.shapes else None
+    try:
+        archs = [int(a.strip().removeprefix("sm_")) for a in args.archs.split(",") if a.strip()]
+    except ValueError:
+        p.error(f"--archs {args.archs!r}: expected e.g. 80,90")
+    if args.repeats < 1:
+        p.error("--repeats must be at least 1")
+    report = run(ops, shapes, archs, Path(args.out), args.repeats, args.in_process,
+                 log=lambda m: print(m, file=sys.stderr))
+    print((Path(args.out) / "triton_quality.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
