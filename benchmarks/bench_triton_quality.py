@@ -554,6 +554,9 @@ def async_copies(sass: str) -> Dict[str, int]:
     return counts
 
 
+_MMA = {"HMMA", "HGMMA", "IMMA", "IGMMA", "DMMA", "QGMMA", "BMMA"}
+
+
 def kernel_figures(quality, sass: str, extra: Optional[dict] = None) -> dict:
     """One kernel's figures from a smelt.kernel_quality.KernelQuality."""
     s = quality.sass
@@ -575,6 +578,8 @@ def kernel_figures(quality, sass: str, extra: Optional[dict] = None) -> dict:
         "global_stores": {str(w): n for w, n in sorted(s.global_stores.items())},
         "async_copies": async_copies(sass),
         "block_barriers": s.block_barriers,
+        "tensor_core_instructions": {m: n for m, n in s.mnemonics.items() if m in _MMA},
+        "mnemonics": s.mnemonics,
         "occupancy": {f"sm_{a}": {"occupancy": o.occupancy, "warps_per_sm": o.warps_per_sm,
                                   "blocks_per_sm": o.blocks_per_sm, "limited_by": o.limited_by}
                       for a, o in quality.occupancy.items()},
@@ -593,6 +598,14 @@ def _width_summary(kernels: List[dict], key: str) -> Tuple[int, int]:
     if not total:
         return 0, 0
     return max(total), max(total, key=lambda w: (total[w], w))
+
+
+def _merge(dicts) -> Dict[str, int]:
+    total: Dict[str, int] = {}
+    for d in dicts:
+        for k, n in d.items():
+            total[k] = total.get(k, 0) + n
+    return total
 
 
 def summarize(kernels: List[dict], arch: int) -> dict:
@@ -620,7 +633,10 @@ def summarize(kernels: List[dict], arch: int) -> dict:
         "widest_global_store_bits": stores_widest,
         "common_global_store_bits": stores_common,
         "widest_async_copy_bits": copies_widest,
+        "async_copies": sum(n for k in kernels for w, n in k["async_copies"].items()
+                            if w != "tma"),
         "tma_loads": sum(k["async_copies"].get("tma", 0) for k in kernels),
+        "tensor_core_instructions": _merge(k["tensor_core_instructions"] for k in kernels),
         "occupancy": min(k["occupancy"][occ_key]["occupancy"] for k in kernels),
     }
 
@@ -874,6 +890,17 @@ def markdown(report: dict) -> str:
             _pair(a["occupancy"], b["occupancy"], r["occupancy"], pct),
             _pair(s["compile_s"]["median"], t["compile_s"]["median"], r["compile_time"], ms),
         ]) + " |")
+        if a["async_copies"] or b["async_copies"] or a["tma_loads"] or b["tma_loads"] or \
+                a["tensor_core_instructions"] or b["tensor_core_instructions"]:
+            mma = lambda d: ", ".join(f"{n} {m}" for m, n in sorted(d.items())) or "none"
+            notes.append(
+                f"- {e['op']} {_shape_text(e['shape'])}: operands reach shared memory by async "
+                f"copy (LDGSTS, widest {a['widest_async_copy_bits']} / "
+                f"{b['widest_async_copy_bits']} bits): {a['async_copies']} / {b['async_copies']} "
+                f"instructions, TMA loads {a['tma_loads']} / {b['tma_loads']}; tensor-core "
+                f"instructions {mma(a['tensor_core_instructions'])} / "
+                f"{mma(b['tensor_core_instructions'])} (smelt / Triton); global stores widest "
+                f"{a['widest_global_store_bits']} / {b['widest_global_store_bits']} bits")
         if a["kernels"] > 1:
             notes.append(f"- {e['op']} {_shape_text(e['shape'])}: smelt segments into "
                          f"{a['kernels']} kernels: "
