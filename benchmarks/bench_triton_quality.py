@@ -1,0 +1,1112 @@
+"""smelt against Triton, side by side, from the machine code only (issue 18).
+
+    python benchmarks/bench_triton_quality.py --out DIR
+    python benchmarks/bench_triton_quality.py --ops softmax,layer_norm \\
+        --shapes 8192x4096 --archs 80,90 --out DIR
+
+For every op and shape, the same computation is compiled twice without a GPU:
+
+- smelt: a FusionDefinition left unscheduled (the automatic schedulers and
+  the segmenter choose), executed on meta tensors of the shape, which
+  segments, schedules, lowers and NVRTC-compiles the kernels smelt would run;
+  the report comes from each kernel's `.quality` (smelt.kernel_quality).
+- Triton: the kernel a Triton user writes for it (below; one row per program
+  for the row ops, a tiled tl.dot matmul), compiled with triton.compile on an
+  ASTSource for GPUTarget("cuda", arch, 32). Its cubin goes through the same
+  counting (count_sass on cuobjdump's disassembly, occupancy from smelt's
+  device-limits table); registers, stack frame and spills come from ptxas -v
+  run again on Triton's PTX with the flags Triton uses (n_regs/n_spills in
+  Triton's metadata need a GPU to load the binary).
+
+Figures of a side with several kernels (a segmented smelt fusion, Triton's
+two-kernel layer-norm backward) are summed (instructions, LDL/STL, CALLs,
+spills, barriers) or taken at their worst (registers, stack frame, shared
+memory: the maximum; occupancy: the minimum); the kernel count is reported
+and every kernel's own figures are in the JSON.
+
+Architectures: smelt compiles for the GPU it runs on, sm_90 when there is
+none, and fd.execute has no way to pick another (ExecutorOptions.arch is not
+bound to Python), so smelt is reported at sm_90 only and the side-by-side
+ratios are at sm_90; Triton is compiled for every --archs entry (its sm_80
+figures are in a table of their own).
+
+Compile time, same run, median of --repeats: smelt's wall time of
+fd.execute on meta tensors (segmentation, scheduling, lowering, NVRTC; plus
+NVRTC's own share) against triton.compile's wall time at sm_90 (AST to
+cubin, Triton's disk cache bypassed). smelt keeps compiled kernels in a
+process-wide C++ cache that Python cannot clear (smelt.fusion_cache().clear()
+empties only the FusionDefinition cache), so every repeat runs in a fresh
+worker process (one per repeat and shape, so no op meets its own kernel
+twice), with a fresh FusionDefinition, after an unrelated warm-up compile on
+each side so that one-off library loading counts for neither.
+
+Writes DIR/triton_quality.json and DIR/triton_quality.md (and a PNG plot when
+matplotlib is installed).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # the benchmark reports it; the test skips
+    triton = None
+    tl = None
+
+ROW_SHAPES = [(8192, 4096), (8192, 8192)]
+MATMUL_SHAPES = [(4096, 4096, 4096)]
+SMELT_ARCH = 90  # what fd.execute compiles for without a GPU (see the docstring)
+EPS = 1e-5
+LN_BWD_ROWS_PER_PROGRAM = 64
+
+# --------------------------------------------------------------------------
+# Triton kernels: what one writes by hand for each op. fp16 in and out, fp32
+# math; unit strides are constexprs and pointers/extents carry the 16-byte
+# divisibility hints, as Triton's JIT specializes them for contiguous tensors
+# of these sizes.
+# --------------------------------------------------------------------------
+
+if triton is not None:
+
+    @triton.jit
+    def gelu_bias_kernel(x_ptr, w_ptr, b_ptr, y_ptr, N, BLOCK_N: tl.constexpr):
+        # y = gelu(x * w + b), w and b broadcast along the rows; a program
+        # covers BLOCK_N columns of one row (grid: N / BLOCK_N, M).
+        row = tl.program_id(1)
+        cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        inside = cols < N
+        offsets = row * N + cols
+        x = tl.load(x_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=inside, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + cols, mask=inside, other=0.0).to(tl.float32)
+        h = x * w + b
+        y = 0.5 * h * (1.0 + tl.math.erf(h * 0.7071067811865476))
+        tl.store(y_ptr + offsets, y.to(tl.float16), mask=inside)
+
+    @triton.jit
+    def softmax_kernel(x_ptr, y_ptr, N, BLOCK_N: tl.constexpr):
+        # One row per program, the whole row in registers.
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK_N)
+        inside = cols < N
+        x = tl.load(x_ptr + row * N + cols, mask=inside, other=-float("inf")).to(tl.float32)
+        shifted = x - tl.max(x, axis=0)
+        num = tl.exp(shifted)
+        y = num / tl.sum(num, axis=0)
+        tl.store(y_ptr + row * N + cols, y.to(tl.float16), mask=inside)
+
+    @triton.jit
+    def layer_norm_fwd_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, N, eps,
+                              BLOCK_N: tl.constexpr):
+        # y = (x - mean) * rstd * w + b per row; mean and rstd kept (fp32)
+        # for the backward.
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK_N)
+        inside = cols < N
+        x = tl.load(x_ptr + row * N + cols, mask=inside, other=0.0).to(tl.float32)
+        mean = tl.sum(x, axis=0) / N
+        centered = tl.where(inside, x - mean, 0.0)
+        var = tl.sum(centered * centered, axis=0) / N
+        rstd = 1.0 / tl.sqrt(var + eps)
+        w = tl.load(w_ptr + cols, mask=inside, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + cols, mask=inside, other=0.0).to(tl.float32)
+        y = centered * rstd * w + b
+        tl.store(y_ptr + row * N + cols, y.to(tl.float16), mask=inside)
+        tl.store(mean_ptr + row, mean)
+        tl.store(rstd_ptr + row, rstd)
+
+    @triton.jit
+    def rms_norm_kernel(x_ptr, w_ptr, y_ptr, N, eps, BLOCK_N: tl.constexpr):
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK_N)
+        inside = cols < N
+        x = tl.load(x_ptr + row * N + cols, mask=inside, other=0.0).to(tl.float32)
+        rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
+        w = tl.load(w_ptr + cols, mask=inside, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * N + cols, (x * rstd * w).to(tl.float16), mask=inside)
+
+    @triton.jit
+    def row_sum_kernel(x_ptr, y_ptr, N, BLOCK_N: tl.constexpr):
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK_N)
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row, tl.sum(x, axis=0).to(tl.float16))
+
+    @triton.jit
+    def col_sum_kernel(x_ptr, y_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+        # A program owns BLOCK_N columns and walks down the rows BLOCK_M at a
+        # time, accumulating a [BLOCK_M, BLOCK_N] tile it reduces at the end.
+        cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for start in range(0, M, BLOCK_M):
+            rows = start + tl.arange(0, BLOCK_M)
+            inside = (rows[:, None] < M) & (cols[None, :] < N)
+            acc += tl.load(x_ptr + rows[:, None] * N + cols[None, :], mask=inside,
+                           other=0.0).to(tl.float32)
+        tl.store(y_ptr + cols, tl.sum(acc, axis=0).to(tl.float16), mask=cols < N)
+
+    @triton.jit
+    def layer_norm_bwd_dx_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr,
+                                 dw_part_ptr, db_part_ptr, M, N,
+                                 ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+        # Input gradient of ROWS rows, and this program's partial sums of the
+        # weight and bias gradients over those rows (reduced by the next kernel).
+        pid = tl.program_id(0)
+        cols = tl.arange(0, BLOCK_N)
+        inside = cols < N
+        w = tl.load(w_ptr + cols, mask=inside, other=0.0).to(tl.float32)
+        dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+        db = tl.zeros([BLOCK_N], dtype=tl.float32)
+        first = pid * ROWS
+        for row in range(first, tl.minimum(first + ROWS, M)):
+            x = tl.load(x_ptr + row * N + cols, mask=inside, other=0.0).to(tl.float32)
+            dy = tl.load(dy_ptr + row * N + cols, mask=inside, other=0.0).to(tl.float32)
+            mean = tl.load(mean_ptr + row)
+            rstd = tl.load(rstd_ptr + row)
+            xhat = tl.where(inside, (x - mean) * rstd, 0.0)
+            wdy = w * dy
+            c1 = tl.sum(xhat * wdy, axis=0) / N
+            c2 = tl.sum(wdy, axis=0) / N
+            dx = (wdy - (xhat * c1 + c2)) * rstd
+            tl.store(dx_ptr + row * N + cols, dx.to(tl.float16), mask=inside)
+            dw += dy * xhat
+            db += dy
+        tl.store(dw_part_ptr + pid * N + cols, dw, mask=inside)
+        tl.store(db_part_ptr + pid * N + cols, db, mask=inside)
+
+    @triton.jit
+    def layer_norm_bwd_dwdb_kernel(dw_part_ptr, db_part_ptr, dw_ptr, db_ptr, G, N,
+                                   BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr):
+        # Column sums of the [G, N] partials.
+        cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+        dw = tl.zeros([BLOCK_G, BLOCK_N], dtype=tl.float32)
+        db = tl.zeros([BLOCK_G, BLOCK_N], dtype=tl.float32)
+        for start in range(0, G, BLOCK_G):
+            rows = start + tl.arange(0, BLOCK_G)
+            inside = (rows[:, None] < G) & (cols[None, :] < N)
+            offsets = rows[:, None] * N + cols[None, :]
+            dw += tl.load(dw_part_ptr + offsets, mask=inside, other=0.0)
+            db += tl.load(db_part_ptr + offsets, mask=inside, other=0.0)
+        tl.store(dw_ptr + cols, tl.sum(dw, axis=0).to(tl.float16), mask=cols < N)
+        tl.store(db_ptr + cols, tl.sum(db, axis=0).to(tl.float16), mask=cols < N)
+
+    @triton.jit
+    def matmul_bias_relu_kernel(a_ptr, b_ptr, bias_ptr, c_ptr, M, N, K,
+                                stride_am, stride_bk, stride_cm,
+                                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+        # c = relu(a @ b + bias): a [M, K], b [K, N] row-major, fp32
+        # accumulation on tensor cores (tl.dot), tiles visited in groups of
+        # GROUP_M tile rows so that neighbouring programs share operands in L2.
+        pid = tl.program_id(0)
+        tiles_m = tl.cdiv(M, BLOCK_M)
+        tiles_n = tl.cdiv(N, BLOCK_N)
+        per_group = GROUP_M * tiles_n
+        group = pid // per_group
+        first_m = group * GROUP_M
+        group_m = tl.minimum(tiles_m - first_m, GROUP_M)
+        tile_m = first_m + (pid % per_group) % group_m
+        tile_n = (pid % per_group) // group_m
+        rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        ks = tl.arange(0, BLOCK_K)
+        a_tile = a_ptr + rows[:, None] * stride_am + ks[None, :]
+        b_tile = b_ptr + ks[:, None] * stride_bk + cols[None, :]
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            left = K - k * BLOCK_K
+            a = tl.load(a_tile, mask=(rows[:, None] < M) & (ks[None, :] < left), other=0.0)
+            b = tl.load(b_tile, mask=(ks[:, None] < left) & (cols[None, :] < N), other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_tile += BLOCK_K
+            b_tile += BLOCK_K * stride_bk
+        bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+        c = tl.maximum(acc + bias[None, :], 0.0).to(tl.float16)
+        inside = (rows[:, None] < M) & (cols[None, :] < N)
+        tl.store(c_ptr + rows[:, None] * stride_cm + cols[None, :], c, mask=inside)
+
+    @triton.jit
+    def warm_up_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) + 1.0,
+                 mask=offsets < n)
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << (int(n) - 1).bit_length()
+
+
+def row_warps(block_n: int) -> int:
+    """Warps for a program that holds a row of block_n elements: 16 elements
+    a thread, between 4 and 16 warps."""
+    return min(max(block_n // 512, 4), 16)
+
+
+@dataclass
+class TritonJob:
+    """One triton.compile call: the kernel, its signature (argument -> type,
+    'constexpr' for compile-time constants), the constexpr values, the
+    arguments with a 16-divisibility hint, the launch options."""
+    name: str
+    fn: Any
+    signature: Dict[str, str]
+    constexprs: Dict[str, Any]
+    divisible: Sequence[str]
+    num_warps: int
+    num_stages: int = 3
+
+
+def _job(name, fn, args: Dict[str, str], constexprs: Dict[str, Any], num_warps: int,
+         num_stages: int = 3, aligned: Sequence[str] = ()) -> TritonJob:
+    signature = dict(args)
+    signature.update({k: "constexpr" for k in constexprs})
+    divisible = [k for k, t in args.items() if t.startswith("*")] + list(aligned)
+    return TritonJob(name, fn, signature, constexprs, divisible, num_warps, num_stages)
+
+
+def _aligned(*extents: Tuple[str, int]) -> List[str]:
+    """The integer arguments a JIT call would mark divisible by 16."""
+    return [name for name, value in extents if value % 16 == 0]
+
+
+# --------------------------------------------------------------------------
+# The ops: a smelt FusionDefinition and the Triton jobs for one shape.
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Op:
+    name: str
+    rank: int  # 2: [M, N] row ops; 3: the matmul's M x N x K
+    description: str
+    smelt: Callable[[tuple], tuple]  # shape -> (FusionDefinition, meta inputs)
+    triton: Callable[[tuple], List[TritonJob]]
+
+
+def _meta(*shapes_dtypes):
+    import torch
+    return [torch.empty(*shape, dtype=dtype, device="meta") for shape, dtype in shapes_dtypes]
+
+
+def _smelt_gelu_bias(shape):
+    import torch
+    from smelt import DataType, FusionDefinition
+    M, N = shape
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor([-1, -1], True, DataType.Half)
+        w = fd.define_tensor([-1], True, DataType.Half)
+        b = fd.define_tensor([-1], True, DataType.Half)
+        h = fd.ops.add(fd.ops.mul(fd.ops.cast(x, DataType.Float),
+                                  fd.ops.broadcast(fd.ops.cast(w, DataType.Float), [True, False])),
+                       fd.ops.broadcast(fd.ops.cast(b, DataType.Float), [True, False]))
+        fd.add_output(fd.ops.cast(fd.ops.gelu(h), DataType.Half))
+    return fd, _meta(((M, N), torch.half), ((N,), torch.half), ((N,), torch.half))
+
+
+def _triton_gelu_bias(shape):
+    M, N = shape
+    return [_job("gelu_bias", gelu_bias_kernel,
+                 {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp16", "N": "i32"},
+                 {"BLOCK_N": 1024}, num_warps=4, aligned=_aligned(("N", N)))]
+
+
+def _smelt_softmax(shape):
+    import torch
+    from smelt import DataType, FusionDefinition
+    fd = FusionDefinition()
+    with fd:
+        x = fd.ops.cast(fd.define_tensor([-1, -1], True, DataType.Half), DataType.Float)
+        e = fd.ops.exp(fd.ops.sub(x, fd.ops.max(x, [1], True)))
+        fd.add_output(fd.ops.cast(fd.ops.div(e, fd.ops.sum(e, [1], True)), DataType.Half))
+    return fd, _meta((shape, torch.half))
+
+
+def _triton_row(name, fn, pointers, shape, floats=()):
+    M, N = shape
+    block = next_power_of_2(N)
+    args = {p: t for p, t in pointers}
+    args["N"] = "i32"
+    args.update({f: "fp32" for f in floats})
+    return [_job(name, fn, args, {"BLOCK_N": block}, num_warps=row_warps(block),
+                 aligned=_aligned(("N", N)))]
+
+
+def _triton_softmax(shape):
+    return _triton_row("softmax", softmax_kernel, [("x_ptr", "*fp16"), ("y_ptr", "*fp16")], shape)
+
+
+def _smelt_layer_norm(shape):
+    import torch
+    from smelt import DataType, FusionDefinition
+    M, N = shape
+    fd = FusionDefinition()
+    with fd:
+        xh = fd.define_tensor([-1, -1], True, DataType.Half)
+        w = fd.ops.cast(fd.define_tensor([-1], True, DataType.Half), DataType.Float)
+        b = fd.ops.cast(fd.define_tensor([-1], True, DataType.Half), DataType.Float)
+        x = fd.ops.cast(xh, DataType.Float)
+        mean = fd.ops.mul(fd.ops.sum(x, [1], True), 1.0 / N)
+        centered = fd.ops.sub(x, mean)
+        var = fd.ops.mul(fd.ops.sum(fd.ops.mul(centered, centered), [1], True), 1.0 / N)
+        rstd = fd.ops.rsqrt(fd.ops.add(var, EPS))
+        y = fd.ops.add(fd.ops.mul(fd.ops.mul(centered, rstd), fd.ops.broadcast(w, [True, False])),
+                       fd.ops.broadcast(b, [True, False]))
+        fd.add_output(fd.ops.cast(y, DataType.Half))
+        fd.add_output(fd.ops.squeeze(mean, [1]))
+        fd.add_output(fd.ops.squeeze(rstd, [1]))
+    return fd, _meta(((M, N), torch.half), ((N,), torch.half), ((N,), torch.half))
+
+
+def _triton_layer_norm(shape):
+    return _triton_row("layer_norm_fwd", layer_norm_fwd_kernel,
+                       [("x_ptr", "*fp16"), ("w_ptr", "*fp16"), ("b_ptr", "*fp16"),
+                        ("y_ptr", "*fp16"), ("mean_ptr", "*fp32"), ("rstd_ptr", "*fp32")],
+                       shape, floats=("eps",))
+
+
+def _smelt_rms_norm(shape):
+    import torch
+    from smelt import DataType, FusionDefinition
+    M, N = shape
+    fd = FusionDefinition()
+    with fd:
+        x = fd.ops.cast(fd.define_tensor([-1, -1], True, DataType.Half), DataType.Float)
+        w = fd.ops.cast(fd.define_tensor([-1], True, DataType.Half), DataType.Float)
+        ms = fd.ops.mul(fd.ops.sum(fd.ops.mul(x, x), [1], True), 1.0 / N)
+        rstd = fd.ops.rsqrt(fd.ops.add(ms, EPS))
+        y = fd.ops.mul(fd.ops.mul(x, rstd), fd.ops.broadcast(w, [True, False]))
+        fd.add_output(fd.ops.cast(y, DataType.Half))
+    return fd, _meta(((M, N), torch.half), ((N,), torch.half))
+
+
+def _triton_rms_norm(shape):
+    return _triton_row("rms_norm", rms_norm_kernel,
+                       [("x_ptr", "*fp16"), ("w_ptr", "*fp16"), ("y_ptr", "*fp16")],
+                       shape, floats=("eps",))
+
+
+def _smelt_sum(dim):
+    def build(shape):
+        import torch
+        from smelt import DataType, FusionDefinition
+        fd = FusionDefinition()
+        with fd:
+            x = fd.ops.cast(fd.define_tensor([-1, -1], True, DataType.Half), DataType.Float)
+            fd.add_output(fd.ops.cast(fd.ops.sum(x, [dim]), DataType.Half))
+        return fd, _meta((shape, torch.half))
+    return build
+
+
+def _triton_row_sum(shape):
+    return _triton_row("row_sum", row_sum_kernel, [("x_ptr", "*fp16"), ("y_ptr", "*fp16")], shape)
+
+
+def _triton_col_sum(shape):
+    M, N = shape
+    return [_job("col_sum", col_sum_kernel, {"x_ptr": "*fp16", "y_ptr": "*fp16", "M": "i32",
+                                              "N": "i32"},
+                 {"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=4,
+                 aligned=_aligned(("M", M), ("N", N)))]
+
+
+def _smelt_layer_norm_bwd(shape):
+    import torch
+    from smelt import DataType, FusionDefinition
+    M, N = shape
+    fd = FusionDefinition()
+    with fd:
+        dy = fd.ops.cast(fd.define_tensor([-1, -1], True, DataType.Half), DataType.Float)
+        x = fd.ops.cast(fd.define_tensor([-1, -1], True, DataType.Half), DataType.Float)
+        w = fd.ops.cast(fd.define_tensor([-1], True, DataType.Half), DataType.Float)
+        mean = fd.ops.broadcast(fd.define_tensor([-1], True, DataType.Float), [False, True])
+        rstd = fd.ops.broadcast(fd.define_tensor([-1], True, DataType.Float), [False, True])
+        xhat = fd.ops.mul(fd.ops.sub(x, mean), rstd)
+        wdy = fd.ops.mul(fd.ops.broadcast(w, [True, False]), dy)
+        c1 = fd.ops.mul(fd.ops.sum(fd.ops.mul(xhat, wdy), [1], True), 1.0 / N)
+        c2 = fd.ops.mul(fd.ops.sum(wdy, [1], True), 1.0 / N)
+        dx = fd.ops.mul(fd.ops.sub(wdy, fd.ops.add(fd.ops.mul(xhat, c1), c2)), rstd)
+        fd.add_output(fd.ops.cast(dx, DataType.Half))
+        fd.add_output(fd.ops.cast(fd.ops.sum(fd.ops.mul(dy, xhat), [0]), DataType.Half))
+        fd.add_output(fd.ops.cast(fd.ops.sum(dy, [0]), DataType.Half))
+    return fd, _meta(((M, N), torch.half), ((M, N), torch.half), ((N,), torch.half),
+                     ((M,), torch.float), ((M,), torch.float))
+
+
+def _triton_layer_norm_bwd(shape):
+    M, N = shape
+    block = next_power_of_2(N)
+    groups = -(-M // LN_BWD_ROWS_PER_PROGRAM)
+    return [
+        _job("layer_norm_bwd_dx", layer_norm_bwd_dx_kernel,
+             {"dy_ptr": "*fp16", "x_ptr": "*fp16", "w_ptr": "*fp16", "mean_ptr": "*fp32",
+              "rstd_ptr": "*fp32", "dx_ptr": "*fp16", "dw_part_ptr": "*fp32",
+              "db_part_ptr": "*fp32", "M": "i32", "N": "i32"},
+             {"ROWS": LN_BWD_ROWS_PER_PROGRAM, "BLOCK_N": block}, num_warps=row_warps(block),
+             aligned=_aligned(("M", M), ("N", N))),
+        _job("layer_norm_bwd_dwdb", layer_norm_bwd_dwdb_kernel,
+             {"dw_part_ptr": "*fp32", "db_part_ptr": "*fp32", "dw_ptr": "*fp16", "db_ptr": "*fp16",
+              "G": "i32", "N": "i32"},
+             {"BLOCK_G": 32, "BLOCK_N": 64}, num_warps=4,
+             aligned=_aligned(("G", groups), ("N", N))),
+    ]
+
+
+def _smelt_matmul(shape):
+    import torch
+    from smelt import DataType, FusionDefinition
+    M, N, K = shape
+    fd = FusionDefinition()
+    with fd:
+        a = fd.define_tensor([-1, -1], True, DataType.Half)
+        b = fd.define_tensor([-1, -1], True, DataType.Half)
+        bias = fd.ops.cast(fd.define_tensor([-1], True, DataType.Half), DataType.Float)
+        acc = fd.ops.cast(fd.ops.matmul(a, b), DataType.Float)
+        out = fd.ops.relu(fd.ops.add(acc, fd.ops.broadcast(bias, [True, False])))
+        fd.add_output(fd.ops.cast(out, DataType.Half))
+    return fd, _meta(((M, K), torch.half), ((K, N), torch.half), ((N,), torch.half))
+
+
+def _triton_matmul(shape):
+    M, N, K = shape
+    return [_job("matmul_bias_relu", matmul_bias_relu_kernel,
+                 {"a_ptr": "*fp16", "b_ptr": "*fp16", "bias_ptr": "*fp16", "c_ptr": "*fp16",
+                  "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32", "stride_bk": "i32",
+                  "stride_cm": "i32"},
+                 {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8},
+                 num_warps=8, num_stages=3,
+                 aligned=_aligned(("M", M), ("N", N), ("K", K), ("stride_am", K),
+                                  ("stride_bk", N), ("stride_cm", N)))]
+
+
+OPS: Dict[str, Op] = {op.name: op for op in [
+    Op("gelu_bias", 2, "gelu(x * w + b), w and b [N] broadcast; fp16, fp32 math",
+       _smelt_gelu_bias, _triton_gelu_bias),
+    Op("softmax", 2, "softmax over rows; fp16, fp32 math", _smelt_softmax, _triton_softmax),
+    Op("layer_norm", 2, "layer norm forward, weight and bias; fp16 in/out, fp32 math, "
+       "mean and rstd out (fp32)", _smelt_layer_norm, _triton_layer_norm),
+    Op("rms_norm", 2, "RMS norm with weight; fp16, fp32 math", _smelt_rms_norm, _triton_rms_norm),
+    Op("row_sum", 2, "sum over dim 1; fp16, fp32 accumulation", _smelt_sum(1), _triton_row_sum),
+    Op("col_sum", 2, "sum over dim 0; fp16, fp32 accumulation", _smelt_sum(0), _triton_col_sum),
+    Op("layer_norm_bwd", 2, "layer norm backward: dx, dw, db from dy, x, w, mean, rstd",
+       _smelt_layer_norm_bwd, _triton_layer_norm_bwd),
+    Op("matmul_bias_relu", 3, "relu(a @ b + bias), fp16 operands, fp32 accumulation",
+       _smelt_matmul, _triton_matmul),
+]}
+
+
+# --------------------------------------------------------------------------
+# Measuring one side.
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class PtxasFigures:
+    """What sass_quality needs from ptxas -v (the fields of smelt's report)."""
+    registers: int = 0
+    stack_frame_bytes: int = 0
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+    static_smem_bytes: int = 0
+    barriers: int = 0
+
+
+def parse_ptxas_log(log: str) -> PtxasFigures:
+    """ptxas -v's report of the one entry function in `log`."""
+    def capture(pattern: str) -> int:
+        m = re.search(pattern, log)
+        return int(m.group(1)) if m else 0
+    if "registers" not in log:
+        raise RuntimeError(f"ptxas -v printed no register count:\n{log}")
+    return PtxasFigures(
+        registers=capture(r"Used (\d+) registers"),
+        stack_frame_bytes=capture(r"(\d+) bytes stack frame"),
+        spill_store_bytes=capture(r"(\d+) bytes spill stores"),
+        spill_load_bytes=capture(r"(\d+) bytes spill loads"),
+        static_smem_bytes=capture(r"(\d+) bytes smem"),
+        barriers=capture(r"used (\d+) barriers"))
+
+
+_ASYNC_COPY = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?((?:LDGSTS|UTMALDG)[A-Z0-9_.]*)")
+
+
+def async_copies(sass: str) -> Dict[str, int]:
+    """Global-to-shared copies the LDG counts leave out: LDGSTS (cp.async) by
+    width and UTMALDG (TMA) as 'tma'."""
+    from smelt.kernel_quality import _access_width
+    counts: Dict[str, int] = {}
+    for m in _ASYNC_COPY.finditer(sass):
+        key = "tma" if m.group(1).startswith("UTMALDG") else str(_access_width(m.group(1)))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+_MMA = {"HMMA", "HGMMA", "IMMA", "IGMMA", "DMMA", "QGMMA", "BMMA"}
+
+
+def kernel_figures(quality, sass: str, extra: Optional[dict] = None) -> dict:
+    """One kernel's figures from a smelt.kernel_quality.KernelQuality."""
+    s = quality.sass
+    d = {
+        "name": quality.name,
+        "threads_per_block": quality.threads_per_block,
+        "registers": quality.registers,
+        "stack_frame_bytes": quality.stack_frame_bytes,
+        "spill_bytes": quality.spill_store_bytes + quality.spill_load_bytes,
+        "shared_memory_bytes": quality.shared_memory_bytes,
+        "sass_instructions": s.instructions,
+        "mix": s.mix,
+        "ldl": s.local_loads,
+        "stl": s.local_stores,
+        "calls": s.calls,
+        "integer_division_calls": s.integer_division_calls,
+        "inline_integer_divisions": s.inline_integer_divisions,
+        "global_loads": {str(w): n for w, n in sorted(s.global_loads.items())},
+        "global_stores": {str(w): n for w, n in sorted(s.global_stores.items())},
+        "async_copies": async_copies(sass),
+        "block_barriers": s.block_barriers,
+        "tensor_core_instructions": {m: n for m, n in s.mnemonics.items() if m in _MMA},
+        "mnemonics": s.mnemonics,
+        "occupancy": {f"sm_{a}": {"occupancy": o.occupancy, "warps_per_sm": o.warps_per_sm,
+                                  "blocks_per_sm": o.blocks_per_sm, "limited_by": o.limited_by}
+                      for a, o in quality.occupancy.items()},
+    }
+    d.update(extra or {})
+    return d
+
+
+def _width_summary(kernels: List[dict], key: str) -> Tuple[int, int]:
+    """(widest, most common) access width in bits over all kernels; 0 for none."""
+    total: Dict[int, int] = {}
+    for k in kernels:
+        for w, n in k[key].items():
+            if w != "tma":
+                total[int(w)] = total.get(int(w), 0) + n
+    if not total:
+        return 0, 0
+    return max(total), max(total, key=lambda w: (total[w], w))
+
+
+def _merge(dicts) -> Dict[str, int]:
+    total: Dict[str, int] = {}
+    for d in dicts:
+        for k, n in d.items():
+            total[k] = total.get(k, 0) + n
+    return total
+
+
+def summarize(kernels: List[dict], arch: int) -> dict:
+    """The figures of one side: sums, worst cases, width summaries."""
+    occ_key = f"sm_{arch}"
+    loads_widest, loads_common = _width_summary(kernels, "global_loads")
+    stores_widest, stores_common = _width_summary(kernels, "global_stores")
+    copies_widest, _ = _width_summary(kernels, "async_copies")
+    return {
+        "kernels": len(kernels),
+        "sass_instructions": sum(k["sass_instructions"] for k in kernels),
+        "registers": max(k["registers"] for k in kernels),
+        "stack_frame_bytes": max(k["stack_frame_bytes"] for k in kernels),
+        "spill_bytes": sum(k["spill_bytes"] for k in kernels),
+        "ldl": sum(k["ldl"] for k in kernels),
+        "stl": sum(k["stl"] for k in kernels),
+        "calls": sum(k["calls"] for k in kernels),
+        "integer_division_calls": sum(k["integer_division_calls"] for k in kernels),
+        "inline_integer_divisions": sum(k["inline_integer_divisions"] for k in kernels),
+        "block_barriers": sum(k["block_barriers"] for k in kernels),
+        "shared_memory_bytes": max(k["shared_memory_bytes"] for k in kernels),
+        "threads_per_block": [k["threads_per_block"] for k in kernels],
+        "widest_global_load_bits": loads_widest,
+        "common_global_load_bits": loads_common,
+        "widest_global_store_bits": stores_widest,
+        "common_global_store_bits": stores_common,
+        "widest_async_copy_bits": copies_widest,
+        "async_copies": sum(n for k in kernels for w, n in k["async_copies"].items()
+                            if w != "tma"),
+        "tma_loads": sum(k["async_copies"].get("tma", 0) for k in kernels),
+        "tensor_core_instructions": _merge(k["tensor_core_instructions"] for k in kernels),
+        "occupancy": min(k["occupancy"][occ_key]["occupancy"] for k in kernels),
+    }
+
+
+def measure_triton(job: TritonJob, arch: int, quality: bool = True) -> dict:
+    """Compiles one Triton job for sm_<arch>; its figures (unless not
+    `quality`: the compile wall only) and compile wall."""
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
+    from triton.compiler import ASTSource
+    from smelt.kernel_quality import disassemble, sass_quality
+    attrs = {(job.fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in job.divisible}
+    src = ASTSource(job.fn, job.signature, job.constexprs, attrs)
+    start = time.perf_counter()
+    compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32),
+                              options={"num_warps": job.num_warps, "num_stages": job.num_stages})
+    compile_s = time.perf_counter() - start
+    if not quality:
+        return {"job": job.name, "compile_s": compile_s}
+    # ptxas -v again on Triton's PTX, with Triton's flags, for the figures
+    # Triton only learns when it loads the binary on a GPU.
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx = Path(tmp) / "kernel.ptx"
+        ptx.write_text(compiled.asm["ptx"])
+        result = subprocess.run([get_ptxas(arch).path, "-lineinfo", "-v",
+                                 f"--gpu-name={sm_arch_from_capability(arch)}", str(ptx),
+                                 "-o", str(Path(tmp) / "kernel.cubin")],
+                                capture_output=True, text=True, check=True)
+    ptxas = parse_ptxas_log(result.stderr + result.stdout)
+    cubin = compiled.asm["cubin"]
+    meta = compiled.metadata
+    threads = meta.num_warps * 32
+    # Triton declares its shared memory as one dynamic buffer (metadata.shared).
+    dynamic = max(int(meta.shared) - ptxas.static_smem_bytes, 0)
+    quality = sass_quality(cubin, meta.name, threads, dynamic, ptxas, archs=(arch,))
+    return kernel_figures(quality, disassemble(cubin), {
+        "job": job.name, "num_warps": job.num_warps, "num_stages": job.num_stages,
+        "constexprs": job.constexprs, "compile_s": compile_s})
+
+
+def measure_smelt(op: Op, shape: tuple, quality: bool = True) -> dict:
+    """Compiles the op's fusion for `shape` through meta tensors (a fresh
+    FusionDefinition, the Python fusion cache cleared)."""
+    from smelt import fusion_cache
+    from smelt.kernel_quality import disassemble
+    fusion_cache().clear()
+    fd, inputs = op.smelt(shape)
+    start = time.perf_counter()
+    fd.execute(inputs)
+    compile_s = time.perf_counter() - start
+    kernels = []
+    nvrtc_ms = 0.0
+    for kernel in fd.last_kernels():
+        compiled = kernel.compiled
+        nvrtc_ms += compiled.compile_ms
+        if not quality:
+            kernels.append({"name": compiled.kernel_name, "nvrtc_ms": compiled.compile_ms})
+            continue
+        kernels.append(kernel_figures(kernel.quality, disassemble(compiled.cubin), {
+            "grid": list(kernel.grid), "block": list(kernel.block),
+            "nvrtc_ms": compiled.compile_ms}))
+    return {"kernels": kernels, "compile_s": compile_s, "nvrtc_s": nvrtc_ms / 1000.0,
+            "report": fd.last_run_report()}
+
+
+def _warm_up(archs: Sequence[int]) -> None:
+    """One unrelated compile on each side: library loading counts for neither."""
+    import torch
+    from smelt import DataType, FusionDefinition
+    fd = FusionDefinition()
+    with fd:
+        fd.add_output(fd.ops.add(fd.define_tensor([-1], True, DataType.Float), 1.0))
+    fd.execute([torch.empty(1000, device="meta")])
+    if triton is not None:
+        for arch in archs:
+            job = _job("warm_up", warm_up_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+                       {"BLOCK": 256}, num_warps=4)
+            measure_triton(job, arch, quality=False)
+
+
+def run_jobs(jobs: Sequence[Tuple[str, tuple]], archs: Sequence[int],
+             quality: bool = True) -> List[dict]:
+    """Measures (op, shape) jobs in this process: smelt once, Triton once per
+    arch. A failure of either side is recorded with its reason."""
+    if triton is not None:
+        triton.knobs.compilation.always_compile = True  # no disk-cache hits
+    _warm_up(archs)
+    results = []
+    for name, shape in jobs:
+        op = OPS[name]
+        entry: Dict[str, Any] = {"op": name, "shape": list(shape)}
+        try:
+            entry["smelt"] = measure_smelt(op, shape, quality)
+        except Exception as e:  # a refusal or failure is a result
+            entry["smelt"] = {"error": f"{type(e).__name__}: {str(e).strip()[:2000]}"}
+        entry["triton"] = {}
+        for arch in archs:
+            try:
+                if triton is None:
+                    raise RuntimeError("triton is not installed")
+                kernels = [measure_triton(job, arch, quality) for job in op.triton(shape)]
+                entry["triton"][f"sm_{arch}"] = {
+                    "kernels": kernels, "compile_s": sum(k["compile_s"] for k in kernels)}
+            except Exception as e:
+                entry["triton"][f"sm_{arch}"] = {
+                    "error": f"{type(e).__name__}: {str(e).strip()[:2000]}"}
+        results.append(entry)
+    return results
+
+
+# --------------------------------------------------------------------------
+# Repeats in worker processes, the comparison, the report.
+# --------------------------------------------------------------------------
+
+
+def _worker_env() -> Dict[str, str]:
+    """This process's import path for the worker (smelt may come from a build
+    tree that is only on sys.path here)."""
+    env = dict(os.environ)
+    paths = [p for p in sys.path if p and Path(p).is_dir()]
+    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def run_worker(jobs: Sequence[Tuple[str, tuple]], archs: Sequence[int], quality: bool) -> List[dict]:
+    """run_jobs in a fresh Python process (an empty smelt kernel cache)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result.json"
+        spec = json.dumps({"jobs": [[n, list(s)] for n, s in jobs], "archs": list(archs),
+                           "quality": quality})
+        proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", spec,
+                               "--out", str(result)], env=_worker_env(), capture_output=True,
+                              text=True)
+        if proc.returncode != 0 or not result.is_file():
+            raise RuntimeError(f"worker failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                               f"{proc.stderr[-3000:]}")
+        return json.loads(result.read_text())
+
+
+def _ratio(s: Optional[float], t: Optional[float]) -> Optional[float]:
+    if s is None or t is None:
+        return None
+    if t == 0:
+        return 1.0 if s == 0 else None  # x / 0: no ratio (the table shows both figures)
+    return s / t
+
+
+RATIO_KEYS = ["kernels", "sass_instructions", "registers", "stack_frame_bytes", "spill_bytes",
+              "ldl", "stl", "integer_division_calls", "inline_integer_divisions",
+              "widest_global_load_bits", "common_global_load_bits", "widest_global_store_bits",
+              "block_barriers", "shared_memory_bytes", "occupancy"]
+
+
+def combine(op: str, shape: tuple, repeats: List[dict], archs: Sequence[int]) -> dict:
+    """One table entry from the repeats of (op, shape): the first repeat's
+    figures, the median compile times of all."""
+    first = repeats[0]
+    entry: Dict[str, Any] = {"op": op, "shape": list(shape),
+                             "description": OPS[op].description}
+    smelt = dict(first["smelt"])
+    if "error" not in smelt:
+        samples = [r["smelt"]["compile_s"] for r in repeats if "error" not in r["smelt"]]
+        nvrtc = [r["smelt"]["nvrtc_s"] for r in repeats if "error" not in r["smelt"]]
+        smelt["compile_s"] = {"median": statistics.median(samples), "samples": samples}
+        smelt["nvrtc_s"] = {"median": statistics.median(nvrtc), "samples": nvrtc}
+        smelt["arch"] = SMELT_ARCH
+        smelt["summary"] = summarize(smelt["kernels"], SMELT_ARCH)
+    entry["smelt"] = smelt
+    entry["triton"] = {}
+    for arch in archs:
+        key = f"sm_{arch}"
+        side = dict(first["triton"][key])
+        if "error" not in side:
+            samples = [r["triton"][key]["compile_s"] for r in repeats
+                       if "error" not in r["triton"][key]]
+            side["compile_s"] = {"median": statistics.median(samples), "samples": samples}
+            side["summary"] = summarize(side["kernels"], arch)
+        entry["triton"][key] = side
+    triton90 = entry["triton"].get(f"sm_{SMELT_ARCH}", {})
+    if "summary" in smelt and "summary" in triton90:
+        s, t = smelt["summary"], triton90["summary"]
+        entry["ratios"] = {k: _ratio(s[k], t[k]) for k in RATIO_KEYS}
+        entry["ratios"]["ldl_stl"] = _ratio(s["ldl"] + s["stl"], t["ldl"] + t["stl"])
+        entry["ratios"]["compile_time"] = _ratio(smelt["compile_s"]["median"],
+                                                 triton90["compile_s"]["median"])
+    else:
+        entry["ratios"] = None
+    return entry
+
+
+def _fmt_ratio(r: Optional[float]) -> str:
+    return "–" if r is None else f"×{r:.2f}"
+
+
+def _pair(s, t, r: Optional[float], fmt=str) -> str:
+    return f"{fmt(s)} / {fmt(t)} ({_fmt_ratio(r)})"
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def markdown(report: dict) -> str:
+    meta = report["meta"]
+    lines = [
+        "# smelt vs Triton: machine code, side by side",
+        "",
+        f"smelt {meta['smelt_commit']} (sm_{SMELT_ARCH}: fd.execute on meta tensors; smelt "
+        f"cannot be pointed at another architecture from Python), Triton {meta['triton_version']} "
+        f"(triton.compile for {', '.join('sm_' + str(a) for a in meta['archs'])}), "
+        f"torch {meta['torch_version']}; compile times: median of {meta['repeats']} fresh "
+        f"processes, on {meta['host']}. No GPU: static figures only.",
+        "",
+        f"Cells: smelt / Triton (ratio smelt/Triton), both at sm_{SMELT_ARCH}. Several kernels "
+        "on a side: instructions, LDL/STL, CALLs summed; registers, stack frame the maximum; "
+        "occupancy the minimum. idiv CALL: CALLs of the integer-division routine; inline "
+        "idiv: integer divisions emulated in line. LDG bits: widest / most common global "
+        "load width (async copies, LDGSTS, are not LDG: see the JSON).",
+        "",
+        "| op | shape | kernels | SASS instr | registers | stack B | LDL+STL | idiv CALLs "
+        "| inline idiv | widest LDG | common LDG | occupancy | compile ms |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    key90 = f"sm_{SMELT_ARCH}"
+    for e in report["results"]:
+        s, t = e["smelt"], e["triton"].get(key90, {})
+        head = f"| {e['op']} | {_shape_text(e['shape'])} "
+        if "summary" not in s or "summary" not in t:
+            why = "; ".join(f"{side}: {d['error'].splitlines()[0][:200]}"
+                            for side, d in (("smelt", s), ("Triton", t)) if "error" in d)
+            lines.append(head + f"| failed: {why} |" + " |" * 10)
+            continue
+        a, b, r = s["summary"], t["summary"], e["ratios"]
+        pct = lambda x: f"{x:.0%}"
+        ms = lambda x: f"{x * 1000:.0f}"
+        lines.append(head + "| " + " | ".join([
+            _pair(a["kernels"], b["kernels"], r["kernels"]),
+            _pair(a["sass_instructions"], b["sass_instructions"], r["sass_instructions"]),
+            _pair(a["registers"], b["registers"], r["registers"]),
+            _pair(a["stack_frame_bytes"], b["stack_frame_bytes"], r["stack_frame_bytes"]),
+            _pair(a["ldl"] + a["stl"], b["ldl"] + b["stl"], r["ldl_stl"]),
+            _pair(a["integer_division_calls"], b["integer_division_calls"],
+                  r["integer_division_calls"]),
+            _pair(a["inline_integer_divisions"], b["inline_integer_divisions"],
+                  r["inline_integer_divisions"]),
+            _pair(a["widest_global_load_bits"], b["widest_global_load_bits"],
+                  r["widest_global_load_bits"]),
+            _pair(a["common_global_load_bits"], b["common_global_load_bits"],
+                  r["common_global_load_bits"]),
+            _pair(a["occupancy"], b["occupancy"], r["occupancy"], pct),
+            _pair(s["compile_s"]["median"], t["compile_s"]["median"], r["compile_time"], ms),
+        ]) + " |")
+        if a["async_copies"] or b["async_copies"] or a["tma_loads"] or b["tma_loads"] or \
+                a["tensor_core_instructions"] or b["tensor_core_instructions"]:
+            mma = lambda d: ", ".join(f"{n} {m}" for m, n in sorted(d.items())) or "none"
+            notes.append(
+                f"- {e['op']} {_shape_text(e['shape'])}: operands reach shared memory by async "
+                f"copy (LDGSTS, widest {a['widest_async_copy_bits']} / "
+                f"{b['widest_async_copy_bits']} bits): {a['async_copies']} / {b['async_copies']} "
+                f"instructions, TMA loads {a['tma_loads']} / {b['tma_loads']}; tensor-core "
+                f"instructions {mma(a['tensor_core_instructions'])} / "
+                f"{mma(b['tensor_core_instructions'])} (smelt / Triton); global stores widest "
+                f"{a['widest_global_store_bits']} / {b['widest_global_store_bits']} bits")
+        if a["kernels"] > 1:
+            notes.append(f"- {e['op']} {_shape_text(e['shape'])}: smelt segments into "
+                         f"{a['kernels']} kernels: "
+                         + "; ".join(f"{k['name']} ({k['sass_instructions']} instr, "
+                                     f"{k['registers']} regs, grid {k['grid']}, block {k['block']})"
+                                     for k in s["kernels"]))
+    lines += ["", "## Compile time (ms, median)", "",
+              "smelt: wall of fd.execute on meta tensors (segmentation, scheduling, lowering, "
+              "NVRTC; NVRTC's share apart). Triton: wall of triton.compile (AST to cubin, disk "
+              "cache bypassed).", "",
+              "| op | shape | smelt wall | smelt NVRTC | Triton sm_90 | ratio | "
+              + " | ".join(f"Triton sm_{a}" for a in report["meta"]["archs"] if a != SMELT_ARCH)
+              + " |",
+              "|---|---|---|---|---|---|" + "---|" * (len(report["meta"]["archs"]) - 1)]
+    for e in report["results"]:
+        s = e["smelt"]
+        cell = lambda d: f"{d['compile_s']['median'] * 1000:.0f}" if "compile_s" in d else "failed"
+        nvrtc = f"{s['nvrtc_s']['median'] * 1000:.0f}" if "nvrtc_s" in s else "failed"
+        t90 = e["triton"].get(key90, {})
+        ratio = _fmt_ratio(e["ratios"]["compile_time"]) if e["ratios"] else "–"
+        others = [cell(e["triton"][f"sm_{a}"]) for a in report["meta"]["archs"] if a != SMELT_ARCH]
+        lines.append("| " + " | ".join([e["op"], _shape_text(e["shape"]), cell(s), nvrtc,
+                                        cell(t90), ratio] + others) + " |")
+    other_archs = [a for a in report["meta"]["archs"] if a != SMELT_ARCH]
+    for arch in other_archs:
+        key = f"sm_{arch}"
+        lines += ["", f"## Triton at sm_{arch} (smelt cannot target it from fd.execute)", "",
+                  "| op | shape | kernels | SASS instr | registers | stack B | LDL+STL "
+                  "| inline idiv | widest LDG | common LDG | occupancy |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for e in report["results"]:
+            t = e["triton"][key]
+            if "summary" not in t:
+                lines.append(f"| {e['op']} | {_shape_text(e['shape'])} | failed: "
+                             f"{t['error'].splitlines()[0][:200]} |" + " |" * 8)
+                continue
+            b = t["summary"]
+            lines.append(f"| {e['op']} | {_shape_text(e['shape'])} | {b['kernels']} | "
+                         f"{b['sass_instructions']} | {b['registers']} | {b['stack_frame_bytes']} "
+                         f"| {b['ldl'] + b['stl']} | {b['inline_integer_divisions']} | "
+                         f"{b['widest_global_load_bits']} | {b['common_global_load_bits']} | "
+                         f"{b['occupancy']:.0%} |")
+    errors = [f"- {e['op']} {_shape_text(e['shape'])} ({side}): {d['error']}"
+              for e in report["results"]
+              for side, d in [("smelt", e["smelt"])] + [(f"Triton {k}", v)
+                                                         for k, v in e["triton"].items()]
+              if "error" in d]
+    lines += ["", "## Notes", ""] + notes
+    lines += [f"- {e['op']}: {e['description']}" for e in _unique_ops(report["results"])]
+    if errors:
+        lines += ["", "## Refused or failed", ""] + errors
+    if report["meta"].get("plot"):
+        lines += ["", f"![smelt/Triton ratios]({report['meta']['plot']})"]
+    return "\n".join(lines) + "\n"
+
+
+def _unique_ops(results: List[dict]) -> List[dict]:
+    seen, out = set(), []
+    for e in results:
+        if e["op"] not in seen:
+            seen.add(e["op"])
+            out.append(e)
+    return out
+
+
+def plot(report: dict, path: Path) -> bool:
+    """A bar chart of the sm_90 ratios, when matplotlib is installed."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    keys = ["sass_instructions", "registers", "occupancy", "compile_time"]
+    rows = [e for e in report["results"] if e.get("ratios")]
+    if not rows:
+        return False
+    fig, ax = plt.subplots(figsize=(max(6, len(rows) * 0.9), 4))
+    width = 0.8 / len(keys)
+    for i, k in enumerate(keys):
+        ax.bar([j + i * width for j in range(len(rows))],
+               [e["ratios"][k] or 0 for e in rows], width, label=k)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
+    ax.set_xticklabels([f"{e['op']}\n{_shape_text(e['shape'])}" for e in rows], fontsize=7)
+    ax.set_ylabel("smelt / Triton (sm_90)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
+def _git_commit(path: Path) -> str:
+    try:
+        return subprocess.run(["git", "-C", str(path), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def parse_shape(text: str) -> tuple:
+    try:
+        shape = tuple(int(d) for d in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"shape {text!r}: expected AxB or MxNxK")
+    if len(shape) not in (2, 3) or min(shape) <= 0:
+        raise argparse.ArgumentTypeError(f"shape {text!r}: expected AxB (row ops) or MxNxK "
+                                         "(matmul), positive")
+    return shape
+
+
+def plan(ops: Sequence[str], shapes: Optional[Sequence[tuple]]) -> List[Tuple[str, tuple]]:
+    """(op, shape) pairs: each op takes the given shapes of its rank, else its
+    defaults (row ops [8192, 4096] and [8192, 8192], the matmul 4096^3)."""
+    pairs = []
+    for name in ops:
+        op = OPS[name]
+        mine = [s for s in (shapes or []) if len(s) == op.rank]
+        if not mine:
+            mine = ROW_SHAPES if op.rank == 2 else MATMUL_SHAPES
+        pairs += [(name, tuple(s)) for s in mine]
+    return pairs
+
+
+def run(ops: Sequence[str], shapes: Optional[Sequence[tuple]], archs: Sequence[int],
+        out: Path, repeats: int = 3, in_process: bool = False, log=print) -> dict:
+    """The whole benchmark; writes out/triton_quality.json and .md."""
+    import torch
+    import smelt
+    if triton is None:
+        raise RuntimeError("triton is not installed (pip install triton)")
+    archs = sorted(set(archs) | {SMELT_ARCH})
+    if in_process and repeats != 1:
+        raise ValueError("--in-process measures one repeat (smelt's kernel cache would serve "
+                         "the others)")
+    pairs = plan(ops, shapes)
+    by_shape: Dict[tuple, List[Tuple[str, tuple]]] = {}
+    for name, shape in pairs:
+        by_shape.setdefault(shape, []).append((name, shape))
+    measured: Dict[Tuple[str, tuple], List[dict]] = {p: [] for p in pairs}
+    for rep in range(repeats):
+        for shape, jobs in by_shape.items():
+            start = time.perf_counter()
+            if in_process:
+                results = run_jobs(jobs, archs, quality=rep == 0)
+            else:
+                results = run_worker(jobs, archs, quality=rep == 0)
+            log(f"repeat {rep + 1}/{repeats}, {_shape_text(shape)}: {len(jobs)} ops in "
+                f"{time.perf_counter() - start:.1f} s")
+            for r in results:
+                measured[(r["op"], tuple(r["shape"]))].append(r)
+    report = {
+        "meta": {
+            "smelt_commit": _git_commit(Path(smelt.__file__).resolve().parent),
+            "triton_version": triton.__version__, "torch_version": torch.__version__,
+            "archs": archs, "smelt_arch": SMELT_ARCH, "repeats": repeats,
+            "host": f"{os.cpu_count()} CPUs", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        },
+        "results": [combine(name, shape, measured[(name, shape)], archs)
+                    for name, shape in pairs],
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    if plot(report, out / "triton_quality.png"):
+        report["meta"]["plot"] = "triton_quality.png"
+    (out / "triton_quality.json").write_text(json.dumps(report, indent=2))
+    (out / "triton_quality.md").write_text(markdown(report))
+    return report
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ops", default=",".join(OPS),
+                   help=f"comma-separated, from {', '.join(OPS)} (default all)")
+    p.add_argument("--shapes", default=None,
+                   help="comma-separated AxB (row ops) and MxNxK (matmul); an op without a "
+                        "shape of its rank keeps its defaults")
+    p.add_argument("--archs", default="80,90",
+                   help="Triton targets (sm_90 is always compiled: smelt's target)")
+    p.add_argument("--repeats", type=int, default=3, help="compile-time repeats (median)")
+    p.add_argument("--in-process", action="store_true",
+                   help="no worker processes (one repeat only)")
+    p.add_argument("--out", required=True, help="output directory (or the worker's result file)")
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker is not None:
+        spec = json.loads(args.worker)
+        results = run_jobs([(n, tuple(s)) for n, s in spec["jobs"]], spec["archs"],
+                           spec["quality"])
+        Path(args.out).write_text(json.dumps(results))
+        return 0
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    unknown = [o for o in ops if o not in OPS]
+    if unknown:
+        p.error(f"unknown op(s) {', '.join(unknown)}; choose from {', '.join(OPS)}")
+    shapes = [parse_shape(s) for s in args.shapes.split(",")] if args.shapes else None
+    try:
+        archs = [int(a.strip().removeprefix("sm_")) for a in args.archs.split(",") if a.strip()]
+    except ValueError:
+        p.error(f"--archs {args.archs!r}: expected e.g. 80,90")
+    if args.repeats < 1:
+        p.error("--repeats must be at least 1")
+    report = run(ops, shapes, archs, Path(args.out), args.repeats, args.in_process,
+                 log=lambda m: print(m, file=sys.stderr))
+    print((Path(args.out) / "triton_quality.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
