@@ -279,6 +279,48 @@ std::string indexText(const IntExpr& e, bool top = false) {
   SMELT_INTERNAL_CHECK(false, "unknown IntExpr kind");
 }
 
+bool mentionsSymbol(const IntExpr& e, const std::string& name) {
+  switch (e.kind()) {
+    case IntExpr::Kind::Constant: return false;
+    case IntExpr::Kind::Symbol: return e.symbolName() == name;
+    default: return mentionsSymbol(e.lhs(), name) || mentionsSymbol(e.rhs(), name);
+  }
+}
+
+// True when a statement under `loop` accesses a register (Local) array at an
+// index that depends on the loop's index: unrolling the loop turns those
+// indices into constants, so the array stays in registers (a run-time index
+// puts it in local memory, a stack frame).
+bool indexesRegisterArray(const kir::ForLoop& loop) {
+  bool found = false;
+  auto check = [&](const kir::Access& a) {
+    if (a.buffer != nullptr && a.buffer->memory == MemoryType::Local &&
+        mentionsSymbol(a.index, loop.index)) {
+      found = true;
+    }
+  };
+  kir::forEachStmt(loop.body, [&](const kir::Stmt* s, int) {
+    if (auto* c = dynamic_cast<const kir::Compute*>(s)) {
+      check(c->out);
+      for (const auto& op : c->operands) {
+        if (op.access) check(*op.access);
+      }
+    } else if (auto* r = dynamic_cast<const kir::ReduceInit*>(s)) {
+      check(r->out);
+    } else if (auto* r = dynamic_cast<const kir::ReduceStep*>(s)) {
+      check(r->out);
+      if (r->in.access) check(*r->in.access);
+    } else if (auto* r = dynamic_cast<const kir::BlockReduce*>(s)) {
+      check(r->out);
+      check(r->in);
+    } else if (auto* r = dynamic_cast<const kir::BlockBroadcast*>(s)) {
+      check(r->out);
+      check(r->in);
+    }
+  });
+  return found;
+}
+
 // Which threads store a block reduction's result: its predicate and its
 // write predicate (terms in both once).
 kir::Predicate storePredicate(const kir::BlockReduce& r) {
@@ -491,7 +533,10 @@ class Emitter {
   void emitForLoop(const kir::ForLoop& loop) {
     // A vectorized loop that cannot use vector accesses (vectorize.h) is
     // fully unrolled, so the compiler may still combine adjacent accesses.
-    if (loop.parallel_type == ParallelType::Unroll || loop.parallel_type == ParallelType::Vectorize) {
+    // A loop of constant trip count that indexes register arrays is unrolled
+    // too, so those arrays are indexed by constants.
+    if (loop.parallel_type == ParallelType::Unroll || loop.parallel_type == ParallelType::Vectorize ||
+        (loop.extent.isConstant() && indexesRegisterArray(loop))) {
       line("#pragma unroll");
     }
     open("for (int64_t " + loop.index + " = 0; " + loop.index + " < " + indexText(loop.extent, true) +

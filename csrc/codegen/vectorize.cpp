@@ -279,13 +279,15 @@ class IndexNormalizer {
 
   // True when f is stride[d] and g stride[d + 1] of this Global buffer,
   // declared contiguous in d.
+  // g may be the literal 1 of an innermost dimension whose unit stride
+  // indexing knew (lower/indexing.cpp).
   bool isContiguousStridePair(const IntExpr& f, const IntExpr& g) const {
-    if (buffer_.memory != MemoryType::Global || f.kind() != K::Symbol || g.kind() != K::Symbol) return false;
+    if (buffer_.memory != MemoryType::Global || f.kind() != K::Symbol) return false;
+    const bool unit = g.constant() == std::optional<int64_t>(1);
+    if (g.kind() != K::Symbol && !unit) return false;
     for (size_t d = 0; d + 1 < contiguous_.size(); ++d) {
-      if (contiguous_[d] && f.symbolName() == strideSymbol(buffer_, d) &&
-          g.symbolName() == strideSymbol(buffer_, d + 1)) {
-        return true;
-      }
+      if (!contiguous_[d] || f.symbolName() != strideSymbol(buffer_, d)) continue;
+      if (unit ? d + 2 == contiguous_.size() : g.symbolName() == strideSymbol(buffer_, d + 1)) return true;
     }
     return false;
   }

@@ -225,6 +225,137 @@ IntExpr substitute(const IntExpr& e, const std::map<std::string, IntExpr>& repla
   return e;
 }
 
+namespace {
+
+// a <= b provably (constants, or the same expression).
+bool provablyLe(const IntExpr& a, const IntExpr& b) {
+  if (a.sameAs(b)) return true;
+  auto ca = a.constant();
+  auto cb = b.constant();
+  if (ca && cb) return *ca <= *cb;
+  // a constant <= 1 against an extent that is at least 1 (ceilDiv of a
+  // positive size, a symbol bound as an extent) is not assumed: sizes may be 0.
+  return false;
+}
+
+bool nonNegative(const IntExpr& e, const IntBounds& bounds) {
+  switch (e.kind()) {
+    case IntExpr::Kind::Constant: return *e.constant() >= 0;
+    case IntExpr::Kind::Symbol: return true;  // indices, sizes, strides
+    case IntExpr::Kind::Sub: return false;
+    default: return nonNegative(e.lhs(), bounds) && nonNegative(e.rhs(), bounds);
+  }
+}
+
+// (u * d + v) with u * d's multiplier the same as d: returns v, and u in `u_out`.
+std::optional<IntExpr> splitMultiple(const IntExpr& a, const IntExpr& d, IntExpr* u_out) {
+  if (a.kind() != IntExpr::Kind::Add) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    IntExpr m = side == 0 ? a.lhs() : a.rhs();
+    IntExpr v = side == 0 ? a.rhs() : a.lhs();
+    if (m.kind() != IntExpr::Kind::Mul) continue;
+    if (m.rhs().sameAs(d)) {
+      *u_out = m.lhs();
+      return v;
+    }
+    if (m.lhs().sameAs(d)) {
+      *u_out = m.rhs();
+      return v;
+    }
+    // u * k with k a constant multiple of the constant d.
+    auto k = m.rhs().constant();
+    auto c = d.constant();
+    if (k && c && *c > 0 && *k % *c == 0) {
+      *u_out = m.lhs() * IntExpr(*k / *c);
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<IntExpr> upperBound(const IntExpr& e, const IntBounds& bounds) {
+  using K = IntExpr::Kind;
+  switch (e.kind()) {
+    case K::Constant:
+      if (*e.constant() < 0) return std::nullopt;
+      return IntExpr(*e.constant() + 1);
+    case K::Symbol: {
+      auto it = bounds.find(e.symbolName());
+      if (it == bounds.end()) return std::nullopt;
+      return it->second;
+    }
+    case K::Add: {
+      auto a = upperBound(e.lhs(), bounds);
+      auto b = upperBound(e.rhs(), bounds);
+      if (!a || !b) return std::nullopt;
+      return *a + *b - 1;
+    }
+    case K::Mul: {
+      auto a = upperBound(e.lhs(), bounds);
+      auto b = upperBound(e.rhs(), bounds);
+      if (!a || !b) return std::nullopt;
+      return (*a - 1) * (*b - 1) + 1;
+    }
+    case K::Div: {
+      auto a = upperBound(e.lhs(), bounds);
+      auto d = e.rhs().constant();
+      if (!a || !d || *d <= 0) return std::nullopt;
+      return (*a - 1) / *d + 1;
+    }
+    case K::Mod:
+      // 0 <= a % d < d for a >= 0 (a remaining modulo is one whose
+      // dividend's bound is not below d).
+      if (!nonNegative(e.lhs(), bounds) || !nonNegative(e.rhs(), bounds)) return std::nullopt;
+      return e.rhs();
+    default: return std::nullopt;
+  }
+}
+
+IntExpr simplify(const IntExpr& e, const IntBounds& bounds) {
+  using K = IntExpr::Kind;
+  if (e.kind() == K::Constant || e.kind() == K::Symbol) return e;
+  IntExpr a = simplify(e.lhs(), bounds);
+  IntExpr b = simplify(e.rhs(), bounds);
+  switch (e.kind()) {
+    case K::Add:
+      // (x / d) * d + x % d -> x
+      if (a.kind() == K::Mul && a.lhs().kind() == K::Div && b.kind() == K::Mod &&
+          a.lhs().rhs().sameAs(a.rhs()) && b.rhs().sameAs(a.rhs()) && a.lhs().lhs().sameAs(b.lhs())) {
+        return b.lhs();
+      }
+      return a + b;
+    case K::Sub: return a - b;
+    case K::Mul: return a * b;
+    case K::CeilDiv: return ceilDiv(a, b);
+    case K::Min: return min(a, b);
+    case K::Max: return max(a, b);
+    case K::Div: {
+      if (nonNegative(a, bounds)) {
+        if (auto ub = upperBound(a, bounds); ub && provablyLe(*ub, b)) return 0;
+        IntExpr u;
+        if (auto v = splitMultiple(a, b, &u); v && nonNegative(*v, bounds)) {
+          return simplify(u + *v / b, bounds);
+        }
+      }
+      return a / b;
+    }
+    case K::Mod: {
+      if (nonNegative(a, bounds)) {
+        if (auto ub = upperBound(a, bounds); ub && provablyLe(*ub, b)) return a;
+        IntExpr u;
+        if (auto v = splitMultiple(a, b, &u); v && nonNegative(*v, bounds)) {
+          return simplify(*v % b, bounds);
+        }
+      }
+      return a % b;
+    }
+    default: break;
+  }
+  return e;
+}
+
 std::ostream& operator<<(std::ostream& os, const IntExpr& e) { return os << e.toString(); }
 
 }  // namespace smelt

@@ -66,6 +66,22 @@ IntExpr alignUp(const IntExpr& value, int64_t alignment);
 // (constants fold again); other symbols stay.
 IntExpr substitute(const IntExpr& e, const std::map<std::string, IntExpr>& replacements);
 
+// Exclusive upper bounds of symbols known to be non-negative (loop indices:
+// symbol -> extent). Symbols absent from the map are non-negative
+// (sizes, strides) but unbounded.
+using IntBounds = std::map<std::string, IntExpr>;
+
+// `e` simplified with what `bounds` knows, for values of every symbol within
+// [0, bound): `x / d -> 0` and `x % d -> x` when 0 <= x < d is provable,
+// `(u * d + v) / d -> u + v / d` and `(u * d + v) % d -> v % d` (d constant
+// or symbolic, v >= 0), applied bottom-up. The result equals `e` wherever the
+// symbols lie in their bounds.
+IntExpr simplify(const IntExpr& e, const IntBounds& bounds);
+
+// An exclusive upper bound of `e` (0 <= e < bound) from `bounds`, or nullopt
+// when `e` may be negative or is unbounded.
+std::optional<IntExpr> upperBound(const IntExpr& e, const IntBounds& bounds);
+
 std::ostream& operator<<(std::ostream& os, const IntExpr& e);
 
 }  // namespace smelt

@@ -29,11 +29,23 @@ IntExpr rowMajor(const std::vector<IntExpr>& shape, const std::vector<IntExpr>& 
 IntExpr globalIndex(const TensorView* tv, const IndexMap& logical) {
   IntExpr index = 0;
   std::vector<IterDomain*> dims = tv->logicalNoReductions();
+  // The innermost stepped dimension has stride 1 when a fusion input declares
+  // it contiguous (the runtime checks it) or for an output (allocated
+  // contiguously, expanded dimensions aside): the literal 1, not the argument.
+  int64_t unit_stride_dim = -1;
+  for (int64_t d = static_cast<int64_t>(dims.size()) - 1; d >= 0; --d) {
+    if (dims[d]->isBroadcast()) continue;
+    const bool contiguous = d >= static_cast<int64_t>(tv->contiguity().size()) || tv->contiguity()[d];
+    if ((tv->isFusionInput() || tv->isFusionOutput()) && contiguous) unit_stride_dim = d;
+    break;
+  }
   for (size_t d = 0; d < dims.size(); ++d) {
     auto it = logical.find(dims[d]);
     if (dims[d]->isBroadcast() || it == logical.end()) continue;
     IntExpr stride =
-        IntExpr::symbol("T" + std::to_string(tv->number()) + ".stride[" + std::to_string(d) + "]");
+        static_cast<int64_t>(d) == unit_stride_dim
+            ? IntExpr(1)
+            : IntExpr::symbol("T" + std::to_string(tv->number()) + ".stride[" + std::to_string(d) + "]");
     index = index + it->second * stride;
   }
   return index;
@@ -52,15 +64,23 @@ class Indexer {
   // `stmt`: the statement whose loops to use (a reduction init has its own).
   Indexer(const LoweringContext& ctx, const TensorView* out, const kir::Stmt* stmt = nullptr)
       : ctx_(ctx), out_(out) {
-    for (int64_t k = 0; k < out->nDims(); ++k) loop_indices_.push_back(ctx.loopIndex(out, k, stmt));
+    for (int64_t k = 0; k < out->nDims(); ++k) {
+      loop_indices_.push_back(ctx.loopIndex(out, k, stmt));
+      // Each loop index lies in [0, extent) where the statement runs: serial
+      // loops by their bounds, thread/block indices by the launch or by the
+      // predicate that guards a loop narrower than the launch.
+      const kir::ForLoop* loop = ctx.loopOf(out, k, stmt);
+      if (loop_indices_.back().kind() == IntExpr::Kind::Symbol) bounds_[loop->index] = loop->extent;
+    }
     logical_ = logicalIndices(out, loop_indices_);
   }
 
   kir::Access output() const {
     kir::Access access{ctx_.bufferOf(out_), 0};
-    access.index = out_->memoryType() == MemoryType::Global
-                       ? globalIndex(out_, logical_)
-                       : allocationIndex(ctx_, out_, loop_indices_);
+    access.index = simplify(out_->memoryType() == MemoryType::Global
+                                ? globalIndex(out_, logical_)
+                                : allocationIndex(ctx_, out_, loop_indices_),
+                            bounds_);
     return access;
   }
 
@@ -101,9 +121,10 @@ class Indexer {
       op.out_of_bounds_value = pad->padValue();
     }
     kir::Access access{ctx_.bufferOf(in), 0};
-    access.index = in->memoryType() == MemoryType::Global
-                       ? globalIndex(in, in_logical)
-                       : allocationIndex(ctx_, in, loopIndicesFromLogical(in, in_logical));
+    access.index = simplify(in->memoryType() == MemoryType::Global
+                                ? globalIndex(in, in_logical)
+                                : allocationIndex(ctx_, in, loopIndicesFromLogical(in, in_logical)),
+                            bounds_);
     op.access = access;
     return op;
   }
@@ -112,6 +133,7 @@ class Indexer {
   const LoweringContext& ctx_;
   const TensorView* out_;
   std::vector<IntExpr> loop_indices_;
+  IntBounds bounds_;  // loop index symbol -> extent
   IndexMap logical_;
 };
 

@@ -115,6 +115,22 @@ inline std::string firstFinding(const kir::Kernel& kernel, const Reference& ref)
 inline void expectKernelCorrect(Fusion& fusion, const std::vector<at::Tensor>& inputs,
                                 double rtol = 1e-5, double atol = 1e-5,
                                 LowerOptions lower_options = {}) {
+  // The kernel may rely on the contiguity its inputs declare (an innermost
+  // stride of 1 is a literal): as the executor cache does, declare what the
+  // given tensors have, so tests may pass strided inputs to any fusion.
+  for (size_t i = 0; i < fusion.inputs().size() && i < inputs.size(); ++i) {
+    TensorView* tv = fusion.inputs()[i]->asTensor();
+    const at::Tensor& t = inputs[i];
+    if (tv == nullptr || !t.defined() || static_cast<int64_t>(tv->contiguity().size()) != t.dim()) continue;
+    std::vector<bool> contiguity = tv->contiguity();
+    int64_t expected = 1;
+    for (int64_t d = t.dim() - 1; d >= 0; --d) {
+      if (t.size(d) == 1 || t.stride(d) == 0) continue;
+      if (t.stride(d) != expected) contiguity[d] = false;
+      expected = t.stride(d) * t.size(d);
+    }
+    tv->setContiguity(contiguity);
+  }
   GpuLower lower(&fusion, lower_options);
   const kir::Kernel& kernel = lower.run();
   EXPECT_EQ(firstFinding(kernel, atenReference(fusion, inputs, rtol, atol)), "")

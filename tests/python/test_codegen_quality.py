@@ -1,0 +1,110 @@
+"""Machine-code quality of smelt's kernels (issue 18): every kernel of the
+gallery and the auto-scheduled row ops at [8192, 4096] compile through NVRTC
+(meta tensors: nothing runs) without a stack frame, spills or calls to the
+integer-division routines. Register arrays must be indexed by constants after
+unrolling (index simplification in lower/indexing.cpp, `#pragma unroll` in
+codegen), so the figures below fail when either regresses."""
+import pytest
+import torch
+
+from smelt import DataType, FusionDefinition
+from smelt.gallery import EXAMPLES, layer_norm as gallery_layer_norm, softmax as gallery_softmax
+
+ROWS, COLS = 8192, 4096
+
+
+def _assert_clean(fd):
+    kernels = fd.last_kernels()
+    assert kernels
+    for k in kernels:
+        q = k.quality
+        assert k.ptxas.stack_frame_bytes == 0, q.text()
+        assert q.spill_store_bytes == 0 and q.spill_load_bytes == 0, q.text()
+        assert q.sass.local_loads == q.sass.local_stores == 0, q.text()
+        assert q.sass.integer_division_calls == 0, q.text()
+
+
+def _meta(shape, dtype=torch.half):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+def _softmax(fd, x):
+    xf = fd.ops.cast(x, DataType.Float)
+    e = fd.ops.exp(fd.ops.sub(xf, fd.ops.max(xf, [1], True)))
+    fd.add_output(fd.ops.cast(fd.ops.div(e, fd.ops.sum(e, [1], True)), DataType.Half))
+
+
+def _layer_norm(fd, x):
+    xf = fd.ops.cast(x, DataType.Float)
+    mean = fd.ops.div(fd.ops.sum(xf, [1], True), float(COLS))
+    c = fd.ops.sub(xf, mean)
+    var = fd.ops.div(fd.ops.sum(fd.ops.mul(c, c), [1], True), float(COLS))
+    fd.add_output(fd.ops.cast(fd.ops.mul(c, fd.ops.rsqrt(fd.ops.add(var, 1e-5))), DataType.Half))
+
+
+def _rms_norm(fd, x):
+    xf = fd.ops.cast(x, DataType.Float)
+    ms = fd.ops.div(fd.ops.sum(fd.ops.mul(xf, xf), [1], True), float(COLS))
+    fd.add_output(fd.ops.cast(fd.ops.mul(xf, fd.ops.rsqrt(fd.ops.add(ms, 1e-6))), DataType.Half))
+
+
+def _row_sum(fd, x):
+    fd.add_output(fd.ops.sum(fd.ops.cast(x, DataType.Float), [1]))
+
+
+def _column_sum(fd, x):
+    fd.add_output(fd.ops.sum(fd.ops.cast(x, DataType.Float), [0]))
+
+
+ROW_OPS = {
+    "softmax": _softmax,
+    "layer_norm": _layer_norm,
+    "rms_norm": _rms_norm,
+    "row_sum": _row_sum,
+    "column_sum": _column_sum,
+}
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["symbolic", "static"])
+@pytest.mark.parametrize("op", sorted(ROW_OPS))
+def test_row_op_machine_code(op, static):
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor([ROWS, COLS] if static else [-1, -1], [True, True], DataType.Half)
+        ROW_OPS[op](fd, x)
+    fd.execute([_meta([ROWS, COLS])])
+    _assert_clean(fd)
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["symbolic", "static"])
+def test_pointwise_gelu_machine_code(static):
+    fd = FusionDefinition()
+    with fd:
+        shape = [ROWS, COLS] if static else [-1, -1]
+        x = fd.define_tensor(shape, [True, True], DataType.Half)
+        w = fd.define_tensor([COLS] if static else [-1], [True], DataType.Half)
+        b = fd.define_tensor([COLS] if static else [-1], [True], DataType.Half)
+        y = fd.ops.add(fd.ops.mul(fd.ops.cast(x, DataType.Float),
+                                  fd.ops.broadcast(fd.ops.cast(w, DataType.Float), [True, False])),
+                       fd.ops.broadcast(fd.ops.cast(b, DataType.Float), [True, False]))
+        # gelu (tanh approximation)
+        inner = fd.ops.mul(fd.ops.add(y, fd.ops.mul(fd.ops.mul(fd.ops.mul(y, y), y), 0.044715)),
+                           0.7978845608028654)
+        g = fd.ops.mul(fd.ops.mul(y, 0.5), fd.ops.add(fd.ops.tanh(inner), 1.0))
+        fd.add_output(fd.ops.cast(g, DataType.Half))
+    fd.execute([_meta([ROWS, COLS]), _meta([COLS]), _meta([COLS])])
+    _assert_clean(fd)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
+def test_gallery_machine_code(example):
+    fd = example.build()
+    fd.execute([_meta(s, torch.float32) for s in example.input_shapes])
+    _assert_clean(fd)
+
+
+@pytest.mark.parametrize("build", [gallery_softmax, gallery_layer_norm], ids=["softmax", "layer_norm"])
+def test_gallery_row_ops_at_full_size(build):
+    fd = build(rows=ROWS, cols=COLS)
+    fd.execute([_meta([ROWS, COLS], torch.float32)])
+    _assert_clean(fd)
