@@ -8,9 +8,19 @@ import pytest
 import torch
 
 from smelt import DataType, FusionDefinition
+from smelt.fusion_cache import fusion_cache
 from smelt.gallery import EXAMPLES, layer_norm as gallery_layer_norm, softmax as gallery_softmax
 
 ROWS, COLS = 8192, 4096
+
+
+@pytest.fixture(autouse=True)
+def _fresh_fusion_cache():
+    """Other tests check that their fusions compile (not reuse) a kernel: the
+    kernels compiled here leave the process-wide cache as they found it."""
+    fusion_cache().clear()
+    yield
+    fusion_cache().clear()
 
 
 def _assert_clean(fd):
