@@ -108,8 +108,8 @@ std::vector<std::pair<const TensorView*, std::string>> partiallyMergedByReshapes
           (axis != nullptr && !axis->isBroadcast() ? iterated : not_iterated).push_back(d);
         }
         if (iterated.empty() || not_iterated.empty()) continue;
-        result.emplace_back(tv, errorMessage(reshape->output()->name(), " = ", reshape->toString(),
-                                             " merges dimensions ", toString(group), " of ",
+        result.emplace_back(tv, errorMessage(reshape->output()->name(), " = reshape(", in->name(),
+                                             ") merges dimensions ", toString(group), " of ",
                                              in->name(), ", but ", tv->name(), " iterates only ",
                                              toString(iterated), " (it broadcasts or lacks ",
                                              toString(not_iterated), ")"));
