@@ -66,7 +66,10 @@ RuntimeInfo::RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs, in
       const std::string name =
           "T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]";
       bindings_[name] = info.sizes[d];
-      const IntExpr& extent = dims[d]->isBroadcast() ? IntExpr(1) : dims[d]->loopExtent();
+      // An expanded broadcast has its expanded size (a segment boundary at an
+      // expand() passes the expanded tensor on).
+      const bool plain_broadcast = dims[d]->isBroadcast() && !dims[d]->hasExpandedExtent();
+      const IntExpr& extent = plain_broadcast ? IntExpr(1) : dims[d]->loopExtent();
       if (auto c = extent.constant()) {
         SMELT_CHECK(*c == info.sizes[d], "fusion input ", tv->name(), " dimension ", d,
                     " has extent ", *c, " but the given tensor has size ", info.sizes[d]);

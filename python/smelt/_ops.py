@@ -8,11 +8,12 @@ DEFINITION_OPS, schedule ops in SCHEDULE_OPS.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Optional, Sequence
 
 from smelt import _C
 from smelt._C import DataType
-from smelt._records import Impl
+from smelt._records import ExtentRef, Impl
 
 
 def as_val(x: Any) -> Any:
@@ -93,10 +94,29 @@ def _broadcast_in_dim(tv, shape, broadcast_dims):
     return _C.expand(out, target) if any(t != -1 for t in target) else out
 
 
+_SIZE_SYMBOL = re.compile(r"T\d+\.size\[\d+\]")
+
+
+def extent_of(scale: int, factors: Sequence[tuple]) -> Any:
+    """`scale` times the sizes of the (TensorView, dimension) `factors`."""
+    extent = _C.IntExpr(1)
+    for tv, dim in factors:
+        extent = extent * tv.logical_no_reductions[dim].size
+    return extent * _C.IntExpr(scale)
+
+
 def _extent(entry: Any) -> Any:
-    """A reshape entry: an int (-1 for the rest), or an extent's symbol as
-    Tensor.size() returns it for a size known at run time."""
-    return _C.IntExpr.symbol(entry) if isinstance(entry, str) else _C.IntExpr(entry)
+    """A reshape entry: an int (-1 for the rest), a Size (as Tensor.size()
+    returns for a size known at run time; recorded as an ExtentRef) or the
+    symbol of an input's size ("T0.size[1]")."""
+    if isinstance(entry, ExtentRef):
+        return extent_of(entry.scale, entry.factors)
+    if isinstance(entry, str):
+        if not _SIZE_SYMBOL.fullmatch(entry):
+            raise _C.SmeltError(f"reshape: entry {entry!r} is not a size symbol such as "
+                                "'T0.size[1]'; pass Tensor.size(d) (products of them too)")
+        return _C.IntExpr.symbol(entry)
+    return _C.IntExpr(entry)
 
 
 def _unary(c_op):

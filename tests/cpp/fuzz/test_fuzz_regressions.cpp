@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/expect_error.h"
+#include "common/example_fusions.h"
 #include "codegen/cuda_codegen.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
@@ -390,6 +391,67 @@ TEST(FuzzRegression, CachedReshapedOutputVectorizes) {
   for (size_t i = 0; i < outputs.size(); ++i) EXPECT_EQ(outputMismatch(i, outputs[i], expected[i], 0, 0), "");
   EXPECT_EQ(cache.lastRun().segments.size(), 1u) << cache.lastRun().toString();
   EXPECT_NE(cache.lastRun().toString().find("vector_width=2"), std::string::npos) << cache.lastRun().toString();
+}
+
+// Runs `fusion` through a FusionExecutorCache on `inputs` and expects ATen's
+// outputs; returns what ran.
+FusionRun expectCacheMatchesATen(std::unique_ptr<Fusion> owned, const std::vector<at::Tensor>& inputs) {
+  Fusion& fusion = *owned;
+  const std::vector<at::Tensor> expected = smelt::testing::evaluateWithATen(fusion, inputs);
+  FusionExecutorCache cache(std::move(owned));
+  const std::vector<at::Tensor> outputs = cache.runFusionWithInputs(inputs);
+  EXPECT_EQ(outputs.size(), expected.size());
+  for (size_t i = 0; i < outputs.size() && i < expected.size(); ++i) {
+    EXPECT_EQ(outputMismatch(i, outputs[i], expected[i], 1e-5, 1e-5), "") << cache.lastRun().toString();
+  }
+  return cache.lastRun();
+}
+
+// Issue 17 (found again by the fuzzer's addNormalizeAndFlatten with the fix
+// reverted: seeds 18 and 190 of the default run): x * sum(x, 1, keepdim)
+// flattened. The reduction and the reshape land in different segments; the
+// pointwise one replayed the flatten's merge onto the broadcast of the
+// row sums, whose merged loop dropped the broadcast dimension, and read the
+// row sums at the flat index: every row after the first was garbage.
+// Symbolic and static extents (torch.compile defines static ones).
+TEST(FuzzRegression, ReductionBroadcastThenFlattenMatchesATenThroughTheCache) {
+  for (const bool symbolic : {true, false}) {
+    auto owned = std::make_unique<Fusion>();
+    FusionGuard guard(owned.get());
+    TensorView* x = symbolic ? makeContigTensor(2) : makeConcreteTensor({4, 3});
+    owned->addInput(x);
+    TensorView* scaled = mul(x, broadcast(sum(x, {1}), {false, true}));
+    owned->addOutput(reshape(scaled, {-1}));
+    const FusionRun run = expectCacheMatchesATen(std::move(owned), {at::rand({4, 3})});
+    ASSERT_EQ(run.segments.size(), 2u) << run.toString();
+    EXPECT_EQ(run.segments[0].scheduler, SchedulerType::Reduction) << run.toString();
+  }
+}
+
+// The same merge without a reduction: an input of size 1 along the merged
+// dimension is read directly (not cached), indexed from its consumer, in
+// the one pointwise kernel; an expand() computed before the merge puts a
+// segment boundary after it (whose expanded size the next segment accepts).
+TEST(FuzzRegression, BroadcastDimensionMergedByAReshapeMatchesATenThroughTheCache) {
+  {
+    auto owned = std::make_unique<Fusion>();
+    FusionGuard guard(owned.get());
+    TensorView* x = makeContigTensor(2);
+    TensorView* column = examples::makeBroadcastingTensor({4, 1});
+    owned->addInput(x);
+    owned->addInput(column);
+    owned->addOutput(flatten(add(x, column)));
+    const FusionRun run = expectCacheMatchesATen(std::move(owned), {at::randn({4, 3}), at::randn({4, 1})});
+    EXPECT_EQ(run.segments.size(), 1u) << run.toString();
+  }
+  {
+    auto owned = std::make_unique<Fusion>();
+    FusionGuard guard(owned.get());
+    TensorView* column = examples::makeBroadcastingTensor({4, 1});
+    owned->addInput(column);
+    owned->addOutput(flatten(exp(expand(column, {-1, 3}))));
+    expectCacheMatchesATen(std::move(owned), {at::randn({4, 1})});
+  }
 }
 
 }  // namespace

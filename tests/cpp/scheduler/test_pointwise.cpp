@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "common/expect_error.h"
+#include "common/example_fusions.h"
 #include "fusion/ops.h"
 #include "scheduler/pointwise.h"
+#include "scheduler/utils.h"
 #include "scheduler/scheduler_test_util.h"
 
 namespace smelt::testing {
@@ -172,6 +174,47 @@ TEST(PointwiseScheduler, RejectsReductions) {
   EXPECT_NE(pointwiseRejectReason(fusion).find("reduction"), std::string::npos);
   EXPECT_SMELT_ERROR(schedulePointwise(fusion, PointwiseParams{}), "pointwise scheduler",
                      "reduction");
+}
+
+// Issue 17: a flatten merging the dimension that a computed broadcast lacks.
+// Replaying the merge onto the broadcast drops that dimension, so its loop
+// is not the flatten's (it read the row values at the flat index): the
+// scheduler declines the fusion, and the segmenter cuts before the
+// broadcast.
+TEST(PointwiseScheduler, DeclinesABroadcastComputedBeforeAReshapeMergingItsDimension) {
+  for (const bool merges_the_broadcast : {true, false}) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeContigTensor(3);
+    TensorView* plane = makeContigTensor(2);
+    fusion.addInput(x);
+    fusion.addInput(plane);
+    TensorView* product = mul(x, broadcast(plane, {false, false, true}));
+    fusion.addOutput(merges_the_broadcast ? flatten(product, 1, 2) : flatten(product, 0, 1));
+    const std::string reason = pointwiseRejectReason(fusion);
+    if (merges_the_broadcast) {
+      EXPECT_NE(reason.find("T4 = reshape(T3) merges dimensions {1, 2} of T3, but T2 iterates only "
+                            "{1} (it broadcasts or lacks {2})"),
+                std::string::npos)
+          << reason;
+    } else {
+      EXPECT_EQ(reason, "");  // the broadcast iterates both merged dimensions
+    }
+  }
+}
+
+// An input that broadcasts the merged dimension itself is not cached but read
+// directly, indexed from its consumer: one kernel, correct.
+TEST(PointwiseScheduler, ReadsAnInputBroadcastAlongAReshapeMergeDirectly) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({5, 7});
+  TensorView* column = examples::makeBroadcastingTensor({5, 1});
+  fusion.addInput(x);
+  fusion.addInput(column);
+  fusion.addOutput(flatten(sub(x, column)));
+  EXPECT_EQ(scheduler_utils::cacheableInputs(fusion), std::vector<TensorView*>{x});
+  scheduleAndCheck(fusion, {randn({5, 7}), randn({5, 1})}, "pw_flatten_column");
 }
 
 TEST(PointwiseScheduler, UserParametersOverrideHeuristics) {

@@ -230,6 +230,26 @@ TEST(Segmentation, ReductionOfAReshapeReadsItFromItsOwnKernel) {
             "reduction: axis i0{4} of T0 does not correspond to a dimension of T2");
 }
 
+// View, normalize, view back with symbolic sizes (issue 17, class 5): the
+// last segment splits the merged extent back into x's sizes but reads only
+// the normalized tensor, whose extent it knows as a symbol of its own; it
+// takes x as an input too, for its sizes.
+TEST(Segmentation, ViewBackAfterANormalizationTakesTheInputForItsSizes) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(4);
+  fusion.addInput(x);
+  auto size = [](const TensorView* tv, size_t d) { return tv->logicalNoReductions()[d]->loopExtent(); };
+  TensorView* rows = reshape(x, {size(x, 0), size(x, 1), -1});
+  TensorView* e = exp(sub(rows, broadcast(max(rows, {2}), {false, false, true})));
+  TensorView* softmax = div(e, broadcast(sum(e, {2}), {false, false, true}));
+  fusion.addOutput(reshape(softmax, {size(x, 0), size(x, 1), size(x, 2), size(x, 3)}));
+  const SegmentedFusion segmented = segmentAndCheck(fusion, {randn({2, 3, 4, 5})});
+  ASSERT_GE(segmented.segments.size(), 2u) << segmented.toString();
+  const std::vector<const Val*>& last = segmented.segments.back().inputs;
+  EXPECT_NE(std::find(last.begin(), last.end(), x), last.end()) << segmented.toString();
+}
+
 TEST(Segmentation, SoftmaxRowTooLongToKeepOnChip) {
   // 32k floats per row: x and exp(x - max) do not fit one block's shared
   // memory together. The row maxima take a kernel of their own; the rest
