@@ -66,8 +66,18 @@ class OutputLayout:
         if is_dense(self.sizes, self.strides):
             # Same elements in the same places; only size-1 strides differ.
             return out.as_strided(self.sizes, self.strides)
-        result = torch.empty_strided(self.sizes, self.strides, dtype=out.dtype, device=out.device)
-        return result.copy_(out)
+        # Gaps and overlaps (an expand: stride 0): lay out storage for the
+        # traced strides and write each element once, along index 0 of the
+        # stride-0 dimensions.
+        extent = 1 + sum((n - 1) * s for n, s in zip(self.sizes, self.strides))
+        storage = torch.empty(extent, dtype=out.dtype, device=out.device)
+        result = storage.as_strided(self.sizes, self.strides)
+        once = tuple(slice(0, 1) if s == 0 else slice(None) for s in self.strides)
+        try:
+            result[once].copy_(out[once])
+        except RuntimeError:
+            return out  # overlapping beyond stride 0: the values, torch's own layout
+        return result
 
 
 def traced_layout(val: torch.Tensor) -> OutputLayout:
