@@ -32,6 +32,10 @@ inline TensorView* makeBroadcastingTensor(const std::vector<int64_t>& shape) {
   return fusion->newTensor(DataType::Float, std::move(axes), MemoryType::Global);
 }
 
+// The extent of logical dimension `d` of `tv`, as a reshape entry (what
+// Tensor.size(d) denotes in Python).
+inline IntExpr sizeOf(const TensorView* tv, size_t d) { return tv->logicalNoReductions().at(d)->loopExtent(); }
+
 // A fusion of contiguous inputs of the given ranks (symbolic extents) and
 // the one output `build` makes of them (built with the fusion active).
 inline std::unique_ptr<Fusion> fusionOf(

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/example_fusions.h"
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
@@ -116,21 +117,21 @@ TEST_F(LayoutOps, ReshapeOfSymbolicExtentsMergesAndSplitsOnlyIntoExactFactors) {
 // splitting it back into the extents it is the product of.
 TEST_F(LayoutOps, ReshapeEntriesAreExtentsOfAnyTensor) {
   TensorView* x = makeContigTensor(4);
-  auto size = [](const TensorView* tv, size_t d) { return tv->logicalNoReductions()[d]->loopExtent(); };
-  TensorView* y = reshape(x, {size(x, 0), size(x, 1), -1});
+  using examples::sizeOf;
+  TensorView* y = reshape(x, {sizeOf(x, 0), sizeOf(x, 1), -1});
   EXPECT_EQ(shapeOf(y), "[T0.size[0], T0.size[1], (T0.size[2] * T0.size[3])]");
-  EXPECT_EQ(reshape(y, {size(y, 0), size(y, 1), size(y, 2)})->definition()->type(), ExprType::Set);
-  EXPECT_EQ(shapeOf(reshape(y, {-1, size(y, 2)})),
+  EXPECT_EQ(reshape(y, {sizeOf(y, 0), sizeOf(y, 1), sizeOf(y, 2)})->definition()->type(), ExprType::Set);
+  EXPECT_EQ(shapeOf(reshape(y, {-1, sizeOf(y, 2)})),
             "[(T0.size[0] * T0.size[1]), (T0.size[2] * T0.size[3])]");
-  TensorView* again = reshape(y, {size(y, 0), size(x, 3) * size(x, 2) * size(y, 1)});
+  TensorView* again = reshape(y, {sizeOf(y, 0), sizeOf(x, 3) * sizeOf(x, 2) * sizeOf(y, 1)});
   EXPECT_EQ(viewTransforms(again).size(), 1u);  // one merge: the product is y's last two extents
-  TensorView* back = reshape(y, {size(y, 0), size(y, 1), size(x, 2), size(x, 3)});
+  TensorView* back = reshape(y, {sizeOf(y, 0), sizeOf(y, 1), sizeOf(x, 2), sizeOf(x, 3)});
   EXPECT_EQ(shapeOf(back), "[T0.size[0], T0.size[1], T0.size[2], T0.size[3]]");
   ASSERT_EQ(viewTransforms(back).size(), 1u);
   EXPECT_EQ(viewTransforms(back)[0]->kind, IdTransform::Kind::Split);
-  EXPECT_EQ(shapeOf(reshape(y, {size(y, 0), size(y, 1), size(x, 2), -1})), shapeOf(back));
+  EXPECT_EQ(shapeOf(reshape(y, {sizeOf(y, 0), sizeOf(y, 1), sizeOf(x, 2), -1})), shapeOf(back));
   // A factor the merged extent does not have would need a check at run time.
-  EXPECT_SMELT_ERROR(reshape(y, {size(y, 0), size(y, 1), size(x, 2), 2, -1}), "splitting dimension 2",
+  EXPECT_SMELT_ERROR(reshape(y, {sizeOf(y, 0), sizeOf(y, 1), sizeOf(x, 2), 2, -1}), "splitting dimension 2",
                      "(T0.size[2] * T0.size[3])", "divisibility");
 }
 

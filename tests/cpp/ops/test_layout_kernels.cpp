@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/example_fusions.h"
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
@@ -187,9 +188,9 @@ TEST(LayoutKernels, SymbolicMergedExtentSplitsBackIntoItsFactors) {
   FusionGuard guard(&fusion);
   TensorView* x = makeContigTensor(4);
   fusion.addInput(x);
-  auto size = [](const TensorView* tv, size_t d) { return tv->logicalNoReductions()[d]->loopExtent(); };
-  TensorView* y = neg(reshape(x, {size(x, 0), size(x, 1), -1}));
-  TensorView* out = reshape(y, {size(y, 0), size(y, 1), size(x, 2), size(x, 3)});
+  using examples::sizeOf;
+  TensorView* y = neg(reshape(x, {sizeOf(x, 0), sizeOf(x, 1), -1}));
+  TensorView* out = reshape(y, {sizeOf(y, 0), sizeOf(y, 1), sizeOf(x, 2), sizeOf(x, 3)});
   fusion.addOutput(out);
   schedulePointwise(fusion, out, 64);
   expectKernelCorrect(fusion, {at::randn({2, 16, 4, 8})});

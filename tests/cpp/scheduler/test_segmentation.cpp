@@ -239,11 +239,11 @@ TEST(Segmentation, ViewBackAfterANormalizationTakesTheInputForItsSizes) {
   FusionGuard guard(&fusion);
   TensorView* x = makeContigTensor(4);
   fusion.addInput(x);
-  auto size = [](const TensorView* tv, size_t d) { return tv->logicalNoReductions()[d]->loopExtent(); };
-  TensorView* rows = reshape(x, {size(x, 0), size(x, 1), -1});
+  using examples::sizeOf;
+  TensorView* rows = reshape(x, {sizeOf(x, 0), sizeOf(x, 1), -1});
   TensorView* e = exp(sub(rows, broadcast(max(rows, {2}), {false, false, true})));
   TensorView* softmax = div(e, broadcast(sum(e, {2}), {false, false, true}));
-  fusion.addOutput(reshape(softmax, {size(x, 0), size(x, 1), size(x, 2), size(x, 3)}));
+  fusion.addOutput(reshape(softmax, {sizeOf(x, 0), sizeOf(x, 1), sizeOf(x, 2), sizeOf(x, 3)}));
   const SegmentedFusion segmented = segmentAndCheck(fusion, {randn({2, 3, 4, 5})});
   ASSERT_GE(segmented.segments.size(), 2u) << segmented.toString();
   const std::vector<const Val*>& last = segmented.segments.back().inputs;
