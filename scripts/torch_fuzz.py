@@ -40,12 +40,20 @@ def main(argv=None) -> int:
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--dynamic-share", type=float, default=0.15,
                         help="share of seeds compiled with dynamic=True (default 0.15)")
+    parser.add_argument("--seeds", type=lambda t: [int(x) for x in t.split(",")],
+                        help="comma-separated seeds to run instead of a range")
     parser.add_argument("--stop-on-failure", action="store_true")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "torch_fuzz")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no line per failure")
+    parser.add_argument("--minimize", action="store_true",
+                        help="also write a minimized reproducer (seed_N.min.py) for the first "
+                             "failure of each signature")
     args = parser.parse_args(argv)
 
     warnings.filterwarnings("ignore")
+    import torch
+    torch.set_num_threads(args.threads)
     import smelt.backend  # noqa: F401 - registers the backend
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -54,7 +62,8 @@ def main(argv=None) -> int:
     groups: dict = collections.OrderedDict()
     start = time.perf_counter()
     ran = 0
-    for seed in range(args.start, args.start + args.count):
+    seeds = args.seeds or range(args.start, args.start + args.count)
+    for seed in seeds:
         program, outcome = fuzz.run_seed(seed, args.dynamic_share)
         ran += 1
         counts[outcome.kind] += 1
@@ -66,6 +75,9 @@ def main(argv=None) -> int:
         (args.out / f"{stem}.py").write_text(program.source(outcome.dynamic))
         (args.out / f"{stem}.txt").write_text(
             f"{outcome.kind}: {outcome.signature}\n\n{outcome.detail}\n")
+        if args.minimize and outcome.signature not in groups:
+            small = fuzz.minimize(program, outcome)
+            (args.out / f"{stem}.min.py").write_text(small.source(outcome.dynamic))
         groups.setdefault(outcome.signature, []).append(seed)
         if not args.quiet:
             print(f"seed {seed}{' (dynamic)' if outcome.dynamic else ''}: "
@@ -76,7 +88,8 @@ def main(argv=None) -> int:
             break
     elapsed = time.perf_counter() - start
 
-    print(f"\n{ran} programs (seeds {args.start}..{args.start + ran - 1}) in {elapsed:.1f} s: "
+    what = f"seeds {args.seeds}" if args.seeds else f"seeds {args.start}..{args.start + ran - 1}"
+    print(f"\n{ran} programs ({what}) in {elapsed:.1f} s: "
           f"{ran / elapsed:.2f} programs/s")
     print("by class: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
     if dynamic_counts:

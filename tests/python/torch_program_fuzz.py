@@ -36,6 +36,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 MAX_RANK = 4
 MAX_EXTENT = 6
@@ -613,6 +614,7 @@ def _normalize(text: str) -> str:
     line = next((ln for ln in text.strip().splitlines() if ln.strip()), "")
     line = re.sub(r"\b(T|tv|i|iS|rS|bS|ID|v|x)\d+\b", r"\1#", line)
     line = re.sub(r"\d+", "N", line)
+    line = re.sub(r"[\[(]N(, N)*,?[\])]", "[..]", line)  # sizes and strides of any rank
     return line[:160]
 
 
@@ -646,6 +648,30 @@ def _compare(expected: Sequence[torch.Tensor], actual: Sequence[torch.Tensor],
     return None
 
 
+class _SizeRecorder(TorchDispatchMode):
+    """Records the element counts of the tensors an eager run creates."""
+
+    def __enter__(self):
+        self.numels = set()
+        return super().__enter__()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        for t in (result if isinstance(result, (tuple, list)) else [result]):
+            if isinstance(t, torch.Tensor):
+                self.numels.add(t.numel())
+        return result
+
+
+def _poison_allocator(numels) -> None:
+    """Frees NaN-filled blocks of the sizes eager just allocated, so that an
+    output smelt leaves (partly) unwritten reads as NaN rather than as the
+    right values eager left in a reused block."""
+    junk = [torch.full((n + extra,), float("nan")) for n in sorted(numels) if n
+            for extra in (0, 0, 16)]
+    del junk
+
+
 def run_program(program: Program, dynamic: bool = False) -> Outcome:
     import smelt.backend  # noqa: F401 - registers the backend
 
@@ -659,16 +685,18 @@ def run_program(program: Program, dynamic: bool = False) -> Outcome:
         for call, input_seed in enumerate((2 * program.seed + 1, 2 * program.seed + 2)):
             inputs = program.make_inputs(input_seed)
             try:
-                expected = fn(*inputs)
+                with _SizeRecorder() as sizes:
+                    expected = fn(*inputs)
             except Exception as e:  # noqa: BLE001
                 out.kind, out.signature = "invalid", f"eager: {error_signature(e)}"
-                out.detail = traceback.format_exc()
+                out.detail = traceback.format_exc(limit=-4)
                 return out
+            _poison_allocator(sizes.numels)
             try:
                 actual = compiled(*program.make_inputs(input_seed))
             except Exception as e:  # noqa: BLE001
                 out.kind, out.signature = "crash", error_signature(e)
-                out.detail = f"call {call + 1}:\n" + traceback.format_exc()
+                out.detail = f"call {call + 1}:\n" + traceback.format_exc(limit=-8)
                 return out
             diff = _compare(expected, actual)
             if diff is not None:
@@ -698,3 +726,71 @@ def is_dynamic(seed: int, share: float) -> bool:
 def run_seed(seed: int, dynamic_share: float = 0.15) -> Tuple[Program, Outcome]:
     program = generate(seed)
     return program, run_program(program, dynamic=is_dynamic(seed, dynamic_share))
+
+
+# ---------------------------------------------------------------- minimizer
+_NAME = re.compile(r"\b[vxwb]\d+\b")
+
+
+def _defined(line: str) -> List[str]:
+    return [n.strip() for n in line.split(" = ", 1)[0].split(",")]
+
+
+def _variants(program: Program):
+    """Smaller programs: an output dropped, a step dropped (its names
+    unused later or replaced by an operand of the same shape), an input made
+    contiguous, unused inputs dropped."""
+    p = program
+    for i in range(len(p.outputs)):
+        if len(p.outputs) > 1:
+            yield Program(p.seed, p.inputs, p.steps, p.outputs[:i] + p.outputs[i + 1:])
+    for i, line in enumerate(p.steps):
+        names = _defined(line)
+        later = p.steps[i + 1:]
+        if not any(n in _NAME.findall(ln.split(" = ", 1)[1]) for ln in later for n in names) \
+                and not any(n in p.outputs for n in names):
+            yield Program(p.seed, p.inputs, p.steps[:i] + later, p.outputs)
+    # A step's result replaced by one of its operands (renaming later uses).
+    for i, line in enumerate(p.steps):
+        names = _defined(line)
+        if len(names) != 1:
+            continue
+        for operand in dict.fromkeys(_NAME.findall(line.split(" = ", 1)[1])):
+            sub = lambda ln: _NAME.sub(lambda m: operand if m.group(0) == names[0] else m.group(0), ln)
+            later = [ln.split(" = ", 1)[0] + " = " + sub(ln.split(" = ", 1)[1])
+                     for ln in p.steps[i + 1:]]
+            outs = list(dict.fromkeys(operand if o == names[0] else o for o in p.outputs))
+            yield Program(p.seed, p.inputs, p.steps[:i] + later, outs)
+    for j, (name, expr) in enumerate(p.inputs):
+        if name not in {n for ln in p.steps for n in _NAME.findall(ln.split(" = ", 1)[1])} \
+                and name not in p.outputs:
+            yield Program(p.seed, p.inputs[:j] + p.inputs[j + 1:], p.steps, p.outputs)
+    for j, (name, expr) in enumerate(p.inputs):
+        m = re.fullmatch(r"r\(([^)]*)\)(.+)", expr)
+        if m:
+            shape = tuple(Program(p.seed, [(name, expr)], [], []).make_inputs(0)[0].shape)
+            inputs = list(p.inputs)
+            inputs[j] = (name, f"r({_shape_str(shape)})")
+            yield Program(p.seed, inputs, p.steps, p.outputs)
+
+
+def minimize(program: Program, outcome: Outcome, budget_s: float = 120.0) -> Program:
+    """A smaller program failing with the same signature (greedy: the first
+    variant that still fails replaces the program, until none does)."""
+    deadline = time.perf_counter() + budget_s
+    best = program
+    progress = True
+    while progress and time.perf_counter() < deadline:
+        progress = False
+        for candidate in _variants(best):
+            if time.perf_counter() > deadline:
+                break
+            try:
+                result = run_program(candidate, outcome.dynamic)
+            except Exception:  # noqa: BLE001 - a variant that does not even build
+                continue
+            if result.kind == outcome.kind and result.signature == outcome.signature:
+                best = candidate
+                progress = True
+                break
+    return best
