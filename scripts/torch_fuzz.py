@@ -46,9 +46,10 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "torch_fuzz")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no line per failure")
-    parser.add_argument("--minimize", action="store_true",
-                        help="also write a minimized reproducer (seed_N.min.py) for the first "
-                             "failure of each signature")
+    parser.add_argument("--minimize", nargs="?", const="first", choices=["first", "all"],
+                        help="also write a minimized reproducer (seed_N.min.py): for the first "
+                             "failure of each signature, or for every failure (all: failures "
+                             "are then grouped by signature and minimized program skeleton)")
     args = parser.parse_args(argv)
 
     warnings.filterwarnings("ignore")
@@ -59,7 +60,8 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     counts: collections.Counter = collections.Counter()
     dynamic_counts: collections.Counter = collections.Counter()
-    groups: dict = collections.OrderedDict()
+    groups: dict = collections.OrderedDict()   # signature -> seeds
+    skeletons: dict = {}   # signature -> {minimized program skeleton: first seed}
     start = time.perf_counter()
     ran = 0
     seeds = args.seeds or range(args.start, args.start + args.count)
@@ -75,9 +77,10 @@ def main(argv=None) -> int:
         (args.out / f"{stem}.py").write_text(program.source(outcome.dynamic))
         (args.out / f"{stem}.txt").write_text(
             f"{outcome.kind}: {outcome.signature}\n\n{outcome.detail}\n")
-        if args.minimize and outcome.signature not in groups:
+        if args.minimize == "all" or (args.minimize and outcome.signature not in groups):
             small = fuzz.minimize(program, outcome)
             (args.out / f"{stem}.min.py").write_text(small.source(outcome.dynamic))
+            skeletons.setdefault(outcome.signature, {}).setdefault(fuzz.skeleton(small), seed)
         groups.setdefault(outcome.signature, []).append(seed)
         if not args.quiet:
             print(f"seed {seed}{' (dynamic)' if outcome.dynamic else ''}: "
@@ -99,10 +102,13 @@ def main(argv=None) -> int:
         for sig, seeds in sorted(groups.items(), key=lambda kv: -len(kv[1])):
             shown = ", ".join(map(str, seeds[:8])) + (", ..." if len(seeds) > 8 else "")
             print(f"  {len(seeds):4d}  {sig}\n        seeds: {shown}")
+            for skel, seed in list(skeletons.get(sig, {}).items())[:6]:
+                print(f"        minimized (seed {seed}): {skel}")
         print(f"\nreproducers in {args.out}")
     summary = {"start": args.start, "count": ran, "seconds": elapsed,
                "dynamic_share": args.dynamic_share, "counts": dict(counts),
-               "dynamic_counts": dict(dynamic_counts), "groups": groups}
+               "dynamic_counts": dict(dynamic_counts), "groups": groups,
+               "minimized": skeletons}
     (args.out / f"summary_{args.start}_{ran}.json").write_text(json.dumps(summary, indent=1))
     return 1 if groups else 0
 

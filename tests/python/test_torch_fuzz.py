@@ -68,6 +68,13 @@ KNOWN_BUGS = {
         "mismatch: values (NaN)",
         _repro([("x0", "r(3, 4)"), ("x1", "r(1, 4)")],
                ["v1 = x1 / x1.sum(dim=0, keepdim=True)", "v2 = v1 + x0"], ["v2"])),
+    "broadcast-then-merge": KnownBug(
+        "a reshape that merges a dimension along which an operand was broadcast "
+        "((x * bias).reshape(-1)): only the first row is written, the rest NaN/garbage "
+        "(bug 1's family, without a reduction)",
+        "mismatch: values (NaN)",
+        _repro([("x0", "r(3, 6)"), ("x1", "r(6)")], ["v1 = x0 * x1", "v2 = v1.reshape(-1)"],
+               ["v2"])),
     "expand-then-merge": KnownBug(
         "expand -> reshape that merges the expanded dimension: only the first copy is "
         "written, the rest NaN (bug 1 without a reduction?)",

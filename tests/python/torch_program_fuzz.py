@@ -794,3 +794,11 @@ def minimize(program: Program, outcome: Outcome, budget_s: float = 120.0) -> Pro
                 progress = True
                 break
     return best
+
+
+def skeleton(program: Program) -> str:
+    """The program's steps with names and numbers abstracted: failures whose
+    minimized programs share a skeleton most likely share a root cause."""
+    lines = [_NAME.sub("t", re.sub(r"(?<![\w.])-?\d+(\.\d+)?(e-?\d+)?", "N", ln.split(" = ", 1)[1]))
+             for ln in program.steps]
+    return "; ".join(lines)
