@@ -44,6 +44,8 @@ def main(argv=None) -> int:
                         help="comma-separated seeds to run instead of a range")
     parser.add_argument("--stop-on-failure", action="store_true")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "torch_fuzz")
+    parser.add_argument("--profile", default="default", choices=sorted(fuzz.PROFILES),
+                        help="generator profile (default: the one the CI seeds use)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no line per failure")
     parser.add_argument("--minimize", nargs="?", const="first", choices=["first", "all"],
@@ -66,7 +68,7 @@ def main(argv=None) -> int:
     ran = 0
     seeds = args.seeds or range(args.start, args.start + args.count)
     for seed in seeds:
-        program, outcome = fuzz.run_seed(seed, args.dynamic_share)
+        program, outcome = fuzz.run_seed(seed, args.dynamic_share, args.profile)
         ran += 1
         counts[outcome.kind] += 1
         if outcome.dynamic:
@@ -105,7 +107,7 @@ def main(argv=None) -> int:
             for skel, seed in list(skeletons.get(sig, {}).items())[:6]:
                 print(f"        minimized (seed {seed}): {skel}")
         print(f"\nreproducers in {args.out}")
-    summary = {"start": args.start, "count": ran, "seconds": elapsed,
+    summary = {"profile": args.profile, "start": args.start, "count": ran, "seconds": elapsed,
                "dynamic_share": args.dynamic_share, "counts": dict(counts),
                "dynamic_counts": dict(dynamic_counts), "groups": groups,
                "minimized": skeletons}
