@@ -20,7 +20,7 @@ from torch_program_fuzz import Program
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
-SEEDS = range(0, 132)  # 25-50 s on a shared 2-core machine
+SEEDS = range(0, 120)  # 25-55 s on a shared 2-core machine
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,6 @@ KNOWN_OPEN = {
     59: "overlapping-output-layout",
     63: "overlapping-output-layout",
     71: "contiguity-before-size1",
-    125: "reduce-broadcast-merge",
-    131: "expanded-input-independent-output",
 }
 
 
