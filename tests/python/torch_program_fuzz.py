@@ -138,6 +138,14 @@ PROFILES: Dict[str, Dict[str, Any]] = {
                     "squeeze": 1, "expand": 1, "slice": 3, "cat": 2, "contiguous": 2},
         "steps": (4, 9), "noncontig": 0.15, "size1": 0.06,
     },
+    # No size-1 dimensions from inputs, unsqueeze or expand (only keepdim
+    # reductions make them): away from every known open bug's trigger.
+    "clean": {
+        "weights": {"unary": 18, "binary": 20, "where": 5, "reduce": 14, "softmax": 7,
+                    "layer_norm": 6, "var_mean": 4, "reshape": 12, "permute": 8, "unsqueeze": 0,
+                    "squeeze": 1, "expand": 0, "slice": 4, "cat": 3, "contiguous": 2},
+        "steps": (3, 9), "noncontig": 0.35, "size1": 0.0, "related_size1": 0.0,
+    },
 }
 
 
@@ -571,7 +579,8 @@ class Generator:
             if form < 0.35:
                 shape = first
             elif form < 0.7:
-                shape = tuple(1 if rng.random() < 0.4 else s for s in first)
+                ones = self.profile.get("related_size1", 0.4)
+                shape = tuple(1 if rng.random() < ones else s for s in first)
                 shape = shape[rng.randint(0, len(shape) - 1):]
             else:
                 shape = self._random_shape()
