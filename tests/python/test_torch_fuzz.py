@@ -28,6 +28,7 @@ class KnownBug:
     description: str
     signature: str      # how the Outcome.signature it fails with starts
     reproducer: Program  # minimal: a few lines of torch
+    dynamic: bool = False  # the reproducer is compiled with dynamic=True
 
 
 def _repro(inputs, steps, outputs):
@@ -46,6 +47,13 @@ KNOWN_BUGS = {
         "fallback: fusion input T# dimension N has extent N but the given tensor has size N",
         _repro([("x0", "r(1, 4)"), ("x1", "r(6, 5)")],
                ["v1 = x0.expand(3, 4) + 1", "v2 = x1 * 2"], ["v1", "v2"])),
+    "registers-after-accept": KnownBug(
+        "'Local tensor T.. needs ... registers' at run time after a scheduler accepted "
+        "(dynamic shapes: a broadcast input and an unsqueezed second output)",
+        "fallback: Local tensor T# needs",
+        _repro([("x0", "r(5, 4, 6)"), ("x1", "r(4, 1)")],
+               ["v1 = x1 - x0", "v2 = v1.unsqueeze(3)"], ["v1", "v2"]),
+        dynamic=True),
     # Found by this fuzzer, reported; not fixed yet.
     "contiguity-before-size1": KnownBug(
         "an input whose non-contiguous dimension has a size-1 inner neighbour (x[:, ::2] of "
@@ -131,7 +139,7 @@ def test_fuzz_program_matches_eager(seed):
     strict=True, raises=KnownOpenFailure, reason=v.description)) for k, v in KNOWN_BUGS.items()])
 def test_known_open_bug_reproducer(bug):
     program = KNOWN_BUGS[bug].reproducer
-    _check(program, fuzz.run_program(program), bug)
+    _check(program, fuzz.run_program(program, KNOWN_BUGS[bug].dynamic), bug)
 
 
 def test_generator_is_deterministic_and_valid():
