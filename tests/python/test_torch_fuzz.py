@@ -88,6 +88,15 @@ KNOWN_BUGS = {
         "written, the rest NaN (bug 1 without a reduction?)",
         "mismatch: values (NaN)",
         _repro([("x0", "r(6)")], ["v1 = x0.expand(3, -1)", "v2 = v1.reshape(18)"], ["v2"])),
+    "local-bidx-after-split": KnownBug(
+        "a reduction result broadcast into a comparison, reshaped (split) and combined with the "
+        "reduction again: the scheduler accepts, lowering refuses ('tensor T.. is in Local "
+        "memory and its axis 0 is bound to BIDx, but T.. does not read it along an axis bound "
+        "to BIDx')",
+        "fallback: tensor T# is in Local memory and its axis N",
+        _repro([("x0", "r(6)"), ("x1", "r(6)")],
+               ["v1 = x0.amax(dim=0, keepdim=True)", "v2 = torch.where(x1 > v1, v1, x1)",
+                "v3 = v1 / v2.reshape(3, 2)"], ["v3"])),
 }
 
 # seed -> KNOWN_BUGS key, for seeds of SEEDS that fail with that bug.
