@@ -58,7 +58,7 @@ std::string reductionRejectReason(const Fusion& fusion) {
   if (layout.full_output != nullptr) {
     return "output " + layout.full_output->name() + " keeps the reduced dimensions";
   }
-  return "";
+  return serialIterationReason(fusion, layout);
 }
 
 std::string gridSplitRejectReason(const Fusion& fusion) {

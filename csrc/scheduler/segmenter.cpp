@@ -251,6 +251,7 @@ class Segmenter {
         if (used_outside) segment.outputs.push_back(out);
       }
     }
+    addSizeOnlyInputs(exprs, segment.inputs);
     segment.fusion = copySubgraph(fusion_, exprs, segment.inputs, segment.outputs, nullptr,
                                   extentRewrite(segment.inputs));
     checkSymbols(*segment.fusion);
@@ -301,6 +302,37 @@ class Segmenter {
       }
       return substitute(e, replacements);
     };
+  }
+
+  // An extent may name a size of a fusion input the segment does not read
+  // (an expand to another input's size, T1.size[0]) and that no input it
+  // reads has: that input joins `inputs`, read for its sizes alone.
+  void addSizeOnlyInputs(const std::vector<const Expr*>& exprs,
+                         std::vector<const Val*>& inputs) const {
+    std::set<int64_t> available;
+    for (const Val* in : inputs) {
+      if (const TensorView* tv = in->asTensor()) available.insert(tv->number());
+    }
+    const ExtentRewrite rewrite = extentRewrite(inputs);
+    std::set<std::string> symbols;
+    for (const Expr* expr : exprs) {
+      for (const Val* out : expr->outputs()) {
+        const TensorView* tv = out->asTensor();
+        if (tv == nullptr) continue;
+        for (const IterDomain* id : tv->logicalDomain()) collectSymbols(rewrite(id->loopExtent()), symbols);
+      }
+    }
+    for (const std::string& symbol : symbols) {
+      const int64_t owner = tensorOfSymbol(symbol);
+      if (owner < 0 || available.count(owner)) continue;
+      for (const Val* in : fusion_.inputs()) {
+        const TensorView* tv = in->asTensor();
+        if (tv != nullptr && tv->number() == owner) {
+          inputs.push_back(in);
+          available.insert(owner);
+        }
+      }
+    }
   }
 
   // Every size symbol left must name an input of the segment (a kernel
@@ -433,11 +465,18 @@ std::vector<InputInfo> segmentInputInfos(const Segment& segment, const RuntimeIn
       infos.push_back(whole.inputs().at(pos));
       continue;
     }
-    std::vector<int64_t> sizes;
-    for (const IterDomain* id : tv->logicalNoReductions()) {
-      sizes.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? 1 : whole.extent(id));
+    // As the executor allocates outputs: an expanded dimension is stored once
+    // (stride 0), the others contiguous.
+    const std::vector<IterDomain*> dims = tv->logicalNoReductions();
+    std::vector<int64_t> sizes(dims.size()), strides(dims.size());
+    int64_t stride = 1;
+    for (size_t d = dims.size(); d-- > 0;) {
+      const IterDomain* id = dims[d];
+      sizes[d] = id->isBroadcast() && !id->hasExpandedExtent() ? 1 : whole.extent(id);
+      strides[d] = id->hasExpandedExtent() ? 0 : stride;
+      if (!id->hasExpandedExtent()) stride *= std::max<int64_t>(sizes[d], 1);
     }
-    infos.push_back(InputInfo::contiguous(tv->dtype(), sizes));
+    infos.push_back(InputInfo::tensor(tv->dtype(), std::move(sizes), std::move(strides)));
   }
   return infos;
 }

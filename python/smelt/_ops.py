@@ -88,7 +88,7 @@ def _broadcast_in_dim(tv, shape, broadcast_dims):
 
 
 def _extent(entry: Any) -> Any:
-    """A reshape entry: an int (-1 for the rest), or an extent's symbol as
+    """A reshape or expand entry: an int (-1: the rest, or kept), or an extent's symbol as
     Tensor.size() returns it for a size known at run time."""
     return _C.IntExpr.symbol(entry) if isinstance(entry, str) else _C.IntExpr(entry)
 
@@ -119,7 +119,7 @@ DEFINITION_OPS: Dict[str, Impl] = {
     "max": lambda tv, dims, keepdim, dtype: _reduction(_C.max, tv, dims, keepdim, dtype),
     "broadcast": lambda tv, is_new: _C.broadcast(tv, list(is_new)),
     "broadcast_in_dim": _broadcast_in_dim,
-    "expand": lambda tv, shape: _C.expand(tv, list(shape)),
+    "expand": lambda tv, shape: _C.expand(tv, [_extent(e) for e in shape]),
     "pad": lambda tv, widths, value: _C.pad(tv, list(widths), float(value)),
     "matmul": _C.matmul,
     "permute": lambda tv, dims: _C.permute(tv, list(dims)),
