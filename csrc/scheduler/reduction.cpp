@@ -90,7 +90,12 @@ std::string gridSplitRejectReason(const Fusion& fusion) {
   }
   for (const Val* in : fusion.inputs()) {
     const TensorView* tv = in->asTensor();
-    if (tv == nullptr || !upstream.count(tv)) continue;
+    if (tv == nullptr) continue;
+    // The runtime regroups every tensor input of the partial segment.
+    if (fusion.consumersOf(tv).empty()) {
+      return "input " + tv->name() + " is read for its sizes alone and would be regrouped";
+    }
+    if (!upstream.count(tv)) continue;
     if (static_cast<int64_t>(tv->logicalNoReductions().size()) != rank) {
       return "input " + tv->name() + " is read before the reduction without the reduction's shape";
     }

@@ -1,6 +1,7 @@
 #include "scheduler/utils.h"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 #include <unordered_set>
 
@@ -8,6 +9,56 @@
 #include "fusion/transform_replay.h"
 
 namespace smelt::scheduler_utils {
+
+namespace {
+
+// Root axes (of a reshape's output) that `id` is derived from through its
+// view transforms.
+void rootsUnder(const IterDomain* id, std::vector<const IterDomain*>& roots) {
+  const IdTransform* t = id->definition();
+  if (t == nullptr) {
+    roots.push_back(id);
+    return;
+  }
+  for (const IterDomain* in : t->inputs) rootsUnder(in, roots);
+}
+
+// Propagation replays a reshape's merges on the tensors before it. A tensor
+// that iterates some of the merged dimensions but broadcasts or lacks others
+// ends up with a merged axis of the extent of its iterated part, run in the
+// consumer's loop of the whole product: indexed by the merged index as if
+// it were its own (x[:, None] + y flattened; GQA's repeat_kv). Says which
+// tensor and reshape, or empty.
+std::string mixedReshapeMerge(const Fusion& fusion, const std::vector<Expr*>& exprs, const Expr* reshape) {
+  const TensorView* in = reshape->input(0)->asTensor();
+  const TensorView* out = reshape->output();
+  std::unordered_set<const TensorView*> before{in};
+  for (auto it = exprs.rbegin(); it != exprs.rend(); ++it) {
+    if (!before.count((*it)->output())) continue;
+    for (const TensorView* producer : (*it)->tensorInputs()) before.insert(producer);
+  }
+  const DimensionMap dims(fusion, in);  // labels relative to the reshape's input
+  const std::vector<IterDomain*>& root = out->rootDomain();
+  for (const IdTransform* t : viewTransforms(out)) {
+    if (t->kind != IdTransform::Kind::Merge) continue;
+    std::vector<const IterDomain*> roots;
+    rootsUnder(t->outputs[0], roots);
+    std::vector<int64_t> merged;
+    for (const IterDomain* r : roots) merged.push_back(std::find(root.begin(), root.end(), r) - root.begin());
+    for (const TensorView* tv : before) {
+      int64_t iterated = 0;
+      for (int64_t d : merged) iterated += dims.role(tv, d) == DimensionMap::Role::Iteration;
+      if (iterated > 0 && iterated < static_cast<int64_t>(merged.size())) {
+        return errorMessage(out->name(), " = reshape(", in->name(), ") merges dimensions ",
+                            toString(merged), " of ", in->name(), ", of which ", tv->name(),
+                            " iterates only some: a merged loop would not index it");
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
 
 DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
                            bool through_reshapes)
@@ -55,6 +106,11 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
       const Expr* expr = *it;
       if (expr->type() == ExprType::Reshape || feeds_reshape.count(expr->output())) {
         for (const TensorView* in : expr->tensorInputs()) feeds_reshape.insert(in);
+      }
+    }
+    for (const Expr* expr : exprs) {
+      if (expr->type() == ExprType::Reshape && problem_.empty()) {
+        problem_ = mixedReshapeMerge(fusion, exprs, expr);
       }
     }
   }
@@ -326,19 +382,17 @@ VectorChoice chooseVectorWidth(const Fusion& fusion, const DimensionMap& map,
 std::string serialLoopBufferReason(const Fusion& fusion, const DimensionMap& map,
                                    const std::vector<int64_t>& serial_dims, const std::string& why) {
   if (serial_dims.empty()) return "";
-  // The outputs each tensor's values reach, consumers first.
-  std::unordered_map<const TensorView*, std::vector<const TensorView*>> reach;
-  for (const Val* out : fusion.outputs()) reach[out->asTensor()].push_back(out->asTensor());
+  // The outputs (by position) each tensor's values reach, consumers first.
+  std::unordered_map<const TensorView*, std::set<size_t>> reach;
+  for (size_t o = 0; o < fusion.outputs().size(); ++o) reach[fusion.outputs()[o]->asTensor()].insert(o);
   const std::vector<Expr*> exprs = fusion.exprs();
   for (auto it = exprs.rbegin(); it != exprs.rend(); ++it) {
     for (const Val* out : (*it)->outputs()) {
       const TensorView* produced = out->asTensor();
       if (produced == nullptr) continue;
       for (const TensorView* in : (*it)->tensorInputs()) {
-        std::vector<const TensorView*>& to = reach[in];
-        for (const TensorView* o : reach[produced]) {
-          if (std::find(to.begin(), to.end(), o) == to.end()) to.push_back(o);
-        }
+        const std::set<size_t>& from = reach[produced];
+        reach[in].insert(from.begin(), from.end());
       }
     }
   }
@@ -346,7 +400,7 @@ std::string serialLoopBufferReason(const Fusion& fusion, const DimensionMap& map
   for (const TensorView* tv : fusion.allTensors()) {
     // Inputs read in place have no buffer; a cacheable one is read through one.
     const bool cached = std::find(cacheable.begin(), cacheable.end(), tv) != cacheable.end();
-    const std::vector<const TensorView*>& outputs = reach[tv];
+    const std::set<size_t>& outputs = reach[tv];
     if ((tv->isFusionInput() && !cached) || outputs.size() < 2) continue;
     for (const IterDomain* id : tv->logicalNoReductions()) {
       if (id->isBroadcast() && !id->hasExpandedExtent()) continue;
@@ -355,8 +409,10 @@ std::string serialLoopBufferReason(const Fusion& fusion, const DimensionMap& map
       if (dim && std::find(serial_dims.begin(), serial_dims.end(), *dim) == serial_dims.end()) {
         continue;
       }
-      return errorMessage(tv->name(), " feeds outputs ", outputs[0]->name(), " and ",
-                          outputs[1]->name(), ", so it cannot be inlined into either, and its axis ",
+      return errorMessage(tv->name(), " feeds outputs ",
+                          fusion.outputs()[*outputs.begin()]->asTensor()->name(), " and ",
+                          fusion.outputs()[*std::next(outputs.begin())]->asTensor()->name(),
+                          ", so it cannot be inlined into either, and its axis ",
                           id->toString(), " would run in a serial loop (", why,
                           "): its buffer would span that loop");
     }
