@@ -6,6 +6,7 @@
 #include "common/example_fusions.h"
 #include "common/expect_error.h"
 #include "fusion/ops.h"
+#include "scheduler/pointwise.h"
 #include "scheduler/reduction.h"
 #include "scheduler/registry.h"
 #include "scheduler/scheduler_test_util.h"
@@ -410,6 +411,47 @@ TEST(Segmentation, ExpandedTensorPassedBetweenSegments) {
   EXPECT_TRUE(at::equal(outputs[0], expanded));
   EXPECT_EQ(outputs[0].strides(), expanded.strides());
   EXPECT_TRUE(at::allclose(outputs[2], (expanded + inputs[1]).sum({1}), 1e-5, 1e-5));
+}
+
+// A reshape merging a dimension that a tensor before it broadcasts with one
+// it iterates: x[:, None] + y flattened, and GQA's repeat_kv (kv[:, :, None]
+// expanded, copied and flattened into the heads). The pointwise scheduler
+// replayed the merge on x's cache as a merge of x's axis with an extent-1
+// one, run in the loop of the whole product: x was read at the merged index
+// (wrong values, past its end). It now declines, and the reshape reads the
+// combined tensor from a kernel of its own.
+TEST(Segmentation, ReshapeMergingABroadcastDimensionWithAnIteratedOne) {
+  for (bool symbolic : {true, false}) {
+    SCOPED_TRACE(symbolic ? "symbolic extents" : "static extents");
+    {
+      Fusion fusion;
+      FusionGuard guard(&fusion);
+      TensorView* x = symbolic ? makeContigTensor(2) : makeConcreteTensor({2, 3});
+      TensorView* y = symbolic ? makeContigTensor(3) : makeConcreteTensor({2, 4, 3});
+      fusion.addInput(x);
+      fusion.addInput(y);
+      TensorView* sum_xy = add(broadcast(x, {false, true, false}), y);
+      fusion.addOutput(reshape(sum_xy, {-1, x->axis(1)->extent()}));
+      RuntimeInfo runtime(fusion, inputInfosOf(fusion, {randn({2, 3}), randn({2, 4, 3})}));
+      EXPECT_NE(pointwiseRejectReason(fusion, &runtime)
+                    .find("= reshape(T3) merges dimensions {0, 1} of T3, of which T0 iterates only some"),
+                std::string::npos)
+          << pointwiseRejectReason(fusion, &runtime);
+      const SegmentedFusion segmented = segmentAndCheck(fusion, {randn({2, 3}), randn({2, 4, 3})});
+      ASSERT_EQ(segmented.segments.size(), 2u) << segmented.toString();
+      EXPECT_EQ(segmented.segments[1].inputs, std::vector<const Val*>{sum_xy}) << segmented.toString();
+    }
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* kv = symbolic ? makeContigTensor(4) : makeConcreteTensor({2, 2, 5, 4});
+    fusion.addInput(kv);
+    TensorView* repeated = set(expand(broadcast(kv, {false, false, true, false, false}), {-1, -1, 3, -1, -1}));
+    fusion.addOutput(mul(reshape(repeated, {kv->axis(0)->extent(), -1, kv->axis(2)->extent(),
+                                            kv->axis(3)->extent()}),
+                         1.0));
+    const SegmentedFusion segmented = segmentAndCheck(fusion, {randn({2, 2, 5, 4})});
+    EXPECT_EQ(segmented.segments.size(), 2u) << segmented.toString();
+  }
 }
 
 // Issue 17, class 4: the attention softmax of GPT-2, BERT, T5 and BART,
