@@ -66,10 +66,11 @@ RuntimeInfo::RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs, in
       const std::string name =
           "T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]";
       bindings_[name] = info.sizes[d];
-      // An expanded broadcast has its expanded size (a segment boundary at an
-      // expand() passes the expanded tensor on).
-      const bool plain_broadcast = dims[d]->isBroadcast() && !dims[d]->hasExpandedExtent();
-      const IntExpr& extent = plain_broadcast ? IntExpr(1) : dims[d]->loopExtent();
+      // An expanded broadcast (a segment input another segment wrote with
+      // stride 0) has its expanded extent as size, a plain one size 1.
+      const IntExpr extent = dims[d]->isBroadcast() && !dims[d]->hasExpandedExtent()
+                                 ? IntExpr(1)
+                                 : dims[d]->loopExtent();
       if (auto c = extent.constant()) {
         SMELT_CHECK(*c == info.sizes[d], "fusion input ", tv->name(), " dimension ", d,
                     " has extent ", *c, " but the given tensor has size ", info.sizes[d]);

@@ -468,11 +468,18 @@ std::vector<InputInfo> segmentInputInfos(const Segment& segment, const RuntimeIn
       infos.push_back(whole.inputs().at(pos));
       continue;
     }
-    std::vector<int64_t> sizes;
-    for (const IterDomain* id : tv->logicalNoReductions()) {
-      sizes.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? 1 : whole.extent(id));
+    // As the executor allocates outputs: an expanded dimension is stored once
+    // (stride 0), the others contiguous.
+    const std::vector<IterDomain*> dims = tv->logicalNoReductions();
+    std::vector<int64_t> sizes(dims.size()), strides(dims.size());
+    int64_t stride = 1;
+    for (size_t d = dims.size(); d-- > 0;) {
+      const IterDomain* id = dims[d];
+      sizes[d] = id->isBroadcast() && !id->hasExpandedExtent() ? 1 : whole.extent(id);
+      strides[d] = id->hasExpandedExtent() ? 0 : stride;
+      if (!id->hasExpandedExtent()) stride *= std::max<int64_t>(sizes[d], 1);
     }
-    infos.push_back(InputInfo::contiguous(tv->dtype(), sizes));
+    infos.push_back(InputInfo::tensor(tv->dtype(), std::move(sizes), std::move(strides)));
   }
   return infos;
 }

@@ -423,6 +423,53 @@ VectorChoice chooseVectorWidth(const Fusion& fusion, const DimensionMap& map,
   return {};
 }
 
+std::string serialLoopBufferReason(const Fusion& fusion, const DimensionMap& map,
+                                   const std::vector<int64_t>& serial_dims, const std::string& why) {
+  if (serial_dims.empty()) return "";
+  // The outputs (by position) each tensor's values reach, consumers first.
+  std::unordered_map<const TensorView*, std::set<size_t>> reach;
+  for (size_t o = 0; o < fusion.outputs().size(); ++o) reach[fusion.outputs()[o]->asTensor()].insert(o);
+  const std::vector<Expr*> exprs = fusion.exprs();
+  for (auto it = exprs.rbegin(); it != exprs.rend(); ++it) {
+    for (const Val* out : (*it)->outputs()) {
+      const TensorView* produced = out->asTensor();
+      if (produced == nullptr) continue;
+      for (const TensorView* in : (*it)->tensorInputs()) {
+        const std::set<size_t>& from = reach[produced];
+        reach[in].insert(from.begin(), from.end());
+      }
+    }
+  }
+  const std::vector<TensorView*> cacheable = cacheableInputs(fusion);
+  for (const TensorView* tv : fusion.allTensors()) {
+    // Inputs read in place have no buffer; a cacheable one is read through one.
+    const bool cached = std::find(cacheable.begin(), cacheable.end(), tv) != cacheable.end();
+    const std::set<size_t>& outputs = reach[tv];
+    if ((tv->isFusionInput() && !cached) || outputs.size() < 2) continue;
+    for (const IterDomain* id : tv->logicalNoReductions()) {
+      if (id->isBroadcast() && !id->hasExpandedExtent()) continue;
+      // An axis no dimension labels (one a reshape regroups) may be any of them.
+      const std::optional<int64_t> dim = map.dimOf(id);
+      if (dim && std::find(serial_dims.begin(), serial_dims.end(), *dim) == serial_dims.end()) {
+        continue;
+      }
+      return errorMessage(tv->name(), " feeds outputs ",
+                          fusion.outputs()[*outputs.begin()]->asTensor()->name(), " and ",
+                          fusion.outputs()[*std::next(outputs.begin())]->asTensor()->name(),
+                          ", so it cannot be inlined into either, and its axis ",
+                          id->toString(), " would run in a serial loop (", why,
+                          "): its buffer would span that loop");
+    }
+  }
+  return "";
+}
+
+std::vector<int64_t> serialRunDims(const std::vector<std::vector<int64_t>>& runs) {
+  std::vector<int64_t> dims;
+  for (size_t r = 0; r + 3 < runs.size(); ++r) dims.insert(dims.end(), runs[r].begin(), runs[r].end());
+  return dims;
+}
+
 int64_t extentOf(const TensorView* reference, const DimensionMap& map,
                  const std::vector<int64_t>& dims, const RuntimeInfo& runtime) {
   int64_t extent = 1;

@@ -118,6 +118,21 @@ VectorChoice chooseVectorWidth(const Fusion& fusion, const DimensionMap& map,
                                const std::vector<int64_t>& dims, const RuntimeInfo& runtime,
                                bool with_outputs);
 
+// Why a schedule that leaves the reference's dimensions `serial_dims` to
+// serial loops around every loop nest (`why` says why they stay serial)
+// would not lower to a good kernel, or empty. A tensor the kernel computes
+// whose values reach two or more outputs (itself included) runs in neither
+// output's loops, so it cannot be inlined: its buffer spans the loops of
+// every dimension it iterates. Across serial loops that is a register array
+// of the loops' extents (of a symbolic size, which lowering refuses).
+std::string serialLoopBufferReason(const Fusion& fusion, const DimensionMap& map,
+                                   const std::vector<int64_t>& serial_dims, const std::string& why);
+
+// The iteration runs (outermost first) a schedule binds to grid dimensions:
+// the innermost to BIDx, the next to BIDy, the third to BIDz. Runs before
+// those stay serial loops; returns their dimensions.
+std::vector<int64_t> serialRunDims(const std::vector<std::vector<int64_t>>& runs);
+
 // Product of the reference's extents over `dims` (broadcasts count 1).
 int64_t extentOf(const TensorView* reference, const DimensionMap& map,
                  const std::vector<int64_t>& dims, const RuntimeInfo& runtime);

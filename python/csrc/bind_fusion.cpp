@@ -205,8 +205,10 @@ void bindOps(py::module_& m) {
   m.def("sum", static_cast<Reduction>(&sum), kRef);
   m.def("max", static_cast<Reduction>(&max), kRef);
   m.def("broadcast", &broadcast, kRef);
-  m.def("expand", [](TensorView* in, const std::vector<int64_t>& shape) {
-    return expand(in, toIntExprs(shape));
+  // Entries are ints (-1 keeps the dimension) or extents such as another
+  // input's size symbol.
+  m.def("expand", [](TensorView* in, const std::vector<IntExpr>& shape) {
+    return expand(in, shape);
   }, kRef);
   m.def("pad", &pad, py::arg("input"), py::arg("widths"), py::arg("value") = 0.0, kRef);
   m.def("matmul", &matmul, kRef);

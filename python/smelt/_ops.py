@@ -106,7 +106,7 @@ def extent_of(scale: int, factors: Sequence[tuple]) -> Any:
 
 
 def _extent(entry: Any) -> Any:
-    """A reshape entry: an int (-1 for the rest), a Size (as Tensor.size()
+    """A reshape or expand entry: an int (-1: the rest, or kept), a Size (as Tensor.size()
     returns for a size known at run time; recorded as an ExtentRef) or the
     symbol of an input's size ("T0.size[1]")."""
     if isinstance(entry, ExtentRef):
@@ -155,7 +155,7 @@ DEFINITION_OPS: Dict[str, Impl] = {
     "max": lambda tv, dims, keepdim, dtype: _reduction(_C.max, tv, dims, keepdim, dtype),
     "broadcast": lambda tv, is_new: _C.broadcast(tv, list(is_new)),
     "broadcast_in_dim": _broadcast_in_dim,
-    "expand": lambda tv, shape: _C.expand(tv, list(shape)),
+    "expand": lambda tv, shape: _C.expand(tv, [_extent(e) for e in shape]),
     "pad": lambda tv, widths, value: _C.pad(tv, list(widths), float(value)),
     "matmul": _C.matmul,
     "permute": lambda tv, dims: _C.permute(tv, list(dims)),

@@ -299,7 +299,9 @@ class Operators:
                          broadcast_dims: Sequence[int]) -> Tensor:
         return self._op("broadcast_in_dim", x, tuple(shape), tuple(broadcast_dims))
 
-    def expand(self, x: Tensor, shape: Sequence[int]) -> Tensor:
+    def expand(self, x: Tensor, shape: Sequence[Union[int, str]]) -> Tensor:
+        """Entries are ints (-1 keeps the dimension) or, for a size known only
+        at run time, Tensor.size(d) of a fusion input (e.g. [y.size(0), -1])."""
         return self._op("expand", x, tuple(shape))
 
     def pad(self, x: Tensor, pad_widths: Sequence[int], value: Number = 0.0) -> Tensor:
