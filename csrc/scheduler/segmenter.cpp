@@ -330,6 +330,7 @@ class Segmenter {
         if (tv != nullptr && tv->number() == owner) {
           inputs.push_back(in);
           available.insert(owner);
+          break;
         }
       }
     }

@@ -45,7 +45,8 @@ std::string mixedReshapeMerge(const Fusion& fusion, const std::vector<Expr*>& ex
     rootsUnder(t->outputs[0], roots);
     std::vector<int64_t> merged;
     for (const IterDomain* r : roots) merged.push_back(std::find(root.begin(), root.end(), r) - root.begin());
-    for (const TensorView* tv : before) {
+    for (const TensorView* tv : fusion.allTensors()) {  // in order: a stable message
+      if (!before.count(tv)) continue;
       int64_t iterated = 0;
       for (int64_t d : merged) iterated += dims.role(tv, d) == DimensionMap::Role::Iteration;
       if (iterated > 0 && iterated < static_cast<int64_t>(merged.size())) {
