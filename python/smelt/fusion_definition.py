@@ -717,8 +717,8 @@ def _from_example(tensor: torch.Tensor, static_sizes: bool) -> InputLayout:
     order (channels-last, a transposed view) is read in that order."""
     shape = tuple(1 if s == 1 else (s if static_sizes else -1) for s in tensor.shape)
     sizes, strides = list(tensor.shape), list(tensor.stride())
-    physical = tuple(sorted(range(tensor.dim()), key=lambda d: (-strides[d], d)))
-    if physical != tuple(range(tensor.dim())) and _is_dense(sizes, strides, physical):
+    physical = tuple(memory_order(sizes, strides))
+    if physical != tuple(range(tensor.dim())) and is_dense(sizes, strides):
         permuted = tensor.permute(physical)
         contiguity = _contiguity(permuted)
         logical = [None] * tensor.dim()
@@ -728,9 +728,16 @@ def _from_example(tensor: torch.Tensor, static_sizes: bool) -> InputLayout:
     return InputLayout(shape, tuple(_contiguity(tensor)), None)
 
 
-def _is_dense(sizes, strides, physical) -> bool:
+def memory_order(sizes: Sequence[int], strides: Sequence[int]) -> List[int]:
+    """Dimensions from outermost to innermost in memory (ties, as size-1
+    dimensions make them, keep the logical order)."""
+    return sorted(range(len(sizes)), key=lambda d: (-strides[d], d))
+
+
+def is_dense(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether the elements cover one block of memory exactly once."""
     expected = 1
-    for d in reversed(physical):
+    for d in reversed(memory_order(sizes, strides)):
         if sizes[d] != 1 and strides[d] != expected:
             return False
         expected *= sizes[d]

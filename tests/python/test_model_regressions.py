@@ -20,12 +20,7 @@ from smelt import DataType, FusionDefinition, SmeltError
 from smelt.backend.partition import SmeltPartition
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    smelt.backend.reset_reports()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def assert_same(actual, expected):

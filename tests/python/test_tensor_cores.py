@@ -75,12 +75,6 @@ def test_float_operands_keep_cuda_cores():
     assert "tensor cores: no — operands are float and float" in fd.last_run_report()
 
 
-@pytest.fixture
-def fresh_dynamo():
-    torch._dynamo.reset()
-    smelt.backend.reset_reports()
-    yield
-    torch._dynamo.reset()
 
 
 class Fp16Linear(torch.nn.Module):

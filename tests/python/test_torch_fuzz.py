@@ -18,7 +18,8 @@ import torch
 import torch_program_fuzz as fuzz
 from torch_program_fuzz import Program
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning"),
+              pytest.mark.usefixtures("fresh_dynamo")]
 
 SEEDS = range(0, 120)  # 25-55 s on a shared 2-core machine
 
@@ -135,13 +136,6 @@ def _seed_param(seed):
         return seed
     return pytest.param(seed, marks=pytest.mark.xfail(
         strict=True, raises=KnownOpenFailure, reason=KNOWN_BUGS[bug].description))
-
-
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 @pytest.mark.parametrize("seed", [_seed_param(s) for s in SEEDS])
