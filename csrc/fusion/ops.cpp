@@ -502,6 +502,55 @@ IntExpr productOf(const std::vector<IntExpr>& extents) {
   return p;
 }
 
+// An extent as a product: an integer coefficient times factors that are not
+// products themselves (symbols, or sums and quotients taken whole), ordered
+// by their text. Extents with equal monomials are equal for every binding of
+// their symbols, so a reshape entry x.size(2) * x.size(3) (or the extent of
+// another tensor) matches the extent a merge gave, in either order.
+struct Monomial {
+  int64_t coefficient = 1;
+  std::vector<IntExpr> factors;
+};
+
+void collectFactors(const IntExpr& e, Monomial& m, const TensorView* tv) {
+  if (e.kind() == IntExpr::Kind::Mul) {
+    collectFactors(e.lhs(), m, tv);
+    collectFactors(e.rhs(), m, tv);
+  } else if (auto c = e.constant()) {
+    m.coefficient = checkedProduct(m.coefficient, *c, tv);
+  } else {
+    m.factors.push_back(e);
+  }
+}
+
+Monomial monomialOf(const IntExpr& e, const TensorView* tv) {
+  Monomial m;
+  collectFactors(e, m, tv);
+  std::sort(m.factors.begin(), m.factors.end(),
+            [](const IntExpr& a, const IntExpr& b) { return a.toString() < b.toString(); });
+  return m;
+}
+
+// `a / b` when `b`'s monomial divides `a`'s (the quotient needs no check at
+// run time), else nullopt.
+std::optional<IntExpr> exactQuotient(const IntExpr& a, const IntExpr& b, const TensorView* tv) {
+  const Monomial ma = monomialOf(a, tv);
+  const Monomial mb = monomialOf(b, tv);
+  if (mb.coefficient <= 0 || ma.coefficient % mb.coefficient != 0) return std::nullopt;
+  std::vector<IntExpr> rest = ma.factors;
+  for (const IntExpr& f : mb.factors) {
+    auto it = std::find_if(rest.begin(), rest.end(), [&](const IntExpr& r) { return r.sameAs(f); });
+    if (it == rest.end()) return std::nullopt;
+    rest.erase(it);
+  }
+  return productOf(rest) * (ma.coefficient / mb.coefficient);
+}
+
+bool sameExtent(const IntExpr& a, const IntExpr& b, const TensorView* tv) {
+  const std::optional<IntExpr> q = exactQuotient(a, b, tv);
+  return q && q->constant() == 1;
+}
+
 // Peels groups off the front (or back) of in[in_lo, in_hi) and
 // out[out_lo, out_hi): an extent equal on both sides passes through; runs of
 // constants regroup while their products agree. Stops at the wildcard (-1,
@@ -518,7 +567,7 @@ std::vector<ViewGroup> peelGroups(const std::vector<IntExpr>& in,
     const std::optional<IntExpr>& first_out = out[out_at(0)];
     if (!first_out) break;
     ViewGroup g{{in_at(0)}, {*first_out}};
-    if (!in[in_at(0)].sameAs(*first_out)) {
+    if (!sameExtent(in[in_at(0)], *first_out, tv)) {
       if (!in[in_at(0)].isConstant() || !first_out->isConstant()) break;
       int64_t p_in = *in[in_at(0)].constant();
       int64_t p_out = *first_out->constant();
@@ -566,7 +615,7 @@ TensorView* viewGroups(TensorView* in, const std::vector<ViewGroup>& groups) {
   std::vector<IterDomain*> logical;
   for (const ViewGroup& g : groups) {
     IterDomain* current = root[g.in[0]];
-    if (g.in.size() == 1 && g.out.size() == 1 && current->extent().sameAs(g.out[0])) {
+    if (g.in.size() == 1 && g.out.size() == 1 && sameExtent(current->extent(), g.out[0], in)) {
       logical.push_back(current);  // passes through: the same axis in root and logical
       continue;
     }
@@ -683,7 +732,7 @@ TensorView* reshape(TensorView* in, const std::vector<IntExpr>& shape) {
   }
   bool same_shape = entries.size() == in_shape.size();
   for (size_t d = 0; same_shape && d < entries.size(); ++d) {
-    same_shape = entries[d] && entries[d]->sameAs(in_shape[d]);
+    same_shape = entries[d] && sameExtent(entries[d].value(), in_shape[d], in);
   }
   if (same_shape) return set(in);
   // 1. Extent-1 input dimensions are squeezed.
@@ -706,24 +755,36 @@ TensorView* reshape(TensorView* in, const std::vector<IntExpr>& shape) {
   std::vector<ViewGroup> groups = peelGroups(from, to, in_lo, in_hi, out_lo, out_hi, true, in);
   std::vector<ViewGroup> back = peelGroups(from, to, in_lo, in_hi, out_lo, out_hi, false, in);
   if (in_lo < in_hi || out_lo < out_hi) {
-    // What remains must merge into one entry (the -1, or the product).
+    // What remains merges into the remaining entries and splits into them
+    // again, which needs no check at run time when their product is exactly
+    // the merged extent (the -1 entry, if any, is the quotient).
     std::vector<IntExpr> rest(from.begin() + in_lo, from.begin() + in_hi);
-    bool one_entry = out_hi - out_lo == 1;
-    bool merges = one_entry && !rest.empty() &&
-                  (!to[out_lo] || to[out_lo]->sameAs(productOf(rest)));
-    SMELT_CHECK(!(rest.size() == 1 && out_hi - out_lo > 1), request, ": splitting dimension ",
-                in_lo, " (symbolic extent ", rest[0], ") into several would need a divisibility "
-                "check at run time; reshape supports merging symbolic dimensions, not splitting them");
-    SMELT_CHECK(merges, request, ": dimensions of extents ", shapeText(rest),
+    std::vector<std::optional<IntExpr>> wanted(to.begin() + out_lo, to.begin() + out_hi);
+    std::vector<IntExpr> known;
+    for (const auto& e : wanted) {
+      if (e) known.push_back(*e);
+    }
+    std::optional<IntExpr> quotient;
+    if (!rest.empty()) quotient = exactQuotient(productOf(rest), productOf(known), in);
+    const bool has_wildcard = known.size() < wanted.size();
+    const bool exact = !wanted.empty() && quotient && (has_wildcard || quotient->constant() == 1);
+    SMELT_CHECK(exact || !(rest.size() == 1 && wanted.size() > 1), request,
+                ": splitting dimension ", in_lo, " (symbolic extent ", rest.empty() ? IntExpr() : rest[0],
+                ") into several would need a divisibility check at run time; reshape splits a "
+                "symbolic dimension only into extents whose product it is");
+    SMELT_CHECK(exact, request, ": dimensions of extents ", shapeText(rest),
                 " cannot be matched with the requested extents; symbolic dimensions must pass "
-                "through unchanged or merge into one entry");
+                "through unchanged, merge into one entry or split into extents whose product "
+                "they are");
+    std::vector<IntExpr> outs;
+    for (const auto& e : wanted) outs.push_back(e ? *e : *quotient);
     std::vector<size_t> in_indices;
     for (size_t k = in_lo; k < in_hi; ++k) in_indices.push_back(k);
-    groups.push_back({in_indices, {productOf(rest)}});
+    groups.push_back({in_indices, outs});
   }
   groups.insert(groups.end(), back.rbegin(), back.rend());
   bool passes_through = std::all_of(groups.begin(), groups.end(), [&](const ViewGroup& g) {
-    return g.in.size() == 1 && g.out.size() == 1 && from[g.in[0]].sameAs(g.out[0]);
+    return g.in.size() == 1 && g.out.size() == 1 && sameExtent(from[g.in[0]], g.out[0], in);
   });
   if (!passes_through) current = viewGroups(current, groups);
   // 3. Entries of extent 1 are new broadcast dimensions.

@@ -102,7 +102,15 @@ bool loopAxesMapped(const IterDomain* a, const IterDomain* b, const IdMap& logic
     size_t ib = b == tb->outputs[0] ? 0 : 1;
     return ia == ib && loopAxesMapped(ta->inputs[0], tb->inputs[0], logical_map);
   }
-  if (loopAxesMapped(ta->inputs[0], tb->inputs[0], logical_map) &&
+  // A merge drops a broadcast input (its extent is the other input's): where
+  // the counterpart iterates that input, its merged loop is longer and splits
+  // its index differently, so the two are different loops unless one of them
+  // is itself a broadcast (indexless) axis.
+  const bool iterates_differently =
+      !a->isBroadcast() && !b->isBroadcast() &&
+      (ta->inputs[0]->isBroadcast() != tb->inputs[0]->isBroadcast() ||
+       ta->inputs[1]->isBroadcast() != tb->inputs[1]->isBroadcast());
+  if (!iterates_differently && loopAxesMapped(ta->inputs[0], tb->inputs[0], logical_map) &&
       loopAxesMapped(ta->inputs[1], tb->inputs[1], logical_map)) {
     return true;
   }

@@ -26,7 +26,9 @@ IdMap pairwiseLogicalMap(const TensorView* producer, const TensorView* consumer)
 IdMap invert(const IdMap& map);
 
 // True when `a` (of one tensor) and `b` (of another) denote the same loop,
-// given a map between their logical axes (a-side -> b-side).
+// given a map between their logical axes (a-side -> b-side). A broadcast
+// axis runs in any loop (its index is 0), but a merge that drops a broadcast
+// input is not the loop of a merge that iterates the mapped input.
 bool loopAxesMapped(const IterDomain* a, const IterDomain* b, const IdMap& logical_map);
 
 // Which consumer loop each leading producer loop axis can run in: entry i is

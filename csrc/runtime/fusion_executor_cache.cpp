@@ -13,13 +13,16 @@ namespace smelt {
 
 namespace {
 
-// Per dimension: the stride contiguity implies (1 innermost, else the next
-// dimension's stride times its size), or size 1.
+// Per dimension: the stride contiguity implies (1 innermost, else the
+// stride times size of the nearest inner dimension of size > 1, as
+// InputValidator::checkStrides reads it), or size 1.
 std::vector<bool> contiguityOf(const at::Tensor& t) {
   std::vector<bool> flags(t.dim(), true);
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    int64_t expected = d + 1 == t.dim() ? 1 : t.stride(d + 1) * t.size(d + 1);
-    flags[d] = t.size(d) == 1 || t.stride(d) == expected;
+  int64_t expected = 1;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    if (t.size(d) == 1) continue;
+    flags[d] = t.stride(d) == expected;
+    expected = t.stride(d) * t.size(d);
   }
   return flags;
 }

@@ -33,7 +33,7 @@ std::string structuralReason(const Fusion& fusion, ReductionLayout* layout) {
     return "the reduced dimensions of " + layout->reference->name() +
            " do not merge into one (a broadcast splits them)";
   }
-  return "";
+  return serialIterationReason(fusion, *layout);
 }
 
 // Tensors that iterate over every reduced dimension, feed a reduction and

@@ -47,37 +47,9 @@ std::vector<int64_t> iteratingDims(const TensorView* reference) {
   return dims;
 }
 
-}  // namespace
-
-std::string PointwiseParams::toString() const {
-  std::ostringstream os;
-  os << "PointwiseParams{vector_width=" << vector_width << ", block=(" << block_x << ", "
-     << block_y << "), split_grid_y=" << (split_grid_y ? "true" : "false")
-     << ", vectorized_inputs=" << scheduler_utils::toString(vectorized_inputs)
-     << ", vectorized_outputs=" << scheduler_utils::toString(vectorized_outputs) << "}";
-  return os.str();
-}
-
-std::unique_ptr<HeuristicParams> PointwiseParams::clone() const {
-  return std::make_unique<PointwiseParams>(*this);
-}
-
-std::string pointwiseRejectReason(const Fusion& fusion) {
-  if (fusion.outputs().empty()) return "the fusion has no outputs";
-  for (const Expr* expr : fusion.exprs()) {
-    if (expr->type() == ExprType::Reduction) {
-      return "it has a reduction (" + expr->toString() + ")";
-    }
-  }
-  return DimensionMap(fusion, pointwiseReference(fusion), /*through_reshapes=*/true).problem();
-}
-
-PointwiseParams pointwiseHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {
-  std::string reason = pointwiseRejectReason(fusion);
-  SMELT_CHECK(reason.empty(), "pointwise scheduler cannot take this fusion: ", reason);
-  TensorView* ref = pointwiseReference(fusion);
-  DimensionMap map(fusion, ref, /*through_reshapes=*/true);
-  auto runs = map.mergeableRuns(iteratingDims(ref));
+PointwiseParams computeParams(const Fusion& fusion, const TensorView* ref, const DimensionMap& map,
+                              const std::vector<std::vector<int64_t>>& runs,
+                              const RuntimeInfo& runtime) {
   PointwiseParams params;
   if (runs.empty()) {
     params.block_x = 1;
@@ -99,6 +71,59 @@ PointwiseParams pointwiseHeuristics(const Fusion& fusion, const RuntimeInfo& run
   return params;
 }
 
+// Why the schedule of `runs` would leave a buffer across serial loops (see
+// serialLoopBufferReason): runs outside the three bound to blocks, and the
+// BIDy run when split_grid_y folds part of it into a serial loop.
+std::string serialLoopReason(const Fusion& fusion, const DimensionMap& map,
+                             const std::vector<std::vector<int64_t>>& runs, bool split_grid_y) {
+  std::string reason = serialLoopBufferReason(
+      fusion, map, serialRunDims(runs), "its dimension run is outside the three bound to blocks");
+  if (reason.empty() && split_grid_y && runs.size() >= 2) {
+    reason = serialLoopBufferReason(fusion, map, runs[runs.size() - 2],
+                                    "part of the blocks past gridDim.y's limit");
+  }
+  return reason;
+}
+
+}  // namespace
+
+std::string PointwiseParams::toString() const {
+  std::ostringstream os;
+  os << "PointwiseParams{vector_width=" << vector_width << ", block=(" << block_x << ", "
+     << block_y << "), split_grid_y=" << (split_grid_y ? "true" : "false")
+     << ", vectorized_inputs=" << scheduler_utils::toString(vectorized_inputs)
+     << ", vectorized_outputs=" << scheduler_utils::toString(vectorized_outputs) << "}";
+  return os.str();
+}
+
+std::unique_ptr<HeuristicParams> PointwiseParams::clone() const {
+  return std::make_unique<PointwiseParams>(*this);
+}
+
+std::string pointwiseRejectReason(const Fusion& fusion, const RuntimeInfo* runtime) {
+  if (fusion.outputs().empty()) return "the fusion has no outputs";
+  for (const Expr* expr : fusion.exprs()) {
+    if (expr->type() == ExprType::Reduction) {
+      return "it has a reduction (" + expr->toString() + ")";
+    }
+  }
+  TensorView* ref = pointwiseReference(fusion);
+  DimensionMap map(fusion, ref, /*through_reshapes=*/true);
+  if (!map.problem().empty()) return map.problem();
+  auto runs = map.mergeableRuns(iteratingDims(ref));
+  const bool split_grid_y =
+      runtime != nullptr && computeParams(fusion, ref, map, runs, *runtime).split_grid_y;
+  return serialLoopReason(fusion, map, runs, split_grid_y);
+}
+
+PointwiseParams pointwiseHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {
+  std::string reason = pointwiseRejectReason(fusion, &runtime);
+  SMELT_CHECK(reason.empty(), "pointwise scheduler cannot take this fusion: ", reason);
+  TensorView* ref = pointwiseReference(fusion);
+  DimensionMap map(fusion, ref, /*through_reshapes=*/true);
+  return computeParams(fusion, ref, map, map.mergeableRuns(iteratingDims(ref)), runtime);
+}
+
 void schedulePointwise(Fusion& fusion, const PointwiseParams& params) {
   FusionGuard guard(&fusion);
   std::string reason = pointwiseRejectReason(fusion);
@@ -107,6 +132,12 @@ void schedulePointwise(Fusion& fusion, const PointwiseParams& params) {
               "pointwise scheduler: vector width and block sizes must be positive in ",
               params.toString());
   TensorView* ref = pointwiseReference(fusion);
+  {
+    DimensionMap map(fusion, ref, /*through_reshapes=*/true);
+    reason = serialLoopReason(fusion, map, map.mergeableRuns(iteratingDims(ref)), params.split_grid_y);
+    SMELT_CHECK(reason.empty(), "pointwise scheduler cannot take this fusion with ",
+                params.toString(), ": ", reason);
+  }
 
   std::vector<TensorView*> vectorized = cacheInputsAndOutputs(
       fusion, params.vectorized_inputs, params.vectorized_outputs, {}, "pointwise");
@@ -129,6 +160,9 @@ void schedulePointwise(Fusion& fusion, const PointwiseParams& params) {
       if (params.split_grid_y) ref->split(outer, kMaxGridY, /*inner_split=*/false);
       ref->axis(outer)->parallelize(ParallelType::BIDy);
     }
+    // A third run on BIDz rather than a serial loop: a tensor read by two
+    // outputs' loop nests is not inlined, so its buffer would span the loop.
+    if (runs.size() >= 3) ref->axis(positions[positions.size() - 3])->parallelize(ParallelType::BIDz);
   }
   propagateSchedule(ref);
   vectorizeInnermost(vectorized, params.vector_width, "pointwise");

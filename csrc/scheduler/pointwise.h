@@ -4,7 +4,9 @@
 // in another ends a run, since merging them would be a different loop per
 // tensor); each run is merged into one axis. The innermost run is split into
 // [BIDx, TIDx, vector], the next one into [BIDy, TIDy] (BIDy folded into a
-// serial loop past gridDim.y's limit), further ones stay serial loops outside.
+// serial loop past gridDim.y's limit), the third is bound to BIDz, further
+// ones stay serial loops outside (declined where a buffer would span them:
+// scheduler_utils::serialLoopBufferReason).
 // Inputs are read through register caches, vectorized where their layout and
 // alignment allow; vectorized outputs are written from register caches.
 // Non-divisible extents are predicated by lowering.
@@ -40,8 +42,8 @@ struct PointwiseParams : HeuristicParams {
 };
 
 // Why the pointwise scheduler cannot take this (unscheduled) fusion; empty if
-// it can.
-std::string pointwiseRejectReason(const Fusion& fusion);
+// it can. With `runtime`, also for the sizes of that launch.
+std::string pointwiseRejectReason(const Fusion& fusion, const RuntimeInfo* runtime = nullptr);
 PointwiseParams pointwiseHeuristics(const Fusion& fusion, const RuntimeInfo& runtime);
 // Schedules the unscheduled `fusion`; throws smelt::Error if it is rejected
 // or the parameters do not fit it.

@@ -58,7 +58,7 @@ std::string reductionRejectReason(const Fusion& fusion) {
   if (layout.full_output != nullptr) {
     return "output " + layout.full_output->name() + " keeps the reduced dimensions";
   }
-  return "";
+  return serialIterationReason(fusion, layout);
 }
 
 std::string gridSplitRejectReason(const Fusion& fusion) {
@@ -90,7 +90,12 @@ std::string gridSplitRejectReason(const Fusion& fusion) {
   }
   for (const Val* in : fusion.inputs()) {
     const TensorView* tv = in->asTensor();
-    if (tv == nullptr || !upstream.count(tv)) continue;
+    if (tv == nullptr) continue;
+    // The runtime regroups every tensor input of the partial segment.
+    if (fusion.consumersOf(tv).empty()) {
+      return "input " + tv->name() + " is read for its sizes alone and would be regrouped";
+    }
+    if (!upstream.count(tv)) continue;
     if (static_cast<int64_t>(tv->logicalNoReductions().size()) != rank) {
       return "input " + tv->name() + " is read before the reduction without the reduction's shape";
     }

@@ -118,6 +118,15 @@ void bindIterationRuns(TensorView* reference, const std::vector<int64_t>& positi
   if (positions.size() >= 2) {
     reference->axis(positions[positions.size() - 2])->parallelize(ParallelType::BIDy);
   }
+  // Not a serial loop: see serialLoopBufferReason.
+  if (positions.size() >= 3) {
+    reference->axis(positions[positions.size() - 3])->parallelize(ParallelType::BIDz);
+  }
+}
+
+std::string serialIterationReason(const Fusion& fusion, const ReductionLayout& layout) {
+  return serialLoopBufferReason(fusion, *layout.map, serialRunDims(layout.iteration_runs),
+                                "its dimension run is outside the three bound to blocks");
 }
 
 }  // namespace smelt::scheduler_utils

@@ -48,8 +48,13 @@ std::vector<TensorView*> cacheForReductions(Fusion& fusion,
 // Binds the reference's iteration runs, which start at loop `positions`
 // (innermost last, every position left of any split made later): the
 // innermost run to BIDx, split first by `threads` bound to `thread_type` when
-// threads > 1; the run before it to BIDy; earlier runs stay serial loops.
+// threads > 1; the run before it to BIDy, the one before that to BIDz;
+// earlier runs stay serial loops.
 void bindIterationRuns(TensorView* reference, const std::vector<int64_t>& positions,
                        int64_t threads, ParallelType thread_type);
+
+// Why binding `layout`'s iteration runs would leave a buffer across a serial
+// loop (serialLoopBufferReason), or empty.
+std::string serialIterationReason(const Fusion& fusion, const ReductionLayout& layout);
 
 }  // namespace smelt::scheduler_utils

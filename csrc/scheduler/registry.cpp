@@ -36,7 +36,7 @@ SchedulerEntry reductionEntry() {
 SchedulerEntry pointwiseEntry() {
   return typedEntry(
       SchedulerType::Pointwise,
-      [](const Fusion& f, const RuntimeInfo&) { return pointwiseRejectReason(f); },
+      [](const Fusion& f, const RuntimeInfo& r) { return pointwiseRejectReason(f, &r); },
       pointwiseHeuristics, schedulePointwise);
 }
 

@@ -66,7 +66,11 @@ RuntimeInfo::RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs, in
       const std::string name =
           "T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]";
       bindings_[name] = info.sizes[d];
-      const IntExpr& extent = dims[d]->isBroadcast() ? IntExpr(1) : dims[d]->loopExtent();
+      // An expanded broadcast (a segment input another segment wrote with
+      // stride 0) has its expanded extent as size, a plain one size 1.
+      const IntExpr extent = dims[d]->isBroadcast() && !dims[d]->hasExpandedExtent()
+                                 ? IntExpr(1)
+                                 : dims[d]->loopExtent();
       if (auto c = extent.constant()) {
         SMELT_CHECK(*c == info.sizes[d], "fusion input ", tv->name(), " dimension ", d,
                     " has extent ", *c, " but the given tensor has size ", info.sizes[d]);

@@ -251,6 +251,7 @@ class Segmenter {
         if (used_outside) segment.outputs.push_back(out);
       }
     }
+    for (const Val* in : sizeOnlyInputs(exprs, segment.inputs)) segment.inputs.push_back(in);
     segment.fusion = copySubgraph(fusion_, exprs, segment.inputs, segment.outputs, nullptr,
                                   extentRewrite(segment.inputs));
     checkSymbols(*segment.fusion);
@@ -301,6 +302,40 @@ class Segmenter {
       }
       return substitute(e, replacements);
     };
+  }
+
+  // Fusion inputs whose sizes an extent of `exprs` still names after the
+  // rewrite to `inputs`' symbols, though none of `inputs` carries them: a
+  // reshape that splits a merged extent back into an input's sizes, in a
+  // segment that reads only the merged tensor. The segment takes such an
+  // input too, for its sizes (it reads no element of it).
+  std::vector<const Val*> sizeOnlyInputs(const std::vector<const Expr*>& exprs,
+                                         const std::vector<const Val*>& inputs) const {
+    const ExtentRewrite rewrite = extentRewrite(inputs);
+    std::set<int64_t> available;
+    for (const Val* in : inputs) {
+      if (const TensorView* tv = in->asTensor()) available.insert(tv->number());
+    }
+    std::set<int64_t> needed;
+    auto note = [&](const IterDomain* id) {
+      std::set<std::string> symbols;
+      collectSymbols(rewrite(id->loopExtent()), symbols);
+      for (const std::string& s : symbols) {
+        int64_t owner = tensorOfSymbol(s);
+        if (owner >= 0 && !available.count(owner)) needed.insert(owner);
+      }
+    };
+    for (const Expr* expr : exprs) {
+      const TensorView* out = expr->output();
+      for (const IterDomain* id : out->logicalDomain()) note(id);
+      for (const IterDomain* id : out->rootDomain()) note(id);
+    }
+    std::vector<const Val*> result;
+    for (const Val* in : fusion_.inputs()) {
+      const TensorView* tv = in->asTensor();
+      if (tv != nullptr && needed.count(tv->number())) result.push_back(in);
+    }
+    return result;
   }
 
   // Every size symbol left must name an input of the segment (a kernel
@@ -433,11 +468,18 @@ std::vector<InputInfo> segmentInputInfos(const Segment& segment, const RuntimeIn
       infos.push_back(whole.inputs().at(pos));
       continue;
     }
-    std::vector<int64_t> sizes;
-    for (const IterDomain* id : tv->logicalNoReductions()) {
-      sizes.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? 1 : whole.extent(id));
+    // As the executor allocates outputs: an expanded dimension is stored once
+    // (stride 0), the others contiguous.
+    const std::vector<IterDomain*> dims = tv->logicalNoReductions();
+    std::vector<int64_t> sizes(dims.size()), strides(dims.size());
+    int64_t stride = 1;
+    for (size_t d = dims.size(); d-- > 0;) {
+      const IterDomain* id = dims[d];
+      sizes[d] = id->isBroadcast() && !id->hasExpandedExtent() ? 1 : whole.extent(id);
+      strides[d] = id->hasExpandedExtent() ? 0 : stride;
+      if (!id->hasExpandedExtent()) stride *= std::max<int64_t>(sizes[d], 1);
     }
-    infos.push_back(InputInfo::contiguous(tv->dtype(), sizes));
+    infos.push_back(InputInfo::tensor(tv->dtype(), std::move(sizes), std::move(strides)));
   }
   return infos;
 }

@@ -53,7 +53,11 @@ struct GridSplit {
 struct Segment {
   // Unscheduled and closed; its inputs and outputs are Global. Tensors keep
   // the numbers they have in the complete fusion; extents are expressed in
-  // the size symbols of the segment's own inputs.
+  // the size symbols of the segment's own inputs (a fusion input whose
+  // sizes an extent names, e.g. an expand to its size, is an input even
+  // where the segment reads none of its elements). An input another
+  // segment writes with an expanded dimension has that dimension's
+  // expanded extent as size and stride 0.
   std::unique_ptr<Fusion> fusion;
   SchedulerType scheduler = SchedulerType::Pointwise;
   // Values of the complete fusion, in the order of fusion->inputs() and

@@ -1,6 +1,8 @@
 #include "scheduler/utils.h"
 
 #include <algorithm>
+#include <functional>
+#include <set>
 #include <sstream>
 #include <unordered_set>
 
@@ -8,6 +10,116 @@
 #include "fusion/transform_replay.h"
 
 namespace smelt::scheduler_utils {
+
+namespace {
+
+// Labels each logical axis of every tensor with the logical axis of
+// `reference` it corresponds to, following the producer-consumer axis maps of
+// every op until nothing changes. `conflict` is called for a pair of mapped
+// axes that carry different labels (each keeps its own).
+using LabelConflict = std::function<void(const IterDomain*, const IterDomain*, int64_t, int64_t)>;
+std::unordered_map<const IterDomain*, int64_t> labelAxes(const Fusion& fusion,
+                                                         const TensorView* reference,
+                                                         const LabelConflict& conflict) {
+  std::unordered_map<const IterDomain*, int64_t> labels;
+  const auto& axes = reference->logicalDomain();
+  for (size_t d = 0; d < axes.size(); ++d) labels[axes[d]] = static_cast<int64_t>(d);
+  const std::vector<Expr*> exprs = fusion.exprs();
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Expr* expr : exprs) {
+      TensorView* out = expr->output();
+      for (TensorView* in : expr->tensorInputs()) {
+        for (const auto& [p, c] : pairwiseLogicalMap(in, out)) {
+          auto pl = labels.find(p);
+          auto cl = labels.find(c);
+          if (pl != labels.end() && cl != labels.end()) {
+            if (pl->second != cl->second) conflict(p, c, pl->second, cl->second);
+          } else if (pl != labels.end()) {
+            labels[c] = pl->second;
+            changed = true;
+          } else if (cl != labels.end()) {
+            labels[p] = cl->second;
+            changed = true;
+          }
+        }
+      }
+    }
+  }
+  return labels;
+}
+
+// Groups of `reshape`'s input dimensions (positions in its logical domain)
+// that the view's merges combine; dimensions it only splits or passes
+// through are in no group.
+std::vector<std::vector<int64_t>> mergedInputGroups(const Expr* reshape) {
+  const TensorView* in = reshape->input(0)->asTensor();
+  const TensorView* out = reshape->output();
+  std::unordered_map<const IterDomain*, int64_t> dim_of_root;
+  const IdMap to_root = pairwiseLogicalMap(in, out);
+  const auto& in_axes = in->logicalDomain();
+  for (size_t d = 0; d < in_axes.size(); ++d) {
+    auto it = to_root.find(in_axes[d]);
+    if (it != to_root.end()) dim_of_root[it->second] = static_cast<int64_t>(d);
+  }
+  // The root dimensions under each view axis, merged as the transforms go.
+  std::unordered_map<const IterDomain*, std::vector<int64_t>> under;
+  for (const auto& [root, d] : dim_of_root) under[root] = {d};
+  std::vector<std::vector<int64_t>> groups;
+  for (const IdTransform* t : viewTransforms(out)) {
+    std::vector<int64_t> dims;
+    for (const IterDomain* input : t->inputs) {
+      const std::vector<int64_t>& part = under[input];
+      dims.insert(dims.end(), part.begin(), part.end());
+    }
+    std::sort(dims.begin(), dims.end());
+    for (const IterDomain* output : t->outputs) under[output] = dims;
+    if (t->kind == IdTransform::Kind::Merge) groups.push_back(dims);
+  }
+  return groups;
+}
+
+}  // namespace
+
+std::vector<std::pair<const TensorView*, std::string>> partiallyMergedByReshapes(
+    const Fusion& fusion) {
+  std::vector<std::pair<const TensorView*, std::string>> result;
+  const std::vector<Expr*> exprs = fusion.exprs();
+  for (const Expr* reshape : exprs) {
+    if (reshape->type() != ExprType::Reshape) continue;
+    const TensorView* in = reshape->input(0)->asTensor();
+    const std::vector<std::vector<int64_t>> groups = mergedInputGroups(reshape);
+    if (groups.empty()) continue;
+    const auto labels = labelAxes(fusion, in, [](const IterDomain*, const IterDomain*, int64_t, int64_t) {});
+    std::unordered_set<const TensorView*> upstream{in};
+    for (auto it = exprs.rbegin(); it != exprs.rend(); ++it) {
+      if (!upstream.count((*it)->output())) continue;
+      for (const TensorView* producer : (*it)->tensorInputs()) upstream.insert(producer);
+    }
+    for (const TensorView* tv : fusion.allTensors()) {
+      if (!upstream.count(tv)) continue;
+      for (const std::vector<int64_t>& group : groups) {
+        std::vector<int64_t> iterated, not_iterated;
+        for (int64_t d : group) {
+          const IterDomain* axis = nullptr;
+          for (const IterDomain* id : tv->logicalDomain()) {
+            auto it = labels.find(id);
+            if (it != labels.end() && it->second == d) axis = id;
+          }
+          (axis != nullptr && !axis->isBroadcast() ? iterated : not_iterated).push_back(d);
+        }
+        if (iterated.empty() || not_iterated.empty()) continue;
+        result.emplace_back(tv, errorMessage(reshape->output()->name(), " = reshape(", in->name(),
+                                             ") merges dimensions ", toString(group), " of ",
+                                             in->name(), ", but ", tv->name(), " iterates only ",
+                                             toString(iterated), " (it broadcasts or lacks ",
+                                             toString(not_iterated), ")"));
+        break;
+      }
+    }
+  }
+  return result;
+}
 
 DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
                            bool through_reshapes)
@@ -17,38 +129,16 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
     bool cached = std::find(cacheable.begin(), cacheable.end(), tv) != cacheable.end();
     if (!tv->isFusionInput() || cached) tensors_.push_back(tv);
   }
-  for (int64_t d = 0; d < ndims_; ++d) labels_[reference->logicalDomain()[d]] = d;
-  auto conflict = [&](const IterDomain* a, const IterDomain* b) {
+  auto conflict = [&](const IterDomain* a, const IterDomain* b, int64_t label_a, int64_t label_b) {
     if (problem_.empty()) {
       problem_ = errorMessage("axes ", a->toString(), " of ", a->owner()->name(), " and ",
                               b->toString(), " of ", b->owner()->name(),
                               " meet but stand for different dimensions of ",
-                              reference->name(), " (", labels_.at(a), " and ", labels_.at(b),
-                              ")");
+                              reference->name(), " (", label_a, " and ", label_b, ")");
     }
   };
+  labels_ = labelAxes(fusion, reference, conflict);
   std::vector<Expr*> exprs = fusion.exprs();
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (Expr* expr : exprs) {
-      TensorView* out = expr->output();
-      for (TensorView* in : expr->tensorInputs()) {
-        for (const auto& [p, c] : pairwiseLogicalMap(in, out)) {
-          auto pl = labels_.find(p);
-          auto cl = labels_.find(c);
-          if (pl != labels_.end() && cl != labels_.end()) {
-            if (pl->second != cl->second) conflict(p, c);
-          } else if (pl != labels_.end()) {
-            labels_[c] = pl->second;
-            changed = true;
-          } else if (cl != labels_.end()) {
-            labels_[p] = cl->second;
-            changed = true;
-          }
-        }
-      }
-    }
-  }
   std::unordered_set<const TensorView*> feeds_reshape;
   if (through_reshapes) {
     for (auto it = exprs.rbegin(); it != exprs.rend(); ++it) {
@@ -56,6 +146,12 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
       if (expr->type() == ExprType::Reshape || feeds_reshape.count(expr->output())) {
         for (const TensorView* in : expr->tensorInputs()) feeds_reshape.insert(in);
       }
+    }
+    // The propagated schedule replays a reshape's merges onto the tensors
+    // computed before it, which must iterate all the merged dimensions or none.
+    for (const auto& [tv, why] : partiallyMergedByReshapes(fusion)) {
+      const bool computed = std::find(tensors_.begin(), tensors_.end(), tv) != tensors_.end();
+      if (computed && problem_.empty()) problem_ = why + ", so it cannot run in the reshape's loops";
     }
   }
   for (const TensorView* tv : tensors_) {
@@ -179,9 +275,14 @@ std::vector<int64_t> mergeGroups(TensorView* reference, const DimensionMap& map,
 
 std::vector<TensorView*> cacheableInputs(const Fusion& fusion) {
   std::vector<TensorView*> result;
+  const auto partially_merged = partiallyMergedByReshapes(fusion);
   for (Val* in : fusion.inputs()) {
     TensorView* tv = in->asTensor();
     if (tv == nullptr || tv->logicalNoReductions().empty()) continue;
+    if (std::any_of(partially_merged.begin(), partially_merged.end(),
+                    [&](const auto& entry) { return entry.first == tv; })) {
+      continue;
+    }
     std::vector<TensorView*> consumers = fusion.consumersOf(tv);
     bool padded = std::any_of(consumers.begin(), consumers.end(), [](const TensorView* c) {
       return c->definition()->type() == ExprType::Pad;
@@ -321,6 +422,53 @@ VectorChoice chooseVectorWidth(const Fusion& fusion, const DimensionMap& map,
     if (!choice.inputs.empty() || !choice.outputs.empty()) return choice;
   }
   return {};
+}
+
+std::string serialLoopBufferReason(const Fusion& fusion, const DimensionMap& map,
+                                   const std::vector<int64_t>& serial_dims, const std::string& why) {
+  if (serial_dims.empty()) return "";
+  // The outputs (by position) each tensor's values reach, consumers first.
+  std::unordered_map<const TensorView*, std::set<size_t>> reach;
+  for (size_t o = 0; o < fusion.outputs().size(); ++o) reach[fusion.outputs()[o]->asTensor()].insert(o);
+  const std::vector<Expr*> exprs = fusion.exprs();
+  for (auto it = exprs.rbegin(); it != exprs.rend(); ++it) {
+    for (const Val* out : (*it)->outputs()) {
+      const TensorView* produced = out->asTensor();
+      if (produced == nullptr) continue;
+      for (const TensorView* in : (*it)->tensorInputs()) {
+        const std::set<size_t>& from = reach[produced];
+        reach[in].insert(from.begin(), from.end());
+      }
+    }
+  }
+  const std::vector<TensorView*> cacheable = cacheableInputs(fusion);
+  for (const TensorView* tv : fusion.allTensors()) {
+    // Inputs read in place have no buffer; a cacheable one is read through one.
+    const bool cached = std::find(cacheable.begin(), cacheable.end(), tv) != cacheable.end();
+    const std::set<size_t>& outputs = reach[tv];
+    if ((tv->isFusionInput() && !cached) || outputs.size() < 2) continue;
+    for (const IterDomain* id : tv->logicalNoReductions()) {
+      if (id->isBroadcast() && !id->hasExpandedExtent()) continue;
+      // An axis no dimension labels (one a reshape regroups) may be any of them.
+      const std::optional<int64_t> dim = map.dimOf(id);
+      if (dim && std::find(serial_dims.begin(), serial_dims.end(), *dim) == serial_dims.end()) {
+        continue;
+      }
+      return errorMessage(tv->name(), " feeds outputs ",
+                          fusion.outputs()[*outputs.begin()]->asTensor()->name(), " and ",
+                          fusion.outputs()[*std::next(outputs.begin())]->asTensor()->name(),
+                          ", so it cannot be inlined into either, and its axis ",
+                          id->toString(), " would run in a serial loop (", why,
+                          "): its buffer would span that loop");
+    }
+  }
+  return "";
+}
+
+std::vector<int64_t> serialRunDims(const std::vector<std::vector<int64_t>>& runs) {
+  std::vector<int64_t> dims;
+  for (size_t r = 0; r + 3 < runs.size(); ++r) dims.insert(dims.end(), runs[r].begin(), runs[r].end());
+  return dims;
 }
 
 int64_t extentOf(const TensorView* reference, const DimensionMap& map,

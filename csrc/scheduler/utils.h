@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "fusion/fusion.h"
@@ -27,8 +28,9 @@ class DimensionMap {
   // permute before a flatten) that the reshape regroups stay unlabeled
   // instead of breaking the map: a schedule propagated from the reference
   // reaches them by replaying the reshape's merges and splits
-  // (propagateSchedule). Only the pointwise scheduler, which does nothing
-  // else to such tensors, asks for it.
+  // (propagateSchedule), which is a problem for a computed tensor that
+  // iterates only part of a merge (partiallyMergedByReshapes). Only the
+  // pointwise scheduler, which does nothing else to such tensors, asks for it.
   DimensionMap(const Fusion& fusion, const TensorView* reference, bool through_reshapes = false);
 
   // Empty when the map is complete and consistent: no axis carries two labels
@@ -59,8 +61,19 @@ class DimensionMap {
 std::vector<int64_t> mergeGroups(TensorView* reference, const DimensionMap& map,
                                  const std::vector<std::vector<int64_t>>& groups);
 
+// Tensors computed before a reshape (its input and what that is computed
+// from) that iterate some, not all, of the input dimensions one of its merges
+// combines: they broadcast or lack the others. Replaying the merge onto such
+// a tensor drops those dimensions, so its merged loop is shorter than the
+// reshape's and splits its index differently; it cannot be computed inside
+// the reshape's loops, only read from memory, indexed from its consumer.
+// Each comes with a message naming the reshape and the dimensions.
+std::vector<std::pair<const TensorView*, std::string>> partiallyMergedByReshapes(
+    const Fusion& fusion);
+
 // Inputs worth a register cache: tensors of rank > 0 with uses, none of them a
-// pad (a pad reads its input with a bounds check of its own).
+// pad (a pad reads its input with a bounds check of its own) nor partially
+// merged by a reshape (partiallyMergedByReshapes: read directly instead).
 std::vector<TensorView*> cacheableInputs(const Fusion& fusion);
 
 // cacheBefore on a fusion output, and every other reader of the output reads
@@ -104,6 +117,21 @@ struct VectorChoice {
 VectorChoice chooseVectorWidth(const Fusion& fusion, const DimensionMap& map,
                                const std::vector<int64_t>& dims, const RuntimeInfo& runtime,
                                bool with_outputs);
+
+// Why a schedule that leaves the reference's dimensions `serial_dims` to
+// serial loops around every loop nest (`why` says why they stay serial)
+// would not lower to a good kernel, or empty. A tensor the kernel computes
+// whose values reach two or more outputs (itself included) runs in neither
+// output's loops, so it cannot be inlined: its buffer spans the loops of
+// every dimension it iterates. Across serial loops that is a register array
+// of the loops' extents (of a symbolic size, which lowering refuses).
+std::string serialLoopBufferReason(const Fusion& fusion, const DimensionMap& map,
+                                   const std::vector<int64_t>& serial_dims, const std::string& why);
+
+// The iteration runs (outermost first) a schedule binds to grid dimensions:
+// the innermost to BIDx, the next to BIDy, the third to BIDz. Runs before
+// those stay serial loops; returns their dimensions.
+std::vector<int64_t> serialRunDims(const std::vector<std::vector<int64_t>>& runs);
 
 // Product of the reference's extents over `dims` (broadcasts count 1).
 int64_t extentOf(const TensorView* reference, const DimensionMap& map,

@@ -123,6 +123,11 @@ void bindNodes(py::module_& m) {
       .def_property_readonly("extent", [](const IterDomain& id) { return id.extent().toString(); })
       .def_property_readonly("extent_value",
                              [](const IterDomain& id) { return constantOrNone(id.extent()); })
+      // The dimension's size as torch sees it: 1 for a plain broadcast, the
+      // expanded extent for an expanded one.
+      .def_property_readonly("size", [](const IterDomain& id) {
+        return id.isBroadcast() && !id.hasExpandedExtent() ? IntExpr(1) : id.loopExtent();
+      })
       .def_property_readonly("iter_type", &IterDomain::iterType)
       .def_property_readonly("parallel_type", &IterDomain::parallelType)
       .def("parallelize", &IterDomain::parallelize, kRef)
@@ -158,6 +163,8 @@ void bindNodes(py::module_& m) {
   py::class_<IntExpr>(m, "IntExpr")
       .def(py::init<int64_t>())
       .def_static("symbol", &IntExpr::symbol)
+      .def_property_readonly("value", [](const IntExpr& e) { return e.constant(); })
+      .def("__mul__", [](const IntExpr& a, const IntExpr& b) { return a * b; })
       .def("__str__", &IntExpr::toString);
   py::implicitly_convertible<int64_t, IntExpr>();
 }
@@ -198,8 +205,10 @@ void bindOps(py::module_& m) {
   m.def("sum", static_cast<Reduction>(&sum), kRef);
   m.def("max", static_cast<Reduction>(&max), kRef);
   m.def("broadcast", &broadcast, kRef);
-  m.def("expand", [](TensorView* in, const std::vector<int64_t>& shape) {
-    return expand(in, toIntExprs(shape));
+  // Entries are ints (-1 keeps the dimension) or extents such as another
+  // input's size symbol.
+  m.def("expand", [](TensorView* in, const std::vector<IntExpr>& shape) {
+    return expand(in, shape);
   }, kRef);
   m.def("pad", &pad, py::arg("input"), py::arg("widths"), py::arg("value") = 0.0, kRef);
   m.def("matmul", &matmul, kRef);

@@ -15,7 +15,7 @@ import torch  # noqa: F401  (loads libtorch before the extension that links it)
 from smelt import _C
 from smelt._C import DataType, MemoryType, ParallelType, SmeltError
 from smelt.fusion_cache import fusion_cache
-from smelt.fusion_definition import Axis, FusionDefinition, Scalar, Tensor
+from smelt.fusion_definition import Axis, FusionDefinition, Scalar, Size, Tensor
 from smelt.inspection import Kernel, SmemBuffer, SmemPlan
 
 
@@ -28,5 +28,5 @@ def enable_torchscript_fusion(enabled: bool = True) -> None:
 
 __all__ = [
     "Axis", "DataType", "FusionDefinition", "Kernel", "MemoryType", "ParallelType", "Scalar",
-    "SmeltError", "SmemBuffer", "SmemPlan", "Tensor", "enable_torchscript_fusion", "fusion_cache",
+    "Size", "SmeltError", "SmemBuffer", "SmemPlan", "Tensor", "enable_torchscript_fusion", "fusion_cache",
 ]

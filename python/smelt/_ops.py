@@ -8,11 +8,12 @@ DEFINITION_OPS, schedule ops in SCHEDULE_OPS.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Optional, Sequence
 
 from smelt import _C
 from smelt._C import DataType
-from smelt._records import Impl
+from smelt._records import ExtentRef, Impl
 
 
 def as_val(x: Any) -> Any:
@@ -93,10 +94,29 @@ def _broadcast_in_dim(tv, shape, broadcast_dims):
     return _C.expand(out, target) if any(t != -1 for t in target) else out
 
 
+_SIZE_SYMBOL = re.compile(r"T\d+\.size\[\d+\]")
+
+
+def extent_of(scale: int, factors: Sequence[tuple]) -> Any:
+    """`scale` times the sizes of the (TensorView, dimension) `factors`."""
+    extent = _C.IntExpr(1)
+    for tv, dim in factors:
+        extent = extent * tv.logical_no_reductions[dim].size
+    return extent * _C.IntExpr(scale)
+
+
 def _extent(entry: Any) -> Any:
-    """A reshape entry: an int (-1 for the rest), or an extent's symbol as
-    Tensor.size() returns it for a size known at run time."""
-    return _C.IntExpr.symbol(entry) if isinstance(entry, str) else _C.IntExpr(entry)
+    """A reshape or expand entry: an int (-1: the rest, or kept), a Size (as Tensor.size()
+    returns for a size known at run time; recorded as an ExtentRef) or the
+    symbol of an input's size ("T0.size[1]")."""
+    if isinstance(entry, ExtentRef):
+        return extent_of(entry.scale, entry.factors)
+    if isinstance(entry, str):
+        if not _SIZE_SYMBOL.fullmatch(entry):
+            raise _C.SmeltError(f"reshape: entry {entry!r} is not a size symbol such as "
+                                "'T0.size[1]'; pass Tensor.size(d) (products of them too)")
+        return _C.IntExpr.symbol(entry)
+    return _C.IntExpr(entry)
 
 
 def _unary(c_op):
@@ -135,7 +155,7 @@ DEFINITION_OPS: Dict[str, Impl] = {
     "max": lambda tv, dims, keepdim, dtype: _reduction(_C.max, tv, dims, keepdim, dtype),
     "broadcast": lambda tv, is_new: _C.broadcast(tv, list(is_new)),
     "broadcast_in_dim": _broadcast_in_dim,
-    "expand": lambda tv, shape: _C.expand(tv, list(shape)),
+    "expand": lambda tv, shape: _C.expand(tv, [_extent(e) for e in shape]),
     "pad": lambda tv, widths, value: _C.pad(tv, list(widths), float(value)),
     "matmul": _C.matmul,
     "permute": lambda tv, dims: _C.permute(tv, list(dims)),

@@ -25,13 +25,28 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class ExtentRef:
+    """A symbolic extent in a record (a Size): `scale` times the product of
+    the logical extents (value, dimension) in `factors`."""
+    factors: Tuple[Tuple[Any, int], ...]
+    scale: int = 1
+
+
+@dataclass(frozen=True)
 class Record:
     op: str
     args: Tuple[Any, ...]
 
     def __str__(self) -> str:
         def show(a: Any) -> str:
-            return f"%{a.index}" if isinstance(a, Ref) else repr(a)
+            if isinstance(a, Ref):
+                return f"%{a.index}"
+            if isinstance(a, ExtentRef):
+                return " * ".join([f"%{v.index}.size({d})" for v, d in a.factors] +
+                                  ([str(a.scale)] if a.scale != 1 else []))
+            if isinstance(a, tuple):
+                return "(" + ", ".join(show(x) for x in a) + ("," if len(a) == 1 else "") + ")"
+            return repr(a)
         return f"{self.op}({', '.join(show(a) for a in self.args)})"
 
 
@@ -57,6 +72,8 @@ def resolve(args: Sequence[Any], values: List[Any]) -> List[Any]:
             return values[a.index]
         if isinstance(a, tuple):
             return tuple(one(x) for x in a)
+        if isinstance(a, ExtentRef):
+            return ExtentRef(tuple((one(v), d) for v, d in a.factors), a.scale)
         return a
     return [one(a) for a in args]
 

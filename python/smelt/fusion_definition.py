@@ -28,7 +28,7 @@ import torch
 from smelt import _C
 from smelt._C import DataType, MemoryType, ParallelType, SmeltError
 from smelt import _ops
-from smelt._records import Record, Ref, apply, freeze, replay
+from smelt._records import ExtentRef, Record, Ref, apply, freeze, replay
 from smelt.dtypes import to_data_type
 
 Number = Union[bool, int, float]
@@ -97,6 +97,43 @@ class Axis:
         return f"Axis({self.tensor.name}[{self.index}]: {self._id})"
 
 
+class Size:
+    """A size known only at run time, as Tensor.size(d) returns it for a
+    symbolic dimension: a product of logical extents of the definition's
+    tensors, times an integer. reshape takes it as exactly that extent, so
+    sizes of any tensor pass through, merge again (x.size(0) * x.size(1)) and
+    split back a merged extent they are the factors of. The record keeps the
+    tensors and dimensions, not the text, so replaying it on another fusion
+    denotes the same extent there."""
+
+    __slots__ = ("fd", "factors", "scale")
+
+    def __init__(self, fd: "FusionDefinition", factors: Sequence[tuple], scale: int = 1):
+        self.fd = fd
+        self.factors = tuple(factors)  # (Tensor, logical dimension) pairs
+        self.scale = scale
+
+    def __mul__(self, other: Union[int, "Size"]) -> "Size":
+        if isinstance(other, bool) or not isinstance(other, (int, Size)):
+            return NotImplemented
+        if isinstance(other, int):
+            if other < 1:
+                raise SmeltError(f"a size can only be multiplied by a positive int, got {other}")
+            return Size(self.fd, self.factors, self.scale * other)
+        if other.fd is not self.fd:
+            raise SmeltError(f"{other!r} belongs to another FusionDefinition")
+        return Size(self.fd, self.factors + other.factors, self.scale * other.scale)
+
+    __rmul__ = __mul__
+
+    def __str__(self) -> str:
+        """The extent as the kernel spells it, e.g. (T0.size[2] * T0.size[3])."""
+        return str(_ops.extent_of(self.scale, [(t._val, d) for t, d in self.factors]))
+
+    def __repr__(self) -> str:
+        return f"Size({self})"
+
+
 class Tensor(Value):
     """A tensor of the definition. Its scheduling methods return the tensor
     (so they chain), cache_after/cache_before the new tensor."""
@@ -110,15 +147,20 @@ class Tensor(Value):
         """Rank as consumers see it (reduced axes excluded)."""
         return len(self._val.logical_no_reductions)
 
-    def size(self, dim: int) -> Union[int, str]:
-        """The extent of logical dimension `dim`: an int, or its symbol."""
-        id_ = self._val.logical_no_reductions[dim]
-        value = id_.extent_value
-        return value if value is not None else id_.extent
+    def size(self, dim: int) -> Union[int, Size]:
+        """The size of logical dimension `dim`: an int when it is fixed, else
+        a Size (reshape entries take it)."""
+        dims = self._val.logical_no_reductions
+        n = dim + len(dims) if dim < 0 else dim
+        if not 0 <= n < len(dims):
+            raise SmeltError(f"size: dimension {dim} is out of range for tensor {self.name} "
+                             f"of rank {len(dims)}")
+        value = dims[n].size.value
+        return value if value is not None else Size(self.fd, ((self, n),))
 
     @property
     def shape(self) -> "Shape":
-        """The extents (ints, or symbols for sizes known at run time). Also
+        """The sizes (ints, or Size for sizes known at run time). Also
         callable, as nvFuser's Tensor.shape() is."""
         return Shape(self.size(d) for d in range(self.ndim))
 
@@ -257,7 +299,9 @@ class Operators:
                          broadcast_dims: Sequence[int]) -> Tensor:
         return self._op("broadcast_in_dim", x, tuple(shape), tuple(broadcast_dims))
 
-    def expand(self, x: Tensor, shape: Sequence[int]) -> Tensor:
+    def expand(self, x: Tensor, shape: Sequence[Union[int, str]]) -> Tensor:
+        """Entries are ints (-1 keeps the dimension) or, for a size known only
+        at run time, Tensor.size(d) of a fusion input (e.g. [y.size(0), -1])."""
         return self._op("expand", x, tuple(shape))
 
     def pad(self, x: Tensor, pad_widths: Sequence[int], value: Number = 0.0) -> Tensor:
@@ -283,12 +327,15 @@ class Operators:
     def unsqueeze(self, x: Tensor, dim: int) -> Tensor:
         return self._op("unsqueeze", x, dim)
 
-    def reshape(self, x: Tensor, shape: Optional[Sequence[Union[int, str]]] = None, *,
-                new_shape: Optional[Sequence[Union[int, str]]] = None) -> Tensor:
+    def reshape(self, x: Tensor, shape: Optional[Sequence[Union[int, Size]]] = None, *,
+                new_shape: Optional[Sequence[Union[int, Size]]] = None) -> Tensor:
         """Entries are ints (one may be -1) or, for sizes known only at run
-        time, Tensor.size(d) of a fusion input (e.g. [-1, x.size(2)]).
-        Symbolic dimensions may pass through or merge; splitting one is an
-        error (it would need a divisibility check at run time)."""
+        time, Tensor.size(d) of any tensor of the definition and products of
+        them (e.g. [-1, x.size(2)], [y.size(0) * y.size(1), -1]). Symbolic
+        dimensions may pass through, merge, and split into extents whose
+        product they are (a merged extent back into its factors); splitting
+        one otherwise is an error (it would need a divisibility check at run
+        time). nvFuser's new_shape= is the same argument."""
         if (shape is None) == (new_shape is None):
             raise SmeltError("reshape: give the new shape once (shape= or nvFuser's new_shape=)")
         return self._op("reshape", x, tuple(shape if shape is not None else new_shape))
@@ -586,6 +633,10 @@ class FusionDefinition:
         return handles[0] if len(handles) == 1 else (tuple(handles) if handles else None)
 
     def _ref(self, arg: Any) -> Any:
+        if isinstance(arg, Size):
+            if arg.fd is not self:
+                raise SmeltError(f"{arg!r} belongs to another FusionDefinition")
+            return ExtentRef(tuple((Ref(t.index), d) for t, d in arg.factors), arg.scale)
         if isinstance(arg, Value):
             if arg.fd is not self:
                 raise SmeltError(f"{arg!r} belongs to another FusionDefinition")
@@ -666,8 +717,8 @@ def _from_example(tensor: torch.Tensor, static_sizes: bool) -> InputLayout:
     order (channels-last, a transposed view) is read in that order."""
     shape = tuple(1 if s == 1 else (s if static_sizes else -1) for s in tensor.shape)
     sizes, strides = list(tensor.shape), list(tensor.stride())
-    physical = tuple(sorted(range(tensor.dim()), key=lambda d: (-strides[d], d)))
-    if physical != tuple(range(tensor.dim())) and _is_dense(sizes, strides, physical):
+    physical = tuple(memory_order(sizes, strides))
+    if physical != tuple(range(tensor.dim())) and is_dense(sizes, strides):
         permuted = tensor.permute(physical)
         contiguity = _contiguity(permuted)
         logical = [None] * tensor.dim()
@@ -677,9 +728,16 @@ def _from_example(tensor: torch.Tensor, static_sizes: bool) -> InputLayout:
     return InputLayout(shape, tuple(_contiguity(tensor)), None)
 
 
-def _is_dense(sizes, strides, physical) -> bool:
+def memory_order(sizes: Sequence[int], strides: Sequence[int]) -> List[int]:
+    """Dimensions from outermost to innermost in memory (ties, as size-1
+    dimensions make them, keep the logical order)."""
+    return sorted(range(len(sizes)), key=lambda d: (-strides[d], d))
+
+
+def is_dense(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether the elements cover one block of memory exactly once."""
     expected = 1
-    for d in reversed(physical):
+    for d in reversed(memory_order(sizes, strides)):
         if sizes[d] != 1 and strides[d] != expected:
             return False
         expected *= sizes[d]

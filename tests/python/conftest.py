@@ -47,3 +47,15 @@ def demo_binary(build_dir: Path) -> Path:
         pytest.fail(f"{path} was not built: examples/CMakeLists.txt must define the "
                     "smelt_demo target (examples/demo.cpp)")
     return path
+
+
+@pytest.fixture
+def fresh_dynamo():
+    """A clean torch.compile state and empty smelt partition reports around a
+    test (modules using torch.compile request it with pytestmark)."""
+    import torch
+    import smelt.backend
+    torch._dynamo.reset()
+    smelt.backend.reset_reports()
+    yield
+    torch._dynamo.reset()

@@ -9,12 +9,7 @@ import torch.nn.functional as F
 import smelt.backend
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    smelt.backend.reset_reports()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def gen(seed):

@@ -20,12 +20,7 @@ from smelt import DataType, FusionDefinition, SmeltError
 from smelt.backend.partition import SmeltPartition
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    smelt.backend.reset_reports()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def assert_same(actual, expected):
@@ -201,3 +196,19 @@ def test_a_partition_failing_at_run_time_runs_in_torch_from_then_on(monkeypatch)
     assert len(calls) == 1  # tried once, not on every call
     assert report.fused_node_count == 0
     assert "FAILED at run time" in str(report) and "injected failure" in str(report)
+
+
+# ---- found by the torch-level fuzzer ----
+def test_input_with_a_size_1_dimension_next_to_a_strided_one_runs_in_smelt():
+    # sizes [4, 1], strides [2, 2]: contiguity must skip the size-1 dimension.
+    x = torch.randn(4, 2, generator=torch.Generator().manual_seed(7))[:, ::2]
+    assert_same(compiled(lambda x: x * 2, x), x * 2)
+
+
+@pytest.mark.parametrize("fn,shape", [
+    (lambda w: (w * 2).expand(4).unsqueeze(-1), (1,)),
+    (lambda x: (-x).expand(-1, 2).t(), (2, 1)),
+])
+def test_expanded_outputs_keep_their_stride_0_layout(fn, shape):
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(8))
+    assert_same(compiled(fn, x), fn(x))

@@ -18,12 +18,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("timm")
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    smelt.backend.reset_reports()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def _summary(name: str) -> str:

@@ -12,12 +12,7 @@ from smelt import fusion_cache
 from frontend_helpers import DEVICES
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    smelt.backend.reset_reports()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def compiled_matches_eager(model, *inputs, device="cpu"):

@@ -15,6 +15,8 @@ from typing import Any, List, Optional, Sequence
 
 import torch
 
+from smelt.fusion_definition import is_dense, memory_order
+
 
 def _hint(s: Any) -> Optional[int]:
     """An int size or stride, or a SymInt's value at trace time."""
@@ -23,31 +25,6 @@ def _hint(s: Any) -> Optional[int]:
     node = getattr(s, "node", None)
     hint = getattr(node, "hint", None)
     return int(hint) if hint is not None else None
-
-
-def row_major_strides(sizes: Sequence[int]) -> List[int]:
-    strides, step = [], 1
-    for size in reversed(sizes):
-        strides.append(step)
-        step *= max(size, 1)
-    return strides[::-1]
-
-
-def memory_order(sizes: Sequence[int], strides: Sequence[int]) -> List[int]:
-    """Dimensions from outermost to innermost in memory (ties, as size-1
-    dimensions make them, keep the logical order)."""
-    return sorted(range(len(sizes)), key=lambda d: (-strides[d], d))
-
-
-def is_dense(sizes: Sequence[int], strides: Sequence[int]) -> bool:
-    """Whether the elements cover one block of memory exactly once."""
-    order = memory_order(sizes, strides)
-    expected = 1
-    for d in reversed(order):
-        if sizes[d] != 1 and strides[d] != expected:
-            return False
-        expected *= sizes[d]
-    return True
 
 
 @dataclass(frozen=True)
@@ -66,8 +43,18 @@ class OutputLayout:
         if is_dense(self.sizes, self.strides):
             # Same elements in the same places; only size-1 strides differ.
             return out.as_strided(self.sizes, self.strides)
-        result = torch.empty_strided(self.sizes, self.strides, dtype=out.dtype, device=out.device)
-        return result.copy_(out)
+        # Gaps and overlaps (an expand: stride 0): lay out storage for the
+        # traced strides and write each element once, along index 0 of the
+        # stride-0 dimensions.
+        extent = 1 + sum((n - 1) * s for n, s in zip(self.sizes, self.strides))
+        storage = torch.empty(extent, dtype=out.dtype, device=out.device)
+        result = storage.as_strided(self.sizes, self.strides)
+        once = tuple(slice(0, 1) if s == 0 else slice(None) for s in self.strides)
+        try:
+            result[once].copy_(out[once])
+        except RuntimeError:
+            return out  # overlapping beyond stride 0: the values, torch's own layout
+        return result
 
 
 def traced_layout(val: torch.Tensor) -> OutputLayout:

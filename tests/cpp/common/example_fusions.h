@@ -20,6 +20,22 @@ inline TensorView* rowSoftmax(TensorView* x) {
   return div(e, broadcast(sum(e, {1}), {false, true}));
 }
 
+// A tensor of fixed extents whose extent-1 dimensions are broadcasts, as
+// FusionDefinition.define_tensor makes them and as a segment passes on a
+// broadcast result (makeConcreteTensor makes every dimension iterate).
+inline TensorView* makeBroadcastingTensor(const std::vector<int64_t>& shape) {
+  Fusion* fusion = Fusion::current();
+  std::vector<IterDomain*> axes;
+  for (int64_t extent : shape) {
+    axes.push_back(fusion->newIterDomain(extent, extent == 1 ? IterType::Broadcast : IterType::Iteration));
+  }
+  return fusion->newTensor(DataType::Float, std::move(axes), MemoryType::Global);
+}
+
+// The extent of logical dimension `d` of `tv`, as a reshape entry (what
+// Tensor.size(d) denotes in Python).
+inline IntExpr sizeOf(const TensorView* tv, size_t d) { return tv->logicalNoReductions().at(d)->loopExtent(); }
+
 // A fusion of contiguous inputs of the given ranks (symbolic extents) and
 // the one output `build` makes of them (built with the fusion active).
 inline std::unique_ptr<Fusion> fusionOf(

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/example_fusions.h"
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
@@ -96,7 +97,7 @@ TEST_F(LayoutOps, ReshapeSqueezesAndBroadcastsExtentOneEntries) {
   EXPECT_EQ(reshape(x, {4, 1, 5})->definition()->type(), ExprType::Set);
 }
 
-TEST_F(LayoutOps, ReshapeOfSymbolicExtentsMergesButDoesNotSplit) {
+TEST_F(LayoutOps, ReshapeOfSymbolicExtentsMergesAndSplitsOnlyIntoExactFactors) {
   TensorView* x = makeContigTensor(3);
   TensorView* rows = reshape(x, {-1, x->axis(2)->extent()});
   EXPECT_EQ(shapeOf(rows), "[(T0.size[0] * T0.size[1]), T0.size[2]]");
@@ -104,8 +105,34 @@ TEST_F(LayoutOps, ReshapeOfSymbolicExtentsMergesButDoesNotSplit) {
   EXPECT_EQ(shapeOf(reshape(x, {product})), "[((T0.size[0] * T0.size[1]) * T0.size[2])]");
   EXPECT_SMELT_ERROR(reshape(x, {x->axis(0)->extent(), x->axis(1)->extent(), 2, -1}), "reshape",
                      "T0", "splitting dimension 2", "divisibility");
-  EXPECT_SMELT_ERROR(reshape(x, {x->axis(1)->extent(), -1}), "reshape", "T0",
+  // All merged, then split into [b, a * c]: the -1 is an exact quotient.
+  EXPECT_EQ(shapeOf(reshape(x, {x->axis(1)->extent(), -1})), "[T0.size[1], (T0.size[0] * T0.size[2])]");
+  EXPECT_SMELT_ERROR(reshape(x, {x->axis(1)->extent(), x->axis(1)->extent(), -1}), "reshape", "T0",
                      "cannot be matched");
+}
+
+// Issue 17, class 5: the extents of any tensor of the fusion are reshape
+// entries, merged ones included: an identity reshape, passing a merged
+// extent through, merging it again (in any order of the factors) and
+// splitting it back into the extents it is the product of.
+TEST_F(LayoutOps, ReshapeEntriesAreExtentsOfAnyTensor) {
+  TensorView* x = makeContigTensor(4);
+  using examples::sizeOf;
+  TensorView* y = reshape(x, {sizeOf(x, 0), sizeOf(x, 1), -1});
+  EXPECT_EQ(shapeOf(y), "[T0.size[0], T0.size[1], (T0.size[2] * T0.size[3])]");
+  EXPECT_EQ(reshape(y, {sizeOf(y, 0), sizeOf(y, 1), sizeOf(y, 2)})->definition()->type(), ExprType::Set);
+  EXPECT_EQ(shapeOf(reshape(y, {-1, sizeOf(y, 2)})),
+            "[(T0.size[0] * T0.size[1]), (T0.size[2] * T0.size[3])]");
+  TensorView* again = reshape(y, {sizeOf(y, 0), sizeOf(x, 3) * sizeOf(x, 2) * sizeOf(y, 1)});
+  EXPECT_EQ(viewTransforms(again).size(), 1u);  // one merge: the product is y's last two extents
+  TensorView* back = reshape(y, {sizeOf(y, 0), sizeOf(y, 1), sizeOf(x, 2), sizeOf(x, 3)});
+  EXPECT_EQ(shapeOf(back), "[T0.size[0], T0.size[1], T0.size[2], T0.size[3]]");
+  ASSERT_EQ(viewTransforms(back).size(), 1u);
+  EXPECT_EQ(viewTransforms(back)[0]->kind, IdTransform::Kind::Split);
+  EXPECT_EQ(shapeOf(reshape(y, {sizeOf(y, 0), sizeOf(y, 1), sizeOf(x, 2), -1})), shapeOf(back));
+  // A factor the merged extent does not have would need a check at run time.
+  EXPECT_SMELT_ERROR(reshape(y, {sizeOf(y, 0), sizeOf(y, 1), sizeOf(x, 2), 2, -1}), "splitting dimension 2",
+                     "(T0.size[2] * T0.size[3])", "divisibility");
 }
 
 TEST_F(LayoutOps, ReshapeErrorsNameTheTensorAndShapes) {

@@ -82,7 +82,9 @@ class FusionBuilder {
     const int64_t inputs = pick(rng_, 1, limits_.max_inputs);
     for (int64_t i = 0; i < inputs; ++i) addInput(*fusion, base_rank);
     const int64_t ops = pick(rng_, 1, limits_.max_ops);
-    for (int64_t i = 0; i < ops; ++i) addOp();
+    for (int64_t i = 0; i < ops; ++i) addOp(&FusionBuilder::addRandomOp);
+    // Last, so that its reshape is the output the fusion computes.
+    if (chance(rng_, limits_.normalize_flatten_chance)) addOp(&FusionBuilder::addNormalizeAndFlatten);
     // The newest tensor is an output, and sometimes another one is too.
     std::vector<TensorView*> outputs = {live_.back().tv};
     if (live_.size() > 2 && chance(rng_, 0.4)) {
@@ -160,9 +162,9 @@ class FusionBuilder {
   bool isIntegralOrBool(const TensorView* tv) const { return !isFloatingType(tv->dtype()); }
 
   // An op the op layer rejects (smelt::Error) is logged and skipped.
-  void addOp() {
+  void addOp(void (FusionBuilder::*op)()) {
     try {
-      addRandomOp();
+      (this->*op)();
     } catch (const Error& e) {
       std::string why = e.what();
       log_.add("// op rejected: " + why.substr(0, why.find('\n')));
@@ -371,6 +373,13 @@ class FusionBuilder {
   void addReshape() {
     const Live in = anyLive();
     if (in.axes.empty()) return;
+    const int64_t d = pick(rng_, 0, static_cast<int64_t>(in.axes.size()) - 1);
+    reshapeAt(in, d, pick(rng_, 0, 3));
+  }
+
+  // The reshape of kind `kind` (0: flatten and 1: reshape merging dimension
+  // d with a neighbour, 2: splitting d, 3: an extent-1 entry before d).
+  void reshapeAt(const Live& in, int64_t d, int64_t kind) {
     const std::vector<IterDomain*> ids = in.tv->logicalNoReductions();
     std::vector<IntExpr> shape;
     for (const IterDomain* id : ids) {
@@ -378,7 +387,6 @@ class FusionBuilder {
     }
     std::vector<int64_t> axes = in.axes;
     const auto rank = static_cast<int64_t>(axes.size());
-    const int64_t d = pick(rng_, 0, rank - 1);
     const auto at = [](int64_t i) { return static_cast<std::ptrdiff_t>(i); };
     // Dimensions d and d + 1 (d and d - 1 for the last) as one new axis.
     const int64_t first = std::min(d, rank - 2);
@@ -388,7 +396,7 @@ class FusionBuilder {
     };
     std::ostringstream call;
     TensorView* out = nullptr;
-    switch (pick(rng_, 0, 3)) {
+    switch (kind) {
       case 0:
         if (rank < 2) return;
         call << "flatten(" << in.tv->name() << ", " << first << ", " << first + 1 << ")";
@@ -424,6 +432,42 @@ class FusionBuilder {
       out = reshape(in.tv, shape);
     }
     record(call.str(), withBroadcastsOf(out, axes));
+  }
+
+  // A normalization whose dimension a reshape then merges with a
+  // neighbour, as softmax(x, -1).flatten() or layer_norm(x).view(-1) do: a
+  // sum or max over one dimension, broadcast back and combined with its
+  // input, then a flatten or reshape of that dimension and the next. Run
+  // through FusionExecutorCache, the reduction and the reshape land in
+  // different segments (issue 17: the reshape's merge, replayed onto the
+  // broadcast, gave wrong values).
+  void addNormalizeAndFlatten() {
+    std::vector<Live> candidates;
+    for (const Live& live : live_) {
+      if (live.axes.size() >= 2 && isFloatingType(live.tv->dtype())) candidates.push_back(live);
+    }
+    if (candidates.empty()) return;
+    const Live in = pickOf(rng_, candidates);
+    const auto rank = static_cast<int64_t>(in.axes.size());
+    const int64_t d = pick(rng_, 0, rank - 1);
+    const bool is_sum = chance(rng_, 0.5);
+    std::vector<int64_t> kept = in.axes;
+    kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(d));
+    const Live reduced{is_sum ? sum(in.tv, {d}) : max(in.tv, {d}), kept};
+    record(std::string(is_sum ? "sum" : "max") + "(" + in.tv->name() + ", {" + std::to_string(d) + "})",
+           reduced);
+    std::vector<bool> is_new(in.axes.size(), false);
+    is_new[static_cast<size_t>(d)] = true;
+    std::vector<int64_t> back_axes = in.axes;
+    back_axes[static_cast<size_t>(d)] = kBroadcast;
+    const Live back{broadcast(reduced.tv, is_new), back_axes};
+    record("broadcast(" + reduced.tv->name() + ", back to " + in.tv->name() + ")", back);
+    // Division would amplify the summation order's rounding: sub and mul only.
+    const bool subtract = chance(rng_, 0.5);
+    const Live combined{subtract ? sub(in.tv, back.tv) : mul(in.tv, back.tv), in.axes};
+    record(std::string(subtract ? "sub" : "mul") + "(" + in.tv->name() + ", " + back.tv->name() + ")",
+           combined);
+    reshapeAt(combined, d, pick(rng_, 0, 1));
   }
 
   void addReduction() {

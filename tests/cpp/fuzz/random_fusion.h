@@ -10,9 +10,11 @@
 // ops drawn from the op set: unary math, binary and comparison ops with
 // tensors or scalars, where, cast, broadcast, expand, full, sum/max
 // reductions, pad, set, and the layout ops permute, transpose, squeeze,
-// unsqueeze, reshape and flatten. Values stay bounded (no integer division or
-// negative integer powers, which ATen itself rejects) so results compare
-// with ATen at float tolerance.
+// unsqueeze, reshape and flatten; in some fusions, last, a reduction
+// broadcast back onto its input whose reduced dimension a reshape or flatten
+// then merges with a neighbour (softmax(x).flatten()). Values stay bounded
+// (no integer division or negative integer powers, which ATen itself
+// rejects) so results compare with ATen at float tolerance.
 //
 // Schedules: random split, merge, reorder, parallelize, computeAt, inlineAt /
 // inlineMost, cacheAfter / cacheBefore, setMemoryType (Shared, Local),
@@ -55,6 +57,9 @@ struct FuzzLimits {
   // Cases run unscheduled through FusionExecutorCache (segmented when no
   // scheduler takes the fusion whole) instead of being scheduled.
   double segmented_chance = 0.1;
+  // Fusions that end in a reduction broadcast back onto its input and a
+  // reshape merging the reduced dimension (addNormalizeAndFlatten).
+  double normalize_flatten_chance = 0.2;
 };
 
 struct RandomFusion {

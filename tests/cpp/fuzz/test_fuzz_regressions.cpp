@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/expect_error.h"
+#include "common/example_fusions.h"
 #include "codegen/cuda_codegen.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
@@ -369,6 +370,19 @@ TEST(FuzzRegression, ExpandedSharedDimensionIsStoredOncePerBlock) {
   expectKernelCorrect(fusion, randomInputs(fusion));
 }
 
+// Runs `fusion` through a FusionExecutorCache on `inputs`, expects every
+// output to match ATen and returns what the run did.
+FusionRun runCacheAgainstATen(std::unique_ptr<Fusion> fusion, const std::vector<at::Tensor>& inputs) {
+  const std::vector<at::Tensor> expected = smelt::testing::evaluateWithATen(*fusion, inputs);
+  FusionExecutorCache cache(std::move(fusion));
+  const std::vector<at::Tensor> outputs = cache.runFusionWithInputs(inputs);
+  EXPECT_EQ(outputs.size(), expected.size());
+  for (size_t i = 0; i < outputs.size() && i < expected.size(); ++i) {
+    EXPECT_EQ(outputMismatch(i, outputs[i], expected[i], 1e-5, 1e-6), "");
+  }
+  return cache.lastRun();
+}
+
 // Seed 1412 (through FusionExecutorCache): a reshaped input that is an
 // output and read by another output, vectorized by two.
 TEST(FuzzRegression, CachedReshapedOutputVectorizes) {
@@ -381,14 +395,106 @@ TEST(FuzzRegression, CachedReshapedOutputVectorizes) {
   TensorView* t8 = castOp(DataType::Bool, t3);
   fusion.addOutput(t8);
   fusion.addOutput(t3);
-  const std::vector<at::Tensor> inputs = randomInputs(fusion);
+  const FusionRun run = runCacheAgainstATen(std::move(owned), randomInputs(fusion));
+  EXPECT_EQ(run.segments.size(), 1u) << run.toString();
+  EXPECT_NE(run.toString().find("vector_width=2"), std::string::npos) << run.toString();
+}
+
+// Seeds 3465 and 5531 (through FusionExecutorCache): an output with an
+// expanded axis is the pointwise reference, so its dimensions form three
+// runs, and the outermost run stayed a serial loop. A tensor read by both
+// outputs (T1; T0's cache) runs in neither output's loops, so it cannot be
+// inlined and its register buffer spanned that loop: "Local tensor T1 needs
+// T0.size[0] registers" at lowering. The third run is bound to BIDz now.
+TEST(FuzzRegression, ThirdDimensionRunIsBoundToBIDzNotASerialLoop) {
+  {  // seed 3465
+    auto owned = std::make_unique<Fusion>();
+    Fusion& fusion = *owned;
+    FusionGuard guard(&fusion);
+    TensorView* t0 = makeContigTensor(2, DataType::Bool);
+    fusion.addInput(t0);
+    TensorView* t1 = reshape(t0, {t0->axis(0)->extent(), 1, t0->axis(1)->extent()});
+    TensorView* t2 = ne(t1, t1);
+    fusion.addOutput(expand(t1, {-1, t0->axis(1)->extent(), -1}));
+    fusion.addOutput(t2);
+    const FusionRun run = runCacheAgainstATen(std::move(owned), randomInputs(fusion, {{4, 3}}, 3465));
+    ASSERT_EQ(run.segments.size(), 1u) << run.toString();
+    EXPECT_EQ(run.segments[0].launch.grid[2], 4) << run.toString();  // T0.size[0] blocks along z
+  }
+  {  // seed 5531
+    auto owned = std::make_unique<Fusion>();
+    Fusion& fusion = *owned;
+    FusionGuard guard(&fusion);
+    TensorView* t0 = makeContigTensor(2);
+    fusion.addInput(t0);
+    TensorView* t4 = expand(broadcast(t0, {false, true, false}), {-1, t0->axis(0)->extent(), -1});
+    fusion.addOutput(tanh(t4));
+    fusion.addOutput(castOp(DataType::Bool, t0));
+    const FusionRun run = runCacheAgainstATen(std::move(owned), randomInputs(fusion, {{5, 3}}, 5531));
+    ASSERT_EQ(run.segments.size(), 1u) << run.toString();
+    EXPECT_EQ(run.segments[0].launch.grid[2], 5) << run.toString();
+  }
+}
+
+// Runs `fusion` through a FusionExecutorCache on `inputs` and expects ATen's
+// outputs; returns what ran.
+FusionRun expectCacheMatchesATen(std::unique_ptr<Fusion> owned, const std::vector<at::Tensor>& inputs) {
+  Fusion& fusion = *owned;
   const std::vector<at::Tensor> expected = smelt::testing::evaluateWithATen(fusion, inputs);
   FusionExecutorCache cache(std::move(owned));
   const std::vector<at::Tensor> outputs = cache.runFusionWithInputs(inputs);
-  ASSERT_EQ(outputs.size(), 2u);
-  for (size_t i = 0; i < outputs.size(); ++i) EXPECT_EQ(outputMismatch(i, outputs[i], expected[i], 0, 0), "");
-  EXPECT_EQ(cache.lastRun().segments.size(), 1u) << cache.lastRun().toString();
-  EXPECT_NE(cache.lastRun().toString().find("vector_width=2"), std::string::npos) << cache.lastRun().toString();
+  EXPECT_EQ(outputs.size(), expected.size());
+  for (size_t i = 0; i < outputs.size() && i < expected.size(); ++i) {
+    EXPECT_EQ(outputMismatch(i, outputs[i], expected[i], 1e-5, 1e-5), "") << cache.lastRun().toString();
+  }
+  return cache.lastRun();
+}
+
+// Issue 17 (found again by the fuzzer's addNormalizeAndFlatten with the fix
+// reverted: seeds 18 and 190 of the default run): x * sum(x, 1, keepdim)
+// flattened. The reduction and the reshape land in different segments; the
+// pointwise one replayed the flatten's merge onto the broadcast of the
+// row sums, whose merged loop dropped the broadcast dimension, and read the
+// row sums at the flat index: every row after the first was garbage.
+// Symbolic and static extents (torch.compile defines static ones).
+TEST(FuzzRegression, ReductionBroadcastThenFlattenMatchesATenThroughTheCache) {
+  for (const bool symbolic : {true, false}) {
+    auto owned = std::make_unique<Fusion>();
+    FusionGuard guard(owned.get());
+    TensorView* x = symbolic ? makeContigTensor(2) : makeConcreteTensor({4, 3});
+    owned->addInput(x);
+    TensorView* scaled = mul(x, broadcast(sum(x, {1}), {false, true}));
+    owned->addOutput(reshape(scaled, {-1}));
+    const FusionRun run = expectCacheMatchesATen(std::move(owned), {at::rand({4, 3})});
+    ASSERT_EQ(run.segments.size(), 2u) << run.toString();
+    EXPECT_EQ(run.segments[0].scheduler, SchedulerType::Reduction) << run.toString();
+  }
+}
+
+// The same merge without a reduction: an input of size 1 along the merged
+// dimension is read directly (not cached), indexed from its consumer, in
+// the one pointwise kernel; an expand() computed before the merge puts a
+// segment boundary after it (whose expanded size the next segment accepts).
+TEST(FuzzRegression, BroadcastDimensionMergedByAReshapeMatchesATenThroughTheCache) {
+  {
+    auto owned = std::make_unique<Fusion>();
+    FusionGuard guard(owned.get());
+    TensorView* x = makeContigTensor(2);
+    TensorView* column = examples::makeBroadcastingTensor({4, 1});
+    owned->addInput(x);
+    owned->addInput(column);
+    owned->addOutput(flatten(add(x, column)));
+    const FusionRun run = expectCacheMatchesATen(std::move(owned), {at::randn({4, 3}), at::randn({4, 1})});
+    EXPECT_EQ(run.segments.size(), 1u) << run.toString();
+  }
+  {
+    auto owned = std::make_unique<Fusion>();
+    FusionGuard guard(owned.get());
+    TensorView* column = examples::makeBroadcastingTensor({4, 1});
+    owned->addInput(column);
+    owned->addOutput(flatten(exp(expand(column, {-1, 3}))));
+    expectCacheMatchesATen(std::move(owned), {at::randn({4, 1})});
+  }
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/example_fusions.h"
+#include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
 #include "ops/pointwise_kernel_checks.h"
@@ -147,6 +149,52 @@ TEST(LayoutKernels, SymbolicReshapeMergesLeadingDimensions) {
   expectKernelCorrect(fusion, {at::randn({3, 5, 7})});
   expectKernelCorrect(fusion, {at::randn({2, 1, 300})});
   expectCompiles(fusion, "reshape_symbolic");
+}
+
+// Issue 17: a producer merging a broadcast with an axis that its consumer
+// merges with the axis the broadcast stands for. The producer's merged loop
+// drops the broadcast (6 iterations, the consumer's 24): it is not the same
+// loop, so the producer is not inlined into it (it was, and read its input
+// at the consumer's flat index). Computed in its own loops it is correct;
+// bound to threads it would be read across threads, which is refused.
+TEST(LayoutKernels, BroadcastMergedWithAnIteratedAxisIsNotInlinedIntoThatLoop) {
+  for (const bool threads : {false, true}) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeConcreteTensor({6, 4});
+    TensorView* rows = makeConcreteTensor({6});
+    fusion.addInput(x);
+    fusion.addInput(rows);
+    TensorView* row_values = broadcast(exp(rows), {false, true});
+    TensorView* out = mul(x, row_values);
+    fusion.addOutput(out);
+    out->merge(0)->split(0, 4);
+    if (threads) out->axis(1)->parallelize(ParallelType::TIDx);
+    propagateSchedule(out);
+    inlineMost(&fusion);
+    EXPECT_EQ(row_values->computePosition(), 0);
+    if (threads) {
+      EXPECT_SMELT_ERROR(GpuLower(&fusion).run(), "tensor T3 is in Local memory", "bound to TIDx");
+    } else {
+      expectKernelCorrect(fusion, randomInputs(fusion));
+    }
+  }
+}
+
+// Issue 17, class 5: view, merge, view back with symbolic sizes; the split
+// back uses the input's sizes, whose product the merged extent is.
+TEST(LayoutKernels, SymbolicMergedExtentSplitsBackIntoItsFactors) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(4);
+  fusion.addInput(x);
+  using examples::sizeOf;
+  TensorView* y = neg(reshape(x, {sizeOf(x, 0), sizeOf(x, 1), -1}));
+  TensorView* out = reshape(y, {sizeOf(y, 0), sizeOf(y, 1), sizeOf(x, 2), sizeOf(x, 3)});
+  fusion.addOutput(out);
+  schedulePointwise(fusion, out, 64);
+  expectKernelCorrect(fusion, {at::randn({2, 16, 4, 8})});
+  expectKernelCorrect(fusion, {at::randn({3, 5, 2, 7})});
 }
 
 TEST(LayoutKernels, SqueezeAndUnsqueeze) {

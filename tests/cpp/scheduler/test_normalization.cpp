@@ -192,5 +192,27 @@ TEST(PersistentScheduler, RejectsPlainReductions) {
                      "plain reduction");
 }
 
+// The numerator and denominator of an attention softmax over x [B, H, T, R]
+// with a mask [B, T, R] broadcast over the heads, as outputs (how the
+// segmenter cuts softmax(...).view(B * H, T, T)): the iteration
+// dimensions form three runs (B, H, T), and exp(x - max) feeds both
+// outputs, so it runs in neither's loops and is not inlined. B was a serial
+// loop its register buffer spanned ("Local tensor T14 needs (T0.size[0] *
+// 4) registers"); it is bound to BIDz.
+TEST(PersistentScheduler, AttentionSoftmaxNumeratorAndDenominatorWithAMaskOverHeads) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* s = makeContigTensor(4);
+  TensorView* mask = makeContigTensor(3);
+  fusion.addInput(s);
+  fusion.addInput(mask);
+  TensorView* x = add(mul(s, 0.25), broadcast(mask, {false, true, false, false}));
+  TensorView* e = exp(sub(x, broadcast(max(x, {3}), {false, false, false, true})));
+  fusion.addOutput(e);
+  fusion.addOutput(sum(e, {3}));
+  scheduleAndCheck(fusion, {randn({2, 3, 5, 8}), randn({2, 5, 8})}, "attention_softmax_parts");
+  EXPECT_EQ(e->axis(0)->parallelType(), ParallelType::BIDz) << e->toString();
+}
+
 }  // namespace
 }  // namespace smelt::testing

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "common/expect_error.h"
+#include "common/example_fusions.h"
 #include "fusion/ops.h"
 #include "scheduler/pointwise.h"
+#include "scheduler/utils.h"
 #include "scheduler/scheduler_test_util.h"
 
 namespace smelt::testing {
@@ -174,6 +176,47 @@ TEST(PointwiseScheduler, RejectsReductions) {
                      "reduction");
 }
 
+// Issue 17: a flatten merging the dimension that a computed broadcast lacks.
+// Replaying the merge onto the broadcast drops that dimension, so its loop
+// is not the flatten's (it read the row values at the flat index): the
+// scheduler declines the fusion, and the segmenter cuts before the
+// broadcast.
+TEST(PointwiseScheduler, DeclinesABroadcastComputedBeforeAReshapeMergingItsDimension) {
+  for (const bool merges_the_broadcast : {true, false}) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeContigTensor(3);
+    TensorView* plane = makeContigTensor(2);
+    fusion.addInput(x);
+    fusion.addInput(plane);
+    TensorView* product = mul(x, broadcast(plane, {false, false, true}));
+    fusion.addOutput(merges_the_broadcast ? flatten(product, 1, 2) : flatten(product, 0, 1));
+    const std::string reason = pointwiseRejectReason(fusion);
+    if (merges_the_broadcast) {
+      EXPECT_NE(reason.find("T4 = reshape(T3) merges dimensions {1, 2} of T3, but T2 iterates only "
+                            "{1} (it broadcasts or lacks {2})"),
+                std::string::npos)
+          << reason;
+    } else {
+      EXPECT_EQ(reason, "");  // the broadcast iterates both merged dimensions
+    }
+  }
+}
+
+// An input that broadcasts the merged dimension itself is not cached but read
+// directly, indexed from its consumer: one kernel, correct.
+TEST(PointwiseScheduler, ReadsAnInputBroadcastAlongAReshapeMergeDirectly) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({5, 7});
+  TensorView* column = examples::makeBroadcastingTensor({5, 1});
+  fusion.addInput(x);
+  fusion.addInput(column);
+  fusion.addOutput(flatten(sub(x, column)));
+  EXPECT_EQ(scheduler_utils::cacheableInputs(fusion), std::vector<TensorView*>{x});
+  scheduleAndCheck(fusion, {randn({5, 7}), randn({5, 1})}, "pw_flatten_column");
+}
+
 TEST(PointwiseScheduler, UserParametersOverrideHeuristics) {
   Fusion fusion;
   FusionGuard guard(&fusion);
@@ -188,6 +231,79 @@ TEST(PointwiseScheduler, UserParametersOverrideHeuristics) {
   schedulePointwise(fusion, params);
   expectKernelCorrect(fusion, inputs);
   EXPECT_EQ(fusion.outputs()[0]->asTensor()->axis(1)->extent().constant(), 32);
+}
+
+// y = x * 2 feeds two outputs, y + m and y * 3, where m is broadcast along
+// the dimensions of x that `is_broadcast` marks: each broadcast dimension
+// next to an iterated one ends a run of dimensions. y (and x's cache) run in
+// neither output's loop nest, so they are not inlined.
+void buildSharedTensorOfTwoOutputs(Fusion& fusion, int64_t rank, const std::vector<bool>& is_broadcast,
+                                   bool second_output = true) {
+  TensorView* x = makeContigTensor(rank);
+  TensorView* m = makeContigTensor(std::count(is_broadcast.begin(), is_broadcast.end(), false));
+  fusion.addInput(x);
+  fusion.addInput(m);
+  TensorView* y = mul(x, 2.0);
+  fusion.addOutput(add(y, broadcast(m, is_broadcast)));
+  if (second_output) fusion.addOutput(mul(y, 3.0));
+}
+
+// Three runs (x [A, B, C], m [A, C]): A was a serial loop, and the register
+// buffers of y and x's cache spanned it (of A's symbolic extent: refused at
+// lowering). A is bound to BIDz.
+TEST(PointwiseScheduler, ThirdDimensionRunIsBoundToBIDz) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildSharedTensorOfTwoOutputs(fusion, 3, {false, true, false});
+  scheduleAndCheck(fusion, {randn({3, 4, 5}), randn({3, 5})}, "pw_three_runs");
+  TensorView* reference = fusion.outputs()[0]->asTensor();
+  EXPECT_EQ(reference->axis(0)->parallelType(), ParallelType::BIDz) << reference->toString();
+}
+
+// Four runs (x [A, B, C, D], m [A, C]): A has no grid dimension left, so it
+// stays a serial loop, which y's buffer would span; the scheduler declines
+// (the segmenter then gives the outputs a kernel each). With one output
+// nothing spans the loop, and the fusion is taken.
+TEST(PointwiseScheduler, DeclinesABufferAcrossASerialLoop) {
+  const std::vector<bool> is_broadcast = {false, true, false, true};
+  const std::vector<at::Tensor> inputs = {randn({2, 3, 4, 5}), randn({2, 4})};
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    buildSharedTensorOfTwoOutputs(fusion, 4, is_broadcast);
+    const std::string reason = pointwiseRejectReason(fusion);
+    EXPECT_NE(reason.find("T0 feeds outputs T4 and T5, so it cannot be inlined into either"),
+              std::string::npos) << reason;
+    EXPECT_NE(reason.find("outside the three bound to blocks"), std::string::npos) << reason;
+    EXPECT_SMELT_ERROR(schedulePointwise(fusion, PointwiseParams{}), "pointwise scheduler",
+                       "T0 feeds outputs T4 and T5");
+  }
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildSharedTensorOfTwoOutputs(fusion, 4, is_broadcast, /*second_output=*/false);
+  EXPECT_EQ(pointwiseRejectReason(fusion), "");
+  scheduleAndCheck(fusion, inputs, "pw_four_runs");
+}
+
+// Two runs (x [A, B], m [B]) with more blocks along A than gridDim.y takes:
+// split_grid_y folds the rest into a serial loop, which y's buffer would
+// span. The heuristics see the sizes and decline; so does the scheduler
+// given such parameters.
+TEST(PointwiseScheduler, DeclinesABufferAcrossTheLoopPastGridDimY) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildSharedTensorOfTwoOutputs(fusion, 2, {true, false});
+  const RuntimeInfo huge(fusion, {InputInfo::contiguous(DataType::Float, {4000000, 3}),
+                                  InputInfo::contiguous(DataType::Float, {3})});
+  EXPECT_NE(pointwiseRejectReason(fusion, &huge).find("past gridDim.y's limit"), std::string::npos)
+      << pointwiseRejectReason(fusion, &huge);
+  const std::vector<at::Tensor> inputs = {randn({7, 3}), randn({3})};
+  const RuntimeInfo small(fusion, inputInfosOf(fusion, inputs));
+  EXPECT_EQ(pointwiseRejectReason(fusion, &small), "");
+  PointwiseParams params = pointwiseHeuristics(fusion, small);
+  params.split_grid_y = true;
+  EXPECT_SMELT_ERROR(schedulePointwise(fusion, params), "pointwise scheduler cannot take this fusion",
+                     "split_grid_y=true", "past gridDim.y's limit");
 }
 
 }  // namespace

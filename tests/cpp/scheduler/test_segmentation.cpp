@@ -6,6 +6,7 @@
 #include "common/example_fusions.h"
 #include "common/expect_error.h"
 #include "fusion/ops.h"
+#include "scheduler/pointwise.h"
 #include "scheduler/reduction.h"
 #include "scheduler/registry.h"
 #include "scheduler/scheduler_test_util.h"
@@ -230,6 +231,26 @@ TEST(Segmentation, ReductionOfAReshapeReadsItFromItsOwnKernel) {
             "reduction: axis i0{4} of T0 does not correspond to a dimension of T2");
 }
 
+// View, normalize, view back with symbolic sizes (issue 17, class 5): the
+// last segment splits the merged extent back into x's sizes but reads only
+// the normalized tensor, whose extent it knows as a symbol of its own; it
+// takes x as an input too, for its sizes.
+TEST(Segmentation, ViewBackAfterANormalizationTakesTheInputForItsSizes) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(4);
+  fusion.addInput(x);
+  using examples::sizeOf;
+  TensorView* rows = reshape(x, {sizeOf(x, 0), sizeOf(x, 1), -1});
+  TensorView* e = exp(sub(rows, broadcast(max(rows, {2}), {false, false, true})));
+  TensorView* softmax = div(e, broadcast(sum(e, {2}), {false, false, true}));
+  fusion.addOutput(reshape(softmax, {sizeOf(x, 0), sizeOf(x, 1), sizeOf(x, 2), sizeOf(x, 3)}));
+  const SegmentedFusion segmented = segmentAndCheck(fusion, {randn({2, 3, 4, 5})});
+  ASSERT_GE(segmented.segments.size(), 2u) << segmented.toString();
+  const std::vector<const Val*>& last = segmented.segments.back().inputs;
+  EXPECT_NE(std::find(last.begin(), last.end(), x), last.end()) << segmented.toString();
+}
+
 TEST(Segmentation, SoftmaxRowTooLongToKeepOnChip) {
   // 32k floats per row: x and exp(x - max) do not fit one block's shared
   // memory together. The row maxima take a kernel of their own; the rest
@@ -339,6 +360,168 @@ TEST(Segmentation, GridSplitRefusedWhereRowsCannotBeRegrouped) {
   EXPECT_SMELT_ERROR(segmentFusion(fusion, runtime, forceGridSplit(4)),
                      "cannot split the reduction across blocks (grid_split = 4)",
                      "T1 reduces neither its innermost nor its outermost dimension alone");
+  // Rows of a tensor sized after an input the segment does not otherwise
+  // read: the runtime would regroup that input too.
+  Fusion sized;
+  FusionGuard sized_guard(&sized);
+  TensorView* y = makeContigTensor(2);
+  sized.addInput(y);
+  sized.addOutput(sum(full({y->axis(0)->extent(), y->axis(1)->extent()}, 1.0, DataType::Float), {1}));
+  const std::vector<at::Tensor> rows = {randn({3, 100})};
+  EXPECT_SMELT_ERROR(segmentFusion(sized, RuntimeInfo(sized, inputInfosOf(sized, rows)), forceGridSplit(4)),
+                     "cannot split the reduction across blocks (grid_split = 4)",
+                     "input T0 is read for its sizes alone");
+  segmentAndCheck(sized, rows);
+}
+
+// Issue 17, class 3: a tensor expanded from a size-1 dimension next to an
+// output that shares no dimension with it. No scheduler takes both outputs,
+// so each expression is first tried as a segment of its own, and the one
+// reading the expanded tensor was refused: its input, of the expanded
+// extent, was checked against extent 1 ("fusion input T3 dimension 0 has
+// extent 1 but the given tensor has size 2"). Expanding to another input's
+// size (the GQA repeat_kv and causal-mask patterns) then left the expand's
+// segment without that input: it now reads it for its sizes alone.
+TEST(Segmentation, ExpandedTensorNextToAnIndependentOutput) {
+  for (bool symbolic : {true, false}) {
+    for (bool to_other_input : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << (symbolic ? "symbolic" : "static") << " extents, expanded to "
+                                        << (to_other_input ? "x.size(0)" : "2"));
+      Fusion fusion;
+      FusionGuard guard(&fusion);
+      TensorView* a = symbolic ? makeContigTensor(1) : makeConcreteTensor({16});
+      TensorView* x = symbolic ? makeContigTensor(2) : makeConcreteTensor({3, 5});
+      fusion.addInput(a);
+      fusion.addInput(x);
+      fusion.addOutput(mul(x, 2.0));
+      const IntExpr rows = to_other_input ? x->axis(0)->extent() : IntExpr(2);
+      fusion.addOutput(mul(expand(broadcast(a, {true, false}), {rows, -1}), 1.0));
+      const SegmentedFusion segmented = segmentAndCheck(fusion, {randn({16}), randn({3, 5})});
+      const bool size_only = symbolic && to_other_input;
+      EXPECT_EQ(segmented.toString(),
+                std::string("segment 0 (pointwise): T1 -> T2\n") +
+                    "segment 1 (pointwise): T0" + (size_only ? ", T1" : "") + " -> T5\n");
+    }
+  }
+}
+
+// The expanded tensor is an output (stored once, stride 0, as torch's
+// expand) and read by a segment other than its own, which is given that
+// stride-0 tensor of the expanded extent.
+TEST(Segmentation, ExpandedTensorPassedBetweenSegments) {
+  auto owned = std::make_unique<Fusion>();
+  Fusion& fusion = *owned;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeContigTensor(1);
+  TensorView* x = makeContigTensor(2);
+  fusion.addInput(a);
+  fusion.addInput(x);
+  TensorView* e = expand(broadcast(a, {true, false}), {x->axis(0)->extent(), -1});
+  fusion.addOutput(e);
+  fusion.addOutput(sum(mul(e, x), {0}));
+  fusion.addOutput(sum(add(e, x), {1}));
+  const std::vector<at::Tensor> inputs = {randn({6}), randn({4, 6})};
+  const SegmentedFusion segmented = segmentAndCheck(fusion, inputs);
+  EXPECT_EQ(segmented.toString(),
+            "segment 0 (reduction): T0, T1 -> T3, T5\n"
+            "segment 1 (reduction): T3, T1 -> T7\n");
+  FusionExecutorCache cache(std::move(owned));
+  const std::vector<at::Tensor> outputs = cache.runFusionWithInputs(inputs);
+  const at::Tensor expanded = inputs[0].expand({4, 6});
+  EXPECT_TRUE(at::equal(outputs[0], expanded));
+  EXPECT_EQ(outputs[0].strides(), expanded.strides());
+  EXPECT_TRUE(at::allclose(outputs[2], (expanded + inputs[1]).sum({1}), 1e-5, 1e-5));
+}
+
+// A reshape merging a dimension that a tensor before it broadcasts with one
+// it iterates: x[:, None] + y flattened, and GQA's repeat_kv (kv[:, :, None]
+// expanded, copied and flattened into the heads). The pointwise scheduler
+// replayed the merge on x's cache as a merge of x's axis with an extent-1
+// one, run in the loop of the whole product: x was read at the merged index
+// (wrong values, past its end). It now declines, and the reshape reads the
+// combined tensor from a kernel of its own.
+TEST(Segmentation, ReshapeMergingABroadcastDimensionWithAnIteratedOne) {
+  for (bool symbolic : {true, false}) {
+    SCOPED_TRACE(symbolic ? "symbolic extents" : "static extents");
+    {
+      Fusion fusion;
+      FusionGuard guard(&fusion);
+      TensorView* x = symbolic ? makeContigTensor(2) : makeConcreteTensor({2, 3});
+      TensorView* y = symbolic ? makeContigTensor(3) : makeConcreteTensor({2, 4, 3});
+      fusion.addInput(x);
+      fusion.addInput(y);
+      TensorView* sum_xy = add(broadcast(x, {false, true, false}), y);
+      fusion.addOutput(reshape(sum_xy, {-1, x->axis(1)->extent()}));
+      // The broadcast of x is computed and partly merged: the pointwise
+      // scheduler declines the whole, and the pieces run correctly.
+      const std::vector<at::Tensor> inputs = {randn({2, 3}), randn({2, 4, 3})};
+      const SegmentedFusion segmented = segmentAndCheck(fusion, inputs);
+      EXPECT_EQ(segmented.segments.size(), 2u) << segmented.toString();
+      auto owned = std::make_unique<Fusion>();
+      {
+        FusionGuard copy_guard(owned.get());
+        TensorView* cx = symbolic ? makeContigTensor(2) : makeConcreteTensor({2, 3});
+        TensorView* cy = symbolic ? makeContigTensor(3) : makeConcreteTensor({2, 4, 3});
+        owned->addInput(cx);
+        owned->addInput(cy);
+        owned->addOutput(reshape(add(broadcast(cx, {false, true, false}), cy),
+                                 {-1, cx->axis(1)->extent()}));
+      }
+      FusionExecutorCache cache(std::move(owned));
+      const at::Tensor out = cache.runFusionWithInputs(inputs)[0];
+      EXPECT_TRUE(at::allclose(out, (inputs[0].unsqueeze(1) + inputs[1]).reshape({-1, 3})));
+    }
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* kv = symbolic ? makeContigTensor(4) : makeConcreteTensor({2, 2, 5, 4});
+    fusion.addInput(kv);
+    TensorView* repeated = set(expand(broadcast(kv, {false, false, true, false, false}), {-1, -1, 3, -1, -1}));
+    fusion.addOutput(mul(reshape(repeated, {kv->axis(0)->extent(), -1, kv->axis(2)->extent(),
+                                            kv->axis(3)->extent()}),
+                         1.0));
+    const SegmentedFusion segmented = segmentAndCheck(fusion, {randn({2, 2, 5, 4})});
+    EXPECT_EQ(segmented.segments.size(), 2u) << segmented.toString();
+  }
+}
+
+// Issue 17, class 4: the attention softmax of GPT-2, BERT, T5 and BART,
+// softmax(s * 0.25 + mask, -1).view(B * H, T, T) with the mask broadcast
+// over the heads. The view takes a pointwise segment; the persistent one
+// writes exp(x - max) and its row sums. Its reference had three dimension
+// runs (B, H and T: the mask breaks them), the outermost a serial loop, and
+// exp(x - max), feeding both outputs, runs in neither's loops: "Local
+// tensor T14 needs (T0.size[0] * 4) registers". B is bound to BIDz now.
+TEST(Segmentation, AttentionSoftmaxWithAMaskBroadcastOverHeads) {
+  for (bool symbolic : {true, false}) {
+    SCOPED_TRACE(symbolic ? "symbolic extents" : "static extents");
+    const int64_t b = 2, h = 3, t = 8;
+    auto owned = std::make_unique<Fusion>();
+    Fusion& fusion = *owned;
+    FusionGuard guard(&fusion);
+    TensorView* s = symbolic ? makeContigTensor(4) : makeConcreteTensor({b, h, t, t});
+    TensorView* mask = symbolic ? makeContigTensor(3) : makeConcreteTensor({b, t, t});
+    fusion.addInput(s);
+    fusion.addInput(mask);
+    TensorView* x = add(mul(s, 0.25), broadcast(mask, {false, true, false, false}));
+    TensorView* e = exp(sub(x, broadcast(max(x, {3}), {false, false, false, true})));
+    TensorView* y = div(e, broadcast(sum(e, {3}), {false, false, false, true}));
+    fusion.addOutput(reshape(y, {-1, s->axis(2)->extent(), s->axis(3)->extent()}));
+    std::vector<std::vector<at::Tensor>> runs = {{randn({b, h, t, t}), randn({b, t, t})}};
+    if (symbolic) runs.push_back({randn({3, 2, 5, 5}), randn({3, 5, 5})});
+    FusionExecutorCache cache(std::move(owned));
+    for (const std::vector<at::Tensor>& inputs : runs) {
+      const at::Tensor want = at::softmax(inputs[0] * 0.25 + inputs[1].unsqueeze(1), -1)
+                                  .view({-1, inputs[0].size(2), inputs[0].size(3)});
+      const at::Tensor got = cache.runFusionWithInputs(inputs).at(0);
+      EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-6)) << got - want;
+      EXPECT_EQ(got.sizes(), want.sizes());
+      EXPECT_EQ(got.strides(), want.strides());
+      const FusionRun& run = cache.lastRun();
+      ASSERT_EQ(run.segments.size(), 2u) << run.toString();
+      EXPECT_EQ(run.segments[0].scheduler, SchedulerType::Persistent) << run.toString();
+      EXPECT_EQ(run.segments[0].launch.grid[2], inputs[0].size(0)) << run.toString();
+    }
+  }
 }
 
 }  // namespace

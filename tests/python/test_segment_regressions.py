@@ -1,0 +1,169 @@
+"""Regressions from real models run through torch.compile (issue 17): fusions
+that smelt refused at run time (so torch.compile fell back to torch on every
+call) or computed wrongly. Each is checked against eager torch in values,
+sizes and strides, on CPU tensors (the simulator), with symbolic (-1) and
+static extents."""
+import re
+
+import pytest
+import torch
+
+import smelt.backend
+from smelt import DataType, FusionDefinition
+
+
+def randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed + sum(shape)))
+
+
+def assert_same(actual, expected):
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        assert a.shape == e.shape, f"shape {tuple(a.shape)}, torch gives {tuple(e.shape)}"
+        assert a.stride() == e.stride(), f"strides {a.stride()}, torch gives {e.stride()}"
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-6)
+
+
+# ---- class 3: an expanded size-1 input next to an independent output ----
+# No scheduler takes both outputs, so the segmenter tries each expression
+# alone, and the segment reading the expanded tensor was refused ("fusion
+# input T3 dimension 0 has extent 1 but the given tensor has size 2").
+
+@pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "static"])
+@pytest.mark.parametrize("target", ["constant", "other_input"])
+def test_expand_next_to_an_independent_output(symbolic, target):
+    def run(a, x):
+        fd = FusionDefinition()
+        with fd:
+            av = fd.define_tensor([1, -1 if symbolic else a.shape[1]], [None, True], DataType.Float)
+            xv = fd.define_tensor([-1, -1] if symbolic else list(x.shape), [True, True], DataType.Float)
+            rows = xv.size(0) if target == "other_input" else 2
+            fd.add_output(fd.ops.mul(xv, 2.0))
+            fd.add_output(fd.ops.mul(fd.ops.expand(av, [rows, -1]), 1.0))
+        rows = x.shape[0] if target == "other_input" else 2
+        assert_same(fd.execute([a, x]), [x * 2.0, a.expand(rows, -1) * 1.0])
+        return fd
+
+    fd = run(randn(1, 16), randn(3, 5))
+    assert fd.last_run_report().count("pointwise") == 2, fd.last_run_report()
+    if symbolic:  # other sizes, the same definition
+        run(randn(1, 7, seed=1), randn(4, 2, seed=1))
+
+
+def test_expanded_output_read_by_another_segment():
+    # e (stored once, stride 0, like torch's expand) is written by one
+    # segment and read by another, which is given the stride-0 tensor.
+    fd = FusionDefinition()
+    with fd:
+        a = fd.define_tensor([1, -1], [None, True], DataType.Float)
+        x = fd.define_tensor([-1, -1], [True, True], DataType.Float)
+        e = fd.ops.expand(a, [x.size(0), -1])
+        fd.add_output(e)
+        fd.add_output(fd.ops.sum(fd.ops.mul(e, x), [0]))
+        fd.add_output(fd.ops.sum(fd.ops.add(e, x), [1]))
+    a, x = randn(1, 6), randn(4, 6)
+    expanded = a.expand(4, 6)
+    assert_same(fd.execute([a, x]), [expanded, (expanded * x).sum(0), (expanded + x).sum(1)])
+    assert fd.last_run_report().count("reduction") == 2, fd.last_run_report()
+
+
+# ---- class 4: a register buffer of symbolic size after a scheduler took it ----
+# softmax(s * 0.25 + mask, -1).view(B * H, T, T) with mask [B, 1, T, T]: the
+# persistent segment's dimensions form three runs (B, H, T), B stayed a
+# serial loop, and exp(x - max), feeding two outputs, is not inlined ("Local
+# tensor T14 needs (T0.size[0] * 4) registers"). B is bound to BIDz now.
+
+@pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "static"])
+@pytest.mark.parametrize("view", [True, False], ids=["view", "no_view"])
+@pytest.mark.parametrize("sizes", [(2, 2, 8), (3, 5, 7)], ids=["2x2x8", "3x5x7"])
+def test_attention_softmax_with_a_mask_broadcast_over_heads(symbolic, view, sizes):
+    b, h, t = sizes
+    fd = FusionDefinition()
+    with fd:
+        s = fd.define_tensor([-1] * 4 if symbolic else [b, h, t, t], [True] * 4, DataType.Float)
+        m = fd.define_tensor([-1, 1, -1, -1] if symbolic else [b, 1, t, t], [True, None, True, True],
+                             DataType.Float)
+        x = fd.ops.add(fd.ops.mul(s, 0.25), m)
+        e = fd.ops.exp(fd.ops.sub(x, fd.ops.broadcast(fd.ops.max(x, [3]), [False, False, False, True])))
+        y = fd.ops.div(e, fd.ops.broadcast(fd.ops.sum(e, [3]), [False, False, False, True]))
+        fd.add_output(fd.ops.reshape(y, [-1, s.size(2), s.size(3)]) if view else y)
+    scores, mask = randn(b, h, t, t), randn(b, 1, t, t)
+    want = torch.softmax(scores * 0.25 + mask, -1)
+    assert_same(fd.execute([scores, mask]), [want.view(b * h, t, t) if view else want])
+    # One block per (T-row block, head, batch): B on gridDim.z, not a loop.
+    persistent = [line for line in fd.last_run_report().splitlines() if "persistent" in line]
+    assert len(persistent) == 1 and re.search(rf"grid\(\d+, {h}, {b}\)", persistent[0]), \
+        fd.last_run_report()
+
+
+# ---- a reshape merging a broadcast dimension with an iterated one ----
+# GQA's repeat_kv, and x[:, None] + y flattened: the pointwise scheduler
+# indexed the tensor before the broadcast with the merged index (wrong values).
+
+@pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "static"])
+def test_repeat_kv_next_to_an_independent_output(symbolic):
+    kv, x = randn(2, 2, 8, 4), randn(3, 5)
+    fd = FusionDefinition()
+    with fd:
+        kvv = fd.define_tensor([-1] * 4 if symbolic else list(kv.shape), [True] * 4, DataType.Float)
+        xv = fd.define_tensor([-1, -1] if symbolic else list(x.shape), [True, True], DataType.Float)
+        repeated = fd.ops.set(fd.ops.expand(fd.ops.broadcast(kvv, [False, False, True, False, False]),
+                                            [-1, -1, 2, -1, -1]))
+        fd.add_output(fd.ops.mul(fd.ops.reshape(repeated, [kvv.size(0), -1, kvv.size(2), kvv.size(3)]), 1.0))
+        fd.add_output(fd.ops.mul(xv, 2.0))
+    want = kv[:, :, None].expand(2, 2, 2, 8, 4).reshape(2, 4, 8, 4)
+    assert_same(fd.execute([kv, x]), [want, x * 2.0])
+
+
+@pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "static"])
+def test_flattened_broadcast_sum(symbolic):
+    x, y = randn(2, 3), randn(2, 4, 3)
+    fd = FusionDefinition()
+    with fd:
+        xv = fd.define_tensor([-1, -1] if symbolic else [2, 3], [True, True], DataType.Float)
+        yv = fd.define_tensor([-1, -1, -1] if symbolic else [2, 4, 3], [True] * 3, DataType.Float)
+        summed = fd.ops.add(fd.ops.broadcast(xv, [False, True, False]), yv)
+        fd.add_output(fd.ops.reshape(summed, [-1, xv.size(1)]))
+    assert_same(fd.execute([x, y]), [(x[:, None] + y).reshape(-1, 3)])
+
+
+# ---- the model patterns under torch.compile: no partition falls back ----
+
+class CausalAttentionProbs(torch.nn.Module):
+    """HF-style: a causal mask [1, 1, T, T] expanded to the batch, added to
+    the scores, softmax, flattened over batch and heads."""
+
+    def forward(self, q, k, mask):
+        b, h, t, _ = q.shape
+        scores = (q @ k.transpose(-1, -2)) * 0.25 + mask.expand(b, 1, t, t)
+        return torch.softmax(scores, -1).view(b * h, t, t)
+
+
+class RepeatKV(torch.nn.Module):
+    """GQA's repeat_kv next to an unrelated output."""
+
+    def forward(self, kv, x):
+        b, heads, t, d = kv.shape
+        repeated = kv[:, :, None, :, :].expand(b, heads, 2, t, d).reshape(b, heads * 2, t, d)
+        return repeated * 1.0, x * 2.0
+
+
+@pytest.mark.parametrize("model, inputs", [
+    (CausalAttentionProbs(), lambda: (randn(2, 2, 8, 4), randn(2, 2, 8, 4, seed=1),
+                                      torch.triu(torch.full((8, 8), -1e9), 1)[None, None])),
+    (RepeatKV(), lambda: (randn(2, 2, 8, 4), randn(3, 5))),
+], ids=["causal_attention", "repeat_kv"])
+def test_torch_compile_runs_the_pattern_in_smelt(model, inputs):
+    torch._dynamo.reset()
+    smelt.backend.reset_reports()
+    args = inputs()
+    with torch.no_grad():
+        expected = model(*args)
+        actual = torch.compile(model, backend="smelt")(*args)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    actual = actual if isinstance(actual, tuple) else (actual,)
+    assert_same(list(actual), list(expected))
+    report = smelt.backend.last_report()
+    assert report.partitions, str(report)
+    assert all(p.smelt_runs == 1 and p.fallback_runs == 0 for p in report.partitions), str(report)
+    torch._dynamo.reset()
