@@ -296,6 +296,16 @@ class Op:
     triton: Callable[[tuple], List[TritonJob]]
 
 
+# "static": smelt's fusions get the concrete extents (torch.compile's default,
+# and Triton's kernels are specialized on the row length too); "symbolic":
+# one kernel for all sizes. Workers inherit it through the environment.
+SIZES_ENV = "SMELT_BENCH_SIZES"
+
+
+def _dims(*extents):
+    return list(extents) if os.environ.get(SIZES_ENV, "static") == "static" else [-1] * len(extents)
+
+
 def _meta(*shapes_dtypes):
     import torch
     return [torch.empty(*shape, dtype=dtype, device="meta") for shape, dtype in shapes_dtypes]
@@ -307,9 +317,9 @@ def _smelt_gelu_bias(shape):
     M, N = shape
     fd = FusionDefinition()
     with fd:
-        x = fd.define_tensor([-1, -1], True, DataType.Half)
-        w = fd.define_tensor([-1], True, DataType.Half)
-        b = fd.define_tensor([-1], True, DataType.Half)
+        x = fd.define_tensor(_dims(M, N), True, DataType.Half)
+        w = fd.define_tensor(_dims(N), True, DataType.Half)
+        b = fd.define_tensor(_dims(N), True, DataType.Half)
         h = fd.ops.add(fd.ops.mul(fd.ops.cast(x, DataType.Float),
                                   fd.ops.broadcast(fd.ops.cast(w, DataType.Float), [True, False])),
                        fd.ops.broadcast(fd.ops.cast(b, DataType.Float), [True, False]))
@@ -329,7 +339,7 @@ def _smelt_softmax(shape):
     from smelt import DataType, FusionDefinition
     fd = FusionDefinition()
     with fd:
-        x = fd.ops.cast(fd.define_tensor([-1, -1], True, DataType.Half), DataType.Float)
+        x = fd.ops.cast(fd.define_tensor(_dims(*shape), True, DataType.Half), DataType.Float)
         e = fd.ops.exp(fd.ops.sub(x, fd.ops.max(x, [1], True)))
         fd.add_output(fd.ops.cast(fd.ops.div(e, fd.ops.sum(e, [1], True)), DataType.Half))
     return fd, _meta((shape, torch.half))
@@ -355,9 +365,9 @@ def _smelt_layer_norm(shape):
     M, N = shape
     fd = FusionDefinition()
     with fd:
-        xh = fd.define_tensor([-1, -1], True, DataType.Half)
-        w = fd.ops.cast(fd.define_tensor([-1], True, DataType.Half), DataType.Float)
-        b = fd.ops.cast(fd.define_tensor([-1], True, DataType.Half), DataType.Float)
+        xh = fd.define_tensor(_dims(M, N), True, DataType.Half)
+        w = fd.ops.cast(fd.define_tensor(_dims(N), True, DataType.Half), DataType.Float)
+        b = fd.ops.cast(fd.define_tensor(_dims(N), True, DataType.Half), DataType.Float)
         x = fd.ops.cast(xh, DataType.Float)
         mean = fd.ops.mul(fd.ops.sum(x, [1], True), 1.0 / N)
         centered = fd.ops.sub(x, mean)
@@ -384,8 +394,8 @@ def _smelt_rms_norm(shape):
     M, N = shape
     fd = FusionDefinition()
     with fd:
-        x = fd.ops.cast(fd.define_tensor([-1, -1], True, DataType.Half), DataType.Float)
-        w = fd.ops.cast(fd.define_tensor([-1], True, DataType.Half), DataType.Float)
+        x = fd.ops.cast(fd.define_tensor(_dims(M, N), True, DataType.Half), DataType.Float)
+        w = fd.ops.cast(fd.define_tensor(_dims(N), True, DataType.Half), DataType.Float)
         ms = fd.ops.mul(fd.ops.sum(fd.ops.mul(x, x), [1], True), 1.0 / N)
         rstd = fd.ops.rsqrt(fd.ops.add(ms, EPS))
         y = fd.ops.mul(fd.ops.mul(x, rstd), fd.ops.broadcast(w, [True, False]))
@@ -405,7 +415,7 @@ def _smelt_sum(dim):
         from smelt import DataType, FusionDefinition
         fd = FusionDefinition()
         with fd:
-            x = fd.ops.cast(fd.define_tensor([-1, -1], True, DataType.Half), DataType.Float)
+            x = fd.ops.cast(fd.define_tensor(_dims(*shape), True, DataType.Half), DataType.Float)
             fd.add_output(fd.ops.cast(fd.ops.sum(x, [dim]), DataType.Half))
         return fd, _meta((shape, torch.half))
     return build
@@ -429,11 +439,11 @@ def _smelt_layer_norm_bwd(shape):
     M, N = shape
     fd = FusionDefinition()
     with fd:
-        dy = fd.ops.cast(fd.define_tensor([-1, -1], True, DataType.Half), DataType.Float)
-        x = fd.ops.cast(fd.define_tensor([-1, -1], True, DataType.Half), DataType.Float)
-        w = fd.ops.cast(fd.define_tensor([-1], True, DataType.Half), DataType.Float)
-        mean = fd.ops.broadcast(fd.define_tensor([-1], True, DataType.Float), [False, True])
-        rstd = fd.ops.broadcast(fd.define_tensor([-1], True, DataType.Float), [False, True])
+        dy = fd.ops.cast(fd.define_tensor(_dims(M, N), True, DataType.Half), DataType.Float)
+        x = fd.ops.cast(fd.define_tensor(_dims(M, N), True, DataType.Half), DataType.Float)
+        w = fd.ops.cast(fd.define_tensor(_dims(N), True, DataType.Half), DataType.Float)
+        mean = fd.ops.broadcast(fd.define_tensor(_dims(M), True, DataType.Float), [False, True])
+        rstd = fd.ops.broadcast(fd.define_tensor(_dims(M), True, DataType.Float), [False, True])
         xhat = fd.ops.mul(fd.ops.sub(x, mean), rstd)
         wdy = fd.ops.mul(fd.ops.broadcast(w, [True, False]), dy)
         c1 = fd.ops.mul(fd.ops.sum(fd.ops.mul(xhat, wdy), [1], True), 1.0 / N)
@@ -471,9 +481,9 @@ def _smelt_matmul(shape):
     M, N, K = shape
     fd = FusionDefinition()
     with fd:
-        a = fd.define_tensor([-1, -1], True, DataType.Half)
-        b = fd.define_tensor([-1, -1], True, DataType.Half)
-        bias = fd.ops.cast(fd.define_tensor([-1], True, DataType.Half), DataType.Float)
+        a = fd.define_tensor(_dims(M, K), True, DataType.Half)
+        b = fd.define_tensor(_dims(K, N), True, DataType.Half)
+        bias = fd.ops.cast(fd.define_tensor(_dims(N), True, DataType.Half), DataType.Float)
         acc = fd.ops.cast(fd.ops.matmul(a, b), DataType.Float)
         out = fd.ops.relu(fd.ops.add(acc, fd.ops.broadcast(bias, [True, False])))
         fd.add_output(fd.ops.cast(out, DataType.Half))
@@ -844,7 +854,8 @@ def markdown(report: dict) -> str:
     lines = [
         "# smelt vs Triton: machine code, side by side",
         "",
-        f"smelt {meta['smelt_commit']} (sm_{SMELT_ARCH}: fd.execute on meta tensors; smelt "
+        f"smelt {meta['smelt_commit']} (sm_{SMELT_ARCH}, {meta.get('sizes', 'symbolic')} sizes: "
+        f"fd.execute on meta tensors; smelt "
         f"cannot be pointed at another architecture from Python), Triton {meta['triton_version']} "
         f"(triton.compile for {', '.join('sm_' + str(a) for a in meta['archs'])}), "
         f"torch {meta['torch_version']}; compile times: median of {meta['repeats']} fresh "
@@ -1057,6 +1068,7 @@ def run(ops: Sequence[str], shapes: Optional[Sequence[tuple]], archs: Sequence[i
             "smelt_commit": _git_commit(Path(smelt.__file__).resolve().parent),
             "triton_version": triton.__version__, "torch_version": torch.__version__,
             "archs": archs, "smelt_arch": SMELT_ARCH, "repeats": repeats,
+            "sizes": os.environ.get(SIZES_ENV, "static"),
             "host": f"{os.cpu_count()} CPUs", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         },
         "results": [combine(name, shape, measured[(name, shape)], archs)
@@ -1083,8 +1095,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--in-process", action="store_true",
                    help="no worker processes (one repeat only)")
     p.add_argument("--out", required=True, help="output directory (or the worker's result file)")
+    p.add_argument("--sizes", choices=("static", "symbolic"), default="static",
+                   help="smelt's extents: the concrete sizes (torch.compile's default) or "
+                        "symbolic (one kernel for all sizes)")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    os.environ[SIZES_ENV] = args.sizes
     if args.worker is not None:
         spec = json.loads(args.worker)
         results = run_jobs([(n, tuple(s)) for n, s in spec["jobs"]], spec["archs"],

@@ -120,7 +120,9 @@ __device__ inline unsigned groupIndex() {
 
 // Reduces `value` over the flagged thread axes; every thread of the block
 // must call it and each gets its group's result. `workspace` holds one
-// element per thread. Ends with a barrier so the workspace is free again.
+// element per thread. A tree in shared memory, a barrier per level; ends with
+// a barrier, so the workspace is free again. For any block shape; the codegen
+// takes the shuffle forms below when the block's shape allows.
 template <bool X, bool Y, bool Z, typename T, typename Op>
 __device__ T blockReduce(T value, T* workspace, Op op) {
   const unsigned size = groupSize<X, Y, Z>();
@@ -135,6 +137,56 @@ __device__ T blockReduce(T value, T* workspace, Op op) {
     __syncthreads();
   }
   const T result = mine[0];
+  __syncthreads();
+  return result;
+}
+
+__device__ inline unsigned linearThreadIndex() {
+  return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+}
+
+// `value` reduced over aligned runs of `Width` consecutive lanes (a power of
+// two <= 32) with shuffles; every lane gets its run's result. Every thread of
+// the block (`Threads` of them) takes part. Both partners of a butterfly step
+// apply `op` with the lower lane's value first, so all lanes hold the same
+// bits (max(-0, +0) and max(+0, -0) differ).
+template <unsigned Width, unsigned Threads, typename T, typename Op>
+__device__ T warpReduce(T value, Op op) {
+  static_assert(Width <= 32 && (Width & (Width - 1)) == 0, "warpReduce: width");
+  const unsigned linear = linearThreadIndex();
+  unsigned mask = 0xffffffffu;
+  if (Threads % 32 != 0) {
+    const unsigned present = Threads - (linear & ~31u);
+    if (present < 32) mask = (1u << present) - 1u;
+  }
+  for (unsigned offset = Width / 2; offset > 0; offset /= 2) {
+    const T other = __shfl_xor_sync(mask, value, offset);
+    value = (linear & offset) ? op(other, value) : op(value, other);
+  }
+  return value;
+}
+
+// blockReduce for groups that are aligned runs of `Size` consecutive threads
+// (the codegen checks the block shape): within a warp by shuffles alone; a
+// group of whole warps writes one partial per warp to `workspace` and, after
+// one barrier, every thread combines its group's partials in the same order.
+// Ends with a barrier, as blockReduce.
+template <unsigned Size, unsigned Threads, typename T, typename Op>
+__device__ T groupReduce(T value, T* workspace, Op op) {
+  static_assert(Size <= 32 ? (Size & (Size - 1)) == 0 : Size % 32 == 0, "groupReduce: size");
+  if constexpr (Size <= 32) {
+    const T result = warpReduce<Size, Threads>(value, op);
+    __syncthreads();
+    return result;
+  }
+  const unsigned linear = linearThreadIndex();
+  const T partial = warpReduce<32, Threads>(value, op);
+  if (linear % 32 == 0) workspace[linear / 32] = partial;
+  __syncthreads();
+  const T* partials = workspace + linear / Size * (Size / 32);
+  T result = partials[0];
+#pragma unroll
+  for (unsigned w = 1; w < Size / 32; ++w) result = op(result, partials[w]);
   __syncthreads();
   return result;
 }
@@ -819,18 +871,23 @@ class Emitter {
 
   void emitBlockReduce(const kir::BlockReduce& r) {
     SMELT_CHECK(r.expr != nullptr, "codegen: block reduction into ", r.out.buffer->name, " has no expression");
-    const kir::Buffer* ws = workspace(r.workspace, r.out, "block reduction");
-    const DataType wt = ws->dtype;
+    const bool in_warps = r.shuffle_group > 0 && r.shuffle_group <= 32;
+    const kir::Buffer* ws = in_warps ? nullptr : workspace(r.workspace, r.out, "block reduction");
+    const DataType wt = r.expr->output()->dtype() == DataType::Double ? DataType::Double : DataType::Float;
     std::string value = convert(element(r.in), r.in.buffer->dtype, wt);
     if (!r.predicate.alwaysTrue()) {
       value = "(" + predicateText(r.predicate) + " ? " + value + " : " +
               convert(literal(r.expr->initValue(), computeType(wt)), computeType(wt), wt) + ")";
     }
     const std::string op = r.expr->op() == ReductionOpType::Sum ? "smelt::Sum()" : "smelt::Max()";
+    const std::string call =
+        r.shuffle_group > 0
+            ? "smelt::groupReduce<" + std::to_string(r.shuffle_group) + ", " +
+                  std::to_string(*threadsPerBlock()) + ">("
+            : "smelt::blockReduce" + axisFlags(r.thread_axes, "block reduction") + "(";
+    const std::string workspace_arg = ws ? ws->name : "static_cast<" + cudaType(wt) + "*>(nullptr)";
     const std::string reduced =
-        convert("smelt::blockReduce" + axisFlags(r.thread_axes, "block reduction") + "(" + value +
-                    ", " + ws->name + ", " + op + ")",
-                wt, r.out.buffer->dtype);
+        convert(call + value + ", " + workspace_arg + ", " + op + ")", wt, r.out.buffer->dtype);
     const kir::Predicate stores = storePredicate(r);
     if (stores.alwaysTrue()) {
       line(element(r.out) + " = " + reduced + ";");

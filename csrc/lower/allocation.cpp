@@ -72,9 +72,37 @@ void insertBeforeFirstWrite(kir::StmtList& body, std::unique_ptr<kir::Allocate> 
   body.insert(pos, std::move(alloc));
 }
 
-// A Shared workspace of one element per thread for each block reduction. It
-// has no Allocate statement: like nvFuser, smelt does not plan scratch space
-// together with the tensors but places it after them (smem_addresses).
+// The size of the groups of threads a block reduction over `axes` combines
+// when they are aligned runs of consecutive threads that warp shuffles can
+// reduce: the block's shape is constant, every thread axis inside a reduced
+// one is reduced too or has extent 1, and the group is a power of two up to a
+// warp or a whole number of warps. 0 otherwise.
+int64_t shuffleGroupSize(const IntExpr (&block)[3], const std::vector<ParallelType>& axes) {
+  int64_t extent[3];
+  for (int k = 0; k < 3; ++k) {
+    if (!block[k].isConstant()) return 0;
+    extent[k] = *block[k].constant();
+  }
+  bool reduced[3] = {false, false, false};
+  for (ParallelType pt : axes) reduced[static_cast<int>(pt) - static_cast<int>(ParallelType::TIDx)] = true;
+  int64_t group = 1;
+  for (int k = 0; k < 3; ++k) {
+    if (reduced[k]) {
+      group *= extent[k];
+      continue;
+    }
+    for (int outer = k + 1; outer < 3; ++outer) {
+      if (reduced[outer] && extent[k] != 1) return 0;
+    }
+  }
+  const bool within_warp = group <= 32 && (group & (group - 1)) == 0;
+  return within_warp || group % 32 == 0 ? group : 0;
+}
+
+// A Shared workspace of one element per thread for each block reduction that
+// needs one (not those reduced within warps). It has no Allocate statement:
+// like nvFuser, smelt does not plan scratch space together with the tensors
+// but places it after them (smem_addresses).
 void addBlockReduceWorkspaces(LoweringContext& ctx, kir::StmtList& body) {
   for (size_t i = 0; i < body.size(); ++i) {
     kir::Stmt* stmt = body[i].get();
@@ -84,6 +112,8 @@ void addBlockReduceWorkspaces(LoweringContext& ctx, kir::StmtList& body) {
     }
     auto* reduce = dynamic_cast<kir::BlockReduce*>(stmt);
     if (reduce == nullptr) continue;
+    reduce->shuffle_group = shuffleGroupSize(ctx.kernel.launch.block, reduce->thread_axes);
+    if (reduce->shuffle_group > 0 && reduce->shuffle_group <= 32) continue;
     auto buffer = std::make_unique<kir::Buffer>();
     buffer->name = reduce->expr->output()->name() + "_workspace";
     buffer->memory = MemoryType::Shared;

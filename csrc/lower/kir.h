@@ -189,7 +189,13 @@ class BlockReduce : public Stmt {
   // Shared scratch of one element per thread of the block. Scratch buffers
   // have no Allocate statement: they are not planned with the tensors but
   // placed after them (as nvFuser does), so tensor plans match nvFuser's.
+  // None when the reduction stays within warps (shuffle_group <= 32).
   const Buffer* workspace = nullptr;
+  // Set with the workspace: when the block's shape is constant and each
+  // group of reduced threads is an aligned run of this many consecutive
+  // threads (a power of two up to 32, or whole warps), the codegen reduces
+  // with warp shuffles; 0 means the shared-memory tree.
+  int64_t shuffle_group = 0;
 };
 
 // Every thread reads `in` as held by the thread whose index is 0 along each

@@ -4,6 +4,8 @@ gallery and the auto-scheduled row ops at [8192, 4096] compile through NVRTC
 integer-division routines. Register arrays must be indexed by constants after
 unrolling (index simplification in lower/indexing.cpp, `#pragma unroll` in
 codegen), so the figures below fail when either regresses."""
+import re
+
 import pytest
 import torch
 
@@ -118,3 +120,47 @@ def test_gallery_row_ops_at_full_size(build):
     fd = build(rows=ROWS, cols=COLS)
     fd.execute([_meta([ROWS, COLS], torch.float32)])
     _assert_clean(fd)
+
+
+def _reduction_calls(kernel):
+    return re.findall(r"smelt::(blockReduce|groupReduce)<([^>]*)>\(", kernel.cuda.split("__global__")[1])
+
+
+@pytest.mark.parametrize("cols", [COLS, 128])
+def test_static_block_reductions_use_warp_shuffles(cols):
+    """With a constant block shape and groups of consecutive threads, a block
+    reduction is warp shuffles, not the shared-memory tree with a barrier per
+    level: a group of whole warps shuffles within each warp, writes one
+    partial per warp and combines them after one barrier (two in all); a group
+    within a warp needs no shared memory and one barrier."""
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor([ROWS, cols], [True, True], DataType.Half)
+        _row_sum(fd, x)
+    fd.execute([_meta([ROWS, cols])])
+    (kernel,) = fd.last_kernels()
+    block_x, block_y, block_z = kernel.block
+    assert block_z == 1
+    calls = _reduction_calls(kernel)
+    assert [c for c, _ in calls] == ["groupReduce"], kernel.cuda
+    assert calls[0][1] == f"{block_x}, {block_x * block_y}", calls
+    sass = kernel.quality.sass
+    width = min(block_x, 32)
+    assert sass.mnemonics.get("SHFL", 0) == width.bit_length() - 1, kernel.quality.text()
+    assert sass.block_barriers == (2 if block_x > 32 else 1), kernel.quality.text()
+    assert kernel.shared_memory_bytes == (block_x * block_y * 4 if block_x > 32 else 0)
+    _assert_clean(fd)
+
+
+def test_symbolic_block_shape_keeps_the_tree():
+    """A persistent softmax over symbolic rows has a block of ceilDiv(N, 8)
+    threads: whole warps cannot be checked when the kernel is compiled, so its
+    reductions take the shared-memory tree, which serves any shape."""
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor([-1, -1], [True, True], DataType.Half)
+        _softmax(fd, x)
+    fd.execute([_meta([ROWS, COLS])])
+    (kernel,) = fd.last_kernels()
+    assert [c for c, _ in _reduction_calls(kernel)] == ["blockReduce"] * 2, kernel.cuda
+    assert "SHFL" not in kernel.quality.sass.mnemonics

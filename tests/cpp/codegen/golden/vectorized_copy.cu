@@ -101,7 +101,9 @@ __device__ inline unsigned groupIndex() {
 
 // Reduces `value` over the flagged thread axes; every thread of the block
 // must call it and each gets its group's result. `workspace` holds one
-// element per thread. Ends with a barrier so the workspace is free again.
+// element per thread. A tree in shared memory, a barrier per level; ends with
+// a barrier, so the workspace is free again. For any block shape; the codegen
+// takes the shuffle forms below when the block's shape allows.
 template <bool X, bool Y, bool Z, typename T, typename Op>
 __device__ T blockReduce(T value, T* workspace, Op op) {
   const unsigned size = groupSize<X, Y, Z>();
@@ -116,6 +118,56 @@ __device__ T blockReduce(T value, T* workspace, Op op) {
     __syncthreads();
   }
   const T result = mine[0];
+  __syncthreads();
+  return result;
+}
+
+__device__ inline unsigned linearThreadIndex() {
+  return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+}
+
+// `value` reduced over aligned runs of `Width` consecutive lanes (a power of
+// two <= 32) with shuffles; every lane gets its run's result. Every thread of
+// the block (`Threads` of them) takes part. Both partners of a butterfly step
+// apply `op` with the lower lane's value first, so all lanes hold the same
+// bits (max(-0, +0) and max(+0, -0) differ).
+template <unsigned Width, unsigned Threads, typename T, typename Op>
+__device__ T warpReduce(T value, Op op) {
+  static_assert(Width <= 32 && (Width & (Width - 1)) == 0, "warpReduce: width");
+  const unsigned linear = linearThreadIndex();
+  unsigned mask = 0xffffffffu;
+  if (Threads % 32 != 0) {
+    const unsigned present = Threads - (linear & ~31u);
+    if (present < 32) mask = (1u << present) - 1u;
+  }
+  for (unsigned offset = Width / 2; offset > 0; offset /= 2) {
+    const T other = __shfl_xor_sync(mask, value, offset);
+    value = (linear & offset) ? op(other, value) : op(value, other);
+  }
+  return value;
+}
+
+// blockReduce for groups that are aligned runs of `Size` consecutive threads
+// (the codegen checks the block shape): within a warp by shuffles alone; a
+// group of whole warps writes one partial per warp to `workspace` and, after
+// one barrier, every thread combines its group's partials in the same order.
+// Ends with a barrier, as blockReduce.
+template <unsigned Size, unsigned Threads, typename T, typename Op>
+__device__ T groupReduce(T value, T* workspace, Op op) {
+  static_assert(Size <= 32 ? (Size & (Size - 1)) == 0 : Size % 32 == 0, "groupReduce: size");
+  if constexpr (Size <= 32) {
+    const T result = warpReduce<Size, Threads>(value, op);
+    __syncthreads();
+    return result;
+  }
+  const unsigned linear = linearThreadIndex();
+  const T partial = warpReduce<32, Threads>(value, op);
+  if (linear % 32 == 0) workspace[linear / 32] = partial;
+  __syncthreads();
+  const T* partials = workspace + linear / Size * (Size / 32);
+  T result = partials[0];
+#pragma unroll
+  for (unsigned w = 1; w < Size / 32; ++w) result = op(result, partials[w]);
   __syncthreads();
   return result;
 }
