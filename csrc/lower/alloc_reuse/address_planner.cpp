@@ -585,7 +585,11 @@ ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options,
     Layout layout = greedy.layout;
     bool proved = layout.total <= q.lower_bound;
     if (!proved && options.heuristic_rounds > 0) {
-      perturbGreedy(q, greedy, options.heuristic_rounds, deadline);
+      // Each round costs O(n^2): fewer rounds on large components keep the
+      // heuristic path near 1 ms at 128 buffers.
+      const int64_t rounds = std::max<int64_t>(
+          4, std::min<int64_t>(options.heuristic_rounds, 2048 / static_cast<int64_t>(q.size())));
+      perturbGreedy(q, greedy, rounds, deadline);
       perturbed = perturbed || greedy.layout.total < layout.total;
       layout = greedy.layout;
       proved = layout.total <= q.lower_bound;
