@@ -64,6 +64,10 @@ void writeFile(const std::string& path, const std::string& text) {
 struct CaseRow {
   CasePlanFigures plan;
   BaselineFigures baselines;
+  // At nvFuser's 128 B minimum alignment: the default planner (tensors),
+  // its lower bound, and the stack allocator (Conservative); -1: symbolic.
+  int64_t best_128 = -1, lower_bound_128 = -1, stack_128 = -1;
+  std::string status;  // the default plan's status at 16 B
 };
 
 // Computed once per case and mode (lowering is the slow part), shared by the
@@ -81,6 +85,12 @@ const CaseRow& caseRow(const CaseKernel& kernel, SmemHazards hazards) {
     if (!plan.report_svg.empty()) writeFile(stem + ".svg", plan.report_svg);
   }
   CaseRow row{smelt::cases::planFigures(kernel, hazards), baselineFigures(plan)};
+  row.status = smelt::alloc_reuse::planStatusName(plan.plan);
+  smelt::testing::PlannedKernel wide = kernel.plan(hazards, smelt::SmemAllocator::Best, 128);
+  row.best_128 = wide.tensorBytes();
+  row.lower_bound_128 = wide.lowerBound();
+  row.stack_128 =
+      kernel.plan(SmemHazards::Conservative, smelt::SmemAllocator::Stack, 128).tensorBytes();
   return rows.emplace(key, row).first->second;
 }
 
@@ -113,22 +123,24 @@ void planCase(benchmark::State& state, const CaseKernel* kernel, SmemHazards haz
 
 void printTable() {
   std::printf(
-      "\n| case | hazards | planned (tensors) | planned (total) | lower bound | free list (TVM) "
-      "| linear scan | stack (nvFuser) | no reuse | barriers inserted |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n");
+      "\n| case | hazards | planned (tensors) | planned (total) | lower bound | status | free list (TVM) "
+      "| linear scan | stack (nvFuser) | no reuse | barriers inserted | planned @128 B | lower bound "
+      "@128 B | stack @128 B |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const CaseKernel& kernel : smelt::cases::caseKernels()) {
     for (SmemHazards hazards : {SmemHazards::Precise, SmemHazards::Conservative}) {
       const CaseRow& row = caseRow(kernel, hazards);
       const CasePlanFigures& f = row.plan;
-      std::printf("| %s | %s | %lld | %lld | %lld%s | %s | %s | %lld | %lld | %d |\n",
+      std::printf("| %s | %s | %lld | %lld | %lld%s | %s | %s | %s | %lld | %lld | %d | %lld | %lld | %lld |\n",
                   kernel.name.c_str(), hazardsName(hazards),
                   static_cast<long long>(f.tensor_bytes), static_cast<long long>(f.total_bytes),
                   static_cast<long long>(f.lower_bound),
-                  f.total_bytes == f.lower_bound ? " (reached)" : "",
+                  f.total_bytes == f.lower_bound ? " (reached)" : "", row.status.c_str(),
                   withLoss(row.baselines.free_list, f.total_bytes).c_str(),
                   withLoss(row.baselines.linear_scan, f.total_bytes).c_str(),
                   static_cast<long long>(f.stack_bytes), static_cast<long long>(f.no_reuse_bytes),
-                  f.inserted_barriers);
+                  f.inserted_barriers, static_cast<long long>(row.best_128),
+                  static_cast<long long>(row.lower_bound_128), static_cast<long long>(row.stack_128));
     }
   }
 }

@@ -34,6 +34,9 @@ struct LowerOptions {
   int64_t max_shared_memory_bytes = DeviceLimits::sm90().max_shared_memory_per_block;
   SmemHazards smem_hazards = SmemHazards::Precise;
   SmemAllocator smem_allocator = SmemAllocator::Best;
+  // Every Shared buffer is aligned to at least this many bytes (a power of
+  // two). 16 B suffices for vector accesses; nvFuser uses 128 B.
+  int64_t min_shared_alignment = 16;
 };
 
 struct LoweringContext {

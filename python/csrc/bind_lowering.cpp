@@ -4,12 +4,17 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <pybind11/stl.h>
 
 #include "bindings.h"
 #include "codegen/cuda_codegen.h"
+#include "fusion/error.h"
+#include "lower/alloc_reuse/address_planner.h"
+#include "lower/alloc_reuse/stack_allocator.h"
 #include "fusion/device_limits.h"
 #include "runtime/nvrtc_compiler.h"
 
@@ -21,8 +26,10 @@ namespace {
 
 std::shared_ptr<LoweredKernel> lowerFusion(std::shared_ptr<Fusion> fusion, SmemHazards hazards,
                                            SmemAllocator allocator,
-                                           int64_t max_shared_memory_bytes) {
+                                           int64_t max_shared_memory_bytes,
+                                           int64_t min_shared_alignment) {
   LowerOptions options;
+  options.min_shared_alignment = min_shared_alignment;
   options.smem_hazards = hazards;
   options.smem_allocator = allocator;
   options.max_shared_memory_bytes = max_shared_memory_bytes;
@@ -35,6 +42,97 @@ std::shared_ptr<LoweredKernel> lowerFusion(std::shared_ptr<Fusion> fusion, SmemH
 
 py::tuple dims(const IntExpr (&extents)[3]) {
   return py::make_tuple(intOrText(extents[0]), intOrText(extents[1]), intOrText(extents[2]));
+}
+
+// The abstract planner (smelt.planner): buffers as (name, bytes, alignment,
+// first_write, last_read) tuples; conflicts from the intervals (Precise: any
+// reuse of disjoint lifetimes is safe; Conservative: a barrier must lie in
+// between) or, when `pairs` is given, exactly those index pairs.
+py::dict planBuffers(const std::vector<std::tuple<std::string, int64_t, int64_t, int64_t, int64_t>>& list,
+                     const std::optional<std::vector<std::pair<size_t, size_t>>>& pairs,
+                     const std::vector<int64_t>& barriers, SmemHazards hazards,
+                     SmemAllocator allocator, double time_limit_ms, bool exact_search) {
+  using namespace alloc_reuse;
+  std::vector<Buffer> buffers;
+  int64_t end = 0;
+  for (const auto& [name, bytes, alignment, first, last] : list) {
+    Buffer b;
+    b.name = name;
+    b.bytes = IntExpr(bytes);
+    b.alignment = alignment;
+    b.first_write = first;
+    b.last_read = last;
+    b.creation_order = static_cast<int64_t>(buffers.size());
+    end = std::max(end, last);
+    buffers.push_back(std::move(b));
+  }
+  for (int64_t p : barriers) end = std::max(end, p);
+  validateBuffers(buffers);
+  ConflictGraph conflicts(buffers.size());
+  if (pairs) {
+    for (const auto& [i, j] : *pairs) {
+      SMELT_CHECK(i < buffers.size() && j < buffers.size() && i != j,
+                  "plan_buffers: bad conflict pair (", i, ", ", j, ")");
+      conflicts.addConflict(i, j);
+    }
+  } else if (hazards == SmemHazards::Precise) {
+    conflicts = conflictsFromIntervals(buffers);
+  } else {
+    conflicts = conflictsFromBarriers(buffers, barriers);
+  }
+  PlannerOptions options;
+  options.search_time_limit_ms = time_limit_ms;
+  if (!exact_search) options.exact_search_max_buffers = 0;
+  AddressPlan plan, stack, conservative;
+  std::optional<int64_t> stack_total;
+  if (!pairs) {
+    stack = planStackAddresses(buffers, barriers, end);
+    stack_total = stack.total_bytes.constant();
+    options.baseline = &stack;
+  }
+  if (allocator == SmemAllocator::Stack) {
+    SMELT_CHECK(!pairs, "plan_buffers: the stack allocator needs live intervals, not conflict pairs");
+    plan = stack;
+    plan.lower_bound_bytes = lowerBoundBytes(buffers, conflicts);
+    plan.lower_bound_reached = *plan.total_bytes.constant() <= plan.lower_bound_bytes;
+    plan.optimal = plan.lower_bound_reached;
+  } else {
+    if (!pairs && hazards == SmemHazards::Precise) {
+      // Conservative conflicts contain the Precise ones: their plan is a
+      // baseline the Precise plan must beat (monotone by construction).
+      conservative = planAddresses(buffers, conflictsFromBarriers(buffers, barriers), options);
+      conservative.strategy = "conservative " + conservative.strategy;
+      options.baseline = &conservative;
+    }
+    plan = planAddresses(buffers, conflicts, options);
+  }
+  py::dict addresses;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    addresses[py::str(buffers[i].name)] = *plan.addresses[i].constant();
+  }
+  py::list attempts;
+  for (const PlanAttempt& a : plan.attempts) attempts.append(py::make_tuple(a.strategy, a.total_bytes));
+  py::dict out;
+  out["addresses"] = addresses;
+  out["total_bytes"] = *plan.total_bytes.constant();
+  out["lower_bound_bytes"] = plan.lower_bound_bytes;
+  out["no_reuse_bytes"] = *plan.no_reuse_bytes.constant();
+  out["optimal"] = plan.optimal;
+  out["lower_bound_reached"] = plan.lower_bound_reached;
+  out["status"] = planStatusName(plan);
+  out["strategy"] = plan.strategy;
+  out["attempts"] = attempts;
+  out["stack_total_bytes"] = stack_total ? py::object(py::int_(*stack_total)) : py::none();
+  out["conflicts"] = [&] {
+    py::list l;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      for (size_t j : conflicts.neighbors(i)) {
+        if (i < j) l.append(py::make_tuple(i, j));
+      }
+    }
+    return l;
+  }();
+  return out;
 }
 
 }  // namespace
@@ -80,7 +178,12 @@ void bindLowering(py::module_& m) {
       }, py::arg("kernel_name"), py::arg("static_shared_memory") = false);
   m.def("lower", &lowerFusion, py::arg("fusion"), py::arg("hazards") = defaults.smem_hazards,
         py::arg("allocator") = defaults.smem_allocator,
-        py::arg("max_shared_memory_bytes") = defaults.max_shared_memory_bytes);
+        py::arg("max_shared_memory_bytes") = defaults.max_shared_memory_bytes,
+        py::arg("min_shared_alignment") = defaults.min_shared_alignment);
+
+  m.def("plan_buffers", &planBuffers, py::arg("buffers"), py::arg("pairs"), py::arg("barriers"),
+        py::arg("hazards"), py::arg("allocator"), py::arg("time_limit_ms"),
+        py::arg("exact_search"));
 
   py::class_<PtxasInfo>(m, "PtxasInfo")
       .def_readonly("registers", &PtxasInfo::registers)

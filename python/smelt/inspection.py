@@ -62,11 +62,12 @@ class SmemPlan:
     lower_bound_bytes: int
     no_reuse_bytes: IntOrExpr
     lower_bound_reached: bool
-    optimal: bool
+    optimal: bool  # proved: the bound is reached or an exhaustive search proved it
     symbolic: bool
     barriers: List[int]  # positions of barriers the kernel already had
     inserted_barriers: List[InsertedBarrier]  # added so that buffers can share bytes
     notes: List[str]
+    status: str  # "bound reached", "optimal" (proved above the bound), "heuristic", "symbolic"
     json: str = field(repr=False)
     text: str = field(repr=False)
     svg: str = field(repr=False)  # empty when sizes are symbolic
@@ -89,6 +90,7 @@ class SmemPlan:
             barriers=list(d["barriers"]),
             inserted_barriers=[InsertedBarrier(**b) for b in d["inserted_barriers"]],
             notes=list(d["notes"]),
+            status=d.get("status", "heuristic"),
             json=json_text, text=source.smem_plan_text, svg=source.smem_plan_svg)
 
     def buffer(self, name: str) -> SmemBuffer:
@@ -192,14 +194,21 @@ class Kernel:
 
 def lower(fd, hazards: str = "precise", allocator: str = "best",
           max_shared_memory_bytes: Optional[int] = None, name: str = "smelt_kernel",
-          arch: int = 90) -> Kernel:
+          arch: int = 90, min_shared_alignment: int = 16) -> Kernel:
     """Lowers a fresh fusion built from `fd`'s record as scheduled by hand
-    (an unscheduled fusion lowers as written: one thread, a loop nest per op)."""
+    (an unscheduled fusion lowers as written: one thread, a loop nest per op).
+    `min_shared_alignment` aligns every shared buffer to at least that many
+    bytes (16 by default; nvFuser uses 128)."""
     if hazards not in _HAZARDS:
         raise SmeltError(f"lower: hazards must be one of {sorted(_HAZARDS)}, got {hazards!r}")
     if allocator not in _ALLOCATORS:
         raise SmeltError(f"lower: allocator must be one of {sorted(_ALLOCATORS)}, got {allocator!r}")
-    options = {"hazards": _HAZARDS[hazards], "allocator": _ALLOCATORS[allocator]}
+    if (not isinstance(min_shared_alignment, int) or min_shared_alignment <= 0
+            or min_shared_alignment & (min_shared_alignment - 1)):
+        raise SmeltError("lower: min_shared_alignment must be a positive power of two, "
+                         f"got {min_shared_alignment!r}")
+    options = {"hazards": _HAZARDS[hazards], "allocator": _ALLOCATORS[allocator],
+               "min_shared_alignment": min_shared_alignment}
     if max_shared_memory_bytes is not None:
         options["max_shared_memory_bytes"] = max_shared_memory_bytes
     return Kernel.from_lowered(_C.lower(fd.build_fusion(), **options), name, arch)

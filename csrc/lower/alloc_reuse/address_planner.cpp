@@ -1,10 +1,12 @@
 #include "lower/alloc_reuse/address_planner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -215,13 +217,18 @@ class ExactSearch {
  public:
   static constexpr size_t kMaxBuffers = 64;  // buffer sets are bit masks
 
-  ExactSearch(const Problem& p, Layout incumbent, int64_t node_budget)
-      : p_(p), best_(std::move(incumbent)), nodes_left_(node_budget) {
+  // `p.lower_bound` is the target: the search stops once a layout reaches it
+  // and treats every layout at or below it as equally good.
+  ExactSearch(const Problem& p, Layout incumbent, int64_t node_budget,
+              std::chrono::steady_clock::time_point deadline)
+      : p_(p), best_(std::move(incumbent)), nodes_left_(node_budget), deadline_(deadline) {
     SMELT_INTERNAL_CHECK(p.size() <= kMaxBuffers);
     offsets_.assign(p.size(), -1);
     lowest_.assign(p.size() + 1, std::vector<int64_t>(p.size(), 0));
     collectCliques();
+    collectTwins();
   }
+  int64_t nodes() const { return nodes_; }
 
   // Returns true when the search space was exhausted within the budget.
   bool run() {
@@ -246,6 +253,22 @@ class ExactSearch {
       }
     }
     return offset;
+  }
+
+  // Twins: same size, alignment and conflicts (each other aside). Swapping
+  // two twins maps a layout onto another, so the search places twins in
+  // index order only.
+  void collectTwins() {
+    lower_twins_.assign(p_.size(), 0);
+    for (size_t i = 0; i < p_.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        const uint64_t bi = uint64_t{1} << i, bj = uint64_t{1} << j;
+        if (p_.bytes[i] == p_.bytes[j] && p_.align[i] == p_.align[j] &&
+            (adjacency_[i] & ~bj) == (adjacency_[j] & ~bi)) {
+          lower_twins_[i] |= bj;
+        }
+      }
+    }
   }
 
   // One greedy clique per buffer: the buffer, then repeatedly its heaviest
@@ -307,7 +330,9 @@ class ExactSearch {
   // placed so far; only neighbours of a newly placed buffer can move up.
   void search(size_t placed, int64_t last_offset, int last_index, int64_t total) {
     if (best_.total <= p_.lower_bound) return;  // optimal already
-    if (nodes_left_-- <= 0) {
+    ++nodes_;
+    if (nodes_left_-- <= 0 ||
+        ((nodes_ & 255) == 0 && std::chrono::steady_clock::now() > deadline_)) {
       budget_exhausted_ = true;
       return;
     }
@@ -339,6 +364,7 @@ class ExactSearch {
       const int c = __builtin_ctzll(bits);
       const int64_t offset = lowest[c];
       if (offset < last_offset || (offset == last_offset && c < last_index)) continue;
+      if ((lower_twins_[c] & unplaced) != 0) continue;
       // Placing c must not leave a non-conflicting buffer entirely below it.
       bool strands_one = false;
       for (uint64_t others = unplaced & ~adjacency_[c] & ~(uint64_t{1} << c); others != 0;
@@ -375,9 +401,12 @@ class ExactSearch {
   Layout best_;
   std::vector<uint64_t> adjacency_;  // bit j of adjacency_[i]: i and j conflict
   std::vector<uint64_t> cliques_;
+  std::vector<uint64_t> lower_twins_;  // bit j of lower_twins_[i]: j < i is i's twin
   std::vector<std::vector<int64_t>> lowest_;
   std::vector<int64_t> offsets_;
   int64_t nodes_left_;
+  int64_t nodes_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
   bool budget_exhausted_ = false;
 };
 
@@ -385,8 +414,113 @@ struct ConstantPlan {
   Layout layout;
   std::string strategy;
   std::vector<PlanAttempt> attempts;
-  bool optimal = false;
+  bool optimal = false;  // proved: lower bound reached or exhaustive search
 };
+
+// Connected components of the conflict graph, each sorted, in order of their
+// smallest member. Buffers of different components never conflict, so each
+// component can be laid out from offset 0 on its own.
+std::vector<std::vector<int>> components(const Problem& p) {
+  std::vector<int> component(p.size(), -1);
+  std::vector<std::vector<int>> result;
+  for (size_t start = 0; start < p.size(); ++start) {
+    if (component[start] >= 0) continue;
+    const int id = static_cast<int>(result.size());
+    std::vector<int> members = {static_cast<int>(start)};
+    component[start] = id;
+    for (size_t k = 0; k < members.size(); ++k) {
+      for (int j : p.neighbors[static_cast<size_t>(members[k])]) {
+        if (component[static_cast<size_t>(j)] < 0) {
+          component[static_cast<size_t>(j)] = id;
+          members.push_back(j);
+        }
+      }
+    }
+    std::sort(members.begin(), members.end());
+    result.push_back(std::move(members));
+  }
+  return result;
+}
+
+// The problem restricted to `members` (local indices of `p`), with `target`
+// as its lower bound: nothing below it is worth finding.
+Problem subProblem(const Problem& p, const std::vector<int>& members, int64_t target) {
+  Problem q;
+  std::vector<int> local(p.size(), -1);
+  for (size_t k = 0; k < members.size(); ++k) local[static_cast<size_t>(members[k])] = static_cast<int>(k);
+  for (int m : members) {
+    const size_t i = static_cast<size_t>(m);
+    q.global.push_back(i);
+    q.bytes.push_back(p.bytes[i]);
+    q.align.push_back(p.align[i]);
+    q.first_write.push_back(p.first_write[i]);
+    q.last_read.push_back(p.last_read[i]);
+  }
+  q.neighbors.resize(members.size());
+  for (size_t k = 0; k < members.size(); ++k) {
+    for (int j : p.neighbors[static_cast<size_t>(members[k])]) {
+      if (local[static_cast<size_t>(j)] >= 0) q.neighbors[k].push_back(local[static_cast<size_t>(j)]);
+    }
+  }
+  q.lower_bound = target;
+  return q;
+}
+
+struct GreedyResult {
+  Layout layout;
+  std::string name;
+  std::vector<int> order;
+};
+
+// Every ordering with best and first fit; stops at q.lower_bound. When
+// `attempts` is given each try is recorded there.
+GreedyResult bestGreedy(const Problem& q, std::vector<PlanAttempt>* attempts) {
+  GreedyResult best;
+  bool have = false;
+  for (Ordering& ordering : heuristicOrderings(q)) {
+    for (Fit fit : {Fit::Best, Fit::First}) {
+      std::string name = std::string(fit == Fit::Best ? "best-fit/" : "first-fit/") + ordering.name;
+      Layout layout = placeGreedy(q, ordering.order, fit);
+      if (attempts != nullptr) attempts->push_back({name, layout.total});
+      if (!have || layout.total < best.layout.total) {
+        best = GreedyResult{std::move(layout), name, ordering.order};
+        have = true;
+      }
+      if (best.layout.total <= q.lower_bound) return best;
+    }
+  }
+  return best;
+}
+
+// Iterated greedy: small random changes to the best ordering (a block of it
+// moved earlier, or two buffers swapped), kept when best fit then does no
+// worse. Deterministic (fixed seed), `rounds` tries at most.
+void perturbGreedy(const Problem& q, GreedyResult& best, int64_t rounds,
+                   std::chrono::steady_clock::time_point deadline) {
+  if (q.size() < 3) return;
+  std::mt19937_64 rng(0x5eed + q.size());
+  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+  for (int64_t round = 0; round < rounds && best.layout.total > q.lower_bound; ++round) {
+    if ((round & 7) == 7 && std::chrono::steady_clock::now() > deadline) break;
+    std::vector<int> order = best.order;
+    const size_t a = pick(order.size()), b = pick(order.size());
+    if (a == b) continue;
+    if (rng() & 1) {
+      std::swap(order[a], order[b]);
+    } else {  // move order[max] to position min
+      const size_t lo = std::min(a, b), hi = std::max(a, b);
+      std::rotate(order.begin() + static_cast<std::ptrdiff_t>(lo),
+                  order.begin() + static_cast<std::ptrdiff_t>(hi),
+                  order.begin() + static_cast<std::ptrdiff_t>(hi) + 1);
+    }
+    Layout layout = placeGreedy(q, order, Fit::Best);
+    if (layout.total <= best.layout.total) {
+      if (layout.total < best.layout.total) best.name = "iterated best-fit";
+      best.layout = std::move(layout);
+      best.order = std::move(order);
+    }
+  }
+}
 
 // `baseline`, when given, is a valid layout the result must not exceed.
 ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options,
@@ -398,6 +532,9 @@ ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options,
     plan.optimal = true;
     return plan;
   }
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::microseconds(static_cast<int64_t>(options.search_time_limit_ms * 1000.0));
   bool have = false;
   // Records a candidate; true when the search may stop (lower bound reached).
   auto consider = [&](const std::string& name, Layout layout) {
@@ -413,27 +550,80 @@ ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options,
     plan.optimal = true;
     return plan;
   }
-  for (const Ordering& ordering : heuristicOrderings(p)) {
-    for (Fit fit : {Fit::Best, Fit::First}) {
-      std::string name = std::string(fit == Fit::Best ? "best-fit/" : "first-fit/") + ordering.name;
-      if (consider(name, placeGreedy(p, ordering.order, fit))) {
-        plan.optimal = true;
-        return plan;
-      }
-    }
+  GreedyResult whole = bestGreedy(p, &plan.attempts);
+  if (!have || whole.layout.total < plan.layout.total) {
+    plan.layout = whole.layout;
+    plan.strategy = whole.name;
+    have = true;
   }
-  if (p.size() <= std::min(options.exact_search_max_buffers, ExactSearch::kMaxBuffers)) {
-    ExactSearch exact(p, plan.layout, options.exact_search_node_budget);
-    bool complete = exact.run();
-    plan.attempts.push_back({complete ? "exact" : "exact (node budget spent)", exact.best().total});
-    if (exact.best().total < plan.layout.total) {
-      plan.layout = exact.best();
-      plan.strategy = plan.attempts.back().strategy;
+  if (options.stop_at_lower_bound && plan.layout.total <= p.lower_bound) {
+    plan.optimal = true;
+    return plan;
+  }
+
+  // Per component: greedy (when there are several), iterated greedy, then
+  // the exact search where the component is small enough.
+  const std::vector<std::vector<int>> parts = components(p);
+  const size_t exact_limit = std::min(options.exact_search_max_buffers, ExactSearch::kMaxBuffers);
+  Layout composed;
+  composed.offsets.assign(p.size(), 0);
+  struct Outcome {
+    int64_t total;
+    bool proved;
+  };
+  std::vector<Outcome> outcomes;
+  bool exact_ran = false, exact_complete = true, perturbed = false;
+  for (const std::vector<int>& members : parts) {
+    Problem q = subProblem(p, members, p.lower_bound);
+    GreedyResult greedy;
+    if (parts.size() == 1) {
+      greedy = whole;
+      greedy.layout = plan.layout;  // the baseline may be better than every ordering
+    } else {
+      greedy = bestGreedy(q, nullptr);
     }
-    plan.optimal = complete || plan.layout.total <= p.lower_bound;
+    Layout layout = greedy.layout;
+    bool proved = layout.total <= q.lower_bound;
+    if (!proved && options.heuristic_rounds > 0) {
+      // Each round costs O(n^2): fewer rounds on large components keep the
+      // heuristic path near 1 ms at 128 buffers.
+      const int64_t rounds = std::max<int64_t>(
+          4, std::min<int64_t>(options.heuristic_rounds, 2048 / static_cast<int64_t>(q.size())));
+      perturbGreedy(q, greedy, rounds, deadline);
+      perturbed = perturbed || greedy.layout.total < layout.total;
+      layout = greedy.layout;
+      proved = layout.total <= q.lower_bound;
+    }
+    if (!proved && q.size() <= exact_limit) {
+      ExactSearch exact(q, layout, options.exact_search_node_budget, deadline);
+      const bool complete = exact.run();
+      exact_ran = true;
+      exact_complete = exact_complete && complete;
+      layout = exact.best();
+      proved = complete || layout.total <= q.lower_bound;
+    }
+    for (size_t k = 0; k < members.size(); ++k) {
+      composed.offsets[static_cast<size_t>(members[k])] = layout.offsets[k];
+    }
+    composed.total = std::max(composed.total, layout.total);
+    outcomes.push_back({layout.total, proved});
+  }
+  bool proved = composed.total <= p.lower_bound;
+  for (const Outcome& o : outcomes) proved = proved || (o.proved && o.total == composed.total);
+  std::string name;
+  if (exact_ran) {
+    name = exact_complete ? "exact" : "exact (budget spent)";
   } else {
-    plan.optimal = plan.layout.total <= p.lower_bound;
+    name = perturbed ? "iterated best-fit" : "best-fit";
   }
+  if (parts.size() > 1) name = "per-component " + name;
+  const int64_t composed_total = composed.total;
+  if (exact_ran || perturbed || parts.size() > 1) plan.attempts.push_back({name, composed_total});
+  if (composed_total < plan.layout.total) {
+    plan.layout = std::move(composed);
+    plan.strategy = name;
+  }
+  plan.optimal = plan.layout.total <= p.lower_bound || (proved && plan.layout.total <= composed_total);
   return plan;
 }
 

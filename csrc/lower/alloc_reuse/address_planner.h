@@ -6,9 +6,14 @@
 //   lowerBoundBytes() and never above the best heuristic layout it tried, nor
 //   above the caller's baseline plan (e.g. the stack allocator's) when given.
 // - Constant sizes: best-fit and first-fit gap placement over several
-//   orderings, then (for at most exact_search_max_buffers buffers) an exact
-//   branch-and-bound bounded by a node budget, so it always terminates. It
-//   stops as soon as a layout reaches the lower bound.
+//   orderings on the whole set; when that misses the lower bound, each
+//   connected component of the conflict graph is planned on its own from
+//   offset 0 (greedy, iterated greedy, then for components of at most
+//   exact_search_max_buffers buffers an exact branch-and-bound over canonical
+//   placements in address order, bounded by a node budget and a time limit,
+//   so it always terminates). It stops as soon as a layout reaches the lower
+//   bound. `optimal` is set only when proved: the lower bound is reached, or
+//   the search exhausted the component that sets the total.
 // - Symbolic sizes: constant-size buffers are planned as above at the bottom;
 //   the symbolic ones are stacked above them in first-write order with address
 //   expressions, sharing a slot only when trivially safe (identical size
@@ -27,8 +32,15 @@
 namespace smelt::alloc_reuse {
 
 struct PlannerOptions {
-  size_t exact_search_max_buffers = 14;  // 0 disables the exact search
-  int64_t exact_search_node_budget = 100000;
+  // Components of the conflict graph with at most this many buffers get the
+  // exact search (at most 64); 0 disables it.
+  size_t exact_search_max_buffers = 64;
+  int64_t exact_search_node_budget = 200000;
+  // Iterated best-fit rounds per component that misses the bound (0: none).
+  int64_t heuristic_rounds = 64;
+  // Wall-clock limit of the iterated greedy and the exact search together;
+  // the node budget is the deterministic limit, this one a safety net.
+  double search_time_limit_ms = 50.0;
   bool stop_at_lower_bound = true;
   // A plan of the same buffers to beat, e.g. planStackAddresses() on the same
   // kernel: it is verified against the conflicts (smelt::Error if invalid),

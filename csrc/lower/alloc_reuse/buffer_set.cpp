@@ -149,4 +149,10 @@ IntExpr planTotalBytes(const std::vector<Buffer>& buffers, const std::vector<Int
   return total;
 }
 
+std::string planStatusName(const AddressPlan& plan) {
+  if (plan.symbolic) return "symbolic";
+  if (plan.lower_bound_reached) return "bound reached";
+  return plan.optimal ? "optimal" : "heuristic";
+}
+
 }  // namespace smelt::alloc_reuse

@@ -94,11 +94,18 @@ struct AddressPlan {
   IntExpr no_reuse_bytes;      // every buffer stacked in creation order
   std::string strategy;        // the strategy whose layout was kept
   std::vector<PlanAttempt> attempts;  // constant-size strategies tried, in order
+  // total == lower bound (never on a symbolic plan)
   bool lower_bound_reached = false;
-  bool optimal = false;        // lower bound reached or exact search completed
+  // Proved optimal: the lower bound is reached or an exhaustive search proved
+  // no smaller layout exists. Never set on a heuristic guess.
+  bool optimal = false;
   bool symbolic = false;       // some size is symbolic: stack layout fallback
   std::vector<std::string> notes;  // human-readable remarks for the report
 };
+
+// "bound reached", "optimal" (proved above the bound), "symbolic" or
+// "heuristic": the status the plan report shows.
+std::string planStatusName(const AddressPlan& plan);
 
 // Every buffer stacked in creation order with no reuse (the baseline figure).
 IntExpr noReuseBytes(const std::vector<Buffer>& buffers);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "fusion/error.h"
 #include "lower/alloc_reuse/address_planner.h"
@@ -76,10 +77,17 @@ int64_t lowestFreeOffset(const std::vector<Buffer>& buffers, const ConflictGraph
   return offset;
 }
 
+// Addresses of `planned` under `conflicts`. Best: the default planner with
+// the stack allocator's plan of the same buffers as a baseline, and in
+// Precise mode also the plan under Conservative conflicts on the same kernel
+// (valid here: Precise only removes conflicts), so Precise never needs more
+// bytes than Conservative, nor Conservative more than Stack. `optimal` is
+// left to the caller, which knows the true lower bound.
 AddressPlan assignAddresses(const std::vector<Buffer>& buffers,
                             const std::vector<const kir::Buffer*>& planned,
                             const ConflictGraph& conflicts, const Liveness& live,
-                            SmemAllocator allocator) {
+                            const kir::Kernel& kernel, SmemHazards hazards,
+                            SmemAllocator allocator, bool& proved) {
   bool symbolic = std::any_of(buffers.begin(), buffers.end(),
                               [](const Buffer& b) { return !b.bytes.isConstant(); });
   std::vector<size_t> main;  // planned by the allocator; the rest are workspaces
@@ -101,9 +109,19 @@ AddressPlan assignAddresses(const std::vector<Buffer>& buffers,
   AddressPlan stack = planStackAddresses(kernel_scope, live.sync_positions, live.end_position);
   AddressPlan sub = stack;
   if (allocator == SmemAllocator::Best) {
+    ConflictGraph main_conflicts = induced(conflicts, main);
     PlannerOptions options;
     options.baseline = &stack;
-    sub = planAddresses(main_buffers, induced(conflicts, main), options);
+    AddressPlan conservative;
+    if (hazards == SmemHazards::Precise && !symbolic) {
+      std::vector<const kir::Buffer*> main_planned;
+      for (size_t i : main) main_planned.push_back(planned[i]);
+      ConflictGraph strict = sharedConflicts(live, kernel, main_planned, SmemHazards::Conservative);
+      conservative = planAddresses(main_buffers, strict, options);
+      conservative.strategy = "conservative " + conservative.strategy;
+      options.baseline = &conservative;
+    }
+    sub = planAddresses(main_buffers, main_conflicts, options);
   }
 
   AddressPlan plan;
@@ -129,11 +147,68 @@ AddressPlan assignAddresses(const std::vector<Buffer>& buffers,
   plan.notes = sub.notes;
   plan.symbolic = sub.symbolic;
   plan.total_bytes = planTotalBytes(buffers, plan.addresses, plan.stacked_on);
-  plan.lower_bound_bytes = lowerBoundBytes(buffers, conflicts);
-  auto total = plan.total_bytes.constant();
-  plan.lower_bound_reached = total && *total <= plan.lower_bound_bytes;
-  plan.optimal = plan.lower_bound_reached || (sub.optimal && !workspaces);
+  // The stack allocator's own claim is about kernel-scope conflicts: no proof here.
+  proved = allocator == SmemAllocator::Best && sub.optimal && !workspaces;
   return plan;
+}
+
+// One choice of which Shared alias decisions to apply, planned.
+struct Candidate {
+  std::vector<AliasDecision> shared_aliases;
+  std::vector<const kir::Buffer*> planned;
+  std::vector<Buffer> buffers;
+  ConflictGraph conflicts;
+  AddressPlan plan;
+  bool proved = false;  // optimal for its own conflicts
+};
+
+void applyAliases(kir::Kernel& kernel, const std::vector<AliasDecision>& decisions);
+
+Candidate planWithAliases(kir::Kernel& kernel, const std::vector<AliasDecision>& local_aliases,
+                          const std::vector<AliasDecision>& shared_aliases, SmemHazards hazards,
+                          SmemAllocator allocator) {
+  std::vector<AliasDecision> all = local_aliases;
+  all.insert(all.end(), shared_aliases.begin(), shared_aliases.end());
+  applyAliases(kernel, all);
+  Candidate c;
+  c.shared_aliases = shared_aliases;
+  Liveness live = computeLiveness(kernel);
+  c.planned = plannedBuffers(live);
+  c.buffers = abstractBuffers(live, c.planned);
+  c.conflicts = sharedConflicts(live, kernel, c.planned, hazards);
+  c.plan = assignAddresses(c.buffers, c.planned, c.conflicts, live, kernel, hazards, allocator,
+                           c.proved);
+  return c;
+}
+
+// The lower bound on the true conflicts: every accessed Shared buffer on its
+// own (no alias stretches a lifetime), under the mode's hazards, where the
+// pairs an alias decision could place at one address do not count as
+// conflicting (an alias may share bytes the conflict rule alone forbids).
+int64_t trueLowerBound(kir::Kernel& kernel, const std::vector<AliasDecision>& local_aliases,
+                       const std::vector<AliasDecision>& shared_candidates, SmemHazards hazards) {
+  applyAliases(kernel, local_aliases);
+  Liveness live = computeLiveness(kernel);
+  std::vector<const kir::Buffer*> planned = plannedBuffers(live);
+  std::vector<Buffer> buffers = abstractBuffers(live, planned);
+  ConflictGraph conflicts = sharedConflicts(live, kernel, planned, hazards);
+  ConflictGraph relaxed(planned.size());
+  auto index = [&](const kir::Buffer* b) {
+    auto it = std::find(planned.begin(), planned.end(), b);
+    return it == planned.end() ? planned.size() : static_cast<size_t>(it - planned.begin());
+  };
+  std::vector<std::pair<size_t, size_t>> skip;
+  for (const AliasDecision& d : shared_candidates) skip.push_back({index(d.base), index(d.alias)});
+  for (size_t i = 0; i < planned.size(); ++i) {
+    for (size_t j : conflicts.neighbors(i)) {
+      if (j <= i) continue;
+      bool alias_pair = std::any_of(skip.begin(), skip.end(), [&](const auto& pr) {
+        return (pr.first == i && pr.second == j) || (pr.first == j && pr.second == i);
+      });
+      if (!alias_pair) relaxed.addConflict(i, j);
+    }
+  }
+  return lowerBoundBytes(buffers, relaxed);
 }
 
 IntExpr tensorBytes(const std::vector<Buffer>& buffers,
@@ -163,6 +238,17 @@ kir::Buffer* mutableBuffer(kir::Kernel& kernel, const kir::Buffer* buffer) {
   }
   SMELT_INTERNAL_CHECK(false, "shared-memory plan: unknown buffer ", buffer->name);
   return nullptr;
+}
+
+// Sets alias_of on every Shared and Local buffer of a fusion tensor: the
+// decision's base, or none.
+void applyAliases(kir::Kernel& kernel, const std::vector<AliasDecision>& decisions) {
+  for (auto& b : kernel.buffers) {
+    if (b->tv != nullptr && (b->memory == MemoryType::Shared || b->memory == MemoryType::Local)) {
+      b->alias_of = nullptr;
+    }
+  }
+  for (const AliasDecision& d : decisions) mutableBuffer(kernel, d.alias)->alias_of = d.base;
 }
 
 // The report lists planned buffers, then Shared aliases at their base's
@@ -210,19 +296,104 @@ void planKernelSharedMemory(LoweringContext& ctx) {
   auto result = std::make_shared<SharedMemoryPlan>();
   result->hazards = ctx.options.smem_hazards;
   result->allocator = ctx.options.smem_allocator;
-
-  result->aliases = findAliases(kernel, computeLiveness(kernel), result->hazards);
-  for (const AliasDecision& d : result->aliases) {
-    mutableBuffer(kernel, d.alias)->alias_of = d.base;
+  const int64_t min_alignment = ctx.options.min_shared_alignment;
+  SMELT_CHECK(min_alignment > 0 && isPowerOfTwo(min_alignment),
+              "LowerOptions::min_shared_alignment must be a positive power of two, got ",
+              min_alignment);
+  for (auto& b : kernel.buffers) {
+    if (b->memory == MemoryType::Shared) b->alignment = std::max(b->alignment, min_alignment);
   }
+
+  Liveness before = computeLiveness(kernel);
+  std::vector<AliasDecision> found = findAliases(kernel, before, result->hazards);
+  std::vector<AliasDecision> local_aliases, shared_aliases;
+  for (const AliasDecision& d : found) {
+    (d.alias->memory == MemoryType::Shared ? shared_aliases : local_aliases).push_back(d);
+  }
+  // Alias sets to compare (DESIGN §3.3: an alias is kept only when it costs
+  // no bytes): the mode's own, its in-place ones only, none, and in Precise
+  // mode the ones Conservative mode would take.
+  std::vector<std::vector<AliasDecision>> options = {shared_aliases};
+  if (result->allocator == SmemAllocator::Best && !shared_aliases.empty()) {
+    std::vector<AliasDecision> inner;
+    for (const AliasDecision& d : shared_aliases) {
+      if (d.rule == "inner") inner.push_back(d);
+    }
+    options.push_back(inner);
+    options.push_back({});
+    if (result->hazards == SmemHazards::Precise) {
+      std::vector<AliasDecision> strict;
+      for (const AliasDecision& d : findAliases(kernel, before, SmemHazards::Conservative)) {
+        if (d.alias->memory == MemoryType::Shared) strict.push_back(d);
+      }
+      options.push_back(strict);
+    }
+  }
+  std::vector<AliasDecision> candidates = shared_aliases;  // every pair any option aliases
+  for (const auto& option : options) {
+    for (const AliasDecision& d : option) {
+      bool known = std::any_of(candidates.begin(), candidates.end(), [&](const AliasDecision& c) {
+        return c.alias == d.alias && c.base == d.base;
+      });
+      if (!known) candidates.push_back(d);
+    }
+  }
+  applyAliases(kernel, found);
   result->reuse_barriers = insertReuseBarriers(kernel, result->hazards, result->allocator);
 
+  std::optional<Candidate> best;
+  std::vector<std::string> rejected;
+  for (size_t k = 0; k < options.size(); ++k) {
+    bool seen = false;
+    for (size_t j = 0; j < k; ++j) {
+      seen = seen || (options[j].size() == options[k].size() &&
+                      std::equal(options[j].begin(), options[j].end(), options[k].begin(),
+                                 [](const AliasDecision& a, const AliasDecision& b) {
+                                   return a.alias == b.alias && a.base == b.base;
+                                 }));
+    }
+    if (seen) continue;
+    Candidate c = planWithAliases(kernel, local_aliases, options[k], result->hazards,
+                                  result->allocator);
+    auto total = c.plan.total_bytes.constant();
+    if (!best) {
+      best = std::move(c);
+      if (!total) break;  // symbolic: no comparison
+      continue;
+    }
+    auto best_total = best->plan.total_bytes.constant();
+    if (total && *total < *best_total) {
+      rejected.push_back(std::to_string(best->shared_aliases.size()) + " alias(es): " +
+                         std::to_string(*best_total) + " B");
+      best = std::move(c);
+    } else if (total) {
+      rejected.push_back(std::to_string(c.shared_aliases.size()) + " alias(es): " +
+                         std::to_string(*total) + " B");
+    }
+  }
+  const int64_t bound = trueLowerBound(kernel, local_aliases, candidates, result->hazards);
+  std::vector<AliasDecision> chosen = local_aliases;
+  chosen.insert(chosen.end(), best->shared_aliases.begin(), best->shared_aliases.end());
+  applyAliases(kernel, chosen);
+  result->aliases = chosen;
   Liveness live = computeLiveness(kernel);
-  result->planned = plannedBuffers(live);
-  result->buffers = abstractBuffers(live, result->planned);
-  result->conflicts = sharedConflicts(live, kernel, result->planned, result->hazards);
-  result->plan =
-      assignAddresses(result->buffers, result->planned, result->conflicts, live, result->allocator);
+  result->planned = std::move(best->planned);
+  result->buffers = std::move(best->buffers);
+  result->conflicts = std::move(best->conflicts);
+  result->plan = std::move(best->plan);
+  AddressPlan& plan = result->plan;
+  if (!rejected.empty()) {
+    std::string note = "alias sets compared: kept " + std::to_string(best->shared_aliases.size()) +
+                       " Shared alias(es); others:";
+    for (const std::string& r : rejected) note += " " + r + ";";
+    plan.notes.push_back(note);
+  }
+  plan.lower_bound_bytes = bound;
+  auto total = plan.total_bytes.constant();
+  plan.lower_bound_reached = total && *total <= bound;
+  // Proved only on the true conflicts: reaching the bound, or an exhaustive
+  // search on conflicts no alias choice could change.
+  plan.optimal = plan.lower_bound_reached || (best->proved && candidates.empty());
   result->tensor_bytes = tensorBytes(result->buffers, result->planned, result->plan);
 
   for (size_t i = 0; i < result->planned.size(); ++i) {
@@ -257,6 +428,8 @@ void verifyKernelSharedMemory(const kir::Kernel& kernel, SmemHazards hazards,
     plan.addresses.push_back(*b->address);
   }
   plan.stacked_on.assign(planned.size(), AddressPlan::kNotStacked);
+  plan.strategy = "addresses in the kernel";
+  if (kernel.smem_plan != nullptr) plan.strategy = kernel.smem_plan->plan.strategy;
   if (kernel.smem_plan != nullptr && kernel.smem_plan->planned == planned) {
     plan.stacked_on = kernel.smem_plan->plan.stacked_on;
   }

@@ -19,8 +19,10 @@ std::string interval(const Buffer& b) {
 }
 
 std::string planStatus(const AddressPlan& plan) {
-  if (plan.optimal) return plan.lower_bound_reached ? "optimal: lower bound reached" : "optimal";
-  return plan.symbolic ? "symbolic layout" : "heuristic";
+  const std::string status = planStatusName(plan);
+  if (status == "bound reached") return "optimal: lower bound reached";
+  if (status == "optimal") return "optimal: proved by exhaustive search";
+  return status == "symbolic" ? "symbolic layout" : "heuristic";
 }
 
 // Left-aligned columns separated by two spaces.
@@ -178,6 +180,7 @@ std::string planReportJson(const std::vector<Buffer>& buffers, const AddressPlan
      << ",\n  \"no_reuse_bytes\": " << jsonValue(plan.no_reuse_bytes)
      << ",\n  \"lower_bound_reached\": " << (plan.lower_bound_reached ? "true" : "false")
      << ",\n  \"optimal\": " << (plan.optimal ? "true" : "false")
+     << ",\n  \"status\": " << jsonQuote(planStatusName(plan))
      << ",\n  \"symbolic\": " << (plan.symbolic ? "true" : "false") << ",\n  \"barriers\": [";
   for (size_t k = 0; k < context.barrier_positions.size(); ++k) {
     os << (k ? ", " : "") << context.barrier_positions[k];

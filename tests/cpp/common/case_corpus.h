@@ -25,9 +25,12 @@ struct CaseKernel {
   std::function<std::unique_ptr<kir_testing::TestKernel>()> build_kernel;
 
   testing::PlannedKernel plan(SmemHazards hazards,
-                              SmemAllocator allocator = SmemAllocator::Best) const {
-    return build_fusion ? testing::lowerWith(build_fusion, hazards, allocator)
-                        : testing::planHandBuilt(build_kernel(), hazards, allocator);
+                              SmemAllocator allocator = SmemAllocator::Best,
+                              int64_t min_alignment = 16) const {
+    const int64_t limit = DeviceLimits::sm90().max_shared_memory_per_block;
+    return build_fusion
+               ? testing::lowerWith(build_fusion, hazards, allocator, limit, min_alignment)
+               : testing::planHandBuilt(build_kernel(), hazards, allocator, limit, min_alignment);
   }
 };
 

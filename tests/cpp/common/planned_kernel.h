@@ -60,8 +60,10 @@ struct PlannedKernel {
   const kir::Buffer* aliasOf(const TensorView* tv) const { return buffer(tv)->alias_of; }
 };
 
-inline LowerOptions planOptions(SmemHazards hazards, SmemAllocator allocator, int64_t limit) {
+inline LowerOptions planOptions(SmemHazards hazards, SmemAllocator allocator, int64_t limit,
+                                int64_t min_alignment = 16) {
   LowerOptions options;
+  options.min_shared_alignment = min_alignment;
   options.smem_hazards = hazards;
   options.smem_allocator = allocator;
   options.max_shared_memory_bytes = limit;
@@ -72,13 +74,14 @@ inline LowerOptions planOptions(SmemHazards hazards, SmemAllocator allocator, in
 // fusion and may keep pointers to its tensors for the caller's checks).
 inline PlannedKernel lowerWith(const std::function<void()>& build, SmemHazards hazards,
                                SmemAllocator allocator = SmemAllocator::Best,
-                               int64_t limit = DeviceLimits::sm90().max_shared_memory_per_block) {
+                               int64_t limit = DeviceLimits::sm90().max_shared_memory_per_block,
+                               int64_t min_alignment = 16) {
   PlannedKernel result;
   result.fusion = std::make_unique<Fusion>();
   FusionGuard guard(result.fusion.get());
   build();
   result.lower = std::make_unique<GpuLower>(result.fusion.get(),
-                                            planOptions(hazards, allocator, limit));
+                                            planOptions(hazards, allocator, limit, min_alignment));
   result.kernel = const_cast<kir::Kernel*>(&result.lower->run());
   return result;
 }
@@ -88,10 +91,11 @@ inline PlannedKernel lowerWith(const std::function<void()>& build, SmemHazards h
 inline PlannedKernel planHandBuilt(std::unique_ptr<kir_testing::TestKernel> built,
                                    SmemHazards hazards,
                                    SmemAllocator allocator = SmemAllocator::Best,
-                                   int64_t limit = DeviceLimits::sm90().max_shared_memory_per_block) {
+                                   int64_t limit = DeviceLimits::sm90().max_shared_memory_per_block,
+                                   int64_t min_alignment = 16) {
   LoweringContext ctx;
   ctx.fusion = built->fusion.get();
-  ctx.options = planOptions(hazards, allocator, limit);
+  ctx.options = planOptions(hazards, allocator, limit, min_alignment);
   ctx.kernel = std::move(built->kernel);
   FusionGuard guard(ctx.fusion);
   assignSharedAddresses(ctx);

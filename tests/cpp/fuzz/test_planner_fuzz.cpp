@@ -16,7 +16,12 @@
 //   * with a device limit below the plan's constant total the verifier
 //     throws a smelt::Error naming the total;
 //   * malformed input (bad alignment, backwards lifetimes, negative sizes,
-//     barriers past the end) is a smelt::Error naming it.
+//     barriers past the end) is a smelt::Error naming it;
+//   * monotone: with constant sizes, planned bytes under Precise conflicts
+//     (interval overlap) <= under Conservative ones (barriers) <= the stack
+//     allocator, the planner chained as the kernel planner chains it; also on
+//     kernel-like sets (benchmarks/kernel_like_sets.h), where Precise plans
+//     must also verify and respect the bound.
 // SMELT_FUZZ_ITERS (default 1500 sets) and SMELT_FUZZ_SEED run it longer.
 #include <gtest/gtest.h>
 
@@ -28,6 +33,7 @@
 #include <random>
 
 #include "alloc_reuse/plan_test_util.h"
+#include "kernel_like_sets.h"
 #include "common/expect_error.h"
 #include "lower/alloc_reuse/address_planner.h"
 #include "lower/alloc_reuse/stack_allocator.h"
@@ -142,11 +148,39 @@ int64_t liveBytesBound(const BufferSet& set, const std::map<std::string, int64_t
   return ::testing::AssertionSuccess();
 }
 
+// Plans the set under Conservative conflicts (the stack plan as baseline)
+// and under Precise ones (the Conservative plan as baseline), checks both and
+// the chain precise <= conservative <= stack.
+void checkMonotone(const std::vector<Buffer>& buffers, const std::vector<int64_t>& barriers,
+                   const AddressPlan& stack, int64_t* precise_total = nullptr,
+                   int64_t* conservative_total = nullptr) {
+  const ConflictGraph strict = conflictsFromBarriers(buffers, barriers);
+  const ConflictGraph relaxed = conflictsFromIntervals(buffers);
+  PlannerOptions options;
+  options.search_time_limit_ms = 5;
+  options.baseline = &stack;
+  const AddressPlan conservative = planAddresses(buffers, strict, options);
+  options.baseline = &conservative;
+  const AddressPlan precise = planAddresses(buffers, relaxed, options);
+  ASSERT_NO_THROW(verifyPlan(buffers, strict, conservative, kUnlimited));
+  ASSERT_NO_THROW(verifyPlan(buffers, relaxed, precise, kUnlimited));
+  const int64_t p = *precise.total_bytes.constant();
+  const int64_t c = *conservative.total_bytes.constant();
+  ASSERT_LE(p, c);
+  ASSERT_LE(c, *stack.total_bytes.constant());
+  ASSERT_GE(p, precise.lower_bound_bytes);
+  ASSERT_GE(c, conservative.lower_bound_bytes);
+  ASSERT_LE(precise.lower_bound_bytes, conservative.lower_bound_bytes);
+  ASSERT_EQ(precise.lower_bound_reached, p == precise.lower_bound_bytes);
+  if (precise_total != nullptr) *precise_total = p;
+  if (conservative_total != nullptr) *conservative_total = c;
+}
+
 TEST(PlannerFuzz, EveryPlanVerifiesAndRespectsTheBound) {
   const int64_t iterations = envInt("SMELT_FUZZ_ITERS", 1500);
   const uint64_t seed = static_cast<uint64_t>(envInt("SMELT_FUZZ_SEED", 1));
   SetGenerator generator(seed);
-  int64_t symbolic_sets = 0, over_limit_checks = 0;
+  int64_t symbolic_sets = 0, over_limit_checks = 0, monotone_sets = 0;
   const auto start = std::chrono::steady_clock::now();
   for (int64_t iteration = 0; iteration < iterations; ++iteration) {
     const BufferSet set = generator.next();
@@ -172,10 +206,35 @@ TEST(PlannerFuzz, EveryPlanVerifiesAndRespectsTheBound) {
         EXPECT_SMELT_ERROR(verifyPlan(set.buffers, conflicts, *plan, *total - 1), "total");
       }
     }
+    if (!set.symbolic) {
+      ASSERT_NO_FATAL_FAILURE(checkMonotone(set.buffers, set.barriers, stack));
+      ++monotone_sets;
+    }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "planner fuzz: " << iterations << " buffer sets from seed " << seed << " (" << symbolic_sets
-            << " symbolic) in " << seconds << " s; " << over_limit_checks << " over-limit plans rejected\n";
+            << " symbolic) in " << seconds << " s; " << over_limit_checks << " over-limit plans rejected; "
+            << monotone_sets << " sets checked precise <= conservative <= stack\n";
+}
+
+TEST(PlannerFuzz, KernelLikeSetsAreMonotoneAcrossModes) {
+  const int64_t iterations = envInt("SMELT_FUZZ_ITERS", 1500) / 5;
+  std::mt19937_64 rng(static_cast<uint64_t>(envInt("SMELT_FUZZ_SEED", 1)) + 17);
+  int64_t sets = 0, precise_below = 0;
+  for (int64_t k = 0; k < iterations; ++k) {
+    const size_t n = std::uniform_int_distribution<size_t>(5, 40)(rng);
+    const bool phased = k % 2 == 0;
+    const bool aligned = k % 4 < 2;
+    const bench::KernelLikeSet set = bench::kernelLikeSet(rng, n, phased, aligned);
+    SCOPED_TRACE("kernel-like set " + std::to_string(k));
+    const AddressPlan stack = planStackAddresses(set.buffers, set.barriers, set.end);
+    int64_t precise = 0, conservative = 0;
+    ASSERT_NO_FATAL_FAILURE(checkMonotone(set.buffers, set.barriers, stack, &precise, &conservative));
+    precise_below += precise < conservative;
+    ++sets;
+  }
+  std::cout << "kernel-like sets: " << sets << " checked precise <= conservative <= stack ("
+            << precise_below << " with precise strictly below conservative)\n";
 }
 
 // Malformed sets are rejected by name, never planned.
