@@ -373,19 +373,6 @@ bool indexesRegisterArray(const kir::ForLoop& loop) {
   return found;
 }
 
-// Which threads store a block reduction's result: its predicate and its
-// write predicate (terms in both once).
-kir::Predicate storePredicate(const kir::BlockReduce& r) {
-  kir::Predicate stores = r.predicate;
-  for (const auto& term : r.write_predicate.terms) {
-    const bool present = std::any_of(stores.terms.begin(), stores.terms.end(), [&](const auto& t) {
-      return t.kind == term.kind && t.lhs.sameAs(term.lhs) && t.rhs.sameAs(term.rhs);
-    });
-    if (!present) stores.terms.push_back(term);
-  }
-  return stores;
-}
-
 std::string predicateText(const kir::Predicate& predicate) {
   if (predicate.alwaysTrue()) return "true";
   std::string text;
@@ -888,14 +875,14 @@ class Emitter {
     const std::string workspace_arg = ws ? ws->name : "static_cast<" + cudaType(wt) + "*>(nullptr)";
     const std::string reduced =
         convert(call + value + ", " + workspace_arg + ", " + op + ")", wt, r.out.buffer->dtype);
-    const kir::Predicate stores = storePredicate(r);
+    const kir::Predicate& stores = r.write_predicate;
     if (stores.alwaysTrue()) {
       line(element(r.out) + " = " + reduced + ";");
       return;
     }
     // Every thread takes part (the reduction synchronizes the block); only
-    // those passing the predicate store, as their output index is in bounds,
-    // and of those one per element of a Shared or Global output.
+    // those passing the write predicate store, as their output index is in
+    // bounds, and of those one per element of a Shared or Global output.
     open("{");
     line("const auto reduced = " + reduced + ";");
     line("if (" + predicateText(stores) + ") " + element(r.out) + " = reduced;");

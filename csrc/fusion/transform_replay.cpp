@@ -292,16 +292,30 @@ void propagateSchedule(TensorView* reference) {
   };
   std::unordered_set<const TensorView*> visited{reference};
   std::vector<Edge> frontier;
+  // The mapped axes whose loop structure the replay carries over: a plain
+  // broadcast axis of `from` mapped onto an iterating axis of `to` carries
+  // none (its splits, made for extent 1, cut the iterating extent into
+  // loops no other tensor has: where(x > max(x), ...) reached from the
+  // broadcast max rather than from its sibling x).
+  auto informative = [](const IdMap& map) {
+    size_t n = 0;
+    for (const auto& [from_axis, to_axis] : map) {
+      const bool from_plain = from_axis->isBroadcast() && !from_axis->hasExpandedExtent();
+      const bool to_plain = to_axis->isBroadcast() && !to_axis->hasExpandedExtent();
+      if (!from_plain || to_plain) ++n;
+    }
+    return n;
+  };
   auto addEdges = [&](TensorView* from) {
     if (Expr* def = from->definition()) {
       for (TensorView* producer : def->tensorInputs()) {
         IdMap map = invert(pairwiseLogicalMap(producer, from));
-        frontier.push_back({map.size(), from, producer, std::move(map)});
+        frontier.push_back({informative(map), from, producer, std::move(map)});
       }
     }
     for (TensorView* consumer : fusion->consumersOf(from)) {
       IdMap map = pairwiseLogicalMap(from, consumer);
-      frontier.push_back({map.size(), from, consumer, std::move(map)});
+      frontier.push_back({informative(map), from, consumer, std::move(map)});
     }
   };
   addEdges(reference);

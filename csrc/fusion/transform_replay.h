@@ -58,9 +58,11 @@ std::vector<const IdTransform*> viewTransforms(const TensorView* tv);
 
 // Replays `reference`'s schedule onto every tensor connected to it (producers
 // and consumers, transitively), copying parallel types. Each tensor is reached
-// along the path that keeps the most mapped axes (a maximum spanning tree), so
-// a reduction's input is scheduled from a sibling rather than through the
-// broadcast that drops the reduced axis. The helper a scheduler calls after
+// along the path that keeps the most mapped axes (a maximum spanning tree;
+// a broadcast axis mapped onto an iterating one does not count), so a
+// reduction's input is scheduled from a sibling rather than through the
+// broadcast that drops the reduced axis, and an operand of a broadcast
+// reduction result from its other operands. The helper a scheduler calls after
 // scheduling one reference tensor.
 void propagateSchedule(TensorView* reference);
 

@@ -178,13 +178,16 @@ class BlockReduce : public Stmt {
   Access out;
   Access in;
   std::vector<ParallelType> thread_axes;
-  // Threads failing it contribute the init value and do not write `out`;
-  // every thread still takes part in the (synchronizing) reduction.
+  // Threads failing it contribute the init value; every thread still takes
+  // part in the (synchronizing) reduction.
   Predicate predicate;
-  // Further, which threads write the result to `out`: those within the
-  // output's extents and, when `out` is Shared or Global, one per element
-  // (index 0 along the reduced thread axes and along launch dimensions the
-  // output does not bind), so no element is written out of bounds or twice.
+  // Which threads write the result to `out` (independently of `predicate`:
+  // a thread that contributed nothing, e.g. past the extent of a size-1
+  // reduced axis bound to a wider thread dimension, still holds the result):
+  // those within the output's extents and, when `out` is Shared or Global,
+  // one per element (index 0 along the reduced thread axes and along launch
+  // dimensions the output does not bind), so no element is written out of
+  // bounds or twice.
   Predicate write_predicate;
   // Shared scratch of one element per thread of the block. Scratch buffers
   // have no Allocate statement: they are not planned with the tensors but

@@ -184,6 +184,23 @@ class Predicator {
   kir::Predicate writePredicateFor(const kir::BlockReduce& reduce) {
     const TensorView* out = reduce.expr->output();
     kir::Predicate pred = predicateFor(out, /*with_reduction_axes=*/false, /*single_writer=*/true);
+    // The reduction leaves its result on every thread of the block: along a
+    // reduced thread dimension, threads past the reduced axis' extent (a
+    // size-1 reduced axis in a block that other tensors make wider) did not
+    // contribute but hold the result too; a Local result must exist in each
+    // thread that reads it. The guard on the reduced axis belongs to the
+    // contribution predicate only.
+    pred.terms.erase(std::remove_if(pred.terms.begin(), pred.terms.end(),
+                                    [&](const Term& term) {
+                                      return term.kind == Term::Kind::LessThan &&
+                                             std::any_of(reduce.thread_axes.begin(),
+                                                         reduce.thread_axes.end(),
+                                                         [&](ParallelType pt) {
+                                                           return term.lhs.sameAs(IntExpr::symbol(
+                                                               parallelIndexSymbol(pt)));
+                                                         });
+                                    }),
+                     pred.terms.end());
     if (out->memoryType() == MemoryType::Local) return pred;
     for (const Dim& dim : kDims) {
       const bool reduced = std::find(reduce.thread_axes.begin(), reduce.thread_axes.end(), dim.pt) !=

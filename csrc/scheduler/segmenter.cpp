@@ -64,18 +64,32 @@ class Segmenter {
     std::vector<int> all(exprs_.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
     SegmentedFusion result;
+    // A matmul the matmul scheduler takes (tensor cores where it can) stays
+    // in a segment of that scheduler: another scheduler taking it together
+    // with more (an epilogue the matmul scheduler declines, a second output)
+    // would run it as a plain reduction.
+    const std::vector<std::vector<int>> cores = matmulCores();
     if (std::optional<Segment> whole = trySegment(all)) {
-      appendSegments(std::move(*whole), all, result);
-      return result;
+      if (cores.empty() || whole->scheduler == SchedulerType::Matmul) {
+        appendSegments(std::move(*whole), all, result);
+        return result;
+      }
     }
-    group_of_.resize(exprs_.size());
+    group_of_.assign(exprs_.size(), -1);
+    for (const std::vector<int>& core : cores) {
+      for (int e : core) group_of_[e] = static_cast<int>(groups_.size());
+      groups_.push_back(core);
+      group_scheduler_.push_back(SchedulerType::Matmul);
+    }
     for (size_t i = 0; i < exprs_.size(); ++i) {
-      group_of_[i] = static_cast<int>(i);
+      if (group_of_[i] >= 0) continue;
+      group_of_[i] = static_cast<int>(groups_.size());
       groups_.push_back({static_cast<int>(i)});
       std::vector<std::string> reasons;
-      SMELT_CHECK(trySegment(groups_.back(), &reasons).has_value(),
-                  "cannot segment the fusion: no scheduler takes ", exprs_[i]->toString(),
-                  " on its own:", joined(reasons));
+      std::optional<Segment> alone = trySegment(groups_.back(), &reasons);
+      SMELT_CHECK(alone.has_value(), "cannot segment the fusion: no scheduler takes ",
+                  exprs_[i]->toString(), " on its own:", joined(reasons));
+      group_scheduler_.push_back(alone->scheduler);
     }
     while (mergeBestEdge()) {
     }
@@ -121,13 +135,62 @@ class Segmenter {
       candidate.insert(candidate.end(), groups_[edge.consumer].begin(),
                        groups_[edge.consumer].end());
       std::sort(candidate.begin(), candidate.end());
-      if (!trySegment(candidate)) continue;
+      std::optional<Segment> merged = trySegment(candidate);
+      if (!merged) continue;
+      const bool has_matmul = group_scheduler_[edge.producer] == SchedulerType::Matmul ||
+                              group_scheduler_[edge.consumer] == SchedulerType::Matmul;
+      if (has_matmul && merged->scheduler != SchedulerType::Matmul) continue;
       for (int x : groups_[edge.producer]) group_of_[x] = edge.consumer;
       groups_[edge.consumer] = candidate;
       groups_[edge.producer].clear();
+      group_scheduler_[edge.consumer] = merged->scheduler;
       return true;
     }
     return false;
+  }
+
+  // The expressions of each matmul that the matmul scheduler takes as a
+  // segment of its own (sorted; disjoint): the sum over K, the product of
+  // broadcast operands and the broadcasts, with the cast before each
+  // broadcast where the scheduler takes that too (its operands are then the
+  // uncast tensors).
+  std::vector<std::vector<int>> matmulCores() {
+    std::vector<std::vector<int>> cores;
+    std::set<int> taken;
+    auto producerOf = [&](const Val* v, ExprType type) -> int {
+      auto p = producer_.find(v);
+      return p != producer_.end() && exprs_[p->second]->type() == type ? p->second : -1;
+    };
+    for (size_t i = 0; i < exprs_.size(); ++i) {
+      if (exprs_[i]->type() != ExprType::Reduction) continue;
+      const int product = producerOf(exprs_[i]->input(0), ExprType::Binary);
+      if (product < 0 || exprs_[product]->inputs().size() != 2) continue;
+      std::vector<int> core{static_cast<int>(i), product};
+      std::vector<int> casts;
+      for (const Val* operand : exprs_[product]->inputs()) {
+        const int broadcast = producerOf(operand, ExprType::Broadcast);
+        if (broadcast < 0) break;
+        core.push_back(broadcast);
+        const int cast = producerOf(exprs_[broadcast]->input(0), ExprType::Unary);
+        if (cast >= 0) casts.push_back(cast);
+      }
+      if (core.size() != 4) continue;
+      std::vector<int> with_casts = core;
+      with_casts.insert(with_casts.end(), casts.begin(), casts.end());
+      for (std::vector<int>* candidate : {&with_casts, &core}) {
+        std::sort(candidate->begin(), candidate->end());
+        if (std::any_of(candidate->begin(), candidate->end(), [&](int e) { return taken.count(e); })) {
+          continue;
+        }
+        std::optional<Segment> segment = trySegment(*candidate);
+        if (segment && segment->scheduler == SchedulerType::Matmul) {
+          taken.insert(candidate->begin(), candidate->end());
+          cores.push_back(*candidate);
+          break;
+        }
+      }
+    }
+    return cores;
   }
 
   // Bytes of the tensors `producer` computes that only `consumer` (and
@@ -425,6 +488,7 @@ class Segmenter {
   std::vector<Expr*> exprs_;
   std::unordered_map<const Val*, int> producer_;
   std::vector<std::vector<int>> groups_;
+  std::vector<SchedulerType> group_scheduler_;  // the scheduler taking each group
   std::vector<int> group_of_;
 };
 

@@ -553,13 +553,21 @@ class FusionDefinition:
                                            msg=lambda m, i=i: f"output {i}: {m}")
         return outputs
 
-    def from_pytorch(self, tensor: torch.Tensor, static_sizes: bool = False) -> Tensor:
+    def from_pytorch(self, tensor: torch.Tensor, static_sizes: bool = False, *,
+                     in_memory_order: bool = True) -> Tensor:
         """An input tensor shaped like `tensor` (symbolic extents unless
         static_sizes; size-1 dimensions broadcast), with its dtype and
-        contiguity."""
+        contiguity. A dense tensor in another memory order (channels-last, a
+        transposed view) is read in that order (the fusion input, permuted
+        back inside the fusion); in_memory_order=False reads it in logical
+        order through its strides instead, as the matmul scheduler wants its
+        operands (fusion inputs, in any layout)."""
         if not isinstance(tensor, torch.Tensor):
             raise SmeltError(f"from_pytorch: expected a torch.Tensor, got {type(tensor).__name__}")
-        return self._define_input(_from_example(tensor, static_sizes), tensor.dtype)
+        layout = _from_example(tensor, static_sizes)
+        if not in_memory_order and layout.physical is not None:
+            layout = InputLayout(layout.shape, tuple(_contiguity(tensor)), None)
+        return self._define_input(layout, tensor.dtype)
 
     def add_output(self, tensor: Tensor, stride_order: Optional[Sequence[int]] = None) -> None:
         """Marks `tensor` as an output. stride_order (nvFuser's form): the

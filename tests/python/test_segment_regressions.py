@@ -127,6 +127,41 @@ def test_flattened_broadcast_sum(symbolic):
     assert_same(fd.execute([x, y]), [(x[:, None] + y).reshape(-1, 3)])
 
 
+# ---- the torch fuzzer's reduce-size1-then-broadcast and local-bidx-after-split ----
+# A sum over a size-1 (broadcast) dimension, broadcast back to a wider
+# extent: the block reduction kept its result on thread 0 (NaN past row 0).
+# A where() against a broadcast max, reshaped: the pointwise segment's
+# comparison was scheduled from the broadcast and did not lower (run-time
+# fallback to torch).
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_sum_over_a_size1_dimension_broadcast_to_a_wider_extent(dim):
+    narrow = [1, 4] if dim == 0 else [4, 1]
+    wide = [3, 4] if dim == 0 else [4, 3]
+    x0, x1 = randn(*wide), randn(*narrow, seed=1)
+    fd = FusionDefinition()
+    with fd:
+        a = fd.define_tensor(wide, [True, True], DataType.Float)
+        b = fd.define_tensor(narrow, [None if s == 1 else True for s in narrow], DataType.Float)
+        v1 = fd.ops.truediv(b, fd.ops.sum(b, dim, keepdim=True))
+        fd.add_output(fd.ops.add(v1, a))
+    assert_same(fd.execute([x0, x1]), [x1 / x1.sum(dim, keepdim=True) + x0])
+    assert "persistent" in fd.last_run_report(), fd.last_run_report()
+
+
+def test_where_against_a_broadcast_max_then_reshaped():
+    x0, x1 = randn(6), randn(6, seed=1)
+    fd = FusionDefinition()
+    with fd:
+        a = fd.define_tensor([6], [True], DataType.Float)
+        b = fd.define_tensor([6], [True], DataType.Float)
+        v1 = fd.ops.max(a, 0, keepdim=True)
+        v2 = fd.ops.where(fd.ops.gt(b, v1), v1, b)
+        fd.add_output(fd.ops.truediv(v1, fd.ops.reshape(v2, [3, 2])))
+    v1 = x0.amax(0, keepdim=True)
+    assert_same(fd.execute([x0, x1]), [v1 / torch.where(x1 > v1, v1, x1).reshape(3, 2)])
+
+
 # ---- the model patterns under torch.compile: no partition falls back ----
 
 class CausalAttentionProbs(torch.nn.Module):

@@ -112,6 +112,10 @@ FIXED = {
     "expand-then-merge": "the pointwise scheduler declines partly merged tensors",
     "expanded-input-independent-output": "RuntimeInfo: expanded broadcast inputs have their size",
     "registers-after-accept": "schedulers bind a third dimension run to BIDz",
+    "reduce-size1-then-broadcast": "block reductions store on every thread the write predicate "
+                                   "allows, contributors or not (predicates.cpp)",
+    "local-bidx-after-split": "propagateSchedule: a broadcast axis mapped onto an iterating one "
+                              "carries no loop structure",
 }
 
 

@@ -750,7 +750,7 @@ class BlockRunner {
       store(in.out, t, pc, deposited(in, pc, t, linear(lo[0], lo[1], lo[2])));
       return;
     }
-    if (!holds(in.pred, s) || !holds(in.write_pred, s)) return;
+    if (!holds(in.write_pred, s)) return;
     double acc = in.init;
     for (int64_t z = lo[2]; z < hi[2]; ++z) {
       for (int64_t y = lo[1]; y < hi[1]; ++y) {

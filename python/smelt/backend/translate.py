@@ -54,8 +54,24 @@ def define_input(fd: FusionDefinition, node: torch.fx.Node) -> Tensor:
         if contiguity is None:
             raise Unsupported(f"input {node.name} has symbolic sizes and is not contiguous")
         return fd.define_tensor(shape, contiguity, to_data_type(val.dtype))
-    # Read in its memory order (channels-last, a transposed view: dense).
-    return fd.from_pytorch(val, static_sizes=True)
+    # Read in its memory order (channels-last, a transposed view: dense),
+    # except a matmul operand (nn.Linear's weight.t(), left to torch as a
+    # view): the matmul scheduler loads operands from fusion inputs in any
+    # layout, tensor cores included, and a permute inside the fusion would
+    # make it a computed operand (the reduction scheduler, no tensor cores).
+    return fd.from_pytorch(val, static_sizes=True, in_memory_order=not _feeds_matmul(node))
+
+
+def _feeds_matmul(node: torch.fx.Node) -> bool:
+    """Whether `node` is a matmul operand, directly or through dtype casts
+    (the operand chain the matmul scheduler takes)."""
+    for user in node.users:
+        if user.target == aten.mm.default:
+            return True
+        if user.target in (aten._to_copy.default, prims.convert_element_type.default) and \
+                _feeds_matmul(user):
+            return True
+    return False
 
 
 class Translation:

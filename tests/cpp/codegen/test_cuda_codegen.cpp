@@ -95,25 +95,35 @@ TEST(CudaCodegen, BlockReduceThroughWorkspace) {
 // A thread failing the reduction's predicate (here: a row beyond the last)
 // still takes part in the block reduction, which synchronizes the block, but
 // must not store: its output index may be out of bounds.
-TEST(CudaCodegen, PredicatedBlockReduceStoresOnlyWhereThePredicateHolds) {
-  auto t = reductionKernel();
-  // The kernel is blockIdx.x { threadIdx.x { ..., BlockReduce, ... } }.
-  auto* row = static_cast<kir::ForLoop*>(t->kernel.body.back().get());
-  auto* thread = static_cast<kir::ForLoop*>(row->body.back().get());
-  int reductions = 0;
-  for (auto& s : thread->body) {
-    if (auto* reduce = dynamic_cast<kir::BlockReduce*>(s.get())) {
-      reduce->predicate.terms = {lt(sym("i0"), sym("T0.size[0]"))};
-      ++reductions;
+TEST(CudaCodegen, PredicatedBlockReduceStoresOnlyWhereTheWritePredicateHolds) {
+  // The predicate says which threads contribute, the write predicate which
+  // store: a thread that contributed nothing (past a size-1 reduced axis'
+  // extent) still holds the result of the allreduce.
+  for (bool guarded_store : {true, false}) {
+    auto t = reductionKernel();
+    // The kernel is blockIdx.x { threadIdx.x { ..., BlockReduce, ... } }.
+    auto* row = static_cast<kir::ForLoop*>(t->kernel.body.back().get());
+    auto* thread = static_cast<kir::ForLoop*>(row->body.back().get());
+    int reductions = 0;
+    for (auto& s : thread->body) {
+      if (auto* reduce = dynamic_cast<kir::BlockReduce*>(s.get())) {
+        reduce->predicate.terms = {lt(sym("i0"), sym("T0.size[0]"))};
+        reduce->write_predicate.terms.clear();
+        if (guarded_store) reduce->write_predicate.terms = {lt(sym("i0"), sym("T0.size[0]"))};
+        ++reductions;
+      }
+    }
+    ASSERT_EQ(reductions, 1);
+    const std::string cuda = kernelPart(generateCuda(t->kernel, t->name));
+    const std::string reduced =
+        "smelt::blockReduce<true, false, false>((i0 < T0.size[0] ? T3[0] : 0.0f), T5, smelt::Sum());";
+    if (guarded_store) {
+      EXPECT_NE(cuda.find("const auto reduced = " + reduced), std::string::npos) << cuda;
+      EXPECT_NE(cuda.find("if (i0 < T0.size[0]) T4[0] = reduced;"), std::string::npos) << cuda;
+    } else {
+      EXPECT_NE(cuda.find("T4[0] = " + reduced), std::string::npos) << cuda;
     }
   }
-  ASSERT_EQ(reductions, 1);
-  const std::string cuda = kernelPart(generateCuda(t->kernel, t->name));
-  EXPECT_NE(cuda.find("const auto reduced = smelt::blockReduce<true, false, false>((i0 < "
-                      "T0.size[0] ? T3[0] : 0.0f), T5, smelt::Sum());"),
-            std::string::npos)
-      << cuda;
-  EXPECT_NE(cuda.find("if (i0 < T0.size[0]) T4[0] = reduced;"), std::string::npos) << cuda;
 }
 
 TEST(CudaCodegen, HalfAndBFloat16ComputeInFloat) {

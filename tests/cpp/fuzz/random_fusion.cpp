@@ -83,8 +83,12 @@ class FusionBuilder {
     for (int64_t i = 0; i < inputs; ++i) addInput(*fusion, base_rank);
     const int64_t ops = pick(rng_, 1, limits_.max_ops);
     for (int64_t i = 0; i < ops; ++i) addOp(&FusionBuilder::addRandomOp);
-    // Last, so that its reshape is the output the fusion computes.
-    if (chance(rng_, limits_.normalize_flatten_chance)) addOp(&FusionBuilder::addNormalizeAndFlatten);
+    // Last, so that its reshape (or wide result) is the output the fusion computes.
+    if (chance(rng_, limits_.normalize_flatten_chance)) {
+      addOp(&FusionBuilder::addNormalizeAndFlatten);
+    } else if (chance(rng_, limits_.reduce_broadcast_widen_chance)) {
+      addOp(&FusionBuilder::addReduceBroadcastAndWiden);
+    }
     // The newest tensor is an output, and sometimes another one is too.
     std::vector<TensorView*> outputs = {live_.back().tv};
     if (live_.size() > 2 && chance(rng_, 0.4)) {
@@ -111,7 +115,25 @@ class FusionBuilder {
         DataType::Double, DataType::Half, DataType::Int, DataType::Bool});
     result_.half_precision = result_.half_precision || dtype == DataType::Half;
     const bool symbolic = symbolic_ && chance(rng_, 0.8);
-    if (symbolic) {
+    // Now and then one dimension of a concrete input is a broadcast of
+    // extent 1 (as define_tensor and torch.compile's static sizes make a
+    // size-1 dimension), meeting the other inputs' extents along its axis: a
+    // reduction over it, broadcast back, then meets a wider extent (the
+    // torch fuzzer's reduce-size1-then-broadcast: x1 [1, 4] / x1.sum(0) + x0
+    // [3, 4]). Inputs otherwise all view the base shape, so a size-1
+    // extent there was size 1 in every tensor.
+    if (!symbolic && chance(rng_, limits_.broadcast_input_chance)) {
+      const auto d = static_cast<size_t>(pick(rng_, 0, rank - 1));
+      in.axes[d] = kBroadcast;
+      shape[d] = 1;
+      std::vector<IterDomain*> ids;
+      for (size_t k = 0; k < shape.size(); ++k) {
+        ids.push_back(fusion.newIterDomain(shape[k], k == d ? IterType::Broadcast : IterType::Iteration));
+      }
+      in.tv = fusion.newTensor(dtype, std::move(ids), MemoryType::Global);
+      log_.add(in.tv->name() + " = makeConcreteTensor({" + joined(shape) + "}, " + toString(dtype) +
+               ");  // dimension " + std::to_string(d) + " a broadcast");
+    } else if (symbolic) {
       in.tv = makeContigTensor(rank, dtype);
       log_.add(in.tv->name() + " = makeContigTensor(" + std::to_string(rank) + ", " + toString(dtype) +
                ");");
@@ -303,6 +325,7 @@ class FusionBuilder {
     const size_t d = pickOf(rng_, broadcasts);
     std::vector<int64_t> ids;
     for (const auto& [id, extent] : extent_of_) ids.push_back(id);
+    if (ids.empty()) return;  // every tensor so far broadcasts (a [1] input)
     const int64_t id = pickOf(rng_, ids);
     std::vector<IntExpr> shape(in.axes.size(), IntExpr(-1));
     shape[d] = extentOf(id);
@@ -468,6 +491,51 @@ class FusionBuilder {
     record(std::string(subtract ? "sub" : "mul") + "(" + in.tv->name() + ", " + back.tv->name() + ")",
            combined);
     reshapeAt(combined, d, pick(rng_, 0, 1));
+  }
+
+  // A reduction over a broadcast dimension (extent 1), broadcast back,
+  // combined with its input and then with a tensor wider along that
+  // dimension: x1 * x1.sum(0, keepdim=True) + x0 for x1 [1, 4] and x0
+  // [3, 4] (the torch fuzzer's reduce-size1-then-broadcast: the reduced
+  // axis, of extent 1, is bound to a thread dimension that the wider tensor
+  // makes longer; the block reduction left its result on thread 0 only).
+  void addReduceBroadcastAndWiden() {
+    struct Choice {
+      Live in;
+      size_t d;
+      Live wide;
+    };
+    std::vector<Choice> choices;
+    for (const Live& live : live_) {
+      if (!isFloatingType(live.tv->dtype())) continue;
+      for (size_t d = 0; d < live.axes.size(); ++d) {
+        if (live.axes[d] != kBroadcast) continue;
+        for (const Live& other : live_) {
+          if (other.axes.size() == live.axes.size() && other.axes[d] != kBroadcast &&
+              compatible(live, other) && isFloatingType(other.tv->dtype())) {
+            choices.push_back({live, d, other});
+          }
+        }
+      }
+    }
+    if (choices.empty()) return;
+    const Choice choice = pickOf(rng_, choices);
+    const auto d = static_cast<int64_t>(choice.d);
+    const bool is_sum = chance(rng_, 0.5);
+    std::vector<int64_t> kept = choice.in.axes;
+    kept.erase(kept.begin() + d);
+    const Live reduced{is_sum ? sum(choice.in.tv, {d}) : max(choice.in.tv, {d}), kept};
+    record(std::string(is_sum ? "sum" : "max") + "(" + choice.in.tv->name() + ", {" + std::to_string(d) +
+               "})",
+           reduced);
+    std::vector<bool> is_new(choice.in.axes.size(), false);
+    is_new[choice.d] = true;
+    const Live back{broadcast(reduced.tv, is_new), choice.in.axes};
+    record("broadcast(" + reduced.tv->name() + ", back to " + choice.in.tv->name() + ")", back);
+    const Live combined{mul(choice.in.tv, back.tv), choice.in.axes};
+    record("mul(" + choice.in.tv->name() + ", " + back.tv->name() + ")", combined);
+    const Live wide{add(combined.tv, choice.wide.tv), joinAxes(combined, choice.wide)};
+    record("add(" + combined.tv->name() + ", " + choice.wide.tv->name() + ")", wide);
   }
 
   void addReduction() {
@@ -677,7 +745,9 @@ std::optional<std::vector<std::vector<int64_t>>> otherInputShapes(const RandomFu
   std::vector<bool> fixed(extents.size(), false);
   for (size_t i = 0; i < fusion.input_base_axes.size(); ++i) {
     if (fusion.symbolic_inputs[i]) continue;
-    for (int64_t axis : fusion.input_base_axes[i]) fixed[static_cast<size_t>(axis)] = true;
+    for (int64_t axis : fusion.input_base_axes[i]) {
+      if (axis != kBroadcast) fixed[static_cast<size_t>(axis)] = true;
+    }
   }
   for (size_t d = 0; d < extents.size(); ++d) {
     if (!fixed[d]) extents[d] = pick(rng, 1, 2 * limits.max_extent);
@@ -685,7 +755,7 @@ std::optional<std::vector<std::vector<int64_t>>> otherInputShapes(const RandomFu
   std::vector<std::vector<int64_t>> shapes;
   for (const std::vector<int64_t>& axes : fusion.input_base_axes) {
     std::vector<int64_t> shape;
-    for (int64_t axis : axes) shape.push_back(extents[static_cast<size_t>(axis)]);
+    for (int64_t axis : axes) shape.push_back(axis == kBroadcast ? 1 : extents[static_cast<size_t>(axis)]);
     shapes.push_back(shape);
   }
   if (shapes == fusion.input_shapes) return std::nullopt;

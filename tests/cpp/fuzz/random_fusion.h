@@ -4,7 +4,8 @@
 // regression test.
 //
 // Fusions: 1-3 inputs whose axes are right-aligned views of one random base
-// shape (extents 1-6, so binary operands broadcast against each other); in
+// shape (extents 1-6, so binary operands broadcast against each other;
+// sometimes one dimension of an input is a broadcast of extent 1); in
 // about a third of the fusions most inputs have symbolic extents, bound only
 // by the tensors a case runs on (so splits need not divide them). Then a few
 // ops drawn from the op set: unary math, binary and comparison ops with
@@ -12,7 +13,9 @@
 // reductions, pad, set, and the layout ops permute, transpose, squeeze,
 // unsqueeze, reshape and flatten; in some fusions, last, a reduction
 // broadcast back onto its input whose reduced dimension a reshape or flatten
-// then merges with a neighbour (softmax(x).flatten()). Values stay bounded
+// then merges with a neighbour (softmax(x).flatten()), or a reduction over a
+// broadcast dimension broadcast back and combined with a tensor wider along
+// it (x1 * x1.sum(0, keepdim=True) + x0, x1 [1, 4], x0 [3, 4]). Values stay bounded
 // (no integer division or negative integer powers, which ATen itself
 // rejects) so results compare with ATen at float tolerance.
 //
@@ -60,13 +63,21 @@ struct FuzzLimits {
   // Fusions that end in a reduction broadcast back onto its input and a
   // reshape merging the reduced dimension (addNormalizeAndFlatten).
   double normalize_flatten_chance = 0.2;
+  // Concrete inputs with one dimension a broadcast (extent 1) that the
+  // other inputs have wider.
+  double broadcast_input_chance = 0.25;
+  // Fusions (that do not end in addNormalizeAndFlatten) ending in a
+  // reduction over a broadcast dimension, broadcast back and combined with a
+  // tensor wider along it (addReduceBroadcastAndWiden).
+  double reduce_broadcast_widen_chance = 0.25;
 };
 
 struct RandomFusion {
   bool half_precision = false;  // uses a 16-bit type: results compare at half precision
   std::vector<std::vector<int64_t>> input_shapes;  // the sizes to run it on, per input
-  // Per input, the axes of the base shape it views (right-aligned), and
-  // whether its extents are symbolic: what otherInputShapes may resize.
+  // Per input, the axes of the base shape it views (right-aligned; -1 for a
+  // broadcast dimension, extent 1), and whether its extents are symbolic:
+  // what otherInputShapes may resize.
   std::vector<std::vector<int64_t>> input_base_axes;
   std::vector<bool> symbolic_inputs;
   std::vector<int64_t> base_extents;

@@ -3,6 +3,7 @@
 // race detection against ATen and compiled with NVRTC.
 #include <gtest/gtest.h>
 
+#include "common/example_fusions.h"
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "lower/alloc_reuse/kernel_plan.h"
@@ -212,6 +213,32 @@ TEST(PersistentScheduler, AttentionSoftmaxNumeratorAndDenominatorWithAMaskOverHe
   fusion.addOutput(sum(e, {3}));
   scheduleAndCheck(fusion, {randn({2, 3, 5, 8}), randn({2, 5, 8})}, "attention_softmax_parts");
   EXPECT_EQ(e->axis(0)->parallelType(), ParallelType::BIDz) << e->toString();
+}
+
+// x1 / x1.sum(d, keepdim=True) + x0 with x1 of extent 1 (a broadcast) along
+// d and x0 wider there (the torch fuzzer's reduce-size1-then-broadcast): the
+// reduced axis, of extent 1, is bound to the thread dimension the wider
+// tensors make 3 threads long. The block reduction's result was stored on
+// thread 0 only (its contribution guard, threadIdx < 1, also guarded the
+// store): the other threads read uninitialized registers (NaN past row 0).
+TEST(PersistentScheduler, SizeOneReducedDimensionBroadcastToAWiderExtent) {
+  for (int64_t d : {0, 1}) {
+    SCOPED_TRACE(d);
+    const std::vector<int64_t> narrow = d == 0 ? std::vector<int64_t>{1, 4} : std::vector<int64_t>{4, 1};
+    const std::vector<int64_t> wide = d == 0 ? std::vector<int64_t>{3, 4} : std::vector<int64_t>{4, 3};
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x0 = examples::makeBroadcastingTensor(wide);
+    TensorView* x1 = examples::makeBroadcastingTensor(narrow);
+    fusion.addInput(x0);
+    fusion.addInput(x1);
+    std::vector<bool> back(2, false);
+    back[static_cast<size_t>(d)] = true;
+    TensorView* v1 = div(x1, broadcast(sum(x1, {d}), back));
+    fusion.addOutput(add(v1, x0));
+    ASSERT_EQ(persistentRejectReason(fusion), "");
+    scheduleAndCheck(fusion, {randn(wide), randn(narrow)}, "size1_reduction_broadcast");
+  }
 }
 
 }  // namespace

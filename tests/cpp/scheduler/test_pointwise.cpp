@@ -306,5 +306,39 @@ TEST(PointwiseScheduler, DeclinesABufferAcrossTheLoopPastGridDimY) {
                      "split_grid_y=true", "past gridDim.y's limit");
 }
 
+// m / where(x > m, m, x).reshape(3, 2), m a 0-dim value broadcast to [1]
+// and then [1, 1]: the pointwise segment of the torch fuzzer's
+// local-bidx-after-split (x0.amax(0, keepdim=True) in the other segment).
+// Propagation reached x > m first from m's broadcast, whose only axis (a
+// broadcast, split for the reshape's inner extent and bound to BIDx) cut
+// x's extent 6 into 3 blocks no other tensor has; lowering then refused the
+// accepted schedule ("T4 is in Local memory and its axis 0 is bound to
+// BIDx, but T5 does not read it along an axis bound to BIDx"). A broadcast
+// axis mapped onto an iterating one carries no loop structure: x > m is
+// scheduled from where(...) or x's cache, like the reshape's other inputs.
+TEST(PointwiseScheduler, ComparisonWithABroadcastValueIsScheduledFromItsIteratingSide) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* m = makeConcreteTensor({});
+  TensorView* x = makeConcreteTensor({6});
+  fusion.addInput(m);
+  fusion.addInput(x);
+  TensorView* m1 = broadcast(m, {true});
+  TensorView* cond = gt(x, m1);
+  TensorView* w = where(cond, m1, x);
+  fusion.addOutput(div(broadcast(m1, {true, false}), reshape(w, {3, 2})));
+  ASSERT_EQ(pointwiseRejectReason(fusion), "");
+  scheduleAndCheck(fusion, {randn({}), randn({6})}, "pw_where_broadcast_reshape");
+  TensorView* out = fusion.outputs()[0]->asTensor();
+  ASSERT_EQ(cond->nDims(), out->nDims()) << cond->toString() << "\n" << out->toString();
+  for (int64_t k = 0; k < out->nDims(); ++k) {
+    const ParallelType pt = out->axis(k)->parallelType();  // Vectorize is the output's own
+    EXPECT_EQ(cond->axis(k)->parallelType(), pt == ParallelType::Vectorize ? ParallelType::Serial : pt)
+        << cond->toString();
+    EXPECT_TRUE(cond->axis(k)->extent().sameAs(out->axis(k)->extent()))
+        << cond->toString() << "\n" << out->toString();
+  }
+}
+
 }  // namespace
 }  // namespace smelt::testing

@@ -147,6 +147,38 @@ TEST(Segmentation, MatmulFollowedByReduction) {
   EXPECT_EQ(segmented.segments[1].scheduler, SchedulerType::Reduction);
 }
 
+// A matmul the matmul scheduler takes keeps a segment of that scheduler.
+// Its result an output that also feeds a pointwise op: the matmul scheduler
+// writes one tensor and declined the whole fusion, which the reduction
+// scheduler then took (the matmul as a plain reduction: no tiles, no tensor
+// cores). A reshape epilogue (nn.Linear on a 3-D input viewed back), which
+// the matmul scheduler leaves to a later segment on purpose, is cut off too.
+TEST(Segmentation, MatmulKeepsItsSchedulerNextToASecondOutputOrAReshapeEpilogue) {
+  for (int variant : {0, 1, 2}) {
+    SCOPED_TRACE(variant);
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor({40, 32}, DataType::Half);
+    TensorView* b = makeConcreteTensor({32, 24}, DataType::Half);
+    fusion.addInput(a);
+    fusion.addInput(b);
+    TensorView* m = matmul(a, b);
+    if (variant == 0) {
+      fusion.addOutput(m);
+      fusion.addOutput(relu(m));
+    } else if (variant == 1) {
+      fusion.addOutput(relu(reshape(m, {2, 20, 24})));
+    } else {
+      fusion.addOutput(reshape(relu(m), {4, 10, 24}));
+    }
+    SegmentedFusion segmented =
+        segmentAndCheck(fusion, {randn({40, 32}, at::kHalf), randn({32, 24}, at::kHalf)}, 2e-2);
+    ASSERT_EQ(segmented.segments.size(), 2u) << segmented.toString();
+    EXPECT_EQ(segmented.segments[0].scheduler, SchedulerType::Matmul) << segmented.toString();
+    EXPECT_EQ(segmented.segments[1].scheduler, SchedulerType::Pointwise) << segmented.toString();
+  }
+}
+
 // A reshape of a permuted value in one pointwise kernel: the schedule
 // propagated from the output replays the reshape's merges and splits onto the
 // permute's output (constant extents: [4, 6] -> [6, 4] -> [2, 3, 4]; symbolic:
