@@ -670,11 +670,23 @@ def _compare(expected: Sequence[torch.Tensor], actual: Sequence[torch.Tensor],
             nan = " (NaN)" if torch.isnan(a).any() and not torch.isnan(e).any() else ""
             return f"values{nan}", f"output {i} (size {tuple(e.shape)}): {err}"
         if check_strides:
-            bad = [d for d, n in enumerate(e.shape) if n > 1 and a.stride(d) != e.stride(d)]
-            if bad:
+            if not _same_strides(e.shape, e.stride(), a.stride()):
                 return "strides", (f"output {i}: size {tuple(e.shape)} strides {a.stride()} "
                                    f"vs eager {e.stride()}")
     return None
+
+
+def _traced_strides(fn, inputs) -> List[Tuple[tuple, tuple]]:
+    """(size, strides) of fn's outputs as Dynamo traces them (fake tensors)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode() as mode:
+        fakes = fn(*[mode.from_tensor(t) for t in inputs])
+    return [(tuple(f.shape), tuple(f.stride())) for f in fakes]
+
+
+def _same_strides(shape, expected, actual) -> bool:
+    """Strides agree on every dimension longer than 1 (the others are free)."""
+    return all(n <= 1 or e == a for n, e, a in zip(shape, expected, actual))
 
 
 class _SizeRecorder(TorchDispatchMode):
@@ -728,6 +740,14 @@ def run_program(program: Program, dynamic: bool = False) -> Outcome:
                 out.detail = f"call {call + 1}:\n" + traceback.format_exc(limit=-8)
                 return out
             diff = _compare(expected, actual)
+            if diff is not None and diff[0] == "strides":
+                # torch.compile promises the strides its trace computed (fake
+                # tensors), which in rare broadcasts differ from eager's; Inductor
+                # returns those too. Outputs with the traced strides are correct.
+                traced = _traced_strides(fn, program.make_inputs(input_seed))
+                if all(_same_strides(shape, t, a.stride())
+                       for (shape, t), a in zip(traced, actual)):
+                    diff = None
             if diff is not None:
                 out.kind, out.signature = "mismatch", f"mismatch: {diff[0]}"
                 out.detail = f"call {call + 1}: {diff[1]}"

@@ -35,6 +35,7 @@ class PartitionReport:
     fallback_runs: int = 0        # calls that ran in torch after smelt failed at run time
     fallback_reason: Optional[str] = None  # the SmeltError that made it fall back
     last_run: Optional[str] = None  # how the latest smelt run ran (fd.last_run_report())
+    kernels: list = field(default_factory=list)  # the latest run's kernels (fd.last_kernels())
 
     @property
     def failed(self) -> bool:
@@ -59,6 +60,21 @@ class GraphReport:
     unsupported: Dict[str, str] = field(default_factory=dict)  # node name -> reason
     unsupported_ops: Counter = field(default_factory=Counter)  # op -> count
     total_nodes: int = 0          # call_function nodes of the graph
+    torch_ops: Counter = field(default_factory=Counter)  # op -> nodes run in torch
+
+    def torch_launches(self) -> int:
+        """Nodes run in torch that launch a kernel on a GPU (views and other
+        metadata-only ops excluded); partitions that failed at run time count
+        by their nodes."""
+        failed = Counter()
+        for p in self.partitions:
+            if p.failed:
+                failed.update(p.ops)
+        return sum(n for op, n in (self.torch_ops + failed).items() if op not in METADATA_OPS)
+
+    def smelt_kernels(self) -> int:
+        """Kernels smelt launched in the latest call of the graph."""
+        return sum(len(p.kernels) for p in self.partitions if not p.failed)
 
     @property
     def fused_node_count(self) -> int:
@@ -141,6 +157,14 @@ VIEW_OPS = {
 }
 
 
+# Op names (as _op_name gives them) that launch nothing on a GPU: views,
+# tuple indexing, size queries.
+METADATA_OPS = {getattr(op, "__name__", str(op)) for op in VIEW_OPS} | {
+    "getitem", "slice.Tensor", "select.int", "split.Tensor", "split_with_sizes.default",
+    "unbind.int", "narrow.default", "detach.default", "as_strided.default", "sym_size.int",
+    "sym_numel.default", "sym_stride.int"}
+
+
 def _outputs_of(submodule: torch.fx.GraphModule) -> List[torch.fx.Node]:
     output = next(n for n in submodule.graph.nodes if n.op == "output")
     return list(output.args[0]) if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
@@ -196,6 +220,7 @@ class SmeltPartition(torch.nn.Module):
         outs = [layout.restore(out) for layout, out in zip(self.layouts, outs)]
         self.report.smelt_runs += 1
         self.report.last_run = self.fd.last_run_report()
+        self.report.kernels = self.fd.last_kernels()
         return tuple(outs) if self._tuple_output else outs[0]
 
 
@@ -232,6 +257,7 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
                 # Supported node by node, not together.
                 reason = f"not translatable as one fusion: {e}"
         if reason is not None:
+            report.torch_ops.update(_op_name(n) for n in calls)
             name = f"torch_partition_{torch_parts}"
             torch_parts += 1
             _rename(fused, node, name)
@@ -245,6 +271,7 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
         node.target = name
         report.partitions.append(part)
     fused.recompile()
+    report.torch_ops.update(_op_name(n) for n in fused.graph.nodes if n.op == "call_function")
     for node, reason in support.reasons.items():
         report.unsupported[node.name] = reason
         report.unsupported_ops[_op_name(node)] += 1

@@ -1,0 +1,66 @@
+"""benchmarks/bench_models.py's per-model figures (issue 23): kernels per
+forward (smelt's, and the ATen ops left in torch that launch one), the
+machine code of smelt's kernels, and Inductor's figures beside them. On a
+small MLP block, not the zoo (test_model_zoo runs the zoo)."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import smelt.backend
+
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_models", REPO / "benchmarks" / "bench_models.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(32)
+
+    def forward(self, x):
+        y = self.norm(x).view(4, 8, 32)   # a view: launches nothing in torch
+        return torch.cumsum(y, 1) * 2      # cumsum stays in torch and launches a kernel
+
+
+def test_launches_and_machine_code_per_forward():
+    model = Block().eval()
+    x = torch.randn(32, 32)
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="smelt")
+        compiled(x)
+        torch.testing.assert_close(compiled(x), model(x))
+    reports = smelt.backend.reports()
+    kernels = [k for r in reports for p in r.partitions for k in p.kernels]
+    assert sum(r.smelt_kernels() for r in reports) == len(kernels) > 0
+    torch_ops = sum((r.torch_ops for r in reports), start=type(reports[0].torch_ops)())
+    assert torch_ops["cumsum.default"] == 1, torch_ops
+    # Only cumsum launches a kernel in torch (views and getitems do not).
+    assert sum(r.torch_launches() for r in reports) == 1, torch_ops
+    code = _bench().machine_code(reports)
+    assert code["sass_non_matmul"] == sum(k.quality.sass.instructions for k in kernels)
+    assert code["sass_matmul"] == 0
+    assert code["stack_frame_bytes"] == 0
+    assert code["max_registers"] == max(k.quality.registers for k in kernels)
+
+
+def test_markdown_puts_inductor_beside_smelt(tmp_path):
+    bench = _bench()
+    (tmp_path / "mlp.json").write_text(json.dumps({"launches_per_forward": 5,
+                                                   "total_sass_instructions": 232}))
+    row = {"model": "mlp", "nodes_fused": 10, "nodes_total": 12, "fusions": 2,
+           "fallback_partitions": 0, "max_abs_error": 1e-7, "first_call_s": 1.0,
+           "second_call_s": 0.01, "smelt_kernels_per_forward": 4,
+           "torch_launches_per_forward": 3, "sass_non_matmul": 900, "stack_frame_bytes": 0}
+    table = bench.markdown([row], bench.load_peers(tmp_path))
+    assert "| 4 + 3 (5) | 900 (232) | 0 B |" in table, table
