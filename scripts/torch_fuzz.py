@@ -34,6 +34,33 @@ if os.environ.get("SMELT_TEST_INSTALLED") != "1":
 import torch_program_fuzz as fuzz  # noqa: E402
 
 
+def _run_one(seed, args, counts, dynamic_counts, groups, skeletons, ran) -> int:
+    """Runs one seed, records its outcome; returns the new count of programs run."""
+    program, outcome = fuzz.run_seed(seed, args.dynamic_share, args.profile)
+    ran += 1
+    counts[outcome.kind] += 1
+    if outcome.dynamic:
+        dynamic_counts[outcome.kind] += 1
+    if outcome.ok:
+        return ran
+    stem = f"seed_{seed}{'_dynamic' if outcome.dynamic else ''}"
+    (args.out / f"{stem}.py").write_text(program.source(outcome.dynamic))
+    (args.out / f"{stem}.txt").write_text(
+        f"{outcome.kind}: {outcome.signature}\n\n{outcome.detail}\n")
+    if args.minimize == "all" or (args.minimize and outcome.signature not in groups):
+        small = fuzz.minimize(program, outcome)
+        (args.out / f"{stem}.min.py").write_text(small.source(outcome.dynamic))
+        skeletons.setdefault(outcome.signature, {}).setdefault(fuzz.skeleton(small), seed)
+    groups.setdefault(outcome.signature, []).append(seed)
+    if not args.quiet:
+        print(f"seed {seed}{' (dynamic)' if outcome.dynamic else ''}: "
+              f"{outcome.signature}", flush=True)
+    if args.stop_on_failure:
+        print(program.source(outcome.dynamic))
+        print(outcome.detail)
+    return ran
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--start", type=int, default=0)
@@ -67,30 +94,19 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     ran = 0
     seeds = args.seeds or range(args.start, args.start + args.count)
-    for seed in seeds:
-        program, outcome = fuzz.run_seed(seed, args.dynamic_share, args.profile)
-        ran += 1
-        counts[outcome.kind] += 1
-        if outcome.dynamic:
-            dynamic_counts[outcome.kind] += 1
-        if outcome.ok:
-            continue
-        stem = f"seed_{seed}{'_dynamic' if outcome.dynamic else ''}"
-        (args.out / f"{stem}.py").write_text(program.source(outcome.dynamic))
-        (args.out / f"{stem}.txt").write_text(
-            f"{outcome.kind}: {outcome.signature}\n\n{outcome.detail}\n")
-        if args.minimize == "all" or (args.minimize and outcome.signature not in groups):
-            small = fuzz.minimize(program, outcome)
-            (args.out / f"{stem}.min.py").write_text(small.source(outcome.dynamic))
-            skeletons.setdefault(outcome.signature, {}).setdefault(fuzz.skeleton(small), seed)
-        groups.setdefault(outcome.signature, []).append(seed)
-        if not args.quiet:
-            print(f"seed {seed}{' (dynamic)' if outcome.dynamic else ''}: "
-                  f"{outcome.signature}", flush=True)
-        if args.stop_on_failure:
-            print(program.source(outcome.dynamic))
-            print(outcome.detail)
-            break
+    # Ctrl-C (SIGINT) ends the run early with the summary of what ran; every
+    # 100 programs the counts so far are written to progress.json.
+    try:
+        for seed in seeds:
+            ran = _run_one(seed, args, counts, dynamic_counts, groups, skeletons, ran)
+            if ran % 100 == 0:
+                (args.out / "progress.json").write_text(json.dumps(
+                    {"ran": ran, "last_seed": seed, "seconds": time.perf_counter() - start,
+                     "counts": dict(counts)}))
+            if args.stop_on_failure and groups:
+                break
+    except KeyboardInterrupt:
+        print(f"\ninterrupted after {ran} programs", flush=True)
     elapsed = time.perf_counter() - start
 
     what = f"seeds {args.seeds}" if args.seeds else f"seeds {args.start}..{args.start + ran - 1}"
