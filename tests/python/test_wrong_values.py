@@ -170,6 +170,58 @@ def test_torch_compile_floor_divide_operator(compiled):
     all_fused()
 
 
+HALF_TYPES = {torch.float16: "Half", torch.bfloat16: "BFloat16"}
+
+
+@pytest.mark.parametrize("torch_dtype", list(HALF_TYPES))
+@pytest.mark.parametrize("broadcast_operand", ["A", "B"])
+def test_half_matmul_with_a_broadcast_row_declines_tensor_cores(torch_dtype, broadcast_operand):
+    """A of shape [1, K] (B of [K, 1]) with contiguity None: the result's M
+    (N) axis is a broadcast, which the tensor-core schedule cannot tile. The
+    scheduler declines tensor cores up front, with the reason in its params,
+    and the CUDA-core kernel runs; forcing tensor cores is an error."""
+    from smelt import DataType, SmeltError
+    dtype = getattr(DataType, HALF_TYPES[torch_dtype])
+    g = torch.Generator().manual_seed(0)
+    k = 32
+    a_shape, b_shape = ([1, k], [k, 24]) if broadcast_operand == "A" else ([40, k], [k, 1])
+    a = torch.randn(*a_shape, generator=g).to(torch_dtype)
+    b = torch.randn(*b_shape, generator=g).to(torch_dtype)
+    with FusionDefinition() as fd:
+        ta = fd.define_tensor(shape=[1 if s == 1 else -1 for s in a_shape],
+                              contiguity=[None if s == 1 else True for s in a_shape], dtype=dtype)
+        tb = fd.define_tensor(shape=[1 if s == 1 else -1 for s in b_shape],
+                              contiguity=[None if s == 1 else True for s in b_shape], dtype=dtype)
+        fd.add_output(fd.ops.relu(fd.ops.matmul(ta, tb)))
+    expected = torch.relu(a.float() @ b.float()).to(torch_dtype)
+    (out,) = fd.execute([a, b])
+    assert out.dtype == torch_dtype and out.shape == expected.shape
+    torch.testing.assert_close(out, expected, rtol=2e-2, atol=2e-2)
+    axis = "M" if broadcast_operand == "A" else "N"
+    report = fd.last_run_report()
+    assert f"tensor cores: no — the result's {axis} axis is a broadcast" in report, report
+    (out,) = fd.execute([a, b], tensor_cores=False)
+    torch.testing.assert_close(out, expected, rtol=2e-2, atol=2e-2)
+    with pytest.raises(SmeltError, match=f"tensor cores were forced, but the result's {axis} axis"):
+        fd.execute([a, b], tensor_cores=True)
+    metas = fd.execute([a.to("meta"), b.to("meta")])  # the CUDA-core kernel compiles (NVRTC)
+    assert metas[0].shape == expected.shape
+    assert fd.last_kernels()[0].ptxas.registers > 0
+
+
+@pytest.mark.parametrize("torch_dtype", list(HALF_TYPES))
+def test_half_matmul_from_pytorch_row_vector(torch_dtype):
+    """The issue's form: from_pytorch of a [1, K] tensor."""
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(1, 64, generator=g).to(torch_dtype)
+    b = torch.randn(64, 16, generator=g).to(torch_dtype)
+    with FusionDefinition() as fd:
+        fd.add_output(fd.ops.matmul(fd.from_pytorch(a), fd.from_pytorch(b)))
+    (out,) = fd.execute([a, b])
+    assert out.dtype == torch_dtype and out.shape == (1, 16)
+    torch.testing.assert_close(out, (a.float() @ b.float()).to(torch_dtype), rtol=2e-2, atol=2e-2)
+
+
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
 def test_integer_remainder_and_fmod_match_torch(dtype):
     a = torch.tensor([7, -7, 7, -7, 0, 2**30 + 5], dtype=dtype)
