@@ -79,7 +79,10 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
         case BinaryOpType::Add: r = at::add(a, b); break;
         case BinaryOpType::Sub: r = at::sub(a, b); break;
         case BinaryOpType::Mul: r = at::mul(a, b); break;
-        case BinaryOpType::Div: r = at::div(a, b); break;
+        case BinaryOpType::Div:
+          // An integral result is nvFuser's div (truncating); else true division.
+          r = isIntegralType(expr->output()->dtype()) ? at::div(a, b, "trunc") : at::div(a, b);
+          break;
         case BinaryOpType::Maximum: r = at::maximum(a, b); break;
         case BinaryOpType::Minimum: r = at::minimum(a, b); break;
         case BinaryOpType::Pow: r = at::pow(a, b); break;
