@@ -225,10 +225,10 @@ def _div(t, node, a, b, rounding_mode=None):
     # Integers: the truncated quotient, one less where the remainder is nonzero
     # and its sign differs from the divisor's.
     r = ops.fmod(x, y)
-    if isinstance(y, Tensor):
-        signs_differ = ops.ne(ops.lt(r, 0), ops.lt(y, 0))
-    else:
+    if isinstance(y, (int, float)):
         signs_differ = ops.lt(r, 0) if y >= 0 else ops.gt(r, 0)
+    else:
+        signs_differ = ops.ne(ops.lt(r, 0), ops.lt(y, 0))
     return ops.where(ops.logical_and(ops.ne(r, 0), signs_differ), ops.sub(q, 1), q)
 
 
