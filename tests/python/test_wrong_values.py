@@ -228,3 +228,18 @@ def test_integer_remainder_and_fmod_match_torch(dtype):
     b = torch.tensor([3, 3, -3, -3, 5, -7], dtype=dtype)
     (r, f) = run_and_compile(lambda fd, a, b: [fd.ops.remainder(a, b), fd.ops.fmod(a, b)], [a, b])
     assert_matches([r, f], [torch.remainder(a, b), torch.fmod(a, b)], "cpu")
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_integer_pow_with_a_scalar_input_exponent(dtype):
+    from smelt import DataType
+    base = torch.tensor([3, 11, 2, -3], dtype=dtype)
+    with FusionDefinition() as fd:
+        b = fd.from_pytorch(base)
+        e = fd.define_scalar(DataType.Int)
+        fd.add_output(fd.ops.pow(b, e))
+    for exponent in (39, 18, 31, 20):
+        (out,) = fd.execute([base, exponent])
+        assert_matches([out], torch.pow(base, exponent), "cpu")
+    fd.execute([base.to("meta"), exponent])  # codegen + NVRTC
+    assert fd.last_kernels()[0].ptxas.registers > 0
