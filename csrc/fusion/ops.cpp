@@ -227,6 +227,11 @@ TensorView* logicalNot(TensorView* in) {
   return unaryOp(UnaryOpType::LogicalNot, in, DataType::Bool);
 }
 
+namespace {
+TensorView* binaryOpWithType(BinaryOpType op, Val* lhs, Val* rhs, DataType dtype,
+                             std::vector<IterDomain*> axes);
+}  // namespace
+
 TensorView* binaryOp(BinaryOpType op, Val* lhs, Val* rhs) {
   std::string name = toString(op);
   SMELT_CHECK(lhs != nullptr && rhs != nullptr, name, ": an operand is null");
@@ -237,18 +242,34 @@ TensorView* binaryOp(BinaryOpType op, Val* lhs, Val* rhs) {
   SMELT_CHECK(!arithmetic_only || dtype != DataType::Bool, name, ": operands ", describe(lhs),
               " and ", describe(rhs), " are both bool; ", name,
               " needs numbers (cast an operand first)");
-  if (op == BinaryOpType::Div && !isFloatingType(dtype)) dtype = DataType::Float;
+  // Integers divide in integers (truncating, as nvFuser's div and C); bools
+  // have no integer division and divide as floats. truediv() is torch's `/`.
+  if (op == BinaryOpType::Div && dtype == DataType::Bool) dtype = DataType::Float;
   if (isComparison(op) || isLogical(op)) dtype = DataType::Bool;
+  return binaryOpWithType(op, lhs, rhs, dtype, std::move(axes));
+}
+
+namespace {
+TensorView* binaryOpWithType(BinaryOpType op, Val* lhs, Val* rhs, DataType dtype,
+                             std::vector<IterDomain*> axes) {
   Fusion* f = Fusion::current();
   TensorView* out = f->newTensor(dtype, std::move(axes));
   f->newExpr<BinaryOp>(op, out, lhs, rhs);
   return out;
 }
+}  // namespace
 
 TensorView* add(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Add, lhs, rhs); }
 TensorView* sub(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Sub, lhs, rhs); }
 TensorView* mul(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Mul, lhs, rhs); }
 TensorView* div(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Div, lhs, rhs); }
+TensorView* truediv(Val* lhs, Val* rhs) {
+  SMELT_CHECK(lhs != nullptr && rhs != nullptr, "truediv: an operand is null");
+  std::vector<IterDomain*> axes = elementwiseDomain("truediv", {lhs, rhs});
+  DataType dtype = promoteOperandTypes({lhs, rhs});
+  if (!isFloatingType(dtype)) dtype = DataType::Float;  // torch's default float type
+  return binaryOpWithType(BinaryOpType::Div, lhs, rhs, dtype, std::move(axes));
+}
 TensorView* maximum(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Maximum, lhs, rhs); }
 TensorView* minimum(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Minimum, lhs, rhs); }
 TensorView* pow(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Pow, lhs, rhs); }
@@ -280,6 +301,7 @@ TensorView* add(TensorView* lhs, double rhs) { return add(lhs, scalarLike(lhs, r
 TensorView* sub(TensorView* lhs, double rhs) { return sub(lhs, scalarLike(lhs, rhs)); }
 TensorView* mul(TensorView* lhs, double rhs) { return mul(lhs, scalarLike(lhs, rhs)); }
 TensorView* div(TensorView* lhs, double rhs) { return div(lhs, scalarLike(lhs, rhs)); }
+TensorView* truediv(TensorView* lhs, double rhs) { return truediv(lhs, scalarLike(lhs, rhs)); }
 TensorView* pow(TensorView* lhs, double rhs) { return pow(lhs, scalarLike(lhs, rhs)); }
 TensorView* remainder(TensorView* lhs, double rhs) { return remainder(lhs, scalarLike(lhs, rhs)); }
 TensorView* fmod(TensorView* lhs, double rhs) { return fmod(lhs, scalarLike(lhs, rhs)); }

@@ -58,8 +58,10 @@ TensorView* trunc(TensorView* in);
 TensorView* logicalNot(TensorView* in);
 
 // Binary ops broadcast size-1 (broadcast) axes; other extents must agree.
-// The result type follows torch's promotion (promoteOperandTypes); div of
-// integers is true division (float). Comparisons and logical ops return bool
+// The result type follows torch's promotion (promoteOperandTypes). div of
+// integers stays integral and truncates toward zero (nvFuser's div, C's `/`;
+// x / 0 gives -1, as the GPU's integer division); truediv is torch's `/`
+// (integers divide as float). Comparisons and logical ops return bool
 // (comparisons compare in the promoted type). sub, pow, remainder and fmod
 // reject two bool operands. remainder takes the divisor's sign (Python's %),
 // fmod the dividend's (C's fmod).
@@ -68,6 +70,7 @@ TensorView* add(Val* lhs, Val* rhs);
 TensorView* sub(Val* lhs, Val* rhs);
 TensorView* mul(Val* lhs, Val* rhs);
 TensorView* div(Val* lhs, Val* rhs);
+TensorView* truediv(Val* lhs, Val* rhs);
 TensorView* maximum(Val* lhs, Val* rhs);
 TensorView* minimum(Val* lhs, Val* rhs);
 TensorView* pow(Val* lhs, Val* rhs);
@@ -87,6 +90,7 @@ TensorView* add(TensorView* lhs, double rhs);
 TensorView* sub(TensorView* lhs, double rhs);
 TensorView* mul(TensorView* lhs, double rhs);
 TensorView* div(TensorView* lhs, double rhs);
+TensorView* truediv(TensorView* lhs, double rhs);
 TensorView* pow(TensorView* lhs, double rhs);
 TensorView* remainder(TensorView* lhs, double rhs);
 TensorView* fmod(TensorView* lhs, double rhs);

@@ -17,6 +17,7 @@
 #include "fusion/error.h"
 #include "lower/alloc_reuse/kernel_plan.h"
 #include "lower/lower.h"
+#include "runtime/aten_evaluator.h"
 #include "runtime/fusion_key.h"
 #include "runtime/launch_limits.h"
 #include "runtime/simulator/simulator.h"
@@ -235,6 +236,10 @@ LaunchParams FusionExecutor::evaluateLaunch(const std::map<std::string, int64_t>
 std::vector<at::Tensor> FusionExecutor::run(const std::vector<at::Tensor>& inputs) {
   checkCompiled("run");
   const c10::Device device = validate(inputs);
+  // An input with an empty dimension: no kernel runs (a grid of no blocks,
+  // loops of no trips); the outputs (empty, or a reduction's identity) come
+  // from ATen on the inputs' device.
+  if (hasEmptyInput(*fusion_, inputs)) return evaluateWithATen(*fusion_, inputs);
   if (device.is_cuda()) {
     kernel_->function(device.index());  // "no CUDA device" before any CUDA allocation
     return launch(prepare(inputs, device));

@@ -1,5 +1,6 @@
 #include "runtime/fusion_executor_cache.h"
 
+
 #include <optional>
 #include <sstream>
 #include <unordered_map>
@@ -7,6 +8,7 @@
 #include "fusion/clone.h"
 #include "fusion/error.h"
 #include "runtime/aten_dtype.h"
+#include "runtime/aten_evaluator.h"
 #include "scheduler/registry.h"
 
 namespace smelt {
@@ -90,6 +92,7 @@ std::string inputSignature(const std::vector<at::Tensor>& inputs) {
 
 std::string FusionRun::toString() const {
   std::ostringstream os;
+  if (empty_input) os << "no kernel: an input has an empty dimension (outputs evaluated with ATen)\n";
   for (size_t i = 0; i < segments.size(); ++i) {
     const SegmentRun& s = segments[i];
     os << i << " " << smelt::toString(s.scheduler) << " " << s.params << " "
@@ -178,6 +181,12 @@ std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
   last_run_ = FusionRun();
   last_executors_.clear();
   last_run_.signature = inputSignature(inputs);
+  if (hasEmptyInput(*fusion_, inputs)) {
+    // No kernel for an input with an empty dimension: the outputs are empty or
+    // a reduction's identity (sum over an empty dimension is 0), from ATen.
+    last_run_.empty_input = true;
+    return evaluateWithATen(*fusion_, inputs);
+  }
   SignatureEntry& entry = entryFor(last_run_.signature, inputs, device);
   std::unordered_map<const Val*, at::Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) values[entry.fusion->inputs()[i]] = inputs[i];

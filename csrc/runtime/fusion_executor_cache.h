@@ -69,6 +69,7 @@ struct SegmentRun {
 struct FusionRun {
   std::string signature;
   bool new_signature = false;  // segmented for this run
+  bool empty_input = false;    // an input had an empty dimension: no kernel ran
   std::vector<SegmentRun> segments;
   // One line per segment: "0 reduction ReductionParams{...} compiled grid(...) block(...)".
   std::string toString() const;

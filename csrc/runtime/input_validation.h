@@ -7,10 +7,11 @@
 //     onto each other (through its ops: an elementwise op's operands, a
 //     reduction's input, ...) or that share one symbolic extent must have
 //     equal sizes; a broadcast dimension has size 1 (or its expanded extent);
-//     empty tensors are rejected;
+//     a size may be 0 (the executors then launch no kernel, see
+//     aten_evaluator.h);
 //   * strides: a dimension declared contiguous must have the stride that
 //     contiguity implies (1 innermost, else the next dimension's stride times
-//     its size; size-1 dimensions may have any stride);
+//     its size; size-1 dimensions may have any stride; an empty tensor any);
 //   * alignment (checkVectorAlignment, before a CUDA launch): a tensor the
 //     kernel accesses with N-byte vectors needs an N-byte aligned data
 //     pointer (the executor checks the rest of what vector accesses assume,

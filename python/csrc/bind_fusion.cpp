@@ -194,7 +194,7 @@ void bindOps(py::module_& m) {
   m.def("cast", [](TensorView* in, DataType dtype) { return castOp(dtype, in); }, kRef);
   using Binary = TensorView* (*)(Val*, Val*);
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, Binary>>{
-           {"add", &add}, {"sub", &sub}, {"mul", &mul}, {"div", &div}, {"maximum", &maximum},
+           {"add", &add}, {"sub", &sub}, {"mul", &mul}, {"div", &div}, {"truediv", &truediv}, {"maximum", &maximum},
            {"minimum", &minimum}, {"pow", &pow}, {"remainder", &remainder}, {"fmod", &fmod},
            {"eq", &eq}, {"ne", &ne}, {"lt", &lt}, {"le", &le}, {"gt", &gt}, {"ge", &ge},
            {"logical_and", &logicalAnd}, {"logical_or", &logicalOr}}) {

@@ -140,7 +140,7 @@ def _binary(c_op):
 UNARY_OPS = ("set", "neg", "exp", "tanh", "abs", "relu", "sqrt", "rsqrt", "log", "log2", "log1p",
              "exp2", "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "floor", "ceil",
              "round", "trunc", "logical_not")
-BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "remainder", "fmod", "eq",
+BINARY_OPS = ("add", "sub", "mul", "div", "truediv", "maximum", "minimum", "pow", "remainder", "fmod", "eq",
               "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or")
 
 DEFINITION_OPS: Dict[str, Impl] = {

@@ -340,9 +340,6 @@ class Operators:
             raise SmeltError("reshape: give the new shape once (shape= or nvFuser's new_shape=)")
         return self._op("reshape", x, tuple(shape if shape is not None else new_shape))
 
-    def truediv(self, a, b) -> Tensor:
-        """Python's `/`: true division whatever the dtypes (as div today)."""
-        return self._op("div", a, b)
 
     def var(self, x: Tensor, dims: Union[int, Sequence[int], None] = None, correction: int = 1,
             keepdim: bool = False) -> Tensor:

@@ -166,17 +166,26 @@ double remainder(double a, double b) {
 }
 
 // torch's integer pow (negative exponents give 0 unless the base is 1 or -1),
-// squaring in unsigned 64-bit arithmetic so overflow wraps as on the GPU.
-double integerPow(double base_value, double exp_value) {
-  const int64_t base = saturatingCast<int64_t>(base_value);
-  int64_t exp = saturatingCast<int64_t>(exp_value);
-  if (exp < 0) return base == 1 ? 1.0 : base == -1 ? ((exp & 1) ? -1.0 : 1.0) : 0.0;
+// squaring in unsigned 64-bit arithmetic so overflow wraps as on the GPU
+// (the store wraps an int32 result to 32 bits, as smelt::ipow<int> does).
+int64_t integerPow(int64_t base, int64_t exp) {
+  if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
   uint64_t result = 1;
   uint64_t b = static_cast<uint64_t>(base);
   for (; exp != 0; exp >>= 1, b *= b) {
     if (exp & 1) result *= b;
   }
-  return static_cast<double>(static_cast<int64_t>(result));
+  return static_cast<int64_t>(result);
+}
+
+// Integer division truncating toward zero (C, nvFuser's div, torch's
+// rounding_mode='trunc'), made total as smelt::idiv is in the generated CUDA:
+// x / 0 gives -1 (what the GPU's integer division returns; torch on the CPU
+// raises) and INT64_MIN / -1 wraps instead of trapping.
+int64_t integerDivide(int64_t a, int64_t b) {
+  if (b == 0) return -1;
+  if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));
+  return a / b;
 }
 
 double combine(Fn fn, double a, double b) {
@@ -575,7 +584,73 @@ class BlockRunner {
     return load(op.access, t, pc);
   }
 
+  // Integer results of integer operands are computed in int64_t (wrapping to
+  // the output's width on store): a double holds integers exactly only up to
+  // 2^53, and int32 overflow must wrap as on the GPU and in torch.
+  bool integerCompute(const Instr& in) const {
+    if (!isIntegralType(L_.memory[in.out.buffer].dtype)) return false;
+    switch (in.fn) {
+      case Fn::Copy: case Fn::Neg: case Fn::Abs: case Fn::Add: case Fn::Sub: case Fn::Mul:
+      case Fn::IntDiv: case Fn::Maximum: case Fn::Minimum: case Fn::IntPow:
+      case Fn::Remainder: case Fn::Fmod: case Fn::Where:
+        break;
+      default:
+        return false;
+    }
+    for (uint32_t i = in.operand_begin; i < in.operand_end; ++i) {
+      const RtOperand& op = p_.operands[i];
+      if (op.access.buffer >= 0 && !isIntegerStorage(L_.memory[op.access.buffer].dtype)) {
+        return false;
+      }
+      if (op.access.buffer < 0 && std::trunc(op.constant) != op.constant) return false;
+    }
+    return true;
+  }
+
+  int64_t intOperand(const RtOperand& op, int32_t t, int32_t pc) {
+    if (!holds(op.in_bounds, slotsOf(t))) return saturatingCast<int64_t>(op.out_of_bounds_value);
+    if (op.access.buffer < 0) return saturatingCast<int64_t>(op.constant);
+    const uint8_t* e = element(op.access.buffer, p_.code.eval(op.access.index, slotsOf(t)), t,
+                               pc, false);
+    return e ? loadInt(L_.memory[op.access.buffer].dtype, e) : 0;
+  }
+
+  void computeInteger(const Instr& in, int32_t t, int32_t pc) {
+    int64_t a[3] = {0, 0, 0};
+    for (uint32_t i = in.operand_begin; i < in.operand_end; ++i) {
+      a[i - in.operand_begin] = intOperand(p_.operands[i], t, pc);
+    }
+    // Unsigned arithmetic wraps (signed overflow would be undefined).
+    const uint64_t x = static_cast<uint64_t>(a[0]), y = static_cast<uint64_t>(a[1]);
+    int64_t r = 0;
+    switch (in.fn) {
+      case Fn::Copy: r = a[0]; break;
+      case Fn::Neg: r = static_cast<int64_t>(0 - x); break;
+      case Fn::Abs: r = a[0] < 0 ? static_cast<int64_t>(0 - x) : a[0]; break;
+      case Fn::Add: r = static_cast<int64_t>(x + y); break;
+      case Fn::Sub: r = static_cast<int64_t>(x - y); break;
+      case Fn::Mul: r = static_cast<int64_t>(x * y); break;
+      case Fn::IntDiv: r = integerDivide(a[0], a[1]); break;
+      case Fn::Maximum: r = std::max(a[0], a[1]); break;
+      case Fn::Minimum: r = std::min(a[0], a[1]); break;
+      case Fn::IntPow: r = integerPow(a[0], a[1]); break;
+      case Fn::Remainder:
+      case Fn::Fmod: {
+        if (a[1] == 0 || a[1] == -1) { r = 0; break; }  // x % 0: as integerDivide, no trap
+        r = a[0] % a[1];
+        if (in.fn == Fn::Remainder && r != 0 && ((r < 0) != (a[1] < 0))) r += a[1];
+        break;
+      }
+      case Fn::Where: r = a[0] != 0 ? a[1] : a[2]; break;
+      default: SMELT_INTERNAL_CHECK(false, "not an integer fn"); break;
+    }
+    if (uint8_t* e = element(in.out.buffer, p_.code.eval(in.out.index, slotsOf(t)), t, pc, true)) {
+      storeInt(L_.memory[in.out.buffer].dtype, e, r);
+    }
+  }
+
   void compute(const Instr& in, int32_t t, int32_t pc) {
+    if (integerCompute(in)) return computeInteger(in, t, pc);
     double a[3] = {0, 0, 0};
     for (uint32_t i = in.operand_begin; i < in.operand_end; ++i) {
       a[i - in.operand_begin] = operand(p_.operands[i], t, pc);
@@ -616,7 +691,12 @@ class BlockRunner {
         r = std::isnan(a[0]) || std::isnan(a[1]) ? kNaN : std::min(a[0], a[1]);
         break;
       case Fn::Pow: r = std::pow(a[0], a[1]); break;
-      case Fn::IntPow: r = integerPow(a[0], a[1]); break;
+      case Fn::IntPow:
+        r = static_cast<double>(integerPow(saturatingCast<int64_t>(a[0]), saturatingCast<int64_t>(a[1])));
+        break;
+      case Fn::IntDiv:
+        r = static_cast<double>(integerDivide(saturatingCast<int64_t>(a[0]), saturatingCast<int64_t>(a[1])));
+        break;
       case Fn::Remainder: r = remainder(a[0], a[1]); break;
       case Fn::Fmod: r = std::fmod(a[0], a[1]); break;
       case Fn::Eq: r = a[0] == a[1]; break;

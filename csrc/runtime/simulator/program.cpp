@@ -220,7 +220,8 @@ class Compiler {
           case BinaryOpType::Add: return {Fn::Add, 2};
           case BinaryOpType::Sub: return {Fn::Sub, 2};
           case BinaryOpType::Mul: return {Fn::Mul, 2};
-          case BinaryOpType::Div: return {Fn::Div, 2};
+          case BinaryOpType::Div:
+            return {isIntegralType(expr->output()->dtype()) ? Fn::IntDiv : Fn::Div, 2};
           case BinaryOpType::Maximum: return {Fn::Maximum, 2};
           case BinaryOpType::Minimum: return {Fn::Minimum, 2};
           case BinaryOpType::Pow:

@@ -46,6 +46,7 @@ enum class Fn : uint8_t {
   Floor, Ceil, Round, Trunc, LogicalNot,
   Add, Sub, Mul, Div, Maximum, Minimum,
   Pow, IntPow, Remainder, Fmod,  // IntPow: pow of integers (torch's rules for negative exponents)
+  IntDiv,  // division of integers with an integer result: truncates toward zero
   Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
   Where,
   Sum, Max,  // reductions

@@ -115,4 +115,34 @@ inline void storeValue(DataType dtype, uint8_t* p, double v) {
   }
 }
 
+// The exact integer path: integers (up to 64 bits) do not survive a double
+// above 2^53, so integer arithmetic loads, computes and stores int64_t.
+inline bool isIntegerStorage(DataType dtype) {
+  return dtype == DataType::Int || dtype == DataType::Int32 || dtype == DataType::Bool;
+}
+
+inline int64_t loadInt(DataType dtype, const uint8_t* p) {
+  switch (dtype) {
+    case DataType::Int: { int64_t v; std::memcpy(&v, p, 8); return v; }
+    case DataType::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DataType::Bool: return *p != 0 ? 1 : 0;
+    default: return saturatingCast<int64_t>(loadValue(dtype, p));
+  }
+}
+
+// Stores wrap to the buffer's width (two's complement), as a C cast on the GPU
+// and torch's integer arithmetic do.
+inline void storeInt(DataType dtype, uint8_t* p, int64_t v) {
+  switch (dtype) {
+    case DataType::Int: std::memcpy(p, &v, 8); return;
+    case DataType::Int32: {
+      int32_t i = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v)));
+      std::memcpy(p, &i, 4);
+      return;
+    }
+    case DataType::Bool: *p = v != 0 ? 1 : 0; return;
+    default: storeValue(dtype, p, static_cast<double>(v)); return;
+  }
+}
+
 }  // namespace smelt::sim

@@ -224,6 +224,21 @@ std::string tensorCoreBlocker(const MatmulPattern& pattern, const RuntimeInfo& r
   if (device.arch < 80) {
     return errorMessage("sm_", device.arch, " has no mma.sync m16n8k16 (sm_80 or newer)");
   }
+  // A broadcast M or N (A of shape [1, K] with contiguity None, B [K, 1])
+  // makes the result a broadcast row or column, which the tensor-core
+  // schedule's [M, N] tiles and epilogue do not map; the CUDA-core schedule
+  // handles it.
+  {
+    const auto dims = pattern.sum->logicalNoReductions();
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d]->isBroadcast() && !dims[d]->hasExpandedExtent()) {
+        return errorMessage("the result's ",
+                            d + 2 == dims.size() ? "M" : d + 1 == dims.size() ? "N" : "batch",
+                            " axis is a broadcast (an operand of extent 1 with contiguity None); "
+                            "the tensor-core tiles need a concrete [M, N] result");
+      }
+    }
+  }
   struct Operand {
     const char* which;
     const TensorView* tv;

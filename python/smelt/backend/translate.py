@@ -215,14 +215,37 @@ def _clone(t, node, x, memory_format=None):
     return t.fd.ops.set(t.arg(x))
 
 
-@translates(aten.div.Tensor, aten.div.Scalar, prims.div.default)
+@translates(aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode,
+            prims.div.default, aten.floor_divide.default, aten.floor_divide.Scalar)
 def _div(t, node, a, b, rounding_mode=None):
-    # smelt's div is true division (as aten.div); prims.div truncates integers.
-    if rounding_mode is not None:
+    # torch's meanings in smelt's ops: aten.div is true division (truediv);
+    # rounding_mode='trunc' and prims.div on integers are smelt's div (C's
+    # truncation, integers stay integral); 'floor' (floor_divide) rounds the
+    # quotient toward -inf.
+    if node.target in (aten.floor_divide.default, aten.floor_divide.Scalar):
+        rounding_mode = "floor"
+    elif node.target is prims.div.default:
+        rounding_mode = None if meta_tensor(node).dtype.is_floating_point else "trunc"
+    if rounding_mode not in (None, "trunc", "floor"):
         raise Unsupported(f"div with rounding_mode={rounding_mode!r}")
-    if node.target is prims.div.default and not meta_tensor(node).dtype.is_floating_point:
-        raise Unsupported("integer prims.div (truncating)")
-    return t.fd.ops.div(t.operand(a, node), t.operand(b, node))
+    ops = t.fd.ops
+    x, y = t.operand(a, node), t.operand(b, node)
+    if rounding_mode is None:
+        return ops.truediv(x, y)
+    if meta_tensor(node).dtype.is_floating_point:
+        q = ops.truediv(x, y)
+        return ops.trunc(q) if rounding_mode == "trunc" else ops.floor(q)
+    q = ops.div(x, y)
+    if rounding_mode == "trunc":
+        return q
+    # Integers: the truncated quotient, one less where the remainder is nonzero
+    # and its sign differs from the divisor's.
+    r = ops.fmod(x, y)
+    if isinstance(y, (int, float)):
+        signs_differ = ops.lt(r, 0) if y >= 0 else ops.gt(r, 0)
+    else:
+        signs_differ = ops.ne(ops.lt(r, 0), ops.lt(y, 0))
+    return ops.where(ops.logical_and(ops.ne(r, 0), signs_differ), ops.sub(q, 1), q)
 
 
 @translates(aten.gelu.default)

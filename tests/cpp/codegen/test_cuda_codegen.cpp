@@ -165,7 +165,8 @@ TEST(CudaCodegen, EveryOpEmits) {
                             "llabs(T3.data[0])", "smelt::relu(T0.data[0])", "static_cast<int>(T0.data[0])",
                             "static_cast<double>(T0.data[0]) + T1.data[0]", "T3.data[0] - T3.data[0]",
                             "T0.data[0] * 3.0f", "T1.data[0] / T1.data[0]",
-                            "smelt::maximum(T0.data[0], T0.data[0])", "smelt::minimum(T3.data[0], T3.data[0])",
+                            "smelt::maximum<float>(T0.data[0], T0.data[0])",
+                            "smelt::minimum<int64_t>(T3.data[0], T3.data[0])",
                             "T2.data[0] ? T0.data[0] : T0.data[0]", "= -1.5f;", "= -smelt::infinity<float>();",
                             "smelt::maximum(", "bool "}) {
     EXPECT_NE(cuda.find(piece), std::string::npos) << "missing `" << piece << "` in\n" << cuda;

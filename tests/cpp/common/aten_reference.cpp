@@ -1,148 +1,14 @@
 #include "common/aten_reference.h"
 
-#include <map>
 #include <string>
-#include <unordered_map>
 
 #include "fusion/error.h"
 #include "runtime/aten_dtype.h"
+#include "runtime/aten_evaluator.h"
 
 namespace smelt::testing {
 
 at::ScalarType toScalarType(DataType dtype) { return toAtenType(dtype); }
-
-namespace {
-
-// Sizes of the tensor inputs by symbol ("T0.size[1]"), for symbolic extents.
-using Sizes = std::map<std::string, int64_t>;
-
-std::vector<int64_t> concreteShape(const std::vector<IterDomain*>& axes, const Sizes& sizes) {
-  std::vector<int64_t> shape;
-  for (const IterDomain* id : axes) {
-    shape.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? 1 : id->loopExtent().evaluate(sizes));
-  }
-  return shape;
-}
-
-at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::Tensor>& values,
-                    const Sizes& sizes) {
-  auto in = [&](size_t i) -> at::Tensor {
-    const Val* v = expr->input(i);
-    auto it = values.find(v);
-    if (it != values.end()) return it->second;
-    // A 0-dim tensor of the scalar's dtype promotes like a torch scalar: a
-    // tensor of the same category keeps its dtype.
-    const auto* scalar = static_cast<const Scalar*>(v);
-    return at::scalar_tensor(scalar->value(), at::TensorOptions().dtype(toScalarType(scalar->dtype())));
-  };
-  const TensorView* out = expr->output();
-  at::ScalarType out_type = toScalarType(out->dtype());
-  switch (expr->type()) {
-    case ExprType::Full:
-      return at::full(concreteShape(out->logicalNoReductions(), sizes), in(0).item(),
-                      at::TensorOptions().dtype(out_type));
-    case ExprType::Set:
-      return in(0).clone();
-    case ExprType::Unary: {
-      at::Tensor x = in(0);
-      switch (static_cast<const UnaryOp*>(expr)->op()) {
-        case UnaryOpType::Neg: return at::neg(x);
-        case UnaryOpType::Exp: return at::exp(x.to(out_type));
-        case UnaryOpType::Tanh: return at::tanh(x.to(out_type));
-        case UnaryOpType::Abs: return at::abs(x);
-        case UnaryOpType::Relu: return at::relu(x);
-        case UnaryOpType::Cast: return x.to(out_type);
-        case UnaryOpType::Sqrt: return at::sqrt(x.to(out_type));
-        case UnaryOpType::Rsqrt: return at::rsqrt(x.to(out_type));
-        case UnaryOpType::Log: return at::log(x.to(out_type));
-        case UnaryOpType::Log2: return at::log2(x.to(out_type));
-        case UnaryOpType::Log1p: return at::log1p(x.to(out_type));
-        case UnaryOpType::Exp2: return at::exp2(x.to(out_type));
-        case UnaryOpType::Expm1: return at::expm1(x.to(out_type));
-        case UnaryOpType::Sigmoid: return at::sigmoid(x.to(out_type));
-        case UnaryOpType::Erf: return at::erf(x.to(out_type));
-        case UnaryOpType::Reciprocal: return at::reciprocal(x.to(out_type));
-        case UnaryOpType::Sin: return at::sin(x.to(out_type));
-        case UnaryOpType::Cos: return at::cos(x.to(out_type));
-        case UnaryOpType::Floor: return at::floor(x);
-        case UnaryOpType::Ceil: return at::ceil(x);
-        case UnaryOpType::Round: return at::round(x);
-        case UnaryOpType::Trunc: return at::trunc(x);
-        case UnaryOpType::LogicalNot: return at::logical_not(x);
-      }
-      break;
-    }
-    case ExprType::Binary: {
-      at::Tensor a = in(0), b = in(1);
-      at::Tensor r;
-      switch (static_cast<const BinaryOp*>(expr)->op()) {
-        case BinaryOpType::Add: r = at::add(a, b); break;
-        case BinaryOpType::Sub: r = at::sub(a, b); break;
-        case BinaryOpType::Mul: r = at::mul(a, b); break;
-        case BinaryOpType::Div: r = at::div(a, b); break;
-        case BinaryOpType::Maximum: r = at::maximum(a, b); break;
-        case BinaryOpType::Minimum: r = at::minimum(a, b); break;
-        case BinaryOpType::Pow: r = at::pow(a, b); break;
-        case BinaryOpType::Remainder: r = at::remainder(a, b); break;
-        case BinaryOpType::Fmod: r = at::fmod(a, b); break;
-        case BinaryOpType::Eq: r = at::eq(a, b); break;
-        case BinaryOpType::Ne: r = at::ne(a, b); break;
-        case BinaryOpType::Lt: r = at::lt(a, b); break;
-        case BinaryOpType::Le: r = at::le(a, b); break;
-        case BinaryOpType::Gt: r = at::gt(a, b); break;
-        case BinaryOpType::Ge: r = at::ge(a, b); break;
-        case BinaryOpType::LogicalAnd: r = at::logical_and(a, b); break;
-        case BinaryOpType::LogicalOr: r = at::logical_or(a, b); break;
-      }
-      return r.to(out_type);
-    }
-    case ExprType::Where:
-      return at::where(in(0), in(1), in(2)).to(out_type);
-    case ExprType::Reduction: {
-      std::vector<int64_t> dims;
-      const auto& axes = out->logicalDomain();
-      for (size_t d = 0; d < axes.size(); ++d) {
-        if (axes[d]->isReduction()) dims.push_back(static_cast<int64_t>(d));
-      }
-      at::Tensor x = in(0);
-      if (static_cast<const ReductionOp*>(expr)->op() == ReductionOpType::Sum) {
-        return at::sum(x, dims).to(out_type);
-      }
-      return at::amax(x, dims).to(out_type);
-    }
-    case ExprType::Mma:  // fp32 accumulation of the Half/BFloat16 operands
-      return at::matmul(in(0).to(at::kFloat), in(1).to(at::kFloat));
-    case ExprType::Broadcast: {
-      at::Tensor x = in(0);
-      const auto& is_new = static_cast<const BroadcastOp*>(expr)->isNewAxis();
-      for (size_t d = 0; d < is_new.size(); ++d) {
-        if (is_new[d]) x = x.unsqueeze(static_cast<int64_t>(d));
-      }
-      return x;
-    }
-    case ExprType::Expand:
-      return in(0).expand(concreteShape(out->logicalNoReductions(), sizes));
-    case ExprType::Permute:
-      return in(0).permute(static_cast<const PermuteOp*>(expr)->dims());
-    case ExprType::Squeeze:
-    case ExprType::Reshape:
-      return in(0).reshape(concreteShape(out->logicalNoReductions(), sizes));
-    case ExprType::Pad: {
-      const auto* pad = static_cast<const PadOp*>(expr);
-      std::vector<int64_t> widths;  // torch order: last dimension first
-      for (auto it = pad->widths().rbegin(); it != pad->widths().rend(); ++it) {
-        widths.push_back(it->first);
-        widths.push_back(it->second);
-      }
-      double value = static_cast<const Scalar*>(pad->padValue())->value();
-      return at::constant_pad_nd(in(0), widths, value);
-    }
-  }
-  SMELT_INTERNAL_CHECK(false, "ATen reference: unhandled ", expr->toString());
-  return {};
-}
-
-}  // namespace
 
 std::vector<at::Tensor> randomInputs(Fusion& fusion, uint64_t seed, int64_t symbolic_extent,
                                      at::Device device) {
@@ -179,22 +45,7 @@ std::vector<at::Tensor> randomInputs(Fusion& fusion, const std::vector<std::vect
 }
 
 std::vector<at::Tensor> evaluateWithATen(Fusion& fusion, const std::vector<at::Tensor>& inputs) {
-  SMELT_CHECK(inputs.size() == fusion.inputs().size(), "ATen reference: fusion has ",
-              fusion.inputs().size(), " inputs but ", inputs.size(), " were given");
-  std::unordered_map<const Val*, at::Tensor> values;
-  for (size_t i = 0; i < inputs.size(); ++i) values[fusion.inputs()[i]] = inputs[i];
-  Sizes sizes;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorView* tv = fusion.inputs()[i]->asTensor();
-    if (tv == nullptr) continue;
-    for (int64_t d = 0; d < inputs[i].dim(); ++d) {
-      sizes["T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]"] = inputs[i].size(d);
-    }
-  }
-  for (const Expr* expr : fusion.exprs()) values[expr->output()] = evaluate(expr, values, sizes);
-  std::vector<at::Tensor> outputs;
-  for (const Val* out : fusion.outputs()) outputs.push_back(values.at(out).contiguous());
-  return outputs;
+  return smelt::evaluateWithATen(fusion, inputs);
 }
 
 }  // namespace smelt::testing

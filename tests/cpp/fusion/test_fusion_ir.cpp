@@ -91,7 +91,10 @@ TEST(ShapeAndDtype, BinaryOpsBroadcastAndPromote) {
   EXPECT_EQ(add(h, b)->dtype(), DataType::Float);
   EXPECT_EQ(add(i, 1.0)->dtype(), DataType::Int);    // integral constant keeps int
   EXPECT_EQ(add(i, 0.5)->dtype(), DataType::Float);  // a fraction lifts it to float
-  EXPECT_EQ(div(i, i)->dtype(), DataType::Float);    // true division, as torch
+  EXPECT_EQ(div(i, i)->dtype(), DataType::Int);        // truncating, as nvFuser's div
+  EXPECT_EQ(truediv(i, i)->dtype(), DataType::Float);  // true division, as torch's /
+  EXPECT_EQ(truediv(i, 2.0)->dtype(), DataType::Float);
+  EXPECT_EQ(div(flag, flag)->dtype(), DataType::Float);  // bools have no integer division
   EXPECT_EQ(castOp(DataType::Half, f)->dtype(), DataType::Half);
   EXPECT_EQ(exp(i)->dtype(), DataType::Float);
   EXPECT_EQ(where(flag, f, constant(0.0))->dtype(), DataType::Float);

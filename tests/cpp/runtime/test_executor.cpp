@@ -462,8 +462,16 @@ TEST_F(ExecutorErrors, ScalarNotZeroDim) {
 
 TEST_F(ExecutorErrors, UndefinedAndEmptyTensors) {
   EXPECT_SMELT_ERROR(fe_.run({at::Tensor(), s_, at::randn({4, 5})}), "input 0 (T0) is an undefined tensor");
-  EXPECT_SMELT_ERROR(fe_.run({at::randn({0, 5}), s_, at::randn({0, 5})}),
-                     "input 0 (T0) dimension 0 has size 0; empty tensors are not supported");
+}
+
+// An empty input launches no kernel: the outputs come from ATen, empty here.
+TEST_F(ExecutorErrors, EmptyTensorsGiveEmptyOutputs) {
+  std::vector<at::Tensor> outs = fe_.run({at::randn({0, 5}), s_, at::randn({0, 5})});
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_EQ(outs[0].sizes(), at::IntArrayRef({0, 5}));
+  EXPECT_EQ(outs[0].scalar_type(), at::kFloat);
+  // Sizes are still checked against each other.
+  EXPECT_ANY_THROW(fe_.run({at::randn({0, 5}), s_, at::randn({4, 5})}));
 }
 
 TEST(ExecutorInputErrors, ConstantExtent) {

@@ -31,8 +31,9 @@ template <typename T>
 __device__ inline T relu(T a) { return (a != a || a > T(0)) ? a : T(0); }
 
 // torch.fmod (the dividend's sign) and torch.remainder (the divisor's sign).
+// Integers: x % 0 gives 0 (as the simulator), and x % -1 never traps.
 template <typename T>
-__device__ inline T fmod(T a, T b) { return a % b; }
+__device__ inline T fmod(T a, T b) { return (b == T(0) || b == T(-1)) ? T(0) : a % b; }
 template <>
 __device__ inline float fmod<float>(float a, float b) { return ::fmodf(a, b); }
 template <>
@@ -53,6 +54,16 @@ __device__ inline T ipow(T base, T exp) {
     if (exp & 1) result *= b;
   }
   return static_cast<T>(result);
+}
+
+// Integer division truncating toward zero (nvFuser's div on integers, torch's
+// rounding_mode='trunc'), made total: x / 0 gives -1 (what the hardware's
+// division gives, and torch on the GPU) and MIN / -1 wraps.
+template <typename T>
+__device__ inline T idiv(T a, T b) {
+  if (b == T(0)) return T(-1);
+  if (b == T(-1)) return static_cast<T>(0ULL - static_cast<unsigned long long>(a));
+  return a / b;
 }
 
 __device__ inline float sigmoid(float x) { return 1.0f / (1.0f + ::expf(-x)); }
