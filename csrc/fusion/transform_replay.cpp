@@ -293,16 +293,16 @@ void propagateSchedule(TensorView* reference) {
   std::unordered_set<const TensorView*> visited{reference};
   std::vector<Edge> frontier;
   // The mapped axes whose loop structure the replay carries over: a plain
-  // broadcast axis of `from` mapped onto an iterating axis of `to` carries
-  // none (its splits, made for extent 1, cut the iterating extent into
-  // loops no other tensor has: where(x > max(x), ...) reached from the
-  // broadcast max rather than from its sibling x).
+  // broadcast axis of `from` carries none (its splits, made for extent 1,
+  // cut an iterating axis of `to` into loops no other tensor has:
+  // where(x > max(x), ...) reached from the broadcast max rather than from
+  // its sibling x; x.sum(1, keepdim=True) / y reached from the broadcast sum
+  // rather than from y, leaving the reduced dimension unsplit).
   auto informative = [](const IdMap& map) {
     size_t n = 0;
-    for (const auto& [from_axis, to_axis] : map) {
-      const bool from_plain = from_axis->isBroadcast() && !from_axis->hasExpandedExtent();
-      const bool to_plain = to_axis->isBroadcast() && !to_axis->hasExpandedExtent();
-      if (!from_plain || to_plain) ++n;
+    for (const auto& entry : map) {
+      const IterDomain* from_axis = entry.first;
+      if (!from_axis->isBroadcast() || from_axis->hasExpandedExtent()) ++n;
     }
     return n;
   };

@@ -125,8 +125,20 @@ void bindIterationRuns(TensorView* reference, const std::vector<int64_t>& positi
 }
 
 std::string serialIterationReason(const Fusion& fusion, const ReductionLayout& layout) {
-  return serialLoopBufferReason(fusion, *layout.map, serialRunDims(layout.iteration_runs),
-                                "its dimension run is outside the three bound to blocks");
+  std::string reason = serialLoopBufferReason(fusion, *layout.map, serialRunDims(layout.iteration_runs),
+                                              "its dimension run is outside the three bound to blocks");
+  if (!reason.empty()) return reason;
+  // Dimensions the reference broadcasts are no loop of its schedule: the
+  // tensors iterating them run them in serial loops of their own (x1 [s0,
+  // 1, s2] + x0.unsqueeze(1).sum(0, keepdim=True), with x1 also read by a
+  // second output: x1's cache spanned a loop of s0 registers).
+  std::vector<int64_t> broadcast_dims;
+  const auto& logical = layout.reference->logicalDomain();
+  for (int64_t d = 0; d < static_cast<int64_t>(logical.size()); ++d) {
+    if (!logical[d]->isReduction() && !iterates(logical[d])) broadcast_dims.push_back(d);
+  }
+  return serialLoopBufferReason(fusion, *layout.map, broadcast_dims,
+                                "the reduction " + layout.reference->name() + " broadcasts it");
 }
 
 }  // namespace smelt::scheduler_utils

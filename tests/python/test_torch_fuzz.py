@@ -98,6 +98,41 @@ KNOWN_BUGS = {
         _repro([("x0", "r(6)"), ("x1", "r(6)")],
                ["v1 = x0.amax(dim=0, keepdim=True)", "v2 = torch.where(x1 > v1, v1, x1)",
                 "v3 = v1 / v2.reshape(3, 2)"], ["v3"])),
+    # Found by scripts/torch_fuzz.py --start 200000 --count 1500 (seeds 200376, 201161).
+    "buffer-across-reduction-broadcast-dim": KnownBug(
+        "'Local tensor T.. needs T..size[..] registers' at run time after the reduction "
+        "scheduler accepted: a tensor feeding two outputs iterates a dimension the reduction "
+        "broadcasts, which ran as a serial loop of symbolic extent",
+        "fallback: Local tensor T# needs",
+        _repro([("x0", "r(4, 1, 6)"), ("x1", "r(4, 1, 6)")],
+               ["v1 = x0.unsqueeze(-3)", "v2 = v1.sum(dim=0, keepdim=True)",
+                "v4 = x1.transpose(2, 1)", "v5 = x1 + v2"], ["v5", "v4"]),
+        dynamic=True),
+    "symbolic-size1-broadcast": KnownBug(
+        "a partition input whose symbolic size the shape guards make 1 (x.reshape(6, -1, 2)) "
+        "was defined as an iterated dimension, so broadcasting it was refused at run time",
+        "fallback: input N (T#) dimension N has size N but input N (T#) dimension N has size N",
+        _repro([("x0", "r(6, 2, 1, 4)")],
+               ["v1 = x0.amax(dim=(-2, -1))", "v2 = v1.reshape(6, -1, 2)", "v3 = v1.t()",
+                "v4 = v3.transpose(1, 0)", "v5 = v4 * v2"], ["v5"]),
+        dynamic=True),
+    # Found by scripts/torch_fuzz.py --start 300000 --count 1000 (seeds 300418, 300421).
+    "sum-keepdim-over-broadcast-row": KnownBug(
+        "x.sum(1, keepdim=True) / (x.reshape(4, 4).abs() + 1) for x [1, 4, 4]: the persistent "
+        "scheduler accepts, lowering refuses ('tensor T.. is in Local memory and its axis N is "
+        "bound to TIDx, but T.. does not read it along an axis bound to TIDx')",
+        "fallback: tensor T# is in Local memory and its axis N",
+        _repro([("x0", "r(1, 4, 4)")],
+               ["v2 = x0.reshape(4, 4)", "v3 = x0.sum(dim=(1,), keepdim=True)",
+                "v4 = v3 / (v2.abs() + 1)"], ["v4"])),
+    "fake-strides-differ-from-eager": KnownBug(
+        "not smelt's: for a broadcast of a permuted view with size-1 dimensions torch's traced "
+        "(fake tensor) output strides, which smelt and inductor both return, differ from "
+        "eager's ((75, 15, 1, 3) against (3, 3, 1, 15))",
+        "mismatch: strides",
+        _repro([("x0", "r(5, 3, 1)"), ("x1", "r(5, 3, 1)")],
+               ["v1 = x0.permute(2, 1, 0)", "v2 = v1.view(1, 1, 3, 5)", "v3 = x1 / (v2.abs() + 1)"],
+               ["v3"])),
 }
 
 # seed -> KNOWN_BUGS key, for seeds of SEEDS that fail with that bug.
@@ -116,6 +151,11 @@ FIXED = {
                                    "allows, contributors or not (predicates.cpp)",
     "local-bidx-after-split": "propagateSchedule: a broadcast axis mapped onto an iterating one "
                               "carries no loop structure",
+    "buffer-across-reduction-broadcast-dim": "schedulers of reductions decline a buffer across "
+                                             "a dimension the reduction broadcasts",
+    "symbolic-size1-broadcast": "the backend defines a SymInt the guards make 1 as size 1",
+    "sum-keepdim-over-broadcast-row": "propagateSchedule: no plain broadcast axis carries loop "
+                                      "structure",
 }
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from smelt._C import DataType, SmeltError
 from smelt.dtypes import is_supported_torch_dtype, to_data_type
@@ -48,8 +49,11 @@ def define_input(fd: FusionDefinition, node: torch.fx.Node) -> Tensor:
     if not is_supported_torch_dtype(val.dtype):
         raise Unsupported(f"input {node.name} has dtype {val.dtype}")
     if not is_static(val):
-        # Symbolic sizes are fine as extents; size-1 needs to be known.
-        shape = [1 if (isinstance(s, int) and s == 1) else -1 for s in val.shape]
+        # Symbolic sizes are fine as extents; size-1 needs to be known: an
+        # int 1, or a SymInt the shape guards make 1 (x.reshape(6, -1, 2) of
+        # an [s0, s1] x broadcast against another tensor: (s1 // 2) == 1),
+        # which torch broadcast as size 1.
+        shape = [1 if _known_one(s) else -1 for s in val.shape]
         contiguity = [None if s == 1 else True for s in shape] if val.is_contiguous() else None
         if contiguity is None:
             raise Unsupported(f"input {node.name} has symbolic sizes and is not contiguous")
@@ -60,6 +64,15 @@ def define_input(fd: FusionDefinition, node: torch.fx.Node) -> Tensor:
     # layout, tensor cores included, and a permute inside the fusion would
     # make it a computed operand (the reduction scheduler, no tensor cores).
     return fd.from_pytorch(val, static_sizes=True, in_memory_order=not _feeds_matmul(node))
+
+
+def _known_one(size: Any) -> bool:
+    if isinstance(size, int):
+        return size == 1
+    try:
+        return bool(statically_known_true(size == 1))
+    except Exception:  # a size symbolic_shapes cannot reason about: not known
+        return False
 
 
 def _feeds_matmul(node: torch.fx.Node) -> bool:

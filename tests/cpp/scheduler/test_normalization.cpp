@@ -241,5 +241,23 @@ TEST(PersistentScheduler, SizeOneReducedDimensionBroadcastToAWiderExtent) {
   }
 }
 
+// x.sum(1, keepdim=True) / (|x.reshape(4, 4)| + 1) for x [1, 4, 4] (the torch
+// fuzzer's seed 300418): the output, reached first from the broadcast sum
+// (its reduced dimension a plain broadcast there), got that dimension
+// unsplit and serial while |x| + 1 ran it on TIDx: lowering refused the
+// accepted schedule. Propagation counts no plain broadcast axis as carrying
+// loop structure, so the output is reached from |x| + 1.
+TEST(PersistentScheduler, OutputReachedFromItsIteratingOperandNotTheBroadcastSum) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = examples::makeBroadcastingTensor({1, 4, 4});
+  fusion.addInput(x);
+  TensorView* s = broadcast(sum(x, {1}), {false, true, false});
+  TensorView* y = broadcast(add(abs(squeeze(x, {0})), 1.0), {true, false, false});
+  fusion.addOutput(div(s, y));
+  ASSERT_EQ(persistentRejectReason(fusion), "");
+  scheduleAndCheck(fusion, {randn({1, 4, 4})}, "sum_over_broadcast_row");
+}
+
 }  // namespace
 }  // namespace smelt::testing

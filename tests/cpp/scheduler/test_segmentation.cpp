@@ -179,6 +179,29 @@ TEST(Segmentation, MatmulKeepsItsSchedulerNextToASecondOutputOrAReshapeEpilogue)
   }
 }
 
+// x1 [d, c] + x0.unsqueeze(1).sum(0, keepdim=True) with x1 also read by a
+// second output (the torch fuzzer's seed 200376, dynamic): the reduction's
+// reference broadcasts d, so no loop of its schedule binds d, and x1's cache,
+// inlined into neither output, spanned a serial loop of d's symbolic extent
+// ("Local tensor T.. needs T1.size[0] registers" after the reduction
+// scheduler accepted). The schedulers of reductions decline; the segmenter
+// gives the reduction a kernel of its own.
+TEST(Segmentation, BufferAcrossADimensionTheReductionBroadcasts) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x0 = makeContigTensor(2);
+  TensorView* x1 = makeContigTensor(2);
+  fusion.addInput(x0);
+  fusion.addInput(x1);
+  TensorView* v2 = broadcast(sum(unsqueeze(x0, 1), {0}), {true, false, false});
+  fusion.addOutput(add(broadcast(x1, {true, false, false}), v2));
+  fusion.addOutput(neg(x1));
+  EXPECT_NE(reductionRejectReason(fusion).find("the reduction T3 broadcasts it"), std::string::npos)
+      << reductionRejectReason(fusion);
+  SegmentedFusion segmented = segmentAndCheck(fusion, {randn({4, 6}), randn({5, 6})});
+  EXPECT_EQ(segmented.segments.size(), 2u) << segmented.toString();
+}
+
 // A reshape of a permuted value in one pointwise kernel: the schedule
 // propagated from the output replays the reshape's merges and splits onto the
 // permute's output (constant extents: [4, 6] -> [6, 4] -> [2, 3, 4]; symbolic:
