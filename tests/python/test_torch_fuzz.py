@@ -133,6 +133,17 @@ KNOWN_BUGS = {
         _repro([("x0", "r(5, 3, 1)"), ("x1", "r(5, 3, 1)")],
                ["v1 = x0.permute(2, 1, 0)", "v2 = v1.view(1, 1, 3, 5)", "v3 = x1 / (v2.abs() + 1)"],
                ["v3"])),
+    # Found by scripts/torch_fuzz.py --start 500000 --profile deep (seed 501616).
+    "all-size1-outputs-collapse": KnownBug(
+        "a program on a [1] input whose outputs are distinct tensors in the definition fails at "
+        "run time with 'addOutput: T.. is already an output' (every extent is 1; the partition "
+        "then runs in torch)",
+        "fallback: addOutput: T# is already an output",
+        _repro([("x0", "r(1)")],
+               ["v1 = torch.softmax(x0, dim=0)", "v2 = v1 * x0", "v3 = torch.sigmoid(v2)",
+                "v4 = torch.sigmoid(v3)", "v5 = v3.unsqueeze(1)", "v6 = v5 * v5",
+                "v7 = v6.mean(dim=(0, 1), keepdim=True)", "v8 = v7.t()",
+                "v9 = v4.unsqueeze(-2)"], ["v8", "v9", "v3"])),
 }
 
 # seed -> KNOWN_BUGS key, for seeds of SEEDS that fail with that bug.
@@ -140,6 +151,8 @@ KNOWN_OPEN = {}
 
 # Bugs of KNOWN_BUGS fixed since they were found: key -> where.
 FIXED = {
+    "fake-strides-differ-from-eager": "not smelt's: the runner accepts the traced strides "
+                                      "(torch.compile's contract; Inductor returns them too)",
     "contiguity-before-size1": "contiguityOf skips size-1 dimensions",
     "overlapping-output-layout": "OutputLayout.restore writes stride-0 layouts once",
     "reduce-broadcast-merge": "loop mapping: a merge dropping a broadcast is not the same loop",
