@@ -1,6 +1,7 @@
 #include "codegen/cuda_codegen.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <sstream>
 #include <unordered_map>
@@ -15,19 +16,19 @@
 namespace smelt {
 namespace {
 
-// The prelude every kernel starts with. NVRTC has no <cstdint>, so int64_t is
-// declared here (8 bytes, like the host's; the Tensor struct layout is what
-// the runtime packs: an 8-byte pointer then 2*N int64 values).
-constexpr const char* kPrelude = R"(typedef long long int64_t;
-
+// The prelude every kernel starts with, after the `index_t` typedef
+// (indexTypedef). NVRTC has no <cstdint>, so int64_t is declared here (8
+// bytes, like the host's; the Tensor struct layout is what the runtime packs:
+// an 8-byte pointer then 2*N index_t values).
+constexpr const char* kPrelude = R"(
 namespace smelt {
 
 // A tensor kernel parameter: sizes and strides in elements.
 template <typename T, int N>
 struct Tensor {
   T* data;
-  int64_t size[N];
-  int64_t stride[N];
+  index_t size[N];
+  index_t stride[N];
 };
 
 template <typename T>
@@ -37,9 +38,9 @@ struct Tensor<T, 0> {
 
 // Index arithmetic helpers (IntExpr's ceilDiv, min and max). Qualified calls
 // avoid CUDA's overloaded ::min/::max, which are ambiguous for int64_t.
-__device__ inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-__device__ inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
-__device__ inline int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
+__device__ inline index_t ceilDiv(index_t a, index_t b) { return (a + b - 1) / b; }
+__device__ inline index_t min(index_t a, index_t b) { return a < b ? a : b; }
+__device__ inline index_t max(index_t a, index_t b) { return a > b ? a : b; }
 
 // torch.maximum / torch.minimum / relu: NaN propagates.
 template <typename T>
@@ -231,6 +232,16 @@ struct alignas(sizeof(T) * N) Vector {
 }  // namespace smelt
 )";
 
+// The typedefs the prelude builds on: int64_t, and index_t, the type of all
+// index arithmetic (loop indices, offsets, the Tensor struct's sizes and
+// strides).
+std::string indexTypedef(DataType index_type) {
+  SMELT_CHECK(index_type == DataType::Int || index_type == DataType::Int32,
+              "codegen: the index type is Int or Int32, not ", index_type);
+  return std::string("typedef long long int64_t;\ntypedef ") +
+         (index_type == DataType::Int ? "int64_t" : "int") + " index_t;\n";
+}
+
 std::string cudaType(DataType dtype) {
   switch (dtype) {
     case DataType::Float: return "float";
@@ -310,38 +321,6 @@ bool isBuiltinSymbol(const std::string& name) {
   return false;
 }
 
-// Index arithmetic in 64-bit signed integers. CUDA's builtins are unsigned
-// 32-bit, so `threadIdx.x - 2` would wrap: they are widened where they occur.
-// `top` drops the outermost parentheses (subscripts, conditions).
-std::string indexText(const IntExpr& e, bool top = false) {
-  using K = IntExpr::Kind;
-  switch (e.kind()) {
-    case K::Constant: return std::to_string(*e.constant());
-    case K::Symbol:
-      return isBuiltinSymbol(e.symbolName()) ? "int64_t(" + e.symbolName() + ")" : e.symbolName();
-    case K::CeilDiv:
-    case K::Min:
-    case K::Max: {
-      const char* fn = e.kind() == K::CeilDiv ? "smelt::ceilDiv(" : e.kind() == K::Min ? "smelt::min(" : "smelt::max(";
-      return fn + indexText(e.lhs(), true) + ", " + indexText(e.rhs(), true) + ")";
-    }
-    case K::Add:
-    case K::Sub:
-    case K::Mul:
-    case K::Div:
-    case K::Mod: {
-      const char* op = e.kind() == K::Add   ? " + "
-                       : e.kind() == K::Sub ? " - "
-                       : e.kind() == K::Mul ? " * "
-                       : e.kind() == K::Div ? " / "
-                                            : " % ";
-      std::string text = indexText(e.lhs()) + op + indexText(e.rhs());
-      return top ? text : "(" + text + ")";
-    }
-  }
-  SMELT_INTERNAL_CHECK(false, "unknown IntExpr kind");
-}
-
 bool mentionsSymbol(const IntExpr& e, const std::string& name) {
   switch (e.kind()) {
     case IntExpr::Kind::Constant: return false;
@@ -384,19 +363,6 @@ bool indexesRegisterArray(const kir::ForLoop& loop) {
   return found;
 }
 
-std::string predicateText(const kir::Predicate& predicate) {
-  if (predicate.alwaysTrue()) return "true";
-  std::string text;
-  for (const auto& term : predicate.terms) {
-    const char* op = term.kind == kir::Predicate::Term::Kind::LessThan ? " < "
-                     : term.kind == kir::Predicate::Term::Kind::Equal  ? " == "
-                                                                       : " >= ";
-    if (!text.empty()) text += " && ";
-    text += indexText(term.lhs, true) + op + indexText(term.rhs, true);
-  }
-  return text;
-}
-
 const kir::Buffer* aliasTarget(const kir::Buffer* buffer) {
   while (buffer->alias_of != nullptr) buffer = buffer->alias_of;
   return buffer;
@@ -412,7 +378,14 @@ IntExpr addressOf(const kir::Buffer* buffer) {
 class Emitter {
  public:
   Emitter(const kir::Kernel& kernel, const std::string& name, const CodegenOptions& options)
-      : kernel_(kernel), name_(name), options_(options), vector_bytes_(vectorRequirements(kernel).bytes) {
+      : kernel_(kernel),
+        name_(name),
+        options_(options),
+        narrow_index_(options.index_type == DataType::Int32),
+        vector_bytes_(vectorRequirements(kernel).bytes) {
+    for (const Scalar* scalar : kernel.scalar_inputs) {
+      if (!scalar->isConstant()) scalar_symbols_.insert(scalar->symbol());
+    }
     kir::forEachStmt(kernel.body, [&](const kir::Stmt* stmt, int) {
       uses_tensor_cores_ |= codegen::isTensorCoreStmt(stmt->kind());
       if (const auto* l = dynamic_cast<const kir::LdMatrix*>(stmt)) {
@@ -438,7 +411,7 @@ class Emitter {
     }
     if (half) os_ << "#include <cuda_fp16.h>\n";
     if (bfloat) os_ << "#include <cuda_bf16.h>\n";
-    os_ << (half || bfloat ? "\n" : "") << kPrelude;
+    os_ << (half || bfloat ? "\n" : "") << indexTypedef(options_.index_type) << kPrelude;
     if (!vector_bytes_.empty()) os_ << kVectorPrelude;
     if (uses_tensor_cores_) os_ << codegen::kTensorCorePrelude;
     os_ << "\n";
@@ -564,10 +537,10 @@ class Emitter {
     if (loop.trivial && isParallelDim(loop.parallel_type)) {
       const std::string builtin = builtinIndex(loop.parallel_type);
       open("{  // " + loop.index + " over [0, " + extent + ") bound to " + builtin);
-      if (loop.index != builtin) line("const int64_t " + loop.index + " = " + builtin + ";");
+      if (loop.index != builtin) line("const index_t " + loop.index + " = " + builtin + ";");
     } else if (loop.trivial && loop.extent.constant() == std::optional<int64_t>(1)) {
       open("{  // " + loop.index + " over [0, 1)");
-      line("const int64_t " + loop.index + " = 0;");
+      line("const index_t " + loop.index + " = 0;");
     } else {
       SMELT_CHECK(!isParallelDim(loop.parallel_type), "codegen: loop ", loop.index, " bound to ",
                   loop.parallel_type, " is not marked trivial");
@@ -589,7 +562,7 @@ class Emitter {
         (loop.extent.isConstant() && indexesRegisterArray(loop))) {
       line("#pragma unroll");
     }
-    open("for (int64_t " + loop.index + " = 0; " + loop.index + " < " + indexText(loop.extent, true) +
+    open("for (index_t " + loop.index + " = 0; " + loop.index + " < " + indexText(loop.extent, true) +
          "; ++" + loop.index + ") {");
     emitList(loop.body);
     close();
@@ -647,6 +620,61 @@ class Emitter {
                                         : "__align__(" + std::to_string(vector->second) + ") ";
     line(align + cudaType(buffer->dtype) + " " + buffer->name + "[" +
          std::to_string(*buffer->elements.constant()) + "];");
+  }
+
+  // Index arithmetic in signed index_t. CUDA's builtins are unsigned 32-bit,
+  // so `threadIdx.x - 2` would wrap: they are converted where they occur. With
+  // 32-bit indices, an int64_t scalar input in an extent is converted too (the
+  // launch's choice of index type covers its value), and a constant must fit.
+  // `top` drops the outermost parentheses (subscripts, conditions).
+  std::string indexText(const IntExpr& e, bool top = false) const {
+    using K = IntExpr::Kind;
+    switch (e.kind()) {
+      case K::Constant: {
+        const int64_t value = *e.constant();
+        SMELT_CHECK(!narrow_index_ || (value >= INT32_MIN && value <= INT32_MAX), "codegen: index constant ",
+                    value, " does not fit the 32-bit index type (this launch needs 64-bit indices)");
+        return std::to_string(value);
+      }
+      case K::Symbol: {
+        const std::string& name = e.symbolName();
+        const bool convert = isBuiltinSymbol(name) || (narrow_index_ && scalar_symbols_.count(name));
+        return convert ? "index_t(" + name + ")" : name;
+      }
+      case K::CeilDiv:
+      case K::Min:
+      case K::Max: {
+        const char* fn = e.kind() == K::CeilDiv ? "smelt::ceilDiv(" : e.kind() == K::Min ? "smelt::min(" : "smelt::max(";
+        return fn + indexText(e.lhs(), true) + ", " + indexText(e.rhs(), true) + ")";
+      }
+      case K::Add:
+      case K::Sub:
+      case K::Mul:
+      case K::Div:
+      case K::Mod: {
+        const char* op = e.kind() == K::Add   ? " + "
+                         : e.kind() == K::Sub ? " - "
+                         : e.kind() == K::Mul ? " * "
+                         : e.kind() == K::Div ? " / "
+                                              : " % ";
+        std::string text = indexText(e.lhs()) + op + indexText(e.rhs());
+        return top ? text : "(" + text + ")";
+      }
+    }
+    SMELT_INTERNAL_CHECK(false, "unknown IntExpr kind");
+  }
+
+  std::string predicateText(const kir::Predicate& predicate) const {
+    if (predicate.alwaysTrue()) return "true";
+    std::string text;
+    for (const auto& term : predicate.terms) {
+      const char* op = term.kind == kir::Predicate::Term::Kind::LessThan ? " < "
+                       : term.kind == kir::Predicate::Term::Kind::Equal  ? " == "
+                                                                         : " >= ";
+      if (!text.empty()) text += " && ";
+      text += indexText(term.lhs, true) + op + indexText(term.rhs, true);
+    }
+    return text;
   }
 
   // The element an access names, as an lvalue.
@@ -918,6 +946,8 @@ class Emitter {
   const kir::Kernel& kernel_;
   const std::string& name_;
   const CodegenOptions& options_;
+  const bool narrow_index_;                       // index_t is int
+  std::unordered_set<std::string> scalar_symbols_;  // symbolic scalar inputs
   const std::unordered_map<const kir::Buffer*, int64_t> vector_bytes_;
   std::unordered_set<const kir::Buffer*> fragment_buffers_;  // LdMatrix/Mma operands
   bool uses_tensor_cores_ = false;

@@ -6,10 +6,16 @@
 //
 // Kernel parameters, in order:
 //   * one `smelt::Tensor<T, N> <name>` per Global input buffer, then per Global
-//     output buffer: { T* data; int64_t size[N]; int64_t stride[N]; } with N =
+//     output buffer: { T* data; index_t size[N]; index_t stride[N]; } with N =
 //     Buffer::shape.size() (the rank of the tensor the runtime passes; strides
 //     in elements). Index expressions refer to "T0.size[1]", "T0.stride[1]";
 //   * each scalar input, by its symbol ("s0"), as its CUDA type.
+//
+// Index type: all index arithmetic (loop indices, offsets, extents, the
+// Tensor struct's sizes and strides) is in `index_t`, int64_t or int as
+// CodegenOptions::index_type says. The runtime picks int per launch when every
+// size and offset fits (runtime/index_type.h): 32-bit math is about half the
+// integer instructions (no 64-bit multiply-adds, 32-bit registers).
 //
 // Memory:
 //   * shared memory is one `extern __shared__ __align__(128) unsigned char
@@ -24,7 +30,7 @@
 // Statements:
 //   * a non-trivial ForLoop is a `for` (`#pragma unroll` when Unroll or
 //     Vectorize); a trivial one is a scoped block that binds its index:
-//     `const int64_t i3 = threadIdx.x;` (or `= 0` for a trip count of 1); an
+//     `const index_t i3 = threadIdx.x;` (or `= 0` for a trip count of 1); an
 //     index already spelled "threadIdx.x" needs no binding;
 //   * predicates are `if`s; BlockSync is `__syncthreads()`;
 //   * element-wise math on Half/BFloat16 is done in float (loads convert with
@@ -66,6 +72,10 @@ struct CodegenOptions {
   // memory and a test can compare it with the plan. Needs a constant total of
   // at most 48 KiB (the static limit).
   bool static_shared_memory = false;
+  // Int (64-bit) or Int32: the type of index arithmetic and of the Tensor
+  // struct's sizes and strides (the runtime packs them to match). With Int32
+  // an index constant beyond int32 is an error.
+  DataType index_type = DataType::Int;
 };
 
 // The CUDA source of `kernel` as one extern "C" __global__ function named

@@ -33,6 +33,7 @@ int IndexCode::add(const IntExpr& expr, SymbolTable& symbols) {
     h.end = static_cast<uint32_t>(code_.size());
   }
   headers_.push_back(h);
+  if (int32_only_) text_.push_back(expr.toString());
   return static_cast<int>(headers_.size()) - 1;
 }
 
@@ -118,8 +119,15 @@ int64_t IndexCode::run(const Header& h, const int64_t* slots) const {
       case Op::Max: a = a > b ? a : b; break;
       case Op::Push: break;
     }
+    if (int32_only_ && !fitsInt32(a)) overflow(static_cast<int>(&h - headers_.data()), a);
   }
   return stack[0];
+}
+
+void IndexCode::overflow(int handle, int64_t value) const {
+  throw Error(errorMessage("index arithmetic overflows the 32-bit index type: ", text_.at(handle),
+                           " reaches ", value, " (a launch whose sizes or offsets exceed int32 "
+                           "needs the 64-bit variant)"));
 }
 
 }  // namespace smelt

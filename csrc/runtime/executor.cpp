@@ -19,6 +19,7 @@
 #include "lower/lower.h"
 #include "runtime/aten_evaluator.h"
 #include "runtime/fusion_key.h"
+#include "runtime/index_type.h"
 #include "runtime/launch_limits.h"
 #include "runtime/simulator/simulator.h"
 
@@ -45,13 +46,15 @@ std::string kernelNameFor(const std::string& key) {
 
 
 // Generates, compiles and checks the kernel; describes its launch.
-KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, int arch) {
+KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, int arch,
+                          DataType index_type) {
   KernelLaunchInfo info;
   info.shared_memory_bytes = sharedMemoryBytes(kernel);
   const std::optional<int64_t> fixed_smem = info.shared_memory_bytes.constant();
   info.static_shared_memory = fixed_smem && *fixed_smem > 0 && *fixed_smem <= kStaticSharedMemoryLimit;
   CodegenOptions codegen;
   codegen.static_shared_memory = info.static_shared_memory;
+  codegen.index_type = index_type;
   info.cuda_source = generateCuda(kernel, name, codegen);
   NvrtcOptions nvrtc;
   nvrtc.arch = arch;
@@ -110,6 +113,20 @@ void bindTensor(std::map<std::string, int64_t>& bindings, const std::string& nam
   }
 }
 
+// Where the kernel variant of an index type is kept (FusionExecutor::variants_).
+int variantSlot(DataType index_type) {
+  SMELT_INTERNAL_CHECK(index_type == DataType::Int || index_type == DataType::Int32,
+                       "index type ", index_type);
+  return index_type == DataType::Int32 ? 1 : 0;
+}
+DataType slotIndexType(int slot) { return slot == 1 ? DataType::Int32 : DataType::Int; }
+
+std::vector<int64_t> contiguousStrides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * std::max<int64_t>(sizes[d], 1);
+  return strides;
+}
+
 void addScalarArgument(KernelArguments& args, const ScalarParam& param, const at::Tensor& value) {
   switch (param.dtype) {
     case DataType::Float: return args.addScalar(value.item<float>());
@@ -151,30 +168,100 @@ void FusionExecutor::compile(Fusion* fusion, const std::vector<at::Tensor>& exam
                              ExecutorOptions options) {
   SMELT_CHECK(fusion != nullptr, "FusionExecutor::compile: fusion is null");
   SMELT_CHECK(!fusion->outputs().empty(), "FusionExecutor::compile: the fusion has no outputs");
-  kernel_.reset();
+  current_ = -1;
+  for (auto& kernel : variants_) kernel.reset();
   lower_.reset();
   sim_report_ = {};
   fusion_ = fusion;
   options_ = options;
   validator_ = InputValidator(*fusion);
-  const int arch = targetArch(options_, validate(example_inputs));
-  key_ = fusionCacheKey(*fusion) + optionsKey(options_, arch);
+  arch_ = targetArch(options_, validate(example_inputs));
+  const std::string base_key = fusionCacheKey(*fusion) + optionsKey(options_, arch_);
+  for (DataType index_type : {DataType::Int, DataType::Int32}) {
+    keys_[variantSlot(index_type)] = base_key + " index=" + indexTypeName(index_type);
+  }
 
+  const std::map<std::string, int64_t> bindings = bind(example_inputs);
+  const DataType index_type = chooseIndexTypeFor(example_inputs, bindings);
   bool compiled_here = false;
-  KernelCache& cache = options_.cache != nullptr ? *options_.cache : globalCache();
-  auto kernel = cache.getOrCompile(key_, [&] {
-    compiled_here = true;
-    return compileKernel(lowered(), kernelNameFor(key_), arch);
-  });
+  const std::shared_ptr<CachedKernel> kernel = variant(index_type, &compiled_here);
   from_cache_ = !compiled_here;
-  size_t tensor_inputs = 0, scalar_inputs = 0;
-  for (const InputSpec& spec : validator_.specs()) (spec.is_tensor ? tensor_inputs : scalar_inputs)++;
   const KernelLaunchInfo& info = kernel->launchInfo();
-  SMELT_INTERNAL_CHECK(info.inputs.size() == tensor_inputs && info.scalars.size() == scalar_inputs &&
+  std::vector<std::string> tensor_inputs;
+  size_t scalar_inputs = 0;
+  for (const InputSpec& spec : validator_.specs()) {
+    if (spec.is_tensor) {
+      tensor_inputs.push_back(spec.name);
+    } else {
+      ++scalar_inputs;
+    }
+  }
+  std::vector<std::string> kernel_inputs;
+  for (const TensorParam& param : info.inputs) kernel_inputs.push_back(param.name);
+  SMELT_INTERNAL_CHECK(kernel_inputs == tensor_inputs && info.scalars.size() == scalar_inputs &&
                            info.outputs.size() == fusion->outputs().size(),
                        "the cached kernel's parameters do not match the fusion's inputs and outputs");
-  kernel_ = std::move(kernel);
-  launch_params_ = evaluateLaunch(bind(example_inputs));
+  setCurrent(index_type);
+  launch_params_ = evaluateLaunch(*kernel, bindings);
+}
+
+std::shared_ptr<CachedKernel> FusionExecutor::variant(DataType index_type, bool* compiled_here) const {
+  const int slot = variantSlot(index_type);
+  std::lock_guard<std::mutex> lock(variants_mutex_);
+  if (variants_[slot] == nullptr) {
+    KernelCache& cache = options_.cache != nullptr ? *options_.cache : globalCache();
+    variants_[slot] = cache.getOrCompile(keys_[slot], [&] {
+      if (compiled_here != nullptr) *compiled_here = true;
+      return compileKernel(lowered(), kernelNameFor(keys_[slot]), arch_, index_type);
+    });
+  }
+  return variants_[slot];
+}
+
+void FusionExecutor::setCurrent(DataType index_type) const {
+  current_.store(variantSlot(index_type), std::memory_order_release);
+}
+
+const CachedKernel& FusionExecutor::current() const {
+  const int slot = current_.load(std::memory_order_acquire);
+  SMELT_CHECK(slot >= 0, "FusionExecutor: call compile() first");
+  return *variants_[slot];
+}
+
+DataType FusionExecutor::indexType() const {
+  checkCompiled("indexType");
+  return slotIndexType(current_.load(std::memory_order_acquire));
+}
+
+DataType FusionExecutor::indexTypeFor(const std::vector<at::Tensor>& inputs) const {
+  checkCompiled("indexTypeFor");
+  validate(inputs);
+  return chooseIndexTypeFor(inputs, bind(inputs));
+}
+
+// Every tensor the launch touches: the inputs as passed, the outputs with the
+// logical extents of the fusion's outputs (dense; an expanded output is
+// smaller), and the integer scalars (extents may be built from them).
+DataType FusionExecutor::chooseIndexTypeFor(const std::vector<at::Tensor>& inputs,
+                                            const std::map<std::string, int64_t>& bindings) const {
+  std::vector<TensorExtents> tensors;
+  std::vector<int64_t> scalars;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputSpec& spec = validator_.specs()[i];
+    if (spec.is_tensor) {
+      tensors.push_back({inputs[i].sizes().vec(), kernelStrides(inputs[i])});
+    } else if (isIntegralType(spec.dtype)) {
+      scalars.push_back(bindings.at(spec.name));
+    }
+  }
+  for (const Val* out : fusion_->outputs()) {
+    const TensorView* tv = out->asTensor();
+    SMELT_INTERNAL_CHECK(tv != nullptr, "a fusion output is not a tensor");
+    std::vector<int64_t> sizes;
+    for (const IterDomain* id : tv->logicalNoReductions()) sizes.push_back(id->loopExtent().evaluate(bindings));
+    tensors.push_back({sizes, contiguousStrides(sizes)});
+  }
+  return chooseIndexType(tensors, scalars);
 }
 
 void FusionExecutor::checkCompiled(const char* what) const {
@@ -194,23 +281,22 @@ const kir::Kernel& FusionExecutor::lowered() const {
 }
 
 std::map<std::string, int64_t> FusionExecutor::bind(const std::vector<at::Tensor>& inputs) const {
-  const KernelLaunchInfo& info = launchInfo();
   std::map<std::string, int64_t> bindings;
-  size_t tensor = 0, scalar = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!validator_.specs()[i].is_tensor) {
+    const InputSpec& spec = validator_.specs()[i];
+    if (!spec.is_tensor) {
       // Integer scalars may appear in extents (e.g. a full() of symbolic shape).
-      const std::string& symbol = info.scalars[scalar++].symbol;
-      bindings[symbol] = std::llround(inputs[i].item<double>());
+      bindings[spec.name] = std::llround(inputs[i].item<double>());
       continue;
     }
-    bindTensor(bindings, info.inputs[tensor++].name, inputs[i], kernelStrides(inputs[i]));
+    bindTensor(bindings, spec.name, inputs[i], kernelStrides(inputs[i]));
   }
   return bindings;
 }
 
-LaunchParams FusionExecutor::evaluateLaunch(const std::map<std::string, int64_t>& bindings) const {
-  const KernelLaunchInfo& info = launchInfo();
+LaunchParams FusionExecutor::evaluateLaunch(const CachedKernel& kernel,
+                                            const std::map<std::string, int64_t>& bindings) const {
+  const KernelLaunchInfo& info = kernel.launchInfo();
   LaunchParams params;
   for (int i = 0; i < 3; ++i) {
     params.grid[i] = info.grid[i].evaluate(bindings);
@@ -225,11 +311,11 @@ LaunchParams FusionExecutor::evaluateLaunch(const std::map<std::string, int64_t>
     resources.block[i] = params.block[i];
   }
   resources.shared_memory_bytes = params.smem_bytes;
-  resources.registers_per_thread = compiledKernel().ptxas.registers;
-  DeviceLimits limits = DeviceLimits::forArch(compiledKernel().arch);
+  resources.registers_per_thread = kernel.compiled().ptxas.registers;
+  DeviceLimits limits = DeviceLimits::forArch(kernel.compiled().arch);
   limits.max_shared_memory_per_block =
       std::min(limits.max_shared_memory_per_block, options_.lower.max_shared_memory_bytes);
-  checkLaunchLimits(kernelName(), resources, limits);
+  checkLaunchLimits(kernel.compiled().kernel_name, resources, limits);
   return params;
 }
 
@@ -240,10 +326,7 @@ std::vector<at::Tensor> FusionExecutor::run(const std::vector<at::Tensor>& input
   // loops of no trips); the outputs (empty, or a reduction's identity) come
   // from ATen on the inputs' device.
   if (hasEmptyInput(*fusion_, inputs)) return evaluateWithATen(*fusion_, inputs);
-  if (device.is_cuda()) {
-    kernel_->function(device.index());  // "no CUDA device" before any CUDA allocation
-    return launch(prepare(inputs, device));
-  }
+  if (device.is_cuda()) return launch(prepare(inputs, device, /*load_module=*/true));
   if (device.is_meta()) return runOnMeta(inputs);
   SMELT_CHECK(device.is_cpu(), "FusionExecutor::run: inputs on ", device.str(),
               " are not supported (CUDA tensors run on the GPU, CPU tensors in the simulator, "
@@ -253,10 +336,13 @@ std::vector<at::Tensor> FusionExecutor::run(const std::vector<at::Tensor>& input
 
 std::vector<at::Tensor> FusionExecutor::runOnMeta(const std::vector<at::Tensor>& inputs) {
   std::map<std::string, int64_t> bindings = bind(inputs);
-  const LaunchParams params = evaluateLaunch(bindings);  // the launch limits are checked
+  const DataType index_type = chooseIndexTypeFor(inputs, bindings);
+  // The launch limits are checked.
+  const LaunchParams params = evaluateLaunch(*variant(index_type), bindings);
   {
     std::lock_guard<std::mutex> lock(state_mutex_);
     launch_params_ = params;
+    setCurrent(index_type);
   }
   return allocateOutputs(bindings, c10::Device(c10::kMeta));
 }
@@ -276,7 +362,7 @@ std::vector<at::Tensor> FusionExecutor::allocateOutputs(
 
 PreparedLaunch FusionExecutor::prepareLaunch(const std::vector<at::Tensor>& inputs) const {
   checkCompiled("prepareLaunch");
-  return prepare(inputs, validate(inputs));
+  return prepare(inputs, validate(inputs), /*load_module=*/false);
 }
 
 c10::Device FusionExecutor::validate(const std::vector<at::Tensor>& inputs) const {
@@ -285,12 +371,17 @@ c10::Device FusionExecutor::validate(const std::vector<at::Tensor>& inputs) cons
   return device.is_cuda() && !device.has_index() ? c10::Device(c10::kCUDA, 0) : device;
 }
 
-PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c10::Device device) const {
-  const KernelLaunchInfo& info = launchInfo();
+PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c10::Device device,
+                                       bool load_module) const {
   std::map<std::string, int64_t> bindings = bind(inputs);
   PreparedLaunch prepared;
+  prepared.index_type = chooseIndexTypeFor(inputs, bindings);
+  prepared.kernel = variant(prepared.index_type);
+  // "no CUDA device" before any CUDA allocation.
+  if (load_module) prepared.kernel->function(device.index());
+  const KernelLaunchInfo& info = prepared.kernel->launchInfo();
   prepared.device = device;
-  prepared.params = evaluateLaunch(bindings);
+  prepared.params = evaluateLaunch(*prepared.kernel, bindings);
   prepared.outputs = allocateOutputs(bindings, device);
   std::vector<const at::Tensor*> scalars;
   size_t tensor = 0;
@@ -301,7 +392,7 @@ PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c1
       continue;
     }
     validator_.checkVectorAlignment(i, t, info.inputs[tensor++].vector_bytes);
-    prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), kernelStrides(t));
+    prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), kernelStrides(t), prepared.index_type);
   }
   for (size_t o = 0; o < prepared.outputs.size(); ++o) {
     const at::Tensor& t = prepared.outputs[o];
@@ -311,7 +402,7 @@ PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c1
     const int64_t alignment = std::max<int64_t>(info.outputs[o].vector_bytes, 1);
     SMELT_INTERNAL_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % alignment == 0, "output ", o,
                          " is not aligned for its vector stores");
-    prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), strides);
+    prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), strides, prepared.index_type);
   }
   for (const VectorCondition& condition : info.vector_conditions) {
     if (auto why = condition.violation(bindings)) {
@@ -337,8 +428,9 @@ std::string FusionExecutor::describeParam(const std::string& name) const {
 std::vector<at::Tensor> FusionExecutor::launch(const PreparedLaunch& prepared) {
   checkCompiled("launch");
   const int device = prepared.device.is_cuda() ? prepared.device.index() : 0;
+  SMELT_CHECK(prepared.kernel != nullptr, "FusionExecutor::launch: the launch was not prepared");
   // Loading the module is the first step that needs a driver and a GPU.
-  kernel_->function(device);
+  prepared.kernel->function(device);
   SMELT_CHECK(prepared.device.is_cuda(), "FusionExecutor::launch: the launch was prepared from ",
               prepared.device.str(), " tensors; a CUDA launch needs CUDA tensors (run() sends CPU "
               "tensors to the simulator)");
@@ -350,9 +442,10 @@ std::vector<at::Tensor> FusionExecutor::launch(const PreparedLaunch& prepared) {
   }
   config.dynamic_smem_bytes = prepared.params.dynamic_smem_bytes;
   config.stream = at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
-  kernel_->launch(config, prepared.arguments.pointers(), device);
+  prepared.kernel->launch(config, prepared.arguments.pointers(), device);
   std::lock_guard<std::mutex> lock(state_mutex_);
   launch_params_ = prepared.params;
+  setCurrent(prepared.index_type);
   return prepared.outputs;
 }
 
@@ -368,12 +461,16 @@ std::vector<at::Tensor> FusionExecutor::simulate(const std::vector<at::Tensor>& 
       scalars[info.scalars[scalar++].symbol] = inputs[i].item<double>();
     }
   }
-  const LaunchParams params = evaluateLaunch(bind(inputs));
-  sim::SimResult result = sim::simulate(lowered(), tensors, {}, scalars, options_.simulator);
+  const std::map<std::string, int64_t> bindings = bind(inputs);
+  sim::SimOptions sim_options = options_.simulator;
+  sim_options.index_type = chooseIndexTypeFor(inputs, bindings);
+  const LaunchParams params = evaluateLaunch(*variant(sim_options.index_type), bindings);
+  sim::SimResult result = sim::simulate(lowered(), tensors, {}, scalars, sim_options);
   {
     std::lock_guard<std::mutex> lock(state_mutex_);
     sim_report_ = result.report;
     launch_params_ = params;
+    setCurrent(sim_options.index_type);
   }
   SMELT_CHECK(result.report.clean(), "the CPU simulator found errors in kernel ", kernelName(),
               ":\n", result.report.toString());
@@ -387,7 +484,7 @@ const LaunchParams& FusionExecutor::launchParams() const {
 
 const KernelLaunchInfo& FusionExecutor::launchInfo() const {
   checkCompiled("launchInfo");
-  return kernel_->launchInfo();
+  return current().launchInfo();
 }
 
 const std::string& FusionExecutor::kernelName() const { return compiledKernel().kernel_name; }
@@ -396,7 +493,7 @@ const std::string& FusionExecutor::cudaSource() const { return launchInfo().cuda
 
 const CompiledKernel& FusionExecutor::compiledKernel() const {
   checkCompiled("compiledKernel");
-  return kernel_->compiled();
+  return current().compiled();
 }
 
 const kir::Kernel& FusionExecutor::kernel() const {
@@ -412,7 +509,7 @@ const alloc_reuse::SharedMemoryPlan& FusionExecutor::sharedMemoryPlan() const {
 
 const std::string& FusionExecutor::cacheKey() const {
   checkCompiled("cacheKey");
-  return key_;
+  return keys_[current_.load(std::memory_order_acquire)];
 }
 
 }  // namespace smelt

@@ -25,11 +25,19 @@
 // most 48 KiB the array is declared statically and ptxas must report exactly
 // the planned bytes; otherwise it is dynamic and ptxas must report none.
 //
+// Index type: each launch picks 32-bit index arithmetic when every size and
+// offset of its tensors fits (chooseIndexType, runtime/index_type.h), else
+// 64-bit. The two are separate kernel variants (CodegenOptions::index_type),
+// each compiled the first time a launch needs it; compile() compiles the one
+// its example inputs need. CPU runs simulate the chosen variant (32-bit index
+// arithmetic that overflows is an error there).
+//
 // Caching: compile() builds a key from the fusion (fusionCacheKey: math,
-// schedule, declared contiguity, scalars), the target architecture and the
-// lowering options, and looks it up in a KernelCache (process-wide unless
-// ExecutorOptions::cache says otherwise). A hit neither lowers nor compiles
-// for CUDA inputs (CPU inputs still lower: the simulator runs the kernel IR).
+// schedule, declared contiguity, scalars), the target architecture, the
+// lowering options and the index type, and looks it up in a KernelCache
+// (process-wide unless ExecutorOptions::cache says otherwise). A hit neither
+// lowers nor compiles for CUDA inputs (CPU inputs still lower: the simulator
+// runs the kernel IR).
 //
 // Lifetime: the fusion must outlive the executor and stay unchanged while it
 // is used (the kernel IR refers to its tensors and expressions).
@@ -41,6 +49,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -96,6 +105,8 @@ struct LaunchParams {
 
 // A CUDA launch prepared on the host (FusionExecutor::prepareLaunch).
 struct PreparedLaunch {
+  std::shared_ptr<CachedKernel> kernel;  // the variant of the launch's index type
+  DataType index_type = DataType::Int;
   LaunchParams params;
   KernelArguments arguments;  // points into `outputs`' and the inputs' storage
   std::vector<at::Tensor> outputs;
@@ -113,7 +124,7 @@ class FusionExecutor {
   // the cache) its kernel. May be called again to compile another fusion.
   void compile(Fusion* fusion, const std::vector<at::Tensor>& example_inputs,
                ExecutorOptions options = {});
-  bool isCompiled() const { return kernel_ != nullptr; }
+  bool isCompiled() const { return current_.load() >= 0; }
 
   // Runs the compiled fusion: on the GPU for CUDA inputs, in the simulator
   // for CPU inputs; for meta inputs nothing runs (compile for a shape: the
@@ -132,8 +143,10 @@ class FusionExecutor {
   std::vector<at::Tensor> launch(const PreparedLaunch& prepared);
 
   // ---- what was chosen (valid after compile) ----
-  // Of the latest run, or of the example inputs until the first run.
+  // Of the latest run, or of the example inputs until the first run: the
+  // launch, and the kernel variant (index type, name, source, cubin, key).
   const LaunchParams& launchParams() const;
+  DataType indexType() const;
   const std::string& kernelName() const;
   const std::string& cudaSource() const;
   const CompiledKernel& compiledKernel() const;  // cubin, NVRTC log, compile time
@@ -145,6 +158,8 @@ class FusionExecutor {
   const alloc_reuse::SharedMemoryPlan& sharedMemoryPlan() const;
   const std::string& sharedMemoryReport() const { return launchInfo().smem_report; }
   const std::string& cacheKey() const;
+  // The index type a launch on `inputs` uses (validated like run()'s).
+  DataType indexTypeFor(const std::vector<at::Tensor>& inputs) const;
   // True when compile() found the kernel in the cache.
   bool compiledFromCache() const { return from_cache_; }
   // True once this executor holds the kernel IR: compile() lowered the
@@ -160,8 +175,20 @@ class FusionExecutor {
   const kir::Kernel& lowered() const;
   // Sizes and strides of the tensor inputs, and integer scalars, by symbol.
   std::map<std::string, int64_t> bind(const std::vector<at::Tensor>& inputs) const;
-  LaunchParams evaluateLaunch(const std::map<std::string, int64_t>& bindings) const;
-  PreparedLaunch prepare(const std::vector<at::Tensor>& inputs, c10::Device device) const;
+  DataType chooseIndexTypeFor(const std::vector<at::Tensor>& inputs,
+                              const std::map<std::string, int64_t>& bindings) const;
+  // The kernel variant for `index_type`, compiled (or found in the cache)
+  // the first time; `compiled_here` says whether this call compiled it.
+  std::shared_ptr<CachedKernel> variant(DataType index_type, bool* compiled_here = nullptr) const;
+  // The latest launch's variant becomes what the accessors describe.
+  void setCurrent(DataType index_type) const;
+  const CachedKernel& current() const;
+  LaunchParams evaluateLaunch(const CachedKernel& kernel,
+                              const std::map<std::string, int64_t>& bindings) const;
+  // `load_module`: load the variant's module (the first step needing a GPU)
+  // before allocating anything on the device.
+  PreparedLaunch prepare(const std::vector<at::Tensor>& inputs, c10::Device device,
+                         bool load_module) const;
   c10::Device validate(const std::vector<at::Tensor>& inputs) const;
   // "input 1 (T1)" or "output T4" for a kernel tensor parameter.
   std::string describeParam(const std::string& name) const;
@@ -175,8 +202,14 @@ class FusionExecutor {
   Fusion* fusion_ = nullptr;
   ExecutorOptions options_;
   InputValidator validator_;
-  std::string key_;
-  std::shared_ptr<CachedKernel> kernel_;
+  int arch_ = 0;
+  // Per index type (variantSlot: 0 Int, 1 Int32): the cache key and the kernel
+  // once compiled. Set under variants_mutex_, never reset until compile().
+  std::string keys_[2];
+  mutable std::shared_ptr<CachedKernel> variants_[2];
+  mutable std::mutex variants_mutex_;
+  // The slot of the variant the accessors describe; -1 before compile().
+  mutable std::atomic<int> current_{-1};
   bool from_cache_ = false;
   // Guards lower_ (created on first need) and the latest-run state below.
   mutable std::mutex state_mutex_;

@@ -1,8 +1,9 @@
 // Packs kernel parameters the way generateCuda declares them, for
 // cuLaunchKernel: one pointer per parameter, to bytes laid out as the
 // parameter's type. A tensor is smelt::Tensor<T, N> = { T* data;
-// int64_t size[N]; int64_t stride[N]; } (strides in elements), a scalar its
-// CUDA type.
+// index_t size[N]; index_t stride[N]; } (strides in elements; index_t is
+// int64_t or int, the kernel variant's CodegenOptions::index_type), a scalar
+// its CUDA type.
 #pragma once
 
 #include <cstdint>
@@ -11,12 +12,16 @@
 #include <type_traits>
 #include <vector>
 
+#include "fusion/types.h"
+
 namespace smelt {
 
 class KernelArguments {
  public:
+  // `index_type` Int32: sizes and strides as int32 (each must fit; the
+  // launch's index type says they do, so one that does not is an error).
   void addTensor(const void* data, const std::vector<int64_t>& sizes,
-                 const std::vector<int64_t>& strides);
+                 const std::vector<int64_t>& strides, DataType index_type = DataType::Int);
 
   template <typename T>
   void addScalar(T value) {

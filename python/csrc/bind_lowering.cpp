@@ -171,11 +171,15 @@ void bindLowering(py::module_& m) {
       .def_property_readonly("smem_tensor_bytes", [](const LoweredKernel& k) {
         return k.plan() ? intOrText(k.plan()->tensor_bytes) : py::object(py::int_(0));
       })
-      .def("cuda", [](const LoweredKernel& k, const std::string& name, bool static_smem) {
+      .def("cuda", [](const LoweredKernel& k, const std::string& name, bool static_smem,
+                      const std::string& index_type) {
         CodegenOptions options;
         options.static_shared_memory = static_smem;
+        SMELT_CHECK(index_type == "int64" || index_type == "int32", "cuda(): index_type is 'int64' or "
+                    "'int32', not '", index_type, "'");
+        options.index_type = index_type == "int32" ? DataType::Int32 : DataType::Int;
         return generateCuda(k.kernel(), name, options);
-      }, py::arg("kernel_name"), py::arg("static_shared_memory") = false);
+      }, py::arg("kernel_name"), py::arg("static_shared_memory") = false, py::arg("index_type") = "int64");
   m.def("lower", &lowerFusion, py::arg("fusion"), py::arg("hazards") = defaults.smem_hazards,
         py::arg("allocator") = defaults.smem_allocator,
         py::arg("max_shared_memory_bytes") = defaults.max_shared_memory_bytes,

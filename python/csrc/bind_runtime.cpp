@@ -14,6 +14,7 @@
 #include "bindings.h"
 #include "runtime/executor.h"
 #include "runtime/fusion_executor_cache.h"
+#include "runtime/index_type.h"
 #include "scheduler/matmul/matmul_params.h"
 
 namespace py = pybind11;
@@ -51,6 +52,8 @@ void bindKernelView(py::module_& m) {
   py::class_<KernelView>(m, "KernelView")
       .def_property_readonly("kernel_name", [](const KernelView& k) { return k.executor->kernelName(); })
       .def_property_readonly("cuda_source", [](const KernelView& k) { return k.executor->cudaSource(); })
+      .def_property_readonly("index_type",
+                             [](const KernelView& k) { return indexTypeName(k.executor->indexType()); })
       .def_property_readonly("compiled", [](const KernelView& k) { return k.executor->compiledKernel(); })
       .def_property_readonly("grid",
                              [](const KernelView& k) { return launchDims(k.executor->launchParams().grid); })

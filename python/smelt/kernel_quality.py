@@ -107,9 +107,18 @@ class SassCounts:
     calls: int = 0
     integer_division_calls: int = 0  # CALLs of the 64-bit integer division routine
     inline_integer_divisions: int = 0  # 32-bit divisions emulated in line (I2F.U32.RP ...)
+    # Integer instructions doing 64-bit work: IMAD.WIDE (a 32x32->64-bit
+    # multiply-add) and the high halves of 64-bit adds and address
+    # arithmetic (.X: with carry in, e.g. IADD3.X, LEA.HI.X).
+    wide_integer_ops: int = 0
     global_loads: Dict[int, int] = field(default_factory=dict)  # width in bits -> count
     global_stores: Dict[int, int] = field(default_factory=dict)
     block_barriers: int = 0
+
+
+def _is_wide_integer(base: str, mnemonic: str) -> bool:
+    parts = set(mnemonic.split(".")[1:])
+    return base in _INTEGER and bool(parts & {"WIDE", "X"})
 
 
 def _is_integer_division(mnemonic: str) -> bool:
@@ -148,6 +157,7 @@ def count_sass(sass: str) -> SassCounts:
         bases[base] += 1
         if _is_integer_division(mnemonic) and not subroutine[i]:
             counts.inline_integer_divisions += 1
+        counts.wide_integer_ops += _is_wide_integer(base, mnemonic)
         if base == "LDL":
             counts.local_loads += 1
         elif base == "STL":
@@ -227,7 +237,8 @@ class KernelQuality:
             f"{self.spill_store_bytes} B stored / {self.spill_load_bytes} B loaded, "
             f"LDL {s.local_loads} / STL {s.local_stores}",
             f"  CALLs {s.calls} ({s.integer_division_calls} integer division), "
-            f"{s.inline_integer_divisions} inline integer divisions, block barriers "
+            f"{s.inline_integer_divisions} inline integer divisions, {s.wide_integer_ops} "
+            f"64-bit integer ops, block barriers "
             f"{s.block_barriers}, shared memory {self.shared_memory_bytes} B, "
             f"{self.threads_per_block} threads per block",
             f"  global loads {widths(s.global_loads)}; stores {widths(s.global_stores)}",

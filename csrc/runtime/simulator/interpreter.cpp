@@ -895,7 +895,7 @@ SimReport simulateBuffers(const kir::Kernel& kernel, const std::vector<TensorArg
                           const std::vector<TensorArg>& outputs,
                           const std::map<std::string, double>& scalars,
                           const SimOptions& options) {
-  const Program program = compileKernel(kernel, scalars);
+  const Program program = compileKernel(kernel, scalars, options.index_type);
   const Launch launch = bindLaunch(program, kernel, inputs, outputs, scalars);
   Findings findings(program, options, launch.shared_address);
   const int64_t total = launch.grid[0] * launch.grid[1] * launch.grid[2];

@@ -477,8 +477,12 @@ class Compiler {
 
 }  // namespace
 
-Program compileKernel(const kir::Kernel& kernel, const std::map<std::string, double>& scalars) {
+Program compileKernel(const kir::Kernel& kernel, const std::map<std::string, double>& scalars,
+                      DataType index_type) {
   Program program;
+  SMELT_CHECK(index_type == DataType::Int || index_type == DataType::Int32,
+              "simulator: the index type is Int or Int32, not ", index_type);
+  if (index_type == DataType::Int32) program.code.requireInt32();
   Compiler(program, scalars).compile(kernel);
   return program;
 }

@@ -124,6 +124,8 @@ struct Program {
 };
 
 // Symbolic scalars (operands and index symbols) take their values from `scalars`.
-Program compileKernel(const kir::Kernel& kernel, const std::map<std::string, double>& scalars);
+// With `index_type` Int32 the index code requires every value to fit in int32.
+Program compileKernel(const kir::Kernel& kernel, const std::map<std::string, double>& scalars,
+                      DataType index_type = DataType::Int);
 
 }  // namespace smelt::sim

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "fusion/types.h"
+
 namespace smelt::sim {
 
 // The order in which the threads of a block run within one barrier phase.
@@ -29,6 +31,9 @@ struct SimOptions {
   bool detect_races = true;
   // Distinct findings kept in the report; the rest are only counted.
   int64_t max_findings = 64;
+  // The index type of the kernel variant simulated (CodegenOptions::
+  // index_type): with Int32, index arithmetic that leaves int32 is an error.
+  DataType index_type = DataType::Int;
 };
 
 struct ThreadIndex {

@@ -43,6 +43,10 @@ std::string kernelPart(const std::string& text) {
 TEST(CudaCodegen, PointwiseGolden) {
   auto t = pointwiseKernel();
   expectGolden("pointwise", generateCuda(t->kernel, t->name));
+  // The 32-bit variant: the same code with `typedef int index_t;`.
+  CodegenOptions narrow;
+  narrow.index_type = DataType::Int32;
+  expectGolden("pointwise_int32", generateCuda(t->kernel, t->name, narrow));
 }
 
 TEST(CudaCodegen, SharedTilesGolden) {
@@ -65,8 +69,8 @@ TEST(CudaCodegen, PointwiseSignatureAndBindings) {
                       "    float s0) {"),
             std::string::npos)
       << cuda;
-  EXPECT_NE(cuda.find("const int64_t i0 = blockIdx.x;"), std::string::npos);
-  EXPECT_NE(cuda.find("const int64_t i1 = threadIdx.x;"), std::string::npos);
+  EXPECT_NE(cuda.find("const index_t i0 = blockIdx.x;"), std::string::npos);
+  EXPECT_NE(cuda.find("const index_t i1 = threadIdx.x;"), std::string::npos);
   EXPECT_NE(cuda.find("float T3[1];"), std::string::npos);
   EXPECT_EQ(cuda.find("for ("), std::string::npos) << "trivial loops must not be for loops";
   EXPECT_EQ(cuda.find("smem"), std::string::npos) << "no shared buffers, no smem";
@@ -79,7 +83,7 @@ TEST(CudaCodegen, BlockReduceThroughWorkspace) {
   EXPECT_NE(cuda.find("float* T5 = reinterpret_cast<float*>(smem + 0);  // 512 bytes"), std::string::npos)
       << cuda;
   EXPECT_NE(cuda.find("T3[0] = 0.0f;"), std::string::npos) << cuda;
-  EXPECT_NE(cuda.find("for (int64_t i2 = 0; i2 < smelt::ceilDiv(T0.size[1], 128); ++i2) {"),
+  EXPECT_NE(cuda.find("for (index_t i2 = 0; i2 < smelt::ceilDiv(T0.size[1], 128); ++i2) {"),
             std::string::npos)
       << cuda;
   EXPECT_NE(cuda.find("T3[0] = T3[0] + T0.data[(i0 * T0.stride[0]) + (((i2 * 128) + i1) * T0.stride[1])];"),
@@ -150,10 +154,10 @@ TEST(CudaCodegen, PaddedReadIsGuarded) {
   // 64 bits, so `- 2` cannot wrap around.
   EXPECT_NE(cuda.find("{  // threadIdx.x over [0, 64) bound to threadIdx.x\n"), std::string::npos) << cuda;
   EXPECT_EQ(cuda.find("const int64_t threadIdx.x"), std::string::npos);
-  EXPECT_NE(cuda.find("T1.data[((i0 * 64) + int64_t(threadIdx.x)) * T1.stride[0]] = "
-                      "(((i0 * 64) + int64_t(threadIdx.x)) - 2 >= 0 && "
-                      "((i0 * 64) + int64_t(threadIdx.x)) - 2 < T0.size[0] ? "
-                      "T0.data[(((i0 * 64) + int64_t(threadIdx.x)) - 2) * T0.stride[0]] : 0.5f);"),
+  EXPECT_NE(cuda.find("T1.data[((i0 * 64) + index_t(threadIdx.x)) * T1.stride[0]] = "
+                      "(((i0 * 64) + index_t(threadIdx.x)) - 2 >= 0 && "
+                      "((i0 * 64) + index_t(threadIdx.x)) - 2 < T0.size[0] ? "
+                      "T0.data[(((i0 * 64) + index_t(threadIdx.x)) - 2) * T0.stride[0]] : 0.5f);"),
             std::string::npos)
       << cuda;
 }
@@ -279,7 +283,7 @@ TEST(CudaVectorize, OtherLoopsStayScalar) {
     EXPECT_FALSE(vectorizeLoop(*copyLoop(*t, 0)).has_value()) << what;
     EXPECT_TRUE(vectorizeLoop(*copyLoop(*t, 1)).has_value()) << what;
     const std::string cuda = kernelPart(generateCuda(t->kernel, t->name));
-    EXPECT_NE(cuda.find("for (int64_t i2 = 0; i2 < 4; ++i2) {"), std::string::npos)
+    EXPECT_NE(cuda.find("for (index_t i2 = 0; i2 < 4; ++i2) {"), std::string::npos)
         << what << "\n" << cuda;
     EXPECT_EQ(vectorRequirements(t->kernel).bytes.count(t->kernel.inputs[0]), 0u) << what;
   };
@@ -351,7 +355,7 @@ TEST(CudaVectorize, BoundOnTheVectorIndexRunsTheStraddlingVectorLaneByLane) {
       << cuda;
   EXPECT_NE(cuda.find("        } else {\n"
                       "          #pragma unroll\n"
-                      "          for (int64_t i2 = 0; i2 < 4; ++i2) {\n"
+                      "          for (index_t i2 = 0; i2 < 4; ++i2) {\n"
                       "            if ((i1 * 4) + i2 < T0.size[1]) {\n"),
             std::string::npos)
       << cuda;

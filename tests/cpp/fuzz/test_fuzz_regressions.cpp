@@ -79,7 +79,7 @@ TEST(FuzzRegression, BlockReductionStoresOnlyInBoundsFromOneThread) {
   GpuLower lower(&fusion);
   const kir::Kernel& kernel = lower.run();
   const std::string cuda = generateCuda(kernel, "row_sum");
-  EXPECT_NE(cuda.find("if ((i0 * 2) + i1 < 5 && int64_t(threadIdx.x) == 0) T1.data[(i0 * 2) + i1] = reduced;"),
+  EXPECT_NE(cuda.find("if ((i0 * 2) + i1 < 5 && index_t(threadIdx.x) == 0) T1.data[(i0 * 2) + i1] = reduced;"),
             std::string::npos)
       << cuda;
   EXPECT_NO_THROW(compileCuda(cuda, "row_sum"));

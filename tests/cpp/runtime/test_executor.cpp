@@ -6,6 +6,8 @@
 
 #include <ATen/ATen.h>
 
+#include <sys/mman.h>
+
 #include <set>
 #include <string>
 
@@ -18,6 +20,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
 #include "runtime/executor_test_util.h"
+#include "runtime/simulator/simulator.h"
 
 namespace smelt {
 namespace {
@@ -387,6 +390,137 @@ TEST(ExecutorCache, KeyCoversScheduleContiguityScalarsArchAndOptions) {
   // The same fusion built again is a hit.
   EXPECT_TRUE(compile({}, {}));
   EXPECT_EQ(cache.hits(), 1);
+}
+
+// ---------------------------------------------------------------------------
+// Index type: 32-bit index math per launch when everything fits
+// ---------------------------------------------------------------------------
+
+// `bytes` of address space reserved without memory: only the pages a kernel
+// touches are ever backed, so a tensor can have offsets beyond 2^31 elements.
+class SparseRegion {
+ public:
+  explicit SparseRegion(size_t bytes) : bytes_(bytes) {
+    ptr_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  }
+  ~SparseRegion() {
+    if (ptr_ != MAP_FAILED) munmap(ptr_, bytes_);
+  }
+  float* floats() const { return ptr_ == MAP_FAILED ? nullptr : static_cast<float*>(ptr_); }
+
+ private:
+  size_t bytes_;
+  void* ptr_;
+};
+
+// A kernel's source with its name and the index_t typedef blanked out.
+std::string normalizedSource(std::string source, const std::string& name) {
+  for (const std::string& text : {name, std::string("typedef int index_t;"), std::string("typedef int64_t index_t;")}) {
+    for (size_t at = source.find(text); at != std::string::npos; at = source.find(text, at)) {
+      source.replace(at, text.size(), "@");
+    }
+  }
+  return source;
+}
+
+TEST(ExecutorIndexType, NormalLaunchIs32BitInTheSourceAndTheSimulator) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildScaledAdd();
+  const at::Tensor a = at::randn({10, 30});
+  const at::Tensor b = at::randn({10, 30});
+  FusionExecutor fe;
+  fe.compile(&fusion, {a, at::scalar_tensor(0.5), b});
+  EXPECT_EQ(fe.indexType(), DataType::Int32);
+  const std::string& cuda = fe.cudaSource();
+  EXPECT_NE(cuda.find("typedef int index_t;"), std::string::npos);
+  EXPECT_NE(cuda.find("index_t size[N];"), std::string::npos);
+  EXPECT_EQ(cuda.find("int64_t("), std::string::npos) << cuda;
+  EXPECT_NE(fe.cacheKey().find("index=int32"), std::string::npos);
+  const auto outs = fe.run({a, at::scalar_tensor(0.5), b});
+  EXPECT_TRUE(at::allclose(outs[0], scaledAddReference(a, 0.5, b)));
+  EXPECT_EQ(fe.indexType(), DataType::Int32);
+}
+
+// Compile for a shape (meta tensors): 2^31 elements need 64-bit indices;
+// both variants are cached under their own keys, and each launch picks its own.
+TEST(ExecutorIndexType, CacheHoldsBothVariantsAndEachLaunchPicksItsOwn) {
+  KernelCache cache;
+  ExecutorOptions options;
+  options.cache = &cache;
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildScaledAdd();
+  const auto meta = at::device(at::kMeta);
+  const std::vector<at::Tensor> huge = {at::empty({int64_t{1} << 16, int64_t{1} << 15}, meta),
+                                        at::scalar_tensor(1.0),
+                                        at::empty({int64_t{1} << 16, int64_t{1} << 15}, meta)};
+  const std::vector<at::Tensor> small = {at::randn({4, 5}), at::scalar_tensor(2.0), at::randn({4, 5})};
+  FusionExecutor fe;
+  fe.compile(&fusion, huge, options);
+  EXPECT_EQ(fe.indexType(), DataType::Int);
+  EXPECT_EQ(fe.indexTypeFor(small), DataType::Int32);
+  const std::string key64 = fe.cacheKey();
+  const std::string cuda64 = fe.cudaSource();
+  const std::string name64 = fe.kernelName();
+  EXPECT_NE(cuda64.find("typedef int64_t index_t;"), std::string::npos);
+  EXPECT_EQ(fe.launchParams().grid[0], (int64_t{1} << 31) / 128);
+  EXPECT_EQ(cache.size(), 1u);
+
+  const auto outs = fe.run(small);  // compiles the 32-bit variant
+  EXPECT_TRUE(at::allclose(outs[0], scaledAddReference(small[0], 2.0, small[2])));
+  EXPECT_EQ(fe.indexType(), DataType::Int32);
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.misses(), 2);
+  EXPECT_NE(fe.cacheKey(), key64);
+  EXPECT_NE(fe.cudaSource(), cuda64);
+  EXPECT_NE(fe.cudaSource().find("typedef int index_t;"), std::string::npos);
+  // The same code, index_t and the name apart.
+  EXPECT_EQ(normalizedSource(fe.cudaSource(), fe.kernelName()), normalizedSource(cuda64, name64));
+
+  // Both are now cached: running either again compiles nothing.
+  fe.run(huge);
+  EXPECT_EQ(fe.indexType(), DataType::Int);
+  fe.run(small);
+  EXPECT_EQ(cache.misses(), 2);
+  EXPECT_EQ(cache.hits(), 0);
+  // A second executor finds the variant its example inputs need.
+  FusionExecutor again;
+  again.compile(&fusion, small, options);
+  EXPECT_TRUE(again.compiledFromCache());
+  EXPECT_EQ(again.indexType(), DataType::Int32);
+  EXPECT_EQ(cache.hits(), 1);
+}
+
+// The simulator runs the 64-bit variant on a tensor whose second row starts
+// 2^31 elements in (its storage is reserved address space, two pages of it
+// backed) and matches ATen; the same kernel IR simulated as the 32-bit
+// variant stops with the overflow.
+TEST(ExecutorIndexType, OffsetsBeyondInt32RunAs64BitInTheSimulator) {
+  const int64_t row_stride = int64_t{1} << 31;
+  SparseRegion region((row_stride + 64) * sizeof(float));
+  if (region.floats() == nullptr) GTEST_SKIP() << "cannot reserve 8 GiB of address space";
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  Variant v;
+  v.contiguous = false;
+  buildVariant(v);
+  const at::Tensor a = at::from_blob(region.floats(), {2, 7}, {row_stride, 1}, at::kFloat);
+  a.select(0, 0).copy_(at::arange(7, at::kFloat));
+  a.select(0, 1).copy_(at::arange(7, at::kFloat) * -3);
+  FusionExecutor fe;
+  fe.compile(&fusion, {at::randn({3, 7})});
+  EXPECT_EQ(fe.indexType(), DataType::Int32);
+  EXPECT_EQ(fe.indexTypeFor({a}), DataType::Int);
+  const auto outs = fe.run({a});
+  EXPECT_EQ(fe.indexType(), DataType::Int);
+  EXPECT_TRUE(fe.simulationReport().clean()) << fe.simulationReport().toString();
+  EXPECT_TRUE(at::equal(outs[0], a + 1.0));
+
+  sim::SimOptions narrow;
+  narrow.index_type = DataType::Int32;
+  EXPECT_SMELT_ERROR(sim::simulate(fe.kernel(), {a}, {}, {}, narrow),
+                     "index arithmetic overflows the 32-bit index type");
 }
 
 // ---------------------------------------------------------------------------

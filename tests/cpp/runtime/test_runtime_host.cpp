@@ -1,5 +1,6 @@
 // Runtime pieces that need no GPU: the lazily loaded driver's "no CUDA
-// device" error, the kernel cache, and kernel-argument packing.
+// device" error, the kernel cache, kernel-argument packing, and the choice of
+// a launch's index type.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,6 +11,7 @@
 #include "codegen/test_kernels.h"
 #include "fusion/error.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/index_type.h"
 #include "runtime/kernel_arguments.h"
 #include "runtime/kernel_cache.h"
 
@@ -110,6 +112,63 @@ TEST(KernelArguments, TensorLayoutMatchesTheGeneratedStruct) {
   EXPECT_EQ(data0, storage);
 
   EXPECT_THROW(args.addTensor(storage, {2}, {1, 1}), Error);
+}
+
+// The 32-bit variant's struct: { T* data; int size[N]; int stride[N]; }.
+TEST(KernelArguments, Int32IndexTypePacksSizesAndStridesAsInt32) {
+  float storage[6];
+  KernelArguments args;
+  args.addTensor(storage, {2, 3}, {3, 1}, DataType::Int32);
+  const auto* bytes = static_cast<const unsigned char*>(args.pointers()[0]);
+  void* data = nullptr;
+  std::memcpy(&data, bytes, sizeof(void*));
+  EXPECT_EQ(data, storage);
+  int32_t extents[4];
+  std::memcpy(extents, bytes + sizeof(void*), sizeof(extents));
+  EXPECT_EQ(extents[0], 2);
+  EXPECT_EQ(extents[1], 3);
+  EXPECT_EQ(extents[2], 3);
+  EXPECT_EQ(extents[3], 1);
+  // A launch whose index type is 32-bit never has such a stride; packing one
+  // would truncate it silently.
+  EXPECT_THROW(args.addTensor(storage, {2, 3}, {int64_t{1} << 31, 1}, DataType::Int32), Error);
+  EXPECT_THROW(args.addTensor(storage, {2}, {1}, DataType::Float), Error);
+}
+
+TEST(IndexType, NormalLaunchesAreInt32) {
+  EXPECT_EQ(chooseIndexType({{{8192, 4096}, {4096, 1}}, {{4096}, {1}}}), DataType::Int32);
+  // [8192, 8192] read transposed: the same offsets.
+  EXPECT_EQ(chooseIndexType({{{8192, 8192}, {1, 8192}}}), DataType::Int32);
+  // Exactly 2^30 elements (the largest offset 2^30 - 1).
+  EXPECT_EQ(chooseIndexType({{{int64_t{1} << 15, int64_t{1} << 15}, {int64_t{1} << 15, 1}}}),
+            DataType::Int32);
+  EXPECT_EQ(chooseIndexType({}), DataType::Int32);
+}
+
+TEST(IndexType, ElementCountOrOffsetBeyondTheBoundIsInt64) {
+  const int64_t big = int64_t{1} << 31;
+  // 2^31 elements: offsets pass int32's range.
+  EXPECT_EQ(chooseIndexType({{{int64_t{1} << 16, int64_t{1} << 15}, {int64_t{1} << 15, 1}}}), DataType::Int);
+  // One element past the bound.
+  EXPECT_EQ(chooseIndexType({{{(int64_t{1} << 30) + 1}, {1}}}), DataType::Int);
+  // Twelve elements, but the second row starts 2^31 elements in.
+  EXPECT_EQ(chooseIndexType({{{3, 4}, {big, 1}}}), DataType::Int);
+  EXPECT_EQ(chooseIndexType({{{3, 4}, {-big, 1}}}), DataType::Int);  // |stride|
+  // A broadcast (stride 0) adds no offset; an empty tensor launches nothing.
+  EXPECT_EQ(chooseIndexType({{{1 << 20, 1 << 9}, {0, 1}}}), DataType::Int32);
+  EXPECT_EQ(chooseIndexType({{{0, 4}, {big, 1}}}), DataType::Int32);
+  // Any one tensor decides; so does an integer scalar extents may use.
+  EXPECT_EQ(chooseIndexType({{{4}, {1}}, {{3, 4}, {big, 1}}}), DataType::Int);
+  EXPECT_EQ(chooseIndexType({{{4}, {1}}}, {big}), DataType::Int);
+  EXPECT_EQ(chooseIndexType({{{4}, {1}}}, {-7, 1 << 20}), DataType::Int32);
+}
+
+TEST(IndexType, MalformedExtentsAreErrors) {
+  EXPECT_THROW(chooseIndexType({{{2, 3}, {1}}}), Error);
+  EXPECT_THROW(chooseIndexType({{{-1}, {1}}}), Error);
+  EXPECT_STREQ(indexTypeName(DataType::Int32), "int32");
+  EXPECT_STREQ(indexTypeName(DataType::Int), "int64");
+  EXPECT_THROW(indexTypeName(DataType::Float), Error);
 }
 
 }  // namespace

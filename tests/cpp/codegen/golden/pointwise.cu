@@ -1,5 +1,6 @@
 // smelt kernel pointwise, generated from kernel IR.
 typedef long long int64_t;
+typedef int64_t index_t;
 
 namespace smelt {
 
@@ -7,8 +8,8 @@ namespace smelt {
 template <typename T, int N>
 struct Tensor {
   T* data;
-  int64_t size[N];
-  int64_t stride[N];
+  index_t size[N];
+  index_t stride[N];
 };
 
 template <typename T>
@@ -18,9 +19,9 @@ struct Tensor<T, 0> {
 
 // Index arithmetic helpers (IntExpr's ceilDiv, min and max). Qualified calls
 // avoid CUDA's overloaded ::min/::max, which are ambiguous for int64_t.
-__device__ inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-__device__ inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
-__device__ inline int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
+__device__ inline index_t ceilDiv(index_t a, index_t b) { return (a + b - 1) / b; }
+__device__ inline index_t min(index_t a, index_t b) { return a < b ? a : b; }
+__device__ inline index_t max(index_t a, index_t b) { return a > b ? a : b; }
 
 // torch.maximum / torch.minimum / relu: NaN propagates.
 template <typename T>
@@ -203,9 +204,9 @@ extern "C" __global__ void __launch_bounds__(128) pointwise(
     smelt::Tensor<float, 2> T4,
     float s0) {
   {  // i0 over [0, smelt::ceilDiv(T0.size[0] * T0.size[1], 128)) bound to blockIdx.x
-    const int64_t i0 = blockIdx.x;
+    const index_t i0 = blockIdx.x;
     {  // i1 over [0, 128) bound to threadIdx.x
-      const int64_t i1 = threadIdx.x;
+      const index_t i1 = threadIdx.x;
       float T3[1];
       if ((i0 * 128) + i1 < T0.size[0] * T0.size[1]) {
         T3[0] = expf(T0.data[((((i0 * 128) + i1) / T0.size[1]) * T0.stride[0]) + ((((i0 * 128) + i1) % T0.size[1]) * T0.stride[1])]);

@@ -1,5 +1,6 @@
 // smelt kernel vectorized_copy, generated from kernel IR.
 typedef long long int64_t;
+typedef int64_t index_t;
 
 namespace smelt {
 
@@ -7,8 +8,8 @@ namespace smelt {
 template <typename T, int N>
 struct Tensor {
   T* data;
-  int64_t size[N];
-  int64_t stride[N];
+  index_t size[N];
+  index_t stride[N];
 };
 
 template <typename T>
@@ -18,9 +19,9 @@ struct Tensor<T, 0> {
 
 // Index arithmetic helpers (IntExpr's ceilDiv, min and max). Qualified calls
 // avoid CUDA's overloaded ::min/::max, which are ambiguous for int64_t.
-__device__ inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-__device__ inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
-__device__ inline int64_t max(int64_t a, int64_t b) { return a > b ? a : b; }
+__device__ inline index_t ceilDiv(index_t a, index_t b) { return (a + b - 1) / b; }
+__device__ inline index_t min(index_t a, index_t b) { return a < b ? a : b; }
+__device__ inline index_t max(index_t a, index_t b) { return a > b ? a : b; }
 
 // torch.maximum / torch.minimum / relu: NaN propagates.
 template <typename T>
@@ -212,9 +213,9 @@ extern "C" __global__ void __launch_bounds__(16) vectorized_copy(
     smelt::Tensor<float, 2> T0,
     smelt::Tensor<float, 2> T2) {
   {  // i0 over [0, T0.size[0]) bound to blockIdx.x
-    const int64_t i0 = blockIdx.x;
+    const index_t i0 = blockIdx.x;
     {  // i1 over [0, 16) bound to threadIdx.x
-      const int64_t i1 = threadIdx.x;
+      const index_t i1 = threadIdx.x;
       __align__(16) float T1[4];
       {  // i2 over [0, 4) vectorized: 16-byte accesses
         *reinterpret_cast<smelt::Vector<float, 4>*>(&T1[0]) = *reinterpret_cast<const smelt::Vector<float, 4>*>(&T0.data[(i0 * T0.stride[0]) + ((i1 * 4) * T0.stride[1])]);

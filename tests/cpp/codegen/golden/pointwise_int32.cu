@@ -1,0 +1,218 @@
+// smelt kernel pointwise, generated from kernel IR.
+typedef long long int64_t;
+typedef int index_t;
+
+namespace smelt {
+
+// A tensor kernel parameter: sizes and strides in elements.
+template <typename T, int N>
+struct Tensor {
+  T* data;
+  index_t size[N];
+  index_t stride[N];
+};
+
+template <typename T>
+struct Tensor<T, 0> {
+  T* data;
+};
+
+// Index arithmetic helpers (IntExpr's ceilDiv, min and max). Qualified calls
+// avoid CUDA's overloaded ::min/::max, which are ambiguous for int64_t.
+__device__ inline index_t ceilDiv(index_t a, index_t b) { return (a + b - 1) / b; }
+__device__ inline index_t min(index_t a, index_t b) { return a < b ? a : b; }
+__device__ inline index_t max(index_t a, index_t b) { return a > b ? a : b; }
+
+// torch.maximum / torch.minimum / relu: NaN propagates.
+template <typename T>
+__device__ inline T maximum(T a, T b) { return (a != a || a > b) ? a : b; }
+template <typename T>
+__device__ inline T minimum(T a, T b) { return (a != a || a < b) ? a : b; }
+template <typename T>
+__device__ inline T relu(T a) { return (a != a || a > T(0)) ? a : T(0); }
+
+// torch.fmod (the dividend's sign) and torch.remainder (the divisor's sign).
+// Integers: x % 0 gives 0 (as the simulator), and x % -1 never traps.
+template <typename T>
+__device__ inline T fmod(T a, T b) { return (b == T(0) || b == T(-1)) ? T(0) : a % b; }
+template <>
+__device__ inline float fmod<float>(float a, float b) { return ::fmodf(a, b); }
+template <>
+__device__ inline double fmod<double>(double a, double b) { return ::fmod(a, b); }
+template <typename T>
+__device__ inline T remainder(T a, T b) {
+  const T r = smelt::fmod(a, b);
+  return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
+}
+
+// Integer power as torch computes it: negative exponents give 0 except for
+// bases 1 and -1. Squaring in unsigned arithmetic wraps like torch's.
+template <typename T>
+__device__ inline T ipow(T base, T exp) {
+  if (exp < 0) return base == 1 ? T(1) : base == -1 ? ((exp & 1) ? T(-1) : T(1)) : T(0);
+  unsigned long long result = 1, b = static_cast<unsigned long long>(base);
+  for (; exp != 0; exp >>= 1, b *= b) {
+    if (exp & 1) result *= b;
+  }
+  return static_cast<T>(result);
+}
+
+// Integer division truncating toward zero (nvFuser's div on integers, torch's
+// rounding_mode='trunc'), made total: x / 0 gives -1 (what the hardware's
+// division gives, and torch on the GPU) and MIN / -1 wraps.
+template <typename T>
+__device__ inline T idiv(T a, T b) {
+  if (b == T(0)) return T(-1);
+  if (b == T(-1)) return static_cast<T>(0ULL - static_cast<unsigned long long>(a));
+  return a / b;
+}
+
+__device__ inline float sigmoid(float x) { return 1.0f / (1.0f + ::expf(-x)); }
+__device__ inline double sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
+
+template <typename T>
+__device__ inline T infinity();
+template <>
+__device__ inline float infinity<float>() { return __int_as_float(0x7f800000); }
+template <>
+__device__ inline double infinity<double>() { return __longlong_as_double(0x7ff0000000000000LL); }
+template <typename T>
+__device__ inline T quietNaN();
+template <>
+__device__ inline float quietNaN<float>() { return __int_as_float(0x7fc00000); }
+template <>
+__device__ inline double quietNaN<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
+
+struct Sum {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct Max {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return maximum(a, b); }
+};
+
+// Threads with equal indices on the axes not flagged (X, Y, Z) form a group;
+// `lane` is the position in the group (x fastest), `group` the group's number.
+template <bool X, bool Y, bool Z>
+__device__ inline unsigned groupSize() {
+  return (X ? blockDim.x : 1) * (Y ? blockDim.y : 1) * (Z ? blockDim.z : 1);
+}
+template <bool X, bool Y, bool Z>
+__device__ inline unsigned laneInGroup() {
+  return ((Z ? threadIdx.z : 0) * (Y ? blockDim.y : 1) + (Y ? threadIdx.y : 0)) *
+             (X ? blockDim.x : 1) +
+         (X ? threadIdx.x : 0);
+}
+template <bool X, bool Y, bool Z>
+__device__ inline unsigned groupIndex() {
+  return ((Z ? 0 : threadIdx.z) * (Y ? 1 : blockDim.y) + (Y ? 0 : threadIdx.y)) *
+             (X ? 1 : blockDim.x) +
+         (X ? 0 : threadIdx.x);
+}
+
+// Reduces `value` over the flagged thread axes; every thread of the block
+// must call it and each gets its group's result. `workspace` holds one
+// element per thread. A tree in shared memory, a barrier per level; ends with
+// a barrier, so the workspace is free again. For any block shape; the codegen
+// takes the shuffle forms below when the block's shape allows.
+template <bool X, bool Y, bool Z, typename T, typename Op>
+__device__ T blockReduce(T value, T* workspace, Op op) {
+  const unsigned size = groupSize<X, Y, Z>();
+  const unsigned lane = laneInGroup<X, Y, Z>();
+  T* mine = workspace + groupIndex<X, Y, Z>() * size;
+  mine[lane] = value;
+  __syncthreads();
+  unsigned span = 1;
+  while (span < size) span *= 2;
+  for (unsigned stride = span / 2; stride > 0; stride /= 2) {
+    if (lane < stride && lane + stride < size) mine[lane] = op(mine[lane], mine[lane + stride]);
+    __syncthreads();
+  }
+  const T result = mine[0];
+  __syncthreads();
+  return result;
+}
+
+__device__ inline unsigned linearThreadIndex() {
+  return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+}
+
+// `value` reduced over aligned runs of `Width` consecutive lanes (a power of
+// two <= 32) with shuffles; every lane gets its run's result. Every thread of
+// the block (`Threads` of them) takes part. Both partners of a butterfly step
+// apply `op` with the lower lane's value first, so all lanes hold the same
+// bits (max(-0, +0) and max(+0, -0) differ).
+template <unsigned Width, unsigned Threads, typename T, typename Op>
+__device__ T warpReduce(T value, Op op) {
+  static_assert(Width <= 32 && (Width & (Width - 1)) == 0, "warpReduce: width");
+  const unsigned linear = linearThreadIndex();
+  unsigned mask = 0xffffffffu;
+  if (Threads % 32 != 0) {
+    const unsigned present = Threads - (linear & ~31u);
+    if (present < 32) mask = (1u << present) - 1u;
+  }
+  for (unsigned offset = Width / 2; offset > 0; offset /= 2) {
+    const T other = __shfl_xor_sync(mask, value, offset);
+    value = (linear & offset) ? op(other, value) : op(value, other);
+  }
+  return value;
+}
+
+// blockReduce for groups that are aligned runs of `Size` consecutive threads
+// (the codegen checks the block shape): within a warp by shuffles alone; a
+// group of whole warps writes one partial per warp to `workspace` and, after
+// one barrier, every thread combines its group's partials in the same order.
+// Ends with a barrier, as blockReduce.
+template <unsigned Size, unsigned Threads, typename T, typename Op>
+__device__ T groupReduce(T value, T* workspace, Op op) {
+  static_assert(Size <= 32 ? (Size & (Size - 1)) == 0 : Size % 32 == 0, "groupReduce: size");
+  if constexpr (Size <= 32) {
+    const T result = warpReduce<Size, Threads>(value, op);
+    __syncthreads();
+    return result;
+  }
+  const unsigned linear = linearThreadIndex();
+  const T partial = warpReduce<32, Threads>(value, op);
+  if (linear % 32 == 0) workspace[linear / 32] = partial;
+  __syncthreads();
+  const T* partials = workspace + linear / Size * (Size / 32);
+  T result = partials[0];
+#pragma unroll
+  for (unsigned w = 1; w < Size / 32; ++w) result = op(result, partials[w]);
+  __syncthreads();
+  return result;
+}
+
+// Every thread gets the value of the thread with index 0 on the flagged axes
+// in its group. `workspace` holds one element per group. Ends with a barrier.
+template <bool X, bool Y, bool Z, typename T>
+__device__ T blockBroadcast(T value, T* workspace) {
+  const unsigned group = groupIndex<X, Y, Z>();
+  if (laneInGroup<X, Y, Z>() == 0) workspace[group] = value;
+  __syncthreads();
+  const T result = workspace[group];
+  __syncthreads();
+  return result;
+}
+
+}  // namespace smelt
+
+extern "C" __global__ void __launch_bounds__(128) pointwise(
+    smelt::Tensor<float, 2> T0,
+    smelt::Tensor<float, 2> T1,
+    smelt::Tensor<float, 2> T4,
+    float s0) {
+  {  // i0 over [0, smelt::ceilDiv(T0.size[0] * T0.size[1], 128)) bound to blockIdx.x
+    const index_t i0 = blockIdx.x;
+    {  // i1 over [0, 128) bound to threadIdx.x
+      const index_t i1 = threadIdx.x;
+      float T3[1];
+      if ((i0 * 128) + i1 < T0.size[0] * T0.size[1]) {
+        T3[0] = expf(T0.data[((((i0 * 128) + i1) / T0.size[1]) * T0.stride[0]) + ((((i0 * 128) + i1) % T0.size[1]) * T0.stride[1])]);
+        T3[0] = T3[0] * s0;
+        T4.data[((((i0 * 128) + i1) / T0.size[1]) * T4.stride[0]) + ((((i0 * 128) + i1) % T0.size[1]) * T4.stride[1])] = T3[0] + T1.data[((((i0 * 128) + i1) / T0.size[1]) * T1.stride[0]) + ((((i0 * 128) + i1) % T0.size[1]) * T1.stride[1])];
+      }
+    }
+  }
+}
