@@ -363,6 +363,19 @@ bool indexesRegisterArray(const kir::ForLoop& loop) {
   return found;
 }
 
+// True when the divisor is one value for many elements of the quotient: a
+// scalar, or a tensor broadcast along a dimension. Such a division is a
+// multiplication by the divisor's reciprocal (at most one rounding more than
+// the quotient; ATen's division by a scalar does the same), so the elements a
+// thread computes in an unrolled loop share one division: a float division
+// is ten instructions and a call to a slow path, a multiplication one.
+bool divisorRepeats(const Val* divisor) {
+  const TensorView* tv = divisor->asTensor();
+  if (tv == nullptr) return true;
+  const std::vector<IterDomain*>& dims = tv->logicalDomain();
+  return std::any_of(dims.begin(), dims.end(), [](const IterDomain* id) { return id->isBroadcast(); });
+}
+
 const kir::Buffer* aliasTarget(const kir::Buffer* buffer) {
   while (buffer->alias_of != nullptr) buffer = buffer->alias_of;
   return buffer;
@@ -797,6 +810,7 @@ class Emitter {
       case BinaryOpType::Mul: return a + " * " + b;
       case BinaryOpType::Div:
         if (isIntegralType(ct)) return "smelt::idiv<" + cudaType(ct) + ">(" + a + ", " + b + ")";
+        if (divisorRepeats(op->input(1))) return a + " * (" + literal(1.0, ct) + " / " + b + ")";
         return a + " / " + b;
       // Explicit template types: a literal operand (`3`) would not deduce as int64_t.
       case BinaryOpType::Maximum: return "smelt::maximum<" + cudaType(ct) + ">(" + a + ", " + b + ")";
