@@ -121,23 +121,32 @@ class Kernel:
     compilation behind `ptxas` are produced on first access when the kernel
     was only lowered (fd.lower()); an executed one (fd.last_kernels()) has them."""
 
-    def __init__(self, source, cuda: Callable[[], str], compiled: Callable[[], Any]):
+    def __init__(self, source, cuda: Callable[[], str], compiled: Callable[[], Any],
+                 index_type: str):
         self._source = source  # _C.LoweredKernel or _C.KernelView
         self._cuda = cuda
         self._compiled = compiled
+        self._index_type = index_type
 
     @staticmethod
     def from_lowered(lowered, name: str = "smelt_kernel", arch: int = 90) -> "Kernel":
         def cuda() -> str:
             total = lowered.shared_memory_bytes
             return lowered.cuda(name, isinstance(total, int) and 0 < total <= _STATIC_SMEM_LIMIT)
-        kernel = Kernel(lowered, cuda, lambda: _C.compile_cuda(kernel.cuda, name, arch))
+        kernel = Kernel(lowered, cuda, lambda: _C.compile_cuda(kernel.cuda, name, arch), "int64")
         return kernel
 
     @staticmethod
     def from_executor(view) -> "Kernel":
         """From a _C.KernelView of an executed kernel."""
-        return Kernel(view, lambda: view.cuda_source, lambda: view.compiled)
+        return Kernel(view, lambda: view.cuda_source, lambda: view.compiled, view.index_type)
+
+    @property
+    def index_type(self) -> str:
+        """'int32' or 'int64', the type of the kernel's index arithmetic: an
+        executed kernel's launch chose it (32-bit when its sizes and offsets
+        fit); fd.lower(), knowing no sizes, is 64-bit."""
+        return self._index_type
 
     @property
     def kernel_ir(self) -> str:

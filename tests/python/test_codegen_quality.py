@@ -164,3 +164,26 @@ def test_symbolic_block_shape_keeps_the_tree():
     (kernel,) = fd.last_kernels()
     assert [c for c, _ in _reduction_calls(kernel)] == ["blockReduce"] * 2, kernel.cuda
     assert "SHFL" not in kernel.quality.sass.mnemonics
+
+
+@pytest.mark.parametrize("op", ["softmax", "row_sum"])
+def test_index_type_follows_the_launch(op):
+    """One symbolic fusion, two launches: [8192, 4096] fits 32-bit index math,
+    [262144, 8192] (2^31 elements) does not. Each launch gets its own kernel
+    variant; the 32-bit one declares `typedef int index_t;` and has fewer
+    64-bit integer instructions (IMAD.WIDE, carries) and no more instructions."""
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor([-1, -1], [True, True], DataType.Half)
+        ROW_OPS[op](fd, x)
+    figures = {}
+    for shape in ([ROWS, COLS], [1 << 18, COLS * 2]):
+        fd.execute([_meta(shape)])
+        (kernel,) = fd.last_kernels()
+        figures[kernel.index_type] = (kernel.cuda, kernel.quality.sass)
+    assert sorted(figures) == ["int32", "int64"]
+    cuda32, sass32 = figures["int32"]
+    cuda64, sass64 = figures["int64"]
+    assert "typedef int index_t;" in cuda32 and "typedef int64_t index_t;" in cuda64
+    assert sass32.wide_integer_ops < sass64.wide_integer_ops, (sass32, sass64)
+    assert sass32.instructions <= sass64.instructions, (sass32, sass64)
