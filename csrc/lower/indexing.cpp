@@ -156,7 +156,7 @@ void indexBody(const LoweringContext& ctx, kir::StmtList& body) {
       step->out = indexer.output();
       step->in = indexer.operand(step->expr->input(0));
     } else if (auto* reduce = dynamic_cast<kir::BlockReduce*>(stmt.get())) {
-      Indexer indexer(ctx, reduce->expr->output());
+      Indexer indexer(ctx, reduce->expr->output(), reduce);
       reduce->out = indexer.output();
       bool has_serial_part = false;
       for (int64_t k = 0; k < reduce->expr->output()->nDims(); ++k) {

@@ -8,7 +8,10 @@
 //     or runs once;
 //   * a reduction becomes: init before its outermost serial reduction loop, a
 //     step in the innermost loop, and (when reduction axes are bound to thread
-//     indices) a block reduction after the serial reduction loops;
+//     indices) a block reduction after the serial reduction loops. Iteration
+//     axes inside the serial reduction loops (a register tile accumulated
+//     over K, a vector of columns) give the init and the block reduction each
+//     a nest of copies of their loops;
 //   * within every body, statements and loops are ordered so each value is
 //     written before it is read (a stable topological order of the children).
 #include <algorithm>
@@ -86,13 +89,13 @@ class LoopNestBuilder {
     return isParallelDim(loop->parallel_type) || loop->extent.constant() == 1;
   }
 
-  // The init of a reduction whose iteration axes iterate inside its first
-  // serial reduction loop (a register tile accumulated over K) cannot sit in
-  // those loops: it gets its own nest of copies of them, just outside the
-  // reduction loops. Returns nullptr when every such axis runs once or is
-  // bound to a thread or block.
-  std::unique_ptr<kir::ForLoop> initLoops(const TensorView* out, int64_t first_serial,
-                                          const kir::Stmt* init) {
+  // The init (and the block reduction) of a reduction whose iteration axes
+  // iterate inside its first serial reduction loop (a register tile
+  // accumulated over K) cannot sit in those loops: each gets its own nest of
+  // copies of them, just outside the reduction loops. Returns nullptr when
+  // every such axis runs once or is bound to a thread or block.
+  std::unique_ptr<kir::ForLoop> iterationNest(const TensorView* out, int64_t first_serial,
+                                              const kir::Stmt* stmt) {
     bool iterates = false;
     for (int64_t k = first_serial + 1; k < out->nDims(); ++k) {
       const IterDomain* id = out->axis(k);
@@ -105,7 +108,7 @@ class LoopNestBuilder {
       if (out->axis(k)->isReduction()) continue;
       std::unique_ptr<kir::ForLoop> loop = newLoop(out->axis(k));
       kir::ForLoop* raw = loop.get();
-      ctx_.statement_loops[init][k] = raw;
+      ctx_.statement_loops[stmt][k] = raw;
       if (innermost == nullptr) {
         root = std::move(loop);
       } else {
@@ -167,18 +170,21 @@ class LoopNestBuilder {
       return;
     }
     kir::ForLoop* outside = first_serial == 0 ? nullptr : loopFor(out, first_serial - 1);
-    auto init = std::make_unique<kir::ReduceInit>();
-    init->expr = expr;
-    if (std::unique_ptr<kir::ForLoop> nest = initLoops(out, first_serial, init.get())) {
+    // `stmt` just outside the serial reduction loops, in its own nest of the
+    // iteration axes inside them when there are such.
+    auto addOutside = [&](std::unique_ptr<kir::Stmt> stmt, Deps deps) {
+      std::unique_ptr<kir::ForLoop> nest = iterationNest(out, first_serial, stmt.get());
+      if (nest == nullptr) return add(outside, std::move(stmt), std::move(deps));
       kir::ForLoop* innermost = nest.get();
       while (!innermost->body.empty()) {
         innermost = static_cast<kir::ForLoop*>(innermost->body.back().get());
       }
-      innermost->body.push_back(std::move(init));
-      add(outside, std::move(nest), {{name + ":init"}, {}});
-    } else {
-      add(outside, std::move(init), {{name + ":init"}, {}});
-    }
+      innermost->body.push_back(std::move(stmt));
+      add(outside, std::move(nest), std::move(deps));
+    };
+    auto init = std::make_unique<kir::ReduceInit>();
+    init->expr = expr;
+    addOutside(std::move(init), {{name + ":init"}, {}});
     std::set<std::string> step_uses = inputNames(expr);
     step_uses.insert(name + ":init");
     auto step = std::make_unique<kir::ReduceStep>();
@@ -190,7 +196,7 @@ class LoopNestBuilder {
       auto reduce = std::make_unique<kir::BlockReduce>();
       reduce->expr = expr;
       reduce->thread_axes = thread_axes;
-      add(outside, std::move(reduce), {{name}, {name + ":partial"}});
+      addOutside(std::move(reduce), {{name}, {name + ":partial"}});
     }
   }
 

@@ -63,14 +63,15 @@ class Predicator {
         // After serial steps, out-of-range elements already hold the init
         // value; only a reduction reading its input directly bounds it.
         bool reads_input = reduce->in.buffer != reduce->out.buffer;
-        reduce->predicate = predicateFor(reduce->expr->output(), reads_input, false);
+        reduce->predicate = predicateFor(reduce->expr->output(), reads_input, false, reduce);
         reduce->write_predicate = writePredicateFor(*reduce);
       }
     }
   }
 
  private:
-  // `stmt`: the statement whose loops to use (a reduction init has its own).
+  // `stmt`: the statement whose loops to use (a reduction's init and block
+  // reduction may have their own).
   kir::Predicate predicateFor(const TensorView* tv, bool with_reduction_axes,
                               bool single_writer, const kir::Stmt* stmt = nullptr) {
     kir::Predicate pred;
@@ -183,7 +184,7 @@ class Predicator {
 
   kir::Predicate writePredicateFor(const kir::BlockReduce& reduce) {
     const TensorView* out = reduce.expr->output();
-    kir::Predicate pred = predicateFor(out, /*with_reduction_axes=*/false, /*single_writer=*/true);
+    kir::Predicate pred = predicateFor(out, /*with_reduction_axes=*/false, /*single_writer=*/true, &reduce);
     // The reduction leaves its result on every thread of the block: along a
     // reduced thread dimension, threads past the reduced axis' extent (a
     // size-1 reduced axis in a block that other tensors make wider) did not

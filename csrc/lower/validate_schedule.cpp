@@ -5,8 +5,7 @@
 //   * an axis sharing a consumer's loop is not bound to a different parallel
 //     type than that loop;
 //   * reductions are not bound to block indices (no grid reductions yet),
-//     keep their iteration axes outside their serial reduction loops, and
-//     combine serial steps with a block reduction only in registers;
+//     and combine serial steps with a block reduction only in registers;
 //   * vectorized axes are innermost with constant extents;
 //   * a tensor whose memory is private to a thread (Local) or to a block
 //     (Shared), or that other blocks cannot wait for (Global), is read by
@@ -55,11 +54,9 @@ void checkComputePosition(const TensorView* tv) {
 }
 
 void checkReduction(const TensorView* tv) {
-  int64_t first_serial_reduction = -1;
-  bool block_reduction = false, across_threads = false, serial_reduction = false;
+  bool across_threads = false, serial_reduction = false;
   for (int64_t k = 0; k < tv->nDims(); ++k) {
     const IterDomain* id = tv->axis(k);
-    block_reduction |= id->isReduction() && isThreadDim(id->parallelType());
     across_threads |= id->isReduction() && isThreadDim(id->parallelType()) &&
                       id->loopExtent().constant() != 1;
     serial_reduction |= id->isReduction() && !isParallelDim(id->parallelType());
@@ -71,23 +68,13 @@ void checkReduction(const TensorView* tv) {
               "tensor ", tv->name(), " reduces both serially and across threads in ",
               tv->memoryType(), " memory, where the threads' partial results would overwrite "
               "each other; give the serial steps a register accumulator (cacheBefore())");
+  // Iteration axes may run inside the serial reduction loops: the init and
+  // the block reduction get a nest of their own (loop_nest).
   for (int64_t k = 0; k < tv->nDims(); ++k) {
     const IterDomain* id = tv->axis(k);
-    ParallelType pt = id->parallelType();
-    if (id->isReduction()) {
-      SMELT_CHECK(!isBlockDim(pt), "tensor ", tv->name(), " axis ", k, " (", id->toString(),
-                  ") is a reduction bound to ", pt,
-                  "; reductions across blocks (grid reductions) are not supported");
-      if (!isThreadDim(pt) && first_serial_reduction < 0) first_serial_reduction = k;
-      continue;
-    }
-    // A serial reduction initializes iteration axes inside its loops in a
-    // nest of their own (loop_nest); a block reduction has no such nest.
-    bool runs_once = isParallelDim(pt) || id->loopExtent().constant() == 1;
-    SMELT_CHECK(first_serial_reduction < 0 || runs_once || !block_reduction, "tensor ", tv->name(), " axis ", k,
-                " (", id->toString(), ") iterates inside its reduction axis ",
-                first_serial_reduction,
-                "; reorder the serial reduction axes to the inside of the iteration axes");
+    SMELT_CHECK(!id->isReduction() || !isBlockDim(id->parallelType()), "tensor ", tv->name(), " axis ", k,
+                " (", id->toString(), ") is a reduction bound to ", id->parallelType(),
+                "; reductions across blocks (grid reductions) are not supported");
   }
 }
 

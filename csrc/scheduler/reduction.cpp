@@ -130,7 +130,14 @@ ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& run
   ReductionParams params;
   params.inner = layout.inner;
   if (!layout.inner) {
-    params.block_x = std::min<int64_t>(128, nextPowerOfTwo(n_iter));
+    VectorChoice vector = layout.iteration_runs.empty()
+                              ? VectorChoice{}
+                              : chooseVectorWidth(fusion, map, layout.iteration_runs.back(), runtime,
+                                                  /*with_outputs=*/false);
+    params.vector_width = vector.width;
+    params.vectorized_inputs = vector.inputs;
+    const int64_t max_block_x = vector.width > 1 ? kOuterVectorColumns / vector.width : 128;
+    params.block_x = std::min(max_block_x, nextPowerOfTwo(ceilDiv(n_iter, vector.width)));
     params.block_y = std::min(kBlockThreads / params.block_x, nextPowerOfTwo(n_red));
   } else {
     VectorChoice vector = chooseVectorWidth(fusion, map, inner_reduced, runtime,
@@ -144,7 +151,8 @@ ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& run
   for (const std::vector<int64_t>& run : layout.iteration_runs) {
     iterations *= extentOf(ref, map, run, runtime);
   }
-  const int64_t blocks = ceilDiv(iterations, layout.inner ? params.block_y : params.block_x);
+  const int64_t blocks =
+      ceilDiv(iterations, layout.inner ? params.block_y : params.block_x * params.vector_width);
   if (blocks < kSmCount && n_red >= kGridSplitMinRow && gridSplitRejectReason(fusion).empty()) {
     // Two blocks per SM, chunks of at least kGridSplitMinChunk elements.
     const int64_t chunks = std::min(ceilDiv(2 * kSmCount, blocks), n_red / kGridSplitMinChunk);
@@ -162,8 +170,6 @@ void scheduleReduction(Fusion& fusion, const ReductionParams& params) {
   SMELT_CHECK(params.vector_width >= 1 && params.block_x >= 1 && params.block_y >= 1,
               "reduction scheduler: vector width and block sizes must be positive in ",
               params.toString());
-  SMELT_CHECK(params.inner || params.vectorized_inputs.empty(),
-              "reduction scheduler: outer reductions do not vectorize (", params.toString(), ")");
   std::vector<TensorView*> vectorized =
       cacheForReductions(fusion, params.vectorized_inputs, {}, "reduction", &layout);
   TensorView* ref = layout.reference;
@@ -180,10 +186,20 @@ void scheduleReduction(Fusion& fusion, const ReductionParams& params) {
     ref->axis(reduced + 1)->parallelize(ParallelType::TIDx);
     bindIterationRuns(ref, iteration_positions, params.block_y, ParallelType::TIDy);
   } else {
-    if (params.block_y > 1) {
-      ref->split(reduced, params.block_y);
-      ref->axis(reduced + 1)->parallelize(ParallelType::TIDy);
+    // [.., I, R] -> [.., I, V, R] -> [.., I, V, R, TIDy] -> [.., I, R, TIDy, V], then I is
+    // bound to [BIDx, TIDx].
+    SMELT_CHECK(params.vector_width == 1 || !iteration_positions.empty(),
+                "reduction scheduler: an outer reduction without iterated dimensions cannot vectorize");
+    int64_t reduction_axis = reduced;
+    if (params.vector_width > 1) {
+      ref->split(iteration_positions.back(), params.vector_width);
+      ++reduction_axis;
     }
+    if (params.block_y > 1) {
+      ref->split(reduction_axis, params.block_y);
+      ref->axis(reduction_axis + 1)->parallelize(ParallelType::TIDy);
+    }
+    if (params.vector_width > 1) ref->reorder({{iteration_positions.back() + 1, ref->nDims() - 1}});
     bindIterationRuns(ref, iteration_positions, params.block_x, ParallelType::TIDx);
   }
   propagateSchedule(ref);

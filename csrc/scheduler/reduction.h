@@ -9,10 +9,13 @@
 // thread accumulates vector-wide loads from a register cache of the input,
 // then the block reduces over TIDx through shared memory.
 // Outer (column) reductions, the reduced dimensions outside the iterated
-// ones: iterated elements go to [BIDx, TIDx] (coalesced along the row), the
-// reduced extent to [serial, TIDy], reduced over TIDy when block_y > 1.
-// Vector loads are not used here: the vector axis would have to iterate
-// inside the serial reduction loop, which lowering does not allow.
+// ones: iterated elements go to [BIDx, TIDx, vector] (coalesced along the
+// row), the reduced extent to [serial, TIDy], reduced over TIDy when
+// block_y > 1. Where the inputs allow, each thread accumulates a vector of
+// columns from vector-wide (16-byte) loads: the vector axis iterates inside
+// the serial reduction loop, and the block reductions run in a loop of their
+// own after it. A block then spans kOuterVectorColumns columns (Triton's
+// column sum takes 64 too) with the rest of its threads on TIDy.
 //
 // Mergeable runs of dimensions are merged as in the pointwise scheduler;
 // outer runs of reduced dimensions become serial loops, the iterated run
@@ -46,8 +49,9 @@ namespace smelt {
 struct ReductionParams : HeuristicParams {
   // A row reduction (see above); fixed by the fusion, printed for clarity.
   bool inner = true;
-  // Inner reductions: elements per vectorized load of the inputs listed in
-  // vectorized_inputs (1: none); must divide the innermost reduced run.
+  // Elements per vectorized load of the inputs listed in vectorized_inputs
+  // (1: none); must divide the innermost reduced run (inner reductions) or
+  // the innermost iterated run (outer reductions).
   int64_t vector_width = 1;
   // Inner: threads reducing one row. Outer: threads across the row.
   int64_t block_x = 128;
@@ -83,6 +87,8 @@ int64_t gridSplitChunks(int64_t extent, int64_t max_chunks);
 // (column); grid_split aims at two blocks per SM with chunks of at least
 // kGridSplitMinChunk elements.
 constexpr int64_t kGridSplitMinRow = 32768;
+// Columns per block of a vectorized outer reduction.
+constexpr int64_t kOuterVectorColumns = 64;
 constexpr int64_t kGridSplitMinChunk = 4096;
 
 ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& runtime);

@@ -39,8 +39,11 @@ TEST(ReductionScheduler, SumOfSquaresOverRowsOfManyShapes) {
   }
 }
 
+// Columns vectorize like rows: 16-byte loads of 4 floats where the row
+// length allows, each thread accumulating 4 columns.
 TEST(ReductionScheduler, ColumnMaxPlusOneOfManyShapes) {
-  for (const Shape& s : std::vector<Shape>{{1, 5}, {13, 1}, {7, 3}, {300, 5}, {9, 129}, {64, 64}}) {
+  for (const Shape& s :
+       std::vector<Shape>{{1, 5}, {13, 1}, {7, 3}, {300, 5}, {9, 129}, {64, 64}, {33, 260}, {70, 6}}) {
     SCOPED_TRACE(::testing::PrintToString(s));
     Fusion fusion;
     FusionGuard guard(&fusion);
@@ -49,8 +52,26 @@ TEST(ReductionScheduler, ColumnMaxPlusOneOfManyShapes) {
     fusion.addOutput(add(max(x, {0}), 1.0));
     ReductionParams params = scheduleAndCheck(fusion, {randn({s.rows, s.cols})}, "red_outer");
     EXPECT_FALSE(params.inner);
-    EXPECT_TRUE(params.vectorized_inputs.empty());
+    EXPECT_EQ(params.vector_width, s.cols % 4 == 0 ? 4 : s.cols % 2 == 0 ? 2 : 1);
+    EXPECT_EQ(params.vectorized_inputs.empty(), params.vector_width == 1);
+    EXPECT_LE(params.block_x * params.vector_width, std::max<int64_t>(kOuterVectorColumns, 128));
   }
+}
+
+TEST(ReductionScheduler, HeuristicsForColumns) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  fusion.addInput(x);
+  fusion.addOutput(sum(x, {0}));
+  // 64 columns per block: 16 threads of 4 floats, 16 rows at a time.
+  RuntimeInfo wide(fusion, {InputInfo::contiguous(DataType::Float, {8192, 4096})});
+  EXPECT_EQ(reductionHeuristics(fusion, wide).toString(),
+            "ReductionParams{outer, vector_width=4, block=(16, 16), vectorized_inputs={0}}");
+  // An odd row length: one column per thread, 128 threads across.
+  RuntimeInfo odd(fusion, {InputInfo::contiguous(DataType::Float, {8192, 4095})});
+  EXPECT_EQ(reductionHeuristics(fusion, odd).toString(),
+            "ReductionParams{outer, vector_width=1, block=(128, 2), vectorized_inputs={}}");
 }
 
 TEST(ReductionScheduler, HeuristicsForLongAndShortRows) {
@@ -91,7 +112,8 @@ TEST(ReductionScheduler, HeuristicsSplitFewLongRowsOrColumnsAcrossBlocks) {
   EXPECT_EQ(reductionHeuristics(fusion, runtime).toString(),
             "ReductionParams{inner, vector_width=4, block=(256, 1), vectorized_inputs={0}, "
             "grid_split=16}");
-  // Columns: [N, C] needs ceil(C / block_x) blocks (block_x <= 128).
+  // Columns: [N, C] needs ceil(C / 64) blocks when C vectorizes (16 threads
+  // of 4 floats), else ceil(C / block_x) with block_x <= 128.
   Fusion columns;
   FusionGuard columns_guard(&columns);
   TensorView* y = makeContigTensor(2);
@@ -102,7 +124,7 @@ TEST(ReductionScheduler, HeuristicsSplitFewLongRowsOrColumnsAcrossBlocks) {
     return reductionHeuristics(columns, runtime).grid_split;
   };
   EXPECT_EQ(column_split(1 << 20, 64), 256);    // one block: 264 wanted, 256 chunks of 4096
-  EXPECT_EQ(column_split(1 << 20, 8192), 4);    // 64 blocks: 5 wanted
+  EXPECT_EQ(column_split(1 << 20, 8192), 2);    // 128 blocks: 3 wanted
   EXPECT_EQ(column_split(1 << 20, 32768), 1);   // 256 blocks
   EXPECT_EQ(column_split(32768, 4), 8);         // chunks of 4096
   EXPECT_EQ(gridSplitChunks(100000, 16), 16);
