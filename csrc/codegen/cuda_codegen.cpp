@@ -581,18 +581,29 @@ class Emitter {
     close();
   }
 
-  // One vector load and store per copy (the loop index does not exist); where
-  // a vector straddles a bound, the scalar loop runs lane by lane.
+  // One vector load and store per copy (the loop index does not exist), or
+  // two of half the width for a 32-byte vector; where a vector straddles a
+  // bound, the scalar loop runs lane by lane.
   void emitVectorized(const kir::ForLoop& loop, const VectorizedLoop& vectorized) {
     const std::string width = std::to_string(vectorized.width);
-    open("{  // " + loop.index + " over [0, " + width + ") vectorized: " + std::to_string(vectorized.bytes) +
+    const int64_t pieces = vectorized.pieces();
+    const int64_t piece_width = vectorized.width / pieces;
+    open("{  // " + loop.index + " over [0, " + width + ") vectorized: " +
+         (pieces > 1 ? std::to_string(pieces) + " x " : "") + std::to_string(vectorized.bytes / pieces) +
          "-byte accesses" + (vectorized.scalar_tail ? ", lane by lane across a bound" : ""));
     auto copyText = [&](const VectorCopy& copy) {
       const kir::Compute& c = *copy.stmt;
       const kir::Buffer* in = c.operands[0].access->buffer;
-      const std::string type = "smelt::Vector<" + cudaType(c.out.buffer->dtype) + ", " + width + ">";
-      return "*reinterpret_cast<" + type + "*>(&" + element({c.out.buffer, copy.out_first}) +
-             ") = *reinterpret_cast<const " + type + "*>(&" + element({in, copy.in_first}) + ");";
+      const std::string type =
+          "smelt::Vector<" + cudaType(c.out.buffer->dtype) + ", " + std::to_string(piece_width) + ">";
+      std::string text;
+      for (int64_t p = 0; p < pieces; ++p) {
+        const IntExpr offset(p * piece_width);
+        text += (p ? " " : "") + std::string("*reinterpret_cast<") + type + "*>(&" +
+                element({c.out.buffer, copy.out_first + offset}) + ") = *reinterpret_cast<const " + type +
+                "*>(&" + element({in, copy.in_first + offset}) + ");";
+      }
+      return text;
     };
     if (!vectorized.scalar_tail) {
       for (const VectorCopy& copy : vectorized.copies) guarded(copy.predicate, copyText(copy));

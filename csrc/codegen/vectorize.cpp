@@ -387,7 +387,7 @@ std::optional<VectorizedLoop> vectorizeLoop(const kir::ForLoop& loop) {
   for (const auto& stmt : loop.body) {
     if (stmt->kind() != kir::StmtKind::Compute) return std::nullopt;
     const int64_t bytes = *width * dataTypeSize(static_cast<const kir::Compute&>(*stmt).out.buffer->dtype);
-    if (bytes != 2 && bytes != 4 && bytes != 8 && bytes != 16) return std::nullopt;
+    if (bytes != 2 && bytes != 4 && bytes != 8 && bytes != 16 && bytes != 32) return std::nullopt;
     if (result.bytes != 0 && result.bytes != bytes) return std::nullopt;
     result.bytes = bytes;
     auto copy = vectorCopy(*stmt, loop.index, *width, bytes, result);
@@ -421,7 +421,7 @@ VectorRequirements vectorRequirements(const kir::Kernel& kernel) {
     if (!vectorized) return;
     for (const VectorCopy& copy : vectorized->copies) {
       for (const kir::Buffer* b : {copy.stmt->out.buffer, copy.stmt->operands[0].access->buffer}) {
-        requirements.bytes[b] = std::max(requirements.bytes[b], vectorized->bytes);
+        requirements.bytes[b] = std::max(requirements.bytes[b], vectorized->bytes / vectorized->pieces());
       }
     }
     for (const VectorCondition& c : vectorized->conditions) addOnce(requirements.conditions, c);

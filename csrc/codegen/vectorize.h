@@ -23,7 +23,9 @@
 //     vector runs where the term holds for the last lane, and a scalar loop
 //     with the per-lane predicate covers the vectors that straddle the bound
 //     (only for a loop of one statement);
-//   * V times the element size is 2, 4, 8 or 16 bytes.
+//   * V times the element size is 2, 4, 8, 16 or 32 bytes. 32 bytes (fp32
+//     data in a loop whose fp16 data moves 16 bytes) are two 16-byte
+//     accesses: the widest a thread can make, and what alignment needs.
 // Other vectorized loops stay unrolled scalar loops.
 #pragma once
 
@@ -33,6 +35,7 @@
 #include <vector>
 
 #include "codegen/vector_condition.h"
+#include "fusion/device_limits.h"
 #include "fusion/int_expr.h"
 #include "lower/kir.h"
 
@@ -50,6 +53,8 @@ struct VectorCopy {
 struct VectorizedLoop {
   int64_t width = 0;  // elements per access (the loop's extent)
   int64_t bytes = 0;  // width times the element size
+  // Accesses per side of each copy: bytes / kMaxAccessBytes, at least 1.
+  int64_t pieces() const { return bytes > kMaxAccessBytes ? bytes / kMaxAccessBytes : 1; }
   std::vector<VectorCopy> copies;  // one per statement, in order
   // True when a predicate involves the loop index: where the vector's
   // predicate fails, the scalar loop runs lane by lane.

@@ -10,6 +10,10 @@
 
 namespace smelt {
 
+// The widest global, shared or local access one thread makes (LDG.128), on
+// every architecture smelt targets.
+constexpr int64_t kMaxAccessBytes = 16;
+
 struct DeviceLimits {
   int arch = 0;  // compute capability, major * 10 + minor
   // Shared memory: the most one block may use (with the opt-in above 48 KiB),

@@ -344,6 +344,11 @@ IntExpr simplify(const IntExpr& e, const IntBounds& bounds) {
     case K::Mod: {
       if (nonNegative(a, bounds)) {
         if (auto ub = upperBound(a, bounds); ub && provablyLe(*ub, b)) return a;
+        // (x % m) % d -> x % d when the constant d divides the constant m.
+        if (a.kind() == K::Mod && a.rhs().isConstant() && b.isConstant() && *b.constant() > 0 &&
+            *a.rhs().constant() % *b.constant() == 0) {
+          return simplify(a.lhs() % b, bounds);
+        }
         IntExpr u;
         if (auto v = splitMultiple(a, b, &u); v && nonNegative(*v, bounds)) {
           return simplify(*v % b, bounds);

@@ -74,7 +74,8 @@ using IntBounds = std::map<std::string, IntExpr>;
 // `e` simplified with what `bounds` knows, for values of every symbol within
 // [0, bound): `x / d -> 0` and `x % d -> x` when 0 <= x < d is provable,
 // `(u * d + v) / d -> u + v / d` and `(u * d + v) % d -> v % d` (d constant
-// or symbolic, v >= 0), applied bottom-up. The result equals `e` wherever the
+// or symbolic, v >= 0), `(x % m) % d -> x % d` (constants, d divides m),
+// applied bottom-up. The result equals `e` wherever the
 // symbols lie in their bounds.
 IntExpr simplify(const IntExpr& e, const IntBounds& bounds);
 

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "fusion/device_limits.h"
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
 
@@ -360,7 +361,9 @@ void vectorizeInnermost(const std::vector<TensorView*>& tensors, int64_t width,
 
 bool canVectorize(const TensorView* tv, const InputInfo* info, const DimensionMap& map,
                   const std::vector<int64_t>& dims, int64_t width, const RuntimeInfo& runtime) {
-  if (width * dataTypeSize(tv->dtype()) > 16) return false;
+  // Up to 32 bytes: two 16-byte accesses (codegen/vectorize.h).
+  const int64_t bytes = width * dataTypeSize(tv->dtype());
+  if (bytes > 2 * kMaxAccessBytes) return false;
   std::vector<IterDomain*> logical = tv->logicalNoReductions();
   std::vector<int64_t> positions;
   int64_t extent = 1;
@@ -378,7 +381,7 @@ bool canVectorize(const TensorView* tv, const InputInfo* info, const DimensionMa
   }
   if (extent % width != 0) return false;
   if (info == nullptr) return true;
-  if (info->alignment < width * dataTypeSize(tv->dtype())) return false;
+  if (info->alignment < std::min(bytes, kMaxAccessBytes)) return false;
   int64_t expected = 1;
   for (auto it = positions.rbegin(); it != positions.rend(); ++it) {
     if (info->sizes[*it] != 1 && info->strides[*it] != expected) return false;
@@ -399,14 +402,17 @@ VectorChoice chooseVectorWidth(const Fusion& fusion, const DimensionMap& map,
     for (Val* out : fusion.outputs()) candidates.push_back(out->asTensor());
   }
   int64_t widest = 1;
+  int64_t narrowest = 16;
   for (TensorView* tv : candidates) {
     bool iterates = std::all_of(dims.begin(), dims.end(), [&](int64_t d) {
       return map.role(tv, d) == DimensionMap::Role::Iteration;
     });
-    if (iterates) widest = std::max(widest, dataTypeSize(tv->dtype()));
+    if (!iterates) continue;
+    widest = std::max(widest, dataTypeSize(tv->dtype()));
+    narrowest = std::min(narrowest, dataTypeSize(tv->dtype()));
   }
   const auto& inputs = fusion.inputs();
-  for (int64_t width = 16 / widest; width >= 2; width /= 2) {
+  for (int64_t width = std::min(16 / narrowest, 32 / widest); width >= 2; width /= 2) {
     VectorChoice choice;
     choice.width = width;
     for (TensorView* tv : cached) {

@@ -105,10 +105,12 @@ void vectorizeInnermost(const std::vector<TensorView*>& tensors, int64_t width,
 bool canVectorize(const TensorView* tv, const InputInfo* info, const DimensionMap& map,
                   const std::vector<int64_t>& dims, int64_t width, const RuntimeInfo& runtime);
 
-// The widest vector along the merged `dims` (at most 16 bytes of the widest
-// tensor iterating over all of them, halved until some tensor can use it),
-// and the positions of the cacheable inputs and (when `with_outputs`) the
-// outputs that can. Width 1 and no tensors when none can.
+// The widest vector along the merged `dims` (16 bytes of the narrowest tensor
+// iterating over all of them, so that fp16 data next to fp32 data still moves
+// in 16-byte accesses, at most 32 bytes, two 16-byte accesses, of the widest;
+// halved until some tensor can use it), and the positions of the cacheable
+// inputs and (when `with_outputs`) the outputs that can. Width 1 and no
+// tensors when none can.
 struct VectorChoice {
   int64_t width = 1;
   std::vector<int64_t> inputs;

@@ -187,3 +187,69 @@ def test_index_type_follows_the_launch(op):
     assert "typedef int index_t;" in cuda32 and "typedef int64_t index_t;" in cuda64
     assert sass32.wide_integer_ops < sass64.wide_integer_ops, (sass32, sass64)
     assert sass32.instructions <= sass64.instructions, (sass32, sass64)
+
+
+def test_column_sum_loads_16_byte_vectors():
+    """An outer (column) reduction reads each row as 16-byte vectors: every
+    thread accumulates 8 fp16 columns, a block spans 64 columns (as Triton's
+    column sum), and the block reductions run once per column after the loop."""
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor([ROWS, COLS], [True, True], DataType.Half)
+        _column_sum(fd, x)
+    fd.execute([_meta([ROWS, COLS])])
+    (kernel,) = fd.last_kernels()
+    assert kernel.grid == (COLS // 64, 1, 1) and kernel.block == (8, 32, 1)
+    loads = kernel.quality.sass.global_loads
+    assert set(loads) == {128}, kernel.quality.text()
+    _assert_clean(fd)
+
+
+def test_division_by_a_broadcast_row_value_is_one_division_per_thread():
+    """softmax divides every element of a row by the row's sum: the quotient is
+    a multiplication by the sum's reciprocal (as ATen divides by a scalar), so
+    the 16 elements a thread holds share one IEEE division and its slow path
+    is the kernel's only call."""
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor([ROWS, 2 * COLS], [True, True], DataType.Half)
+        _softmax(fd, x)
+    fd.execute([_meta([ROWS, 2 * COLS])])
+    (kernel,) = fd.last_kernels()
+    assert re.search(r"\] \* \(1\.0f / T\d+\[0\]\)", kernel.cuda), kernel.cuda
+    assert " / T" not in kernel.cuda.split("__global__")[1].replace("(1.0f / T", "")
+    assert kernel.quality.sass.calls <= 1, kernel.quality.text()
+    _assert_clean(fd)
+
+
+def _half_in_float_and_half_out(fd, shape=(-1, -1)):
+    x = fd.define_tensor(list(shape), [True, True], DataType.Half)
+    xf = fd.ops.cast(x, DataType.Float)
+    fd.add_output(fd.ops.mul(xf, 2.0))
+    fd.add_output(fd.ops.cast(fd.ops.add(xf, 1.0), DataType.Half))
+
+
+def test_fp16_next_to_fp32_still_moves_16_bytes():
+    """A pointwise kernel reading fp16 and writing fp32 and fp16 vectorizes by
+    8 elements: 16-byte fp16 accesses, the fp32 output as two 16-byte stores
+    (a vector of 16 bytes of the widest type would leave fp16 at 8 bytes)."""
+    fd = FusionDefinition()
+    with fd:
+        _half_in_float_and_half_out(fd, (ROWS, COLS))
+    fd.execute([_meta([ROWS, COLS])])
+    (kernel,) = fd.last_kernels()
+    assert "vectorized: 2 x 16-byte accesses" in kernel.cuda, kernel.cuda
+    sass = kernel.quality.sass
+    assert set(sass.global_loads) == {128} and set(sass.global_stores) == {128}, kernel.quality.text()
+    _assert_clean(fd)
+
+
+@pytest.mark.parametrize("shape", [(37, 64), (5, 24), (3, 7)])
+def test_fp16_next_to_fp32_matches_torch_in_the_simulator(shape):
+    fd = FusionDefinition()
+    with fd:
+        _half_in_float_and_half_out(fd)
+    x = torch.randn(*shape).half()
+    doubled, shifted = fd.execute([x])
+    assert torch.equal(doubled, x.float() * 2.0)
+    assert torch.equal(shifted, (x.float() + 1.0).half())

@@ -35,6 +35,22 @@ TEST(IntExpr, FoldsConstantsAndKeepsSymbols) {
   EXPECT_SMELT_ERROR(ceilDiv(IntExpr(4), 0), "by zero");
 }
 
+// A register array indexed by a flattened position taken modulo a row and
+// then modulo the vector: ((b * 128 + t) * 8 + i) % 4096 % 8 is i.
+TEST(IntExpr, ModuloOfAModuloByAMultipleSimplifies) {
+  const IntExpr b = IntExpr::symbol("blockIdx.x");
+  const IntExpr t = IntExpr::symbol("threadIdx.x");
+  const IntExpr i = IntExpr::symbol("i3");
+  const IntBounds bounds = {{"threadIdx.x", IntExpr(128)}, {"i3", IntExpr(8)}};
+  const IntExpr flat = (b * 128 + t) * 8 + i;
+  EXPECT_EQ(simplify(flat % 4096 % 8, bounds).toString(), "i3");
+  EXPECT_EQ(simplify(flat % 4096 % 4, bounds).toString(), "(i3 % 4)");
+  // 8 does not divide 4100: (x % 4100) % 8 stays.
+  EXPECT_EQ(simplify(flat % 4100 % 8, bounds).evaluate({{"blockIdx.x", 5}, {"threadIdx.x", 3}, {"i3", 2}}),
+            ((5 * 128 + 3) * 8 + 2) % 4100 % 8);
+  EXPECT_NE(simplify(flat % 4100 % 8, bounds).toString(), "i3");
+}
+
 TEST(FusionConstruction, InputsOutputsAndTopologicalOrder) {
   Fusion fusion;
   FusionGuard guard(&fusion);
