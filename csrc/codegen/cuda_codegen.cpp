@@ -456,7 +456,11 @@ class Emitter {
       params.push_back(cudaType(scalar->dtype()) + " " + scalar->symbol());
     }
     os_ << "extern \"C\" __global__ void ";
-    if (auto threads = threadsPerBlock()) os_ << "__launch_bounds__(" << *threads << ") ";
+    if (auto threads = threadsPerBlock()) {
+      os_ << "__launch_bounds__(" << *threads;
+      if (options_.min_blocks_per_sm > 0) os_ << ", " << options_.min_blocks_per_sm;
+      os_ << ") ";
+    }
     os_ << name_ << "(";
     for (size_t i = 0; i < params.size(); ++i) {
       os_ << (i ? ",\n    " : "\n    ") << params[i];

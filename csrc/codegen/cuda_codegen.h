@@ -76,6 +76,10 @@ struct CodegenOptions {
   // struct's sizes and strides (the runtime packs them to match). With Int32
   // an index constant beyond int32 is an error.
   DataType index_type = DataType::Int;
+  // With a constant block size: `__launch_bounds__(threads, min_blocks_per_sm)`
+  // when > 0, asking ptxas to keep that many blocks resident per SM (it caps
+  // registers per thread accordingly, spilling if it must).
+  int64_t min_blocks_per_sm = 0;
 };
 
 // The CUDA source of `kernel` as one extern "C" __global__ function named

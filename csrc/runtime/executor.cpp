@@ -29,6 +29,8 @@ namespace {
 
 // Shared memory up to this size can be a static array (no opt-in needed).
 constexpr int64_t kStaticSharedMemoryLimit = 48 * 1024;
+// Blocks at least this large ask ptxas for full occupancy (compileKernel).
+constexpr int64_t kFullOccupancyMinThreads = 256;
 
 std::string optionsKey(const ExecutorOptions& options, int arch) {
   const LowerOptions& lower = options.lower;
@@ -55,10 +57,26 @@ KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, in
   CodegenOptions codegen;
   codegen.static_shared_memory = info.static_shared_memory;
   codegen.index_type = index_type;
-  info.cuda_source = generateCuda(kernel, name, codegen);
   NvrtcOptions nvrtc;
   nvrtc.arch = arch;
+  // A block of 256 threads or more asks ptxas for the SM's full thread count
+  // (e.g. 4 blocks of 512: at most 32 registers), kept unless that costs a
+  // stack frame or spills; then the kernel is compiled without the request.
+  int64_t threads = 1;
+  for (const IntExpr& dim : kernel.launch.block) threads *= dim.constant().value_or(0);
+  const int64_t max_threads = DeviceLimits::forArch(arch).max_threads_per_sm;
+  if (threads >= kFullOccupancyMinThreads && max_threads % threads == 0) {
+    codegen.min_blocks_per_sm = max_threads / threads;
+  }
+  info.cuda_source = generateCuda(kernel, name, codegen);
   CompiledKernel compiled = compileCuda(info.cuda_source, name, nvrtc);
+  const PtxasInfo& ptxas = compiled.ptxas;
+  if (codegen.min_blocks_per_sm > 0 &&
+      (ptxas.stack_frame_bytes > 0 || ptxas.spill_store_bytes > 0 || ptxas.spill_load_bytes > 0)) {
+    codegen.min_blocks_per_sm = 0;
+    info.cuda_source = generateCuda(kernel, name, codegen);
+    compiled = compileCuda(info.cuda_source, name, nvrtc);
+  }
 
   if (kernel.smem_plan) info.smem_report = kernel.smem_plan->report_text;
   // A dynamic array is not ptxas's to count: then it must count nothing.

@@ -253,3 +253,53 @@ def test_fp16_next_to_fp32_matches_torch_in_the_simulator(shape):
     doubled, shifted = fd.execute([x])
     assert torch.equal(doubled, x.float() * 2.0)
     assert torch.equal(shifted, (x.float() + 1.0).half())
+
+
+def _static_row_kernel(op, cols):
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor([ROWS, cols], [True, True], DataType.Half)
+        ROW_OPS[op](fd, x)
+    fd.execute([_meta([ROWS, cols])])
+    (kernel,) = fd.last_kernels()
+    return fd, kernel
+
+
+def test_large_blocks_ask_for_full_occupancy():
+    """A block of 256 threads or more asks ptxas to keep the SM full
+    (__launch_bounds__(512, 4): at most 32 registers): softmax over 8192
+    columns fits, so 4 blocks of 512 threads run per SM, as Triton's."""
+    fd, kernel = _static_row_kernel("softmax", 2 * COLS)
+    assert kernel.block == (512, 1, 1)
+    assert "__launch_bounds__(512, 4)" in kernel.cuda
+    q = kernel.quality
+    assert q.registers <= 32 and q.occupancy[90].occupancy == 1.0, q.text()
+    _assert_clean(fd)
+
+
+def test_full_occupancy_request_is_dropped_where_it_would_spill():
+    """An affine layer norm over 8192 columns (mean and rstd outputs too) in
+    blocks of 512 threads needs more than 32 registers: the request for four
+    blocks per SM would spill, so the kernel is compiled without it (no stack
+    frame, no spills)."""
+    cols = 2 * COLS
+    fd = FusionDefinition()
+    with fd:
+        x = fd.ops.cast(fd.define_tensor([ROWS, cols], [True, True], DataType.Half), DataType.Float)
+        w, b = (fd.ops.cast(fd.define_tensor([cols], [True], DataType.Half), DataType.Float)
+                for _ in range(2))
+        mean = fd.ops.mul(fd.ops.sum(x, [1], True), 1.0 / cols)
+        centered = fd.ops.sub(x, mean)
+        var = fd.ops.mul(fd.ops.sum(fd.ops.mul(centered, centered), [1], True), 1.0 / cols)
+        rstd = fd.ops.rsqrt(fd.ops.add(var, 1e-5))
+        y = fd.ops.add(fd.ops.mul(fd.ops.mul(centered, rstd), fd.ops.broadcast(w, [True, False])),
+                       fd.ops.broadcast(b, [True, False]))
+        fd.add_output(fd.ops.cast(y, DataType.Half))
+        fd.add_output(fd.ops.squeeze(mean, [1]))
+        fd.add_output(fd.ops.squeeze(rstd, [1]))
+    fd.execute([_meta([ROWS, cols]), _meta([cols]), _meta([cols])])
+    (kernel,) = fd.last_kernels()
+    assert kernel.block == (512, 1, 1)
+    assert "__launch_bounds__(512) " in kernel.cuda
+    assert kernel.quality.registers > 32
+    _assert_clean(fd)
