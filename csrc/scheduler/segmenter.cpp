@@ -165,6 +165,8 @@ class Segmenter {
       if (exprs_[i]->type() != ExprType::Reduction) continue;
       const int product = producerOf(exprs_[i]->input(0), ExprType::Binary);
       if (product < 0 || exprs_[product]->inputs().size() != 2) continue;
+      // u * u of one broadcast value is a square, not a product of two operands.
+      if (exprs_[product]->input(0) == exprs_[product]->input(1)) continue;
       std::vector<int> core{static_cast<int>(i), product};
       std::vector<int> casts;
       for (const Val* operand : exprs_[product]->inputs()) {
@@ -178,7 +180,9 @@ class Segmenter {
       std::vector<int> with_casts = core;
       with_casts.insert(with_casts.end(), casts.begin(), casts.end());
       for (std::vector<int>* candidate : {&with_casts, &core}) {
+        // One cast may feed both operands' broadcasts (x.half() @ x.half()).
         std::sort(candidate->begin(), candidate->end());
+        candidate->erase(std::unique(candidate->begin(), candidate->end()), candidate->end());
         if (std::any_of(candidate->begin(), candidate->end(), [&](int e) { return taken.count(e); })) {
           continue;
         }
@@ -292,6 +296,8 @@ class Segmenter {
   // takes it, or nullopt (and each scheduler's reason) when none does.
   std::optional<Segment> trySegment(const std::vector<int>& members,
                                     std::vector<std::string>* reasons = nullptr) {
+    SMELT_INTERNAL_CHECK(std::adjacent_find(members.begin(), members.end()) == members.end(),
+                         "segment candidate lists an expression twice");
     Segment segment;
     std::vector<const Expr*> exprs;
     std::unordered_set<const Val*> seen;

@@ -488,6 +488,42 @@ TEST(Segmentation, ExpandedTensorPassedBetweenSegments) {
   EXPECT_TRUE(at::allclose(outputs[2], (expanded + inputs[1]).sum({1}), 1e-5, 1e-5));
 }
 
+// Products of broadcasts that are not two matmul operands (torch fuzzer seed
+// 501616: u = sigmoid(x)[:, None]; (u * u).sum() next to sigmoid(sigmoid(x))):
+// the segmenter took u * u as a matmul core listing u's broadcast (and the
+// sigmoid before it, as the operands' cast) twice, so the segment copy added
+// sigmoid(x) as an output twice and every run failed. Also x.float() @
+// x.float(), where one cast feeds both operands' broadcasts.
+TEST(Segmentation, SquareOfABroadcastAndOneCastFeedingBothOperands) {
+  {
+    auto owned = std::make_unique<Fusion>();
+    FusionGuard guard(owned.get());
+    TensorView* x = makeContigTensor(1);
+    owned->addInput(x);
+    TensorView* sg = sigmoid(x);
+    TensorView* u = broadcast(sg, {false, true});
+    owned->addOutput(broadcast(sigmoid(sg), {true, false}));
+    owned->addOutput(sum(mul(u, u), {0, 1}));
+    const at::Tensor in = randn({5});
+    FusionExecutorCache cache(std::move(owned));
+    const std::vector<at::Tensor> outputs = cache.runFusionWithInputs({in});
+    EXPECT_TRUE(at::allclose(outputs[0], in.sigmoid().sigmoid().unsqueeze(0)));
+    EXPECT_TRUE(at::allclose(outputs[1], (in.sigmoid() * in.sigmoid()).sum(), 1e-5, 1e-5));
+  }
+  {
+    auto owned = std::make_unique<Fusion>();
+    FusionGuard guard(owned.get());
+    TensorView* x = makeContigTensor(2, DataType::Half);
+    owned->addInput(x);
+    TensorView* c = castOp(DataType::Float, x);
+    owned->addOutput(sum(mul(broadcast(c, {false, false, true}), broadcast(c, {true, false, false})), {1}));
+    const at::Tensor in = randn({8, 8}).to(at::kHalf);
+    FusionExecutorCache cache(std::move(owned));
+    const at::Tensor out = cache.runFusionWithInputs({in})[0];
+    EXPECT_TRUE(at::allclose(out, at::matmul(in.to(at::kFloat), in.to(at::kFloat)), 1e-3, 1e-3));
+  }
+}
+
 // A reshape merging a dimension that a tensor before it broadcasts with one
 // it iterates: x[:, None] + y flattened, and GQA's repeat_kv (kv[:, :, None]
 // expanded, copied and flattened into the heads). The pointwise scheduler
