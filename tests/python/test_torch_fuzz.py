@@ -137,10 +137,9 @@ KNOWN_BUGS = {
     "all-size1-outputs-collapse": KnownBug(
         "a program on a [1] input whose outputs are distinct tensors in the definition fails at "
         "run time with 'addOutput: T.. is already an output' (every extent is 1; the partition "
-        "then runs in torch). Localized: the Python definition has three distinct outputs "
-        "(sigmoid, unsqueeze(sigmoid_1), t(mean)); fd.execute on it raises from "
-        "FusionExecutorCache::runFusionWithInputs, i.e. a copy of the fusion inside the cache "
-        "(Fusion::clone/copySubgraph) maps two outputs onto one value",
+        "then runs in torch). Cause: the segmenter took u * u of one broadcast as a matmul "
+        "core listing that broadcast and its producer twice, so the segment added sigmoid(x) "
+        "as an output twice",
         "fallback: addOutput: T# is already an output",
         _repro([("x0", "r(1)")],
                ["v1 = torch.softmax(x0, dim=0)", "v2 = v1 * x0", "v3 = torch.sigmoid(v2)",
