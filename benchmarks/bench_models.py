@@ -13,6 +13,11 @@ per forward (smelt's, and the ATen ops left in torch that launch one) and the
 machine code of smelt's kernels (static SASS of the non-matmul kernels, stack
 frames); with --peers, Inductor's launches and SASS beside them. A Markdown
 table on stdout, JSON with --json. The simulator's times are not GPU times.
+
+With a GPU (skipped without one), each model also runs on it: the median wall
+time per forward of eager, Inductor and smelt, measured in one run with CUDA
+events (--gpu-iters after warm-up), and smelt's largest difference from eager
+there.
 """
 from __future__ import annotations
 
@@ -30,6 +35,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "python"))
 
 from models.zoo import CASES, output_tensors  # noqa: E402
+from bench_torch_compile import median_us  # noqa: E402
+
+GPU_MODES = ("eager", "inductor", "smelt")
 
 
 def measure(name: str) -> Dict[str, object]:
@@ -72,6 +80,45 @@ def measure(name: str) -> Dict[str, object]:
     }
 
 
+def _to_cuda(value):
+    if isinstance(value, torch.Tensor):
+        return value.cuda()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_cuda(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_cuda(v) for k, v in value.items()}
+    return value
+
+
+def gpu_times(name: str, iters: int) -> Dict[str, object]:
+    """Median µs per forward on the GPU of eager, Inductor and smelt (CUDA
+    events, one run), and smelt's largest absolute difference from eager."""
+    build, make_inputs = CASES[name]
+    model = build().cuda()
+    args, kwargs = _to_cuda(make_inputs(1))
+    times: Dict[str, float] = {}
+    error = 0.0
+    with torch.no_grad():
+        expected = output_tensors(model(*args, **kwargs))
+        for mode in GPU_MODES:
+            torch._dynamo.reset()
+            if mode == "eager":
+                fn = model
+            elif mode == "inductor":
+                fn = torch.compile(model)
+            else:
+                import smelt.backend  # noqa: F401  (registers the backend)
+                fn = torch.compile(model, backend="smelt")
+            actual = output_tensors(fn(*args, **kwargs))
+            if mode == "smelt":
+                for a, e in zip(actual, expected):
+                    error = max(error, (a.float() - e.float()).abs().max().item())
+            times[mode] = median_us(lambda *a: fn(*a, **kwargs), args, iters, cuda=True)
+    return {"gpu_us": times, "gpu_max_abs_error": error,
+            "gpu_smelt_vs_inductor": times["inductor"] / times["smelt"],
+            "gpu_smelt_vs_eager": times["eager"] / times["smelt"]}
+
+
 def _schedulers(last_run: str) -> List[str]:
     """The scheduler of each segment, in kernel order, from fd.last_run_report()."""
     names = []
@@ -110,7 +157,7 @@ def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
              "first call | second call | launches per forward: smelt + torch (Inductor) | "
              "SASS non-matmul (Inductor) | stack frames |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
+    for r in (r for r in rows if "nodes_fused" in r):
         peer = peers.get(r["model"], {})
         launches = f"{r['smelt_kernels_per_forward']} + {r['torch_launches_per_forward']}"
         if "launches_per_forward" in peer:
@@ -122,6 +169,17 @@ def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
                      f"{r['fallback_partitions']} | {r['max_abs_error']:.2g} | "
                      f"{r['first_call_s']:.2f} s | {r['second_call_s']:.3f} s | {launches} | "
                      f"{sass} | {r['stack_frame_bytes']} B |")
+    timed = [r for r in rows if "gpu_us" in r]
+    lines += [f"GPU run of {r['model']} failed: {r['gpu_error']}" for r in rows if "gpu_error" in r]
+    if timed:
+        lines += ["", f"GPU ({torch.cuda.get_device_name()}), median µs per forward, CUDA events:",
+                  "", "| model | eager | Inductor | smelt | smelt vs Inductor | smelt vs eager | "
+                  "max abs error (GPU) |", "|---|---|---|---|---|---|---|"]
+        for r in timed:
+            t = r["gpu_us"]
+            lines.append(f"| {r['model']} | {t['eager']:.1f} | {t['inductor']:.1f} | "
+                         f"{t['smelt']:.1f} | ×{r['gpu_smelt_vs_inductor']:.2f} | "
+                         f"×{r['gpu_smelt_vs_eager']:.2f} | {r['gpu_max_abs_error']:.2g} |")
     return "\n".join(lines)
 
 
@@ -140,12 +198,32 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--peers", type=Path,
                         help="a folder of Inductor's figures (MODEL.json from the peer tool, "
                              "../shared/peers/inductor) to print beside smelt's")
+    parser.add_argument("--gpu-iters", type=int, default=100,
+                        help="timed forwards per model and mode on the GPU")
+    parser.add_argument("--gpu-only", action="store_true",
+                        help="only the GPU timings (no simulator run, no machine code)")
     args = parser.parse_args(argv)
-    rows = [measure(name) for name in args.models.split(",")]
+    gpu = torch.cuda.is_available()
+    if args.gpu_only and not gpu:
+        print("--gpu-only: no CUDA device", file=sys.stderr)
+        return 2
+    rows = []
+    for name in args.models.split(","):
+        row = {"model": name} if args.gpu_only else measure(name)
+        if gpu:
+            try:
+                row.update(gpu_times(name, args.gpu_iters))
+            except Exception as error:  # one model's failure must not hide the others'
+                row["gpu_error"] = f"{type(error).__name__}: {error}"[:2000]
+                print(f"{name}: {row['gpu_error']}", file=sys.stderr)
+        rows.append(row)
     print(markdown(rows, load_peers(args.peers)))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
-    return 0 if all(r["fallback_partitions"] == 0 for r in rows) else 1
+    ok = all(r.get("fallback_partitions", 0) == 0 and r.get("gpu_max_abs_error", 0.0) <= 1e-3
+             and "gpu_error" not in r
+             for r in rows)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

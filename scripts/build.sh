@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Configures (Ninja + ccache) and builds everything: libraries, tests,
 # benchmarks, examples. Run scripts/setup.sh first (test.sh and demo.sh do).
+# `build.sh --configure-only` stops after the configure step (to build chosen
+# targets with cmake --build ... --target, as scripts/gpu_check.sh does).
 #
 # Env:
 #   SMELT_BUILD_DIR   build directory (default: build, relative to the repo root)
@@ -57,6 +59,10 @@ cmake -S . -B "$BUILD_DIR" -G Ninja --no-warn-unused-cli \
   "${launcher[@]}" \
   ${SMELT_CMAKE_ARGS:-}
 configured=$(date +%s)
+if [[ "${1:-}" == --configure-only ]]; then
+  log "configured in $((configured - start)) s"
+  exit 0
+fi
 
 log "building with $JOBS jobs"
 cmake --build "$BUILD_DIR" --parallel "$JOBS"

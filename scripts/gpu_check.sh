@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The checks only a GPU can make, in one run sized for a short GPU lease (about
+# 6-8 minutes on a 16-core machine): builds the Python extension and the
+# GPU-labelled C++ tests (Release), then runs
+#   1. ctest -L gpu           the C++ launches against torch's CUDA results
+#   2. pytest -k cuda         the Python tests' CUDA cases
+#   3. smelt demo             the gallery on the GPU
+#   4. compute-sanitizer      memcheck, racecheck and synccheck over the demo
+#   5. bench_models --gpu-only  eager / Inductor / smelt per zoo model, CUDA events
+# Each step has its own time limit and the run goes on after a failing step;
+# everything is logged to $OUT/gpu_check.log (OUT defaults to <build>/out), the
+# benchmark's JSON beside it. Exit status: the number of failed steps.
+#
+# Env: SMELT_BUILD_DIR (default build-gpu), SMELT_JOBS (default: all cores),
+#      GTEST_SOURCE  a googletest source tree (e.g. a copy of /usr/src/googletest)
+#                    to build first where GoogleTest is not installed,
+#      PYTHON (default python3).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_DIR=${SMELT_BUILD_DIR:-build-gpu}
+OUT=${OUT:-$BUILD_DIR/out}
+PYTHON=${PYTHON:-python3}
+JOBS=${SMELT_JOBS:-$(nproc)}
+mkdir -p "$OUT" "$BUILD_DIR"
+exec > >(tee -a "$OUT/gpu_check.log") 2>&1
+export PYTHONUNBUFFERED=1 SMELT_BUILD_DIR="$BUILD_DIR"
+export PYTHONPATH="$PWD/$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}"
+if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+
+failed=0
+t0=$(date +%s)
+# step NAME LIMIT_S COMMAND...: runs one step under a time limit, logs its status.
+step() {
+  local name=$1 limit=$2 start rc
+  shift 2
+  start=$(date +%s)
+  echo "===== [$name] $* (limit ${limit}s)"
+  timeout --kill-after=10 "$limit" "$@"
+  rc=$?
+  echo "===== [$name] rc=$rc in $(($(date +%s) - start)) s (at $(($(date +%s) - t0)) s)"
+  [[ $rc == 0 ]] || failed=$((failed + 1))
+  return $rc
+}
+
+step machine 30 bash -c 'nvidia-smi -L; nvcc --version | tail -2; g++ --version | head -1;
+  cmake --version | head -1; '"$PYTHON"' -c "import torch, triton; print(torch.__version__,
+  torch.version.cuda, torch.cuda.get_device_name(), \"triton\", triton.__version__)"'
+
+cmake_args="-DSMELT_BUILD_BENCHMARKS=OFF -DSMELT_BUILD_EXAMPLES=OFF"
+if [[ -n "${GTEST_SOURCE:-}" ]]; then
+  gtest_prefix="$PWD/$BUILD_DIR/_gtest"
+  step gtest 120 bash -c "cmake -S '$GTEST_SOURCE' -B '$BUILD_DIR/_gtest-build' -G Ninja \
+      -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX='$gtest_prefix' >/dev/null &&
+    cmake --build '$BUILD_DIR/_gtest-build' --parallel $JOBS >/dev/null &&
+    cmake --install '$BUILD_DIR/_gtest-build' >/dev/null"
+  cmake_args+=" -DGTest_ROOT=$gtest_prefix -DGTEST_ROOT=$gtest_prefix"
+fi
+
+gpu_tests=(test_gpu_launch test_executor_gpu test_fusion_executor_cache_gpu
+           test_tensor_core_gpu test_matmul_gpu)
+# Configure only (build.sh's configure step), then build just what the checks run.
+if step build 420 bash -c "SMELT_BUILD_TYPE=Release SMELT_JOBS=$JOBS \
+      SMELT_CMAKE_ARGS='$cmake_args' bash scripts/build.sh --configure-only 2>&1 | tail -5 &&
+    cmake --build '$BUILD_DIR' --parallel $JOBS --target smelt_python ${gpu_tests[*]} 2>&1 | tail -15"; then
+  step ctest_gpu 150 ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 4 --timeout 120
+  step pytest_cuda 200 "$PYTHON" -m pytest -q -x --no-header -p no:cacheprovider \
+    tests/python -k cuda -n 8
+  step demo 90 "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo"
+  for tool in memcheck racecheck synccheck; do
+    step "sanitizer_$tool" 150 compute-sanitizer --tool "$tool" --error-exitcode 7 \
+      --print-limit 20 "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo-$tool"
+  done
+  step bench_models 300 "$PYTHON" benchmarks/bench_models.py --gpu-only \
+    --json "$OUT/bench_models_gpu.json"
+fi
+echo "===== gpu_check: $failed failed steps in $(($(date +%s) - t0)) s"
+exit "$failed"
