@@ -216,6 +216,7 @@ def main(argv: List[str]) -> int:
             except Exception as error:  # one model's failure must not hide the others'
                 row["gpu_error"] = f"{type(error).__name__}: {error}"[:2000]
                 print(f"{name}: {row['gpu_error']}", file=sys.stderr)
+        print(json.dumps(row), file=sys.stderr, flush=True)  # progress, should a run be cut off
         rows.append(row)
     print(markdown(rows, load_peers(args.peers)))
     if args.json:

@@ -5,8 +5,8 @@
 #   1. ctest -L gpu           the C++ launches against torch's CUDA results
 #   2. pytest -k cuda         the Python tests' CUDA cases
 #   3. smelt demo             the gallery on the GPU
-#   4. compute-sanitizer      memcheck, racecheck and synccheck over the demo
-#   5. bench_models --gpu-only  eager / Inductor / smelt per zoo model, CUDA events
+#   4. bench_models --gpu-only  eager / Inductor / smelt per zoo model, CUDA events
+#   5. compute-sanitizer      memcheck, racecheck and synccheck over the demo
 # Each step has its own time limit and the run goes on after a failing step;
 # everything is logged to $OUT/gpu_check.log (OUT defaults to <build>/out), the
 # benchmark's JSON beside it. Exit status: the number of failed steps.
@@ -66,15 +66,15 @@ if step build 420 bash -c "SMELT_BUILD_TYPE=Release SMELT_JOBS=$JOBS \
       SMELT_CMAKE_ARGS='$cmake_args' bash scripts/build.sh --configure-only 2>&1 | tail -5 &&
     cmake --build '$BUILD_DIR' --parallel $JOBS --target smelt_python ${gpu_tests[*]} 2>&1 | tail -15"; then
   step ctest_gpu 150 ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 4 --timeout 120
-  step pytest_cuda 200 "$PYTHON" -m pytest -q -x --no-header -p no:cacheprovider \
+  step pytest_cuda 200 "$PYTHON" -m pytest -q --maxfail=30 --no-header -p no:cacheprovider \
     tests/python -k cuda -n 8
   step demo 90 "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo"
+  step bench_models 240 "$PYTHON" benchmarks/bench_models.py --gpu-only \
+    --json "$OUT/bench_models_gpu.json"
   for tool in memcheck racecheck synccheck; do
     step "sanitizer_$tool" 150 compute-sanitizer --tool "$tool" --error-exitcode 7 \
       --print-limit 20 "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo-$tool"
   done
-  step bench_models 300 "$PYTHON" benchmarks/bench_models.py --gpu-only \
-    --json "$OUT/bench_models_gpu.json"
 fi
 echo "===== gpu_check: $failed failed steps in $(($(date +%s) - t0)) s"
 exit "$failed"
