@@ -14,7 +14,7 @@
 # Env: SMELT_BUILD_DIR (default build-gpu), SMELT_JOBS (default: all cores),
 #      GTEST_SOURCE  a googletest source tree (e.g. a copy of /usr/src/googletest)
 #                    to build first where GoogleTest is not installed,
-#      PYTHON (default python3).
+#      SMELT_CXX (default /usr/bin/g++ where it exists), PYTHON (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +29,12 @@ export PYTHONPATH="$PWD/$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}"
 if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
+
+# The system compiler: the GPU image's CXX (/opt/gcc) links libstdc++ statically
+# into shared objects, and smelt._C then crashed at its first stream output
+# (cmake/check_shared_libstdcxx.cmake now refuses such a build).
+if [[ -z "${SMELT_CXX:-}" && -x /usr/bin/g++ ]]; then SMELT_CXX=/usr/bin/g++; fi
+[[ -n "${SMELT_CXX:-}" ]] && export CXX=$SMELT_CXX
 
 failed=0
 t0=$(date +%s)

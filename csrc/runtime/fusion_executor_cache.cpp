@@ -9,25 +9,12 @@
 #include "fusion/error.h"
 #include "runtime/aten_dtype.h"
 #include "runtime/aten_evaluator.h"
+#include "runtime/input_validation.h"
 #include "scheduler/registry.h"
 
 namespace smelt {
 
 namespace {
-
-// Per dimension: the stride contiguity implies (1 innermost, else the
-// stride times size of the nearest inner dimension of size > 1, as
-// InputValidator::checkStrides reads it), or size 1.
-std::vector<bool> contiguityOf(const at::Tensor& t) {
-  std::vector<bool> flags(t.dim(), true);
-  int64_t expected = 1;
-  for (int64_t d = t.dim() - 1; d >= 0; --d) {
-    if (t.size(d) == 1) continue;
-    flags[d] = t.stride(d) == expected;
-    expected = t.stride(d) * t.size(d);
-  }
-  return flags;
-}
 
 void checkUnscheduled(const Fusion& fusion) {
   for (const TensorView* tv : fusion.allTensors()) {

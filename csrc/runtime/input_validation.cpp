@@ -31,6 +31,17 @@ class AxisClasses {
 
 }  // namespace
 
+std::vector<bool> contiguityOf(const at::Tensor& t) {
+  std::vector<bool> flags(t.dim(), true);
+  int64_t expected = 1;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    if (t.size(d) == 1) continue;
+    flags[d] = t.stride(d) == expected;
+    expected = t.stride(d) * t.size(d);
+  }
+  return flags;
+}
+
 InputValidator::InputValidator(const Fusion& fusion) {
   // Axes that must have equal sizes: those an op maps onto each other (plain
   // broadcasts excepted: they have size 1 against any size), and input axes

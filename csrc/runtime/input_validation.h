@@ -44,6 +44,12 @@ struct InputSpec {
   std::vector<InputAxisSpec> axes;  // tensors only
 };
 
+// Per dimension of `t`: whether it has the stride contiguity implies (1
+// innermost, else the stride times size of the nearest inner dimension of
+// size > 1, as InputValidator reads it); size-1 dimensions count as
+// contiguous. A fusion input declared so accepts `t`.
+std::vector<bool> contiguityOf(const at::Tensor& t);
+
 class InputValidator {
  public:
   InputValidator() = default;

@@ -12,6 +12,7 @@
 #include "runtime/executor.h"
 #include "runtime/fusion_executor_cache.h"
 #include "runtime/gpu_test_util.h"
+#include "runtime/input_validation.h"
 
 namespace smelt {
 namespace {
@@ -28,6 +29,10 @@ void expectClose(const at::Tensor& got, const at::Tensor& expected, const std::s
 void expectMatchesTorch(const Case& c, const TensorCoreMatmulParams& params) {
   TcFusion f = makeFusion(c, c10::Device(c10::kCUDA, 0));
   const at::Tensor expected = smelt::testing::evaluateWithATen(*f.fusion, f.inputs).at(0);
+  // A transposed operand is a strided view: declare each input as it is stored.
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    f.fusion->inputs()[i]->asTensor()->setContiguity(contiguityOf(f.inputs[i]));
+  }
   scheduleTensorCores(f, params);
   FusionExecutor fe;
   fe.compile(f.fusion.get(), f.inputs);

@@ -13,6 +13,7 @@
 #include "runtime/executor_test_util.h"
 #include "runtime/fusion_executor_cache.h"
 #include "runtime/gpu_test_util.h"
+#include "runtime/input_validation.h"
 #include "scheduler/matmul/matmul_scheduler.h"
 
 namespace smelt {
@@ -42,6 +43,9 @@ void runAndCompare(int64_t m, int64_t n, int64_t k, DataType dtype, MatmulLayout
   fusion.addInput(b);
   fusion.addOutput(matmul(a, b));
   const std::vector<at::Tensor> inputs = gpuInputs(m, n, k, dtype, layout);
+  // A transposed operand is a strided view: declare each input as it is stored.
+  a->setContiguity(contiguityOf(inputs[0]));
+  b->setContiguity(contiguityOf(inputs[1]));
   MatmulParams params = override_params != nullptr
                             ? *override_params
                             : matmulHeuristics(fusion, RuntimeInfo(fusion, inputInfosOf(fusion, inputs)));
