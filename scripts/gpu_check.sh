@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The checks only a GPU can make, in one run sized for a short GPU lease (about
-# 6-8 minutes on a 16-core machine): builds the Python extension and the
+# The checks only a GPU can make, in one run sized for a short GPU lease (at most
+# about 7 minutes on a 16-core machine): builds the Python extension and the
 # GPU-labelled C++ tests (Release), then runs
 #   1. ctest -L gpu           the C++ launches against torch's CUDA results
 #   2. pytest -k cuda         the Python tests' CUDA cases
 #   3. smelt demo             the gallery on the GPU
-#   4. bench_models --gpu-only  eager / Inductor / smelt per zoo model, CUDA events
-#   5. compute-sanitizer      memcheck, racecheck and synccheck over the demo
+#   4. compute-sanitizer      racecheck and memcheck over the demo
+#   5. bench_models --gpu-only  eager / Inductor / smelt per zoo model, CUDA events
+#   6. compute-sanitizer      synccheck over the demo
 # Each step has its own time limit and the run goes on after a failing step;
 # everything is logged to $OUT/gpu_check.log (OUT defaults to <build>/out), the
 # benchmark's JSON beside it. Exit status: the number of failed steps.
@@ -71,16 +72,19 @@ gpu_tests=(test_gpu_launch test_executor_gpu test_fusion_executor_cache_gpu
 if step build 420 bash -c "set -o pipefail; SMELT_BUILD_TYPE=Release SMELT_JOBS=$JOBS \
       SMELT_CMAKE_ARGS='$cmake_args' bash scripts/build.sh --configure-only 2>&1 | tail -5 &&
     cmake --build '$BUILD_DIR' --parallel $JOBS --target smelt_python ${gpu_tests[*]} 2>&1 | tail -15"; then
-  step ctest_gpu 150 ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 4 --timeout 120
-  step pytest_cuda 200 "$PYTHON" -m pytest -q --maxfail=30 --no-header -p no:cacheprovider \
+  step ctest_gpu 120 ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 4 --timeout 100
+  step pytest_cuda 150 "$PYTHON" -m pytest -q --maxfail=30 --no-header -p no:cacheprovider \
     tests/python -k cuda -n 8
-  step demo 90 "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo"
-  step bench_models 240 "$PYTHON" benchmarks/bench_models.py --gpu-only \
+  step demo 60 "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo"
+  sanitize() {
+    step "sanitizer_$1" 90 compute-sanitizer --tool "$1" --error-exitcode 7 --print-limit 20 \
+      "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo-$1"
+  }
+  sanitize racecheck
+  sanitize memcheck
+  step bench_models 200 "$PYTHON" benchmarks/bench_models.py --gpu-only \
     --json "$OUT/bench_models_gpu.json"
-  for tool in memcheck racecheck synccheck; do
-    step "sanitizer_$tool" 150 compute-sanitizer --tool "$tool" --error-exitcode 7 \
-      --print-limit 20 "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo-$tool"
-  done
+  sanitize synccheck
 fi
 echo "===== gpu_check: $failed failed steps in $(($(date +%s) - t0)) s"
 exit "$failed"
