@@ -153,7 +153,8 @@ def machine_code(reports) -> Dict[str, object]:
 
 
 def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
-    lines = ["| model | nodes fused / total | fusions | run-time fallbacks | max abs error | "
+    lines = [] if not any("nodes_fused" in r for r in rows) else [
+             "| model | nodes fused / total | fusions | run-time fallbacks | max abs error | "
              "first call | second call | launches per forward: smelt + torch (Inductor) | "
              "SASS non-matmul (Inductor) | stack frames |",
              "|---|---|---|---|---|---|---|---|---|---|"]

@@ -15,6 +15,8 @@
 # Env: SMELT_BUILD_DIR (default build-gpu), SMELT_JOBS (default: all cores),
 #      GTEST_SOURCE  a googletest source tree (e.g. a copy of /usr/src/googletest)
 #                    to build first where GoogleTest is not installed,
+#      SMELT_GPU_CHECKS  which of ctest pytest demo sanitizers bench to run
+#                    (default: all of them),
 #      SMELT_CXX (default /usr/bin/g++ where it exists), PYTHON (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +39,9 @@ fi
 if [[ -z "${SMELT_CXX:-}" && -x /usr/bin/g++ ]]; then SMELT_CXX=/usr/bin/g++; fi
 [[ -n "${SMELT_CXX:-}" ]] && export CXX=$SMELT_CXX
 
+CHECKS=" ${SMELT_GPU_CHECKS:-ctest pytest demo sanitizers bench} "
+want() { [[ "$CHECKS" == *" $1 "* ]]; }
+
 failed=0
 t0=$(date +%s)
 # step NAME LIMIT_S COMMAND...: runs one step under a time limit, logs its status.
@@ -57,7 +62,8 @@ step machine 30 bash -c 'nvidia-smi -L; nvcc --version | tail -2; g++ --version 
   torch.version.cuda, torch.cuda.get_device_name(), \"triton\", triton.__version__)"'
 
 cmake_args="-DSMELT_BUILD_BENCHMARKS=OFF -DSMELT_BUILD_EXAMPLES=OFF"
-if [[ -n "${GTEST_SOURCE:-}" ]]; then
+want ctest || cmake_args+=" -DSMELT_BUILD_TESTS=OFF"
+if want ctest && [[ -n "${GTEST_SOURCE:-}" ]]; then
   gtest_prefix="$PWD/$BUILD_DIR/_gtest"
   step gtest 120 bash -c "cmake -S '$GTEST_SOURCE' -B '$BUILD_DIR/_gtest-build' -G Ninja \
       -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX='$gtest_prefix' >/dev/null &&
@@ -66,25 +72,26 @@ if [[ -n "${GTEST_SOURCE:-}" ]]; then
   cmake_args+=" -DGTest_ROOT=$gtest_prefix -DGTEST_ROOT=$gtest_prefix"
 fi
 
-gpu_tests=(test_gpu_launch test_executor_gpu test_fusion_executor_cache_gpu
-           test_tensor_core_gpu test_matmul_gpu)
+gpu_tests=()
+want ctest && gpu_tests=(test_gpu_launch test_executor_gpu test_fusion_executor_cache_gpu
+                         test_tensor_core_gpu test_matmul_gpu)
 # Configure only (build.sh's configure step), then build just what the checks run.
 if step build 420 bash -c "set -o pipefail; SMELT_BUILD_TYPE=Release SMELT_JOBS=$JOBS \
       SMELT_CMAKE_ARGS='$cmake_args' bash scripts/build.sh --configure-only 2>&1 | tail -5 &&
     cmake --build '$BUILD_DIR' --parallel $JOBS --target smelt_python ${gpu_tests[*]} 2>&1 | tail -15"; then
-  step ctest_gpu 120 ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 4 --timeout 100
-  step pytest_cuda 150 "$PYTHON" -m pytest -q --maxfail=30 --no-header -p no:cacheprovider \
+  want ctest && step ctest_gpu 120 ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 4 --timeout 100
+  want pytest && step pytest_cuda 150 "$PYTHON" -m pytest -q --maxfail=30 --no-header -p no:cacheprovider \
     tests/python -k cuda -n 8
-  step demo 60 "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo"
+  want demo && step demo 60 "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo"
   sanitize() {
     step "sanitizer_$1" 90 compute-sanitizer --tool "$1" --error-exitcode 7 --print-limit 20 \
       "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo-$1"
   }
-  sanitize racecheck
-  sanitize memcheck
-  step bench_models 200 "$PYTHON" benchmarks/bench_models.py --gpu-only \
+  want sanitizers && sanitize racecheck
+  want sanitizers && sanitize memcheck
+  want bench && step bench_models 200 "$PYTHON" benchmarks/bench_models.py --gpu-only \
     --json "$OUT/bench_models_gpu.json"
-  sanitize synccheck
+  want sanitizers && sanitize synccheck
 fi
 echo "===== gpu_check: $failed failed steps in $(($(date +%s) - t0)) s"
 exit "$failed"

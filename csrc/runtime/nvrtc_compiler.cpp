@@ -60,6 +60,15 @@ std::vector<int> nvrtcSupportedArchs() {
   return archs;
 }
 
+bool nvrtcCachesPrograms() {
+  static const bool caches = [] {
+    int major = 0, minor = 0;
+    checkNvrtc(nvrtcVersion(&major, &minor), "nvrtcVersion");
+    return major > 12 || (major == 12 && minor >= 9);
+  }();
+  return caches;
+}
+
 PtxasInfo parsePtxasInfo(const std::string& log, const std::string& kernel_name) {
   // ptxas reports each entry function as a block starting with
   //   ptxas info    : Compiling entry function 'NAME' for 'sm_90'
@@ -110,6 +119,13 @@ CompiledKernel compileCuda(const std::string& source, const std::string& kernel_
       "-I" + cudaIncludeDir(),
       "--ptxas-options=-v",
   };
+  // NVRTC 12.9+ caches compiled programs (on disk, across processes), and a
+  // cached compile runs no ptxas, so its log has no -v report: every kernel
+  // smelt compiles is checked against that report (registers, spills, static
+  // shared memory against the plan). Seen on an H200 machine whose NVRTC
+  // cache was on: the second compile of a kernel failed with "ptxas: no
+  // report". smelt keeps its own cache of compiled kernels per process.
+  if (nvrtcCachesPrograms()) args.push_back("--no-cache");
   args.insert(args.end(), options.extra_options.begin(), options.extra_options.end());
   std::vector<const char*> argv;
   for (const std::string& arg : args) argv.push_back(arg.c_str());

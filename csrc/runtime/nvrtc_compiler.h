@@ -63,4 +63,9 @@ std::string numberedSource(const std::string& source);
 // The architectures this NVRTC can compile for (major*10+minor).
 std::vector<int> nvrtcSupportedArchs();
 
+// Whether this NVRTC caches compiled programs (12.9 and later). A cached
+// compile runs no ptxas and logs no -v report, so compileCuda then passes
+// --no-cache.
+bool nvrtcCachesPrograms();
+
 }  // namespace smelt

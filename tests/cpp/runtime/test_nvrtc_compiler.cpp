@@ -2,6 +2,7 @@
 // ptxas's report is parsed and matches the shared-memory plan, failures carry
 // the log and the numbered source, and compile times are measured.
 #include <gtest/gtest.h>
+#include <nvrtc.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -114,6 +115,24 @@ TEST(NvrtcCompiler, ParsesPtxasReportOfTheNamedEntry) {
   EXPECT_EQ(info.spill_load_bytes, 8);
   EXPECT_EQ(parsePtxasInfo(log, "other").registers, 8);
   EXPECT_THROW(parsePtxasInfo(log, "absent"), Error);
+}
+
+// NVRTC 12.9+ caches programs, and a compile served from that cache has no
+// ptxas report (on a GPU machine the second compile of a kernel failed with
+// "ptxas: no report"; this machine's NVRTC kept no cache without a driver):
+// compiling one source twice reports the same resources both times.
+TEST(NvrtcCompiler, RecompilingTheSameSourceStillReportsPtxas) {
+  int major = 0, minor = 0;
+  ASSERT_EQ(nvrtcVersion(&major, &minor), NVRTC_SUCCESS);
+  EXPECT_EQ(nvrtcCachesPrograms(), major > 12 || (major == 12 && minor >= 9));
+  const std::vector<std::unique_ptr<TestKernel>> kernels = allTestKernels();
+  const TestKernel& t = *kernels.front();
+  const std::string source = generateCuda(t.kernel, t.name);
+  const CompiledKernel first = compileCuda(source, t.name);
+  const CompiledKernel second = compileCuda(source, t.name);
+  EXPECT_GT(second.ptxas.registers, 0) << second.log;
+  EXPECT_EQ(second.ptxas.registers, first.ptxas.registers);
+  EXPECT_EQ(second.ptxas.static_smem_bytes, first.ptxas.static_smem_bytes);
 }
 
 TEST(NvrtcCompiler, SupportsTheDefaultArchs) {
