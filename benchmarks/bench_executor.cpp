@@ -20,6 +20,8 @@
 #include "runtime/executor.h"
 #include "runtime/fusion_key.h"
 #include "runtime/nvrtc_compiler.h"
+#include "scheduler/registry.h"
+#include "scheduler/runtime_info.h"
 
 namespace {
 
@@ -106,6 +108,30 @@ void BM_FusionCacheKey(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(fusionCacheKey(fusion));
 }
 BENCHMARK(BM_FusionCacheKey)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// What FusionExecutorCache did for every segment of every run before it kept
+// each segment's choice per exact input shape: RuntimeInfo, the scheduler's
+// checks, its heuristics and the parameters' key, for an unscheduled softmax
+// on [256, 1024] (a persistent segment). A run with a shape seen before now
+// skips all of it.
+void BM_SegmentHeuristicsPerRun(benchmark::State& state) {
+  Fusion fusion;
+  {
+    FusionGuard guard(&fusion);
+    TensorView* x = makeContigTensor(2);
+    fusion.addInput(x);
+    TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
+    fusion.addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
+  }
+  const std::vector<InputInfo> infos = {InputInfo::contiguous(DataType::Float, {256, 1024})};
+  const SchedulerEntry& scheduler = schedulerEntry(SchedulerType::Persistent);
+  for (auto _ : state) {
+    RuntimeInfo runtime(fusion, infos, 90);
+    if (!scheduler.reject_reason(fusion, runtime).empty()) state.SkipWithError("softmax rejected");
+    benchmark::DoNotOptimize(scheduler.heuristics(fusion, runtime)->toString());
+  }
+}
+BENCHMARK(BM_SegmentHeuristicsPerRun)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 #include "runtime/fusion_executor_cache.h"
 
 
+#include <cstring>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
@@ -49,6 +50,29 @@ std::vector<InputInfo> inputInfosOf(const Fusion& fusion, const std::vector<at::
     }
   }
   return infos;
+}
+
+// Everything RuntimeInfo reads of the inputs, as numbers: per input whether
+// it is a tensor, its dtype, sizes, strides and alignment (tensors) or its
+// value's bits (scalars). Equal keys give equal heuristics.
+std::vector<int64_t> exactInputsKey(const std::vector<InputInfo>& infos) {
+  std::vector<int64_t> key;
+  for (const InputInfo& info : infos) {
+    key.push_back(info.is_tensor);
+    key.push_back(static_cast<int64_t>(info.dtype));
+    if (!info.is_tensor) {
+      int64_t bits = 0;
+      static_assert(sizeof(bits) == sizeof(info.scalar_value));
+      std::memcpy(&bits, &info.scalar_value, sizeof(bits));
+      key.push_back(bits);
+      continue;
+    }
+    key.push_back(static_cast<int64_t>(info.sizes.size()));
+    key.insert(key.end(), info.sizes.begin(), info.sizes.end());
+    key.insert(key.end(), info.strides.begin(), info.strides.end());
+    key.push_back(info.alignment);
+  }
+  return key;
 }
 
 std::string inputSignature(const std::vector<at::Tensor>& inputs) {
@@ -137,7 +161,12 @@ std::vector<at::Tensor> segmentInputTensors(
 }
 
 void FusionExecutorCache::setHeuristicOverride(HeuristicOverride override_params) {
+  std::lock_guard<std::mutex> lock(mutex_);
   override_ = std::move(override_params);
+  // Choices made under the previous override no longer hold.
+  for (auto& [signature, entry] : signatures_) {
+    for (auto& per_segment : entry.choices) per_segment.clear();
+  }
 }
 
 FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
@@ -157,6 +186,7 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
   RuntimeInfo runtime(*entry.fusion, inputInfosOf(*entry.fusion, inputs), targetArch(options_, device));
   entry.segmented = segmentFusion(*entry.fusion, runtime, override_);
   entry.kernels.resize(entry.segmented.segments.size());
+  entry.choices.resize(entry.segmented.segments.size());
   last_run_.new_signature = true;
   return signatures_.emplace(signature, std::move(entry)).first->second;
 }
@@ -185,27 +215,34 @@ std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
     }
     const int64_t chunks = whole ? gridSplitChunksOf(segment, *whole) : 1;
     const std::vector<at::Tensor> segment_inputs = segmentInputTensors(segment, values, chunks);
-    const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
-    RuntimeInfo runtime(*segment.fusion, inputInfosOf(*segment.fusion, segment_inputs),
-                        targetArch(options_, device));
-    std::string reason = scheduler.reject_reason(*segment.fusion, runtime);
-    SMELT_INTERNAL_CHECK(reason.empty(), "segment ", s, " was given to the ",
-                         toString(segment.scheduler), " scheduler, which now declines: ",
-                         reason);
-    std::unique_ptr<HeuristicParams> params = scheduler.heuristics(*segment.fusion, runtime);
-    if (override_) override_(*params);
+    std::vector<InputInfo> infos = inputInfosOf(*segment.fusion, segment_inputs);
     SegmentRun run;
     run.scheduler = segment.scheduler;
-    run.params = params->toString();
-    std::unique_ptr<CompiledSegment>& compiled = entry.kernels[s][run.params];
-    if (compiled == nullptr) {
-      auto fresh = std::make_unique<CompiledSegment>();
-      fresh->scheduled = segment.fusion->clone();
-      scheduler.schedule(*fresh->scheduled, *params);
-      fresh->executor.compile(fresh->scheduled.get(), segment_inputs, options_);
-      compiled = std::move(fresh);
-      run.compiled = true;
+    SegmentChoice& choice = entry.choices[s][exactInputsKey(infos)];
+    if (choice.compiled == nullptr) {
+      const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
+      RuntimeInfo runtime(*segment.fusion, std::move(infos), targetArch(options_, device));
+      std::string reason = scheduler.reject_reason(*segment.fusion, runtime);
+      SMELT_INTERNAL_CHECK(reason.empty(), "segment ", s, " was given to the ",
+                           toString(segment.scheduler), " scheduler, which now declines: ",
+                           reason);
+      std::unique_ptr<HeuristicParams> params = scheduler.heuristics(*segment.fusion, runtime);
+      if (override_) override_(*params);
+      choice.params = params->toString();
+      run.heuristics = true;
+      std::unique_ptr<CompiledSegment>& compiled = entry.kernels[s][choice.params];
+      if (compiled == nullptr) {
+        auto fresh = std::make_unique<CompiledSegment>();
+        fresh->scheduled = segment.fusion->clone();
+        scheduler.schedule(*fresh->scheduled, *params);
+        fresh->executor.compile(fresh->scheduled.get(), segment_inputs, options_);
+        compiled = std::move(fresh);
+        run.compiled = true;
+      }
+      choice.compiled = compiled.get();
     }
+    run.params = choice.params;
+    CompiledSegment* compiled = choice.compiled;
     std::vector<at::Tensor> outputs = compiled->executor.run(segment_inputs);
     for (size_t j = 0; j < segment.outputs.size(); ++j) values[segment.outputs[j]] = outputs[j];
     run.launch = compiled->executor.launchParams();

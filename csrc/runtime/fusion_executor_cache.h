@@ -63,6 +63,10 @@ struct SegmentRun {
   SchedulerType scheduler = SchedulerType::Pointwise;
   std::string params;        // HeuristicParams::toString()
   bool compiled = false;     // scheduled and compiled for this run (else reused)
+  // The scheduler's checks and heuristics ran for this run; false when the
+  // segment's exact inputs (sizes, strides, alignment, scalar values) were
+  // seen before and their choice was reused.
+  bool heuristics = false;
   LaunchParams launch;
 };
 
@@ -110,11 +114,20 @@ class FusionExecutorCache {
     std::unique_ptr<Fusion> scheduled;
     FusionExecutor executor;
   };
+  // What the heuristics chose for one segment's exact inputs.
+  struct SegmentChoice {
+    std::string params;  // HeuristicParams::toString()
+    CompiledSegment* compiled = nullptr;
+  };
   struct SignatureEntry {
     std::unique_ptr<Fusion> fusion;  // the copy this signature's segments come from
     SegmentedFusion segmented;
     // Per segment: parameters (toString) -> compiled kernel.
     std::vector<std::map<std::string, std::unique_ptr<CompiledSegment>>> kernels;
+    // Per segment: exact inputs (exactInputsKey) -> the choice made for them.
+    // A repeated shape (every call of a static-shape graph) skips the
+    // scheduler's checks and heuristics, which cost far more than a launch.
+    std::vector<std::map<std::vector<int64_t>, SegmentChoice>> choices;
   };
 
   // `device`: where the inputs are (their target architecture steers the

@@ -34,8 +34,19 @@ class PartitionReport:
     smelt_runs: int = 0           # calls run by smelt
     fallback_runs: int = 0        # calls that ran in torch after smelt failed at run time
     fallback_reason: Optional[str] = None  # the SmeltError that made it fall back
-    last_run: Optional[str] = None  # how the latest smelt run ran (fd.last_run_report())
-    kernels: list = field(default_factory=list)  # the latest run's kernels (fd.last_kernels())
+    # The definition of the latest smelt run: last_run and kernels read it
+    # when asked, so a call does not pay for reports nobody reads.
+    ran: Optional[FusionDefinition] = field(default=None, repr=False)
+
+    @property
+    def last_run(self) -> Optional[str]:
+        """How the latest smelt run ran (fd.last_run_report())."""
+        return self.ran.last_run_report() if self.ran is not None else None
+
+    @property
+    def kernels(self) -> list:
+        """The latest smelt run's kernels (fd.last_kernels())."""
+        return self.ran.last_kernels() if self.ran is not None else []
 
     @property
     def failed(self) -> bool:
@@ -219,8 +230,7 @@ class SmeltPartition(torch.nn.Module):
             return self.eager(*args)
         outs = [layout.restore(out) for layout, out in zip(self.layouts, outs)]
         self.report.smelt_runs += 1
-        self.report.last_run = self.fd.last_run_report()
-        self.report.kernels = self.fd.last_kernels()
+        self.report.ran = self.fd
         return tuple(outs) if self._tuple_output else outs[0]
 
 

@@ -92,6 +92,48 @@ TEST(FusionExecutorCache, ReusesKernelsPerSignatureAndParameters) {
   EXPECT_EQ(cache.numCompiledKernels(), 3);
 }
 
+// A segment's choice (parameters and kernel) is kept per exact input shape:
+// a repeated shape runs no heuristics; any change the heuristics read (a
+// size, a stride, the data pointer's alignment, a new override) runs them.
+TEST(FusionExecutorCache, RepeatedShapesReuseTheSegmentChoice) {
+  FusionExecutorCache cache(addRelu());
+  auto heuristicsRan = [&] { return cache.lastRun().segments.at(0).heuristics; };
+  runAndCheck(cache, {randn({8, 64}), randn({8, 64})});
+  EXPECT_TRUE(heuristicsRan());
+  runAndCheck(cache, {randn({8, 64}), randn({8, 64})});
+  EXPECT_FALSE(heuristicsRan());
+  EXPECT_FALSE(cache.lastRun().segments[0].compiled);
+  EXPECT_EQ(cache.lastRun().segments[0].params,
+            "PointwiseParams{vector_width=4, block=(128, 1), split_grid_y=false, "
+            "vectorized_inputs={0, 1}, vectorized_outputs={0}}");
+  // Same signature, other sizes: the heuristics run, the kernel is reused.
+  runAndCheck(cache, {randn({7, 60}), randn({7, 60})});
+  EXPECT_TRUE(heuristicsRan());
+  EXPECT_FALSE(cache.lastRun().segments[0].compiled);
+  runAndCheck(cache, {randn({8, 64}), randn({8, 64})});
+  EXPECT_FALSE(heuristicsRan());
+  // Rows of 62 floats (only 2-wide vectors divide them); then the same sizes
+  // from a view of wider rows, and from one whose data pointer is 8 B
+  // aligned: that input must not be read with the 16 B vectors chosen before.
+  runAndCheck(cache, {randn({8, 62}), randn({8, 62})});
+  EXPECT_TRUE(heuristicsRan());
+  const at::Tensor wide = randn({8, 66});
+  runAndCheck(cache, {wide.narrow(1, 0, 64), randn({8, 64})});
+  EXPECT_TRUE(heuristicsRan());
+  runAndCheck(cache, {wide.narrow(1, 2, 64), randn({8, 64})});
+  EXPECT_TRUE(heuristicsRan());
+  EXPECT_NE(cache.lastRun().segments[0].params.find("vectorized_inputs={1}"), std::string::npos)
+      << cache.lastRun().segments[0].params;
+  // An override given after runs applies to the next run of a known shape.
+  cache.setHeuristicOverride([](HeuristicParams& params) {
+    dynamic_cast<PointwiseParams&>(params).block_x = 32;
+  });
+  runAndCheck(cache, {randn({8, 64}), randn({8, 64})});
+  EXPECT_TRUE(heuristicsRan());
+  EXPECT_NE(cache.lastRun().segments[0].params.find("block=(32, 1)"), std::string::npos)
+      << cache.lastRun().segments[0].params;
+}
+
 TEST(FusionExecutorCache, SignatureNamesClassesContiguityAlignmentAndDevice) {
   at::Tensor x = randn({5, 1, 64});
   EXPECT_EQ(inputSignature({x, at::scalar_tensor(2.0, at::kDouble)}),
