@@ -51,7 +51,7 @@ def _device(fd, args: List[torch.Tensor]) -> torch.device:
 
 def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None) -> List[torch.Tensor]:
     args = _arguments(fd, inputs)
-    entry = fusion_cache().entry(tuple(fd.records))
+    entry = fusion_cache().entry(fd._records_key())
     if fd.is_scheduled:
         if tensor_cores is not None:
             raise SmeltError("execute: tensor_cores is a choice of the automatic matmul scheduler; "

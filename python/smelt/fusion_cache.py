@@ -24,8 +24,26 @@ class CacheStats:
     executors_built: int
 
 
+class RecordsKey:
+    """A fusion record as a cache key, its hash computed once: a
+    FusionDefinition keeps its key, so a call of execute() does not hash
+    every record again (a partition of a transformer holds hundreds)."""
+    __slots__ = ("records", "_hash")
+
+    def __init__(self, records: Tuple[Record, ...]):
+        self.records = records
+        self._hash = hash(records)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, RecordsKey) and self._hash == other._hash
+                and self.records == other.records)
+
+
 class CacheEntry:
-    def __init__(self, key: Tuple[Record, ...]):
+    def __init__(self, key: RecordsKey):
         self.key = key
         self.executors: Dict[str, Any] = {}
         self.runs = 0
@@ -34,12 +52,12 @@ class CacheEntry:
 class FusionCache:
     def __init__(self):
         self._lock = threading.Lock()
-        self._entries: Dict[Tuple[Record, ...], CacheEntry] = {}
+        self._entries: Dict[RecordsKey, CacheEntry] = {}
         self._hits = 0
         self._misses = 0
         self._executors_built = 0
 
-    def entry(self, records: Tuple[Record, ...]) -> CacheEntry:
+    def entry(self, records: RecordsKey) -> CacheEntry:
         with self._lock:
             entry = self._entries.get(records)
             if entry is None:

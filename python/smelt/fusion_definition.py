@@ -408,6 +408,7 @@ class FusionDefinition:
 
     def __init__(self):
         self._records: List[Record] = []
+        self._key_cache = None  # (records counted, the fusion cache's key of them)
         self._values: List[Any] = []  # the definition fusion's _C values
         self._handles: List[Value] = []
         self._fusion = _C.Fusion()
@@ -597,6 +598,15 @@ class FusionDefinition:
     @property
     def records(self) -> List[Record]:
         return list(self._records)
+
+    def _records_key(self):
+        """The fusion cache's key of the record as it stands (kept until a
+        record is added)."""
+        from smelt.fusion_cache import RecordsKey
+        cached = self._key_cache
+        if cached is None or cached[0] != len(self._records):
+            cached = self._key_cache = (len(self._records), RecordsKey(tuple(self._records)))
+        return cached[1]
 
     @property
     def is_scheduled(self) -> bool:

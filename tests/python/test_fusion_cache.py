@@ -41,6 +41,26 @@ def test_records_are_the_key():
     assert fusion_cache().stats().entries == 3
 
 
+def test_a_definition_keeps_its_key_until_its_record_grows():
+    """execute() looks the fusion up by a key hashed once per record state,
+    not by hashing every record on every call; scheduling after a run makes
+    a new key (a different fusion)."""
+    fusion_cache().clear()
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1])
+        y = fd.ops.exp(x)
+        fd.add_output(y)
+    key = fd._records_key()
+    fd.execute([torch.randn(8)])
+    fd.execute([torch.randn(8)])
+    assert fd._records_key() is key
+    assert fusion_cache().stats().hits == 1
+    y.split(0, 4).axis(1).parallelize(ParallelType.TIDx)
+    assert fd._records_key() is not key and fd._records_key() != key
+    torch.testing.assert_close(fd.execute([torch.ones(8)])[0], torch.ones(8).exp())
+    assert fusion_cache().stats().entries == 2
+
+
 def test_record_is_printable():
     text = repr(scaled_exp())
     assert "define_tensor((-1,)" in text and "mul(%1, 2.0)" in text and "add_output(%2)" in text
