@@ -33,6 +33,7 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "python"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from models.zoo import CASES, output_tensors  # noqa: E402
 from bench_torch_compile import median_us  # noqa: E402

@@ -64,3 +64,32 @@ def test_markdown_puts_inductor_beside_smelt(tmp_path):
            "torch_launches_per_forward": 3, "sass_non_matmul": 900, "stack_frame_bytes": 0}
     table = bench.markdown([row], bench.load_peers(tmp_path))
     assert "| 4 + 3 (5) | 900 (232) | 0 B |" in table, table
+
+
+def test_gpu_timings_table(monkeypatch):
+    """The GPU rows (eager / Inductor / smelt µs per forward, CUDA events)
+    print as their own table, a failed model's error beside it; rows without
+    the simulator's figures (--gpu-only) print no first table."""
+    bench = _bench()
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "TestGPU")
+    rows = [{"model": "gpt2", "gpu_us": {"eager": 1694.8, "inductor": 997.4, "smelt": 7436.7},
+             "gpu_max_abs_error": 8.9e-08, "gpu_smelt_vs_inductor": 997.4 / 7436.7,
+             "gpu_smelt_vs_eager": 1694.8 / 7436.7},
+            {"model": "bert", "gpu_error": "SmeltError: boom"}]
+    table = bench.markdown(rows, {})
+    assert "nodes fused" not in table, table
+    assert "GPU (TestGPU), median µs per forward" in table, table
+    assert "| gpt2 | 1694.8 | 997.4 | 7436.7 | ×0.13 | ×0.23 | 8.9e-08 |" in table, table
+    assert "GPU run of bert failed: SmeltError: boom" in table, table
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU refusal")
+def test_gpu_only_needs_a_gpu(capsys):
+    assert _bench().main(["--gpu-only", "--models", "gpt2"]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
+
+
+def test_gpu_check_script_parses():
+    """scripts/gpu_check.sh runs only where a GPU is; CI at least parses it."""
+    import subprocess
+    subprocess.run(["bash", "-n", str(REPO / "scripts" / "gpu_check.sh")], check=True)
