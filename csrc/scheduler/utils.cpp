@@ -50,34 +50,46 @@ std::unordered_map<const IterDomain*, int64_t> labelAxes(const Fusion& fusion,
   return labels;
 }
 
-// Groups of `reshape`'s input dimensions (positions in its logical domain)
-// that the view's merges combine; dimensions it only splits or passes
-// through are in no group.
-std::vector<std::vector<int64_t>> mergedInputGroups(const Expr* reshape) {
+// Where a reshape's view axes come from: the input dimensions (positions in
+// its logical domain) under each axis of the view, and the groups of input
+// dimensions its merges combine (dimensions it only splits or passes through
+// are in no group).
+struct ViewOrigins {
+  std::unordered_map<const IterDomain*, std::vector<int64_t>> under;
+  std::vector<std::vector<int64_t>> merged_groups;
+};
+
+ViewOrigins viewOrigins(const Expr* reshape) {
   const TensorView* in = reshape->input(0)->asTensor();
   const TensorView* out = reshape->output();
-  std::unordered_map<const IterDomain*, int64_t> dim_of_root;
+  ViewOrigins origins;
   const IdMap to_root = pairwiseLogicalMap(in, out);
   const auto& in_axes = in->logicalDomain();
   for (size_t d = 0; d < in_axes.size(); ++d) {
     auto it = to_root.find(in_axes[d]);
-    if (it != to_root.end()) dim_of_root[it->second] = static_cast<int64_t>(d);
+    if (it != to_root.end()) origins.under[it->second] = {static_cast<int64_t>(d)};
   }
-  // The root dimensions under each view axis, merged as the transforms go.
-  std::unordered_map<const IterDomain*, std::vector<int64_t>> under;
-  for (const auto& [root, d] : dim_of_root) under[root] = {d};
-  std::vector<std::vector<int64_t>> groups;
   for (const IdTransform* t : viewTransforms(out)) {
     std::vector<int64_t> dims;
     for (const IterDomain* input : t->inputs) {
-      const std::vector<int64_t>& part = under[input];
+      const std::vector<int64_t>& part = origins.under[input];
       dims.insert(dims.end(), part.begin(), part.end());
     }
     std::sort(dims.begin(), dims.end());
-    for (const IterDomain* output : t->outputs) under[output] = dims;
-    if (t->kind == IdTransform::Kind::Merge) groups.push_back(dims);
+    for (const IterDomain* output : t->outputs) origins.under[output] = dims;
+    if (t->kind == IdTransform::Kind::Merge) origins.merged_groups.push_back(dims);
   }
-  return groups;
+  return origins;
+}
+
+// The tensors `reshape`'s input is computed from (itself included).
+std::unordered_set<const TensorView*> upstreamOf(const std::vector<Expr*>& exprs, const Expr* reshape) {
+  std::unordered_set<const TensorView*> upstream{reshape->input(0)->asTensor()};
+  for (auto it = exprs.rbegin(); it != exprs.rend(); ++it) {
+    if (!upstream.count((*it)->output())) continue;
+    for (const TensorView* producer : (*it)->tensorInputs()) upstream.insert(producer);
+  }
+  return upstream;
 }
 
 }  // namespace
@@ -89,14 +101,10 @@ std::vector<std::pair<const TensorView*, std::string>> partiallyMergedByReshapes
   for (const Expr* reshape : exprs) {
     if (reshape->type() != ExprType::Reshape) continue;
     const TensorView* in = reshape->input(0)->asTensor();
-    const std::vector<std::vector<int64_t>> groups = mergedInputGroups(reshape);
+    const std::vector<std::vector<int64_t>> groups = viewOrigins(reshape).merged_groups;
     if (groups.empty()) continue;
     const auto labels = labelAxes(fusion, in, [](const IterDomain*, const IterDomain*, int64_t, int64_t) {});
-    std::unordered_set<const TensorView*> upstream{in};
-    for (auto it = exprs.rbegin(); it != exprs.rend(); ++it) {
-      if (!upstream.count((*it)->output())) continue;
-      for (const TensorView* producer : (*it)->tensorInputs()) upstream.insert(producer);
-    }
+    const std::unordered_set<const TensorView*> upstream = upstreamOf(exprs, reshape);
     for (const TensorView* tv : fusion.allTensors()) {
       if (!upstream.count(tv)) continue;
       for (const std::vector<int64_t>& group : groups) {
@@ -153,7 +161,7 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
     for (const auto& [tv, why] : partiallyMergedByReshapes(fusion)) {
       const bool computed = std::find(tensors_.begin(), tensors_.end(), tv) != tensors_.end();
       if (computed && problem_.empty()) problem_ = why + ", so it cannot run in the reshape's loops";
-    }
+    }    labelThroughReshapeSplits(fusion, exprs);
   }
   for (const TensorView* tv : tensors_) {
     std::vector<bool> seen(ndims_, false);
@@ -207,9 +215,42 @@ IterDomain* DimensionMap::axisOf(const TensorView* tv, int64_t dim) const {
 
 DimensionMap::Role DimensionMap::role(const TensorView* tv, int64_t dim) const {
   const IterDomain* id = axisOf(tv, dim);
-  if (id == nullptr) return Role::Absent;
+  return id == nullptr ? Role::Absent : roleOf(id);
+}
+
+void DimensionMap::labelThroughReshapeSplits(const Fusion& fusion, const std::vector<Expr*>& exprs) {
+  for (const Expr* reshape : exprs) {
+    if (reshape->type() != ExprType::Reshape) continue;
+    const ViewOrigins origins = viewOrigins(reshape);
+    const auto in_labels = labelAxes(fusion, reshape->input(0)->asTensor(),
+                                     [](const IterDomain*, const IterDomain*, int64_t, int64_t) {});
+    const std::unordered_set<const TensorView*> upstream = upstreamOf(exprs, reshape);
+    for (const IterDomain* piece : reshape->output()->logicalDomain()) {
+      const std::optional<int64_t> dim = dimOf(piece);
+      auto origin = origins.under.find(piece);
+      if (!dim || origin == origins.under.end() || origin->second.size() != 1) continue;
+      for (const TensorView* tv : tensors_) {
+        if (!upstream.count(tv) || axisOf(tv, *dim) != nullptr) continue;
+        for (const IterDomain* id : tv->logicalDomain()) {
+          auto label = in_labels.find(id);
+          if (label == in_labels.end() || label->second != origin->second[0]) continue;
+          upstream_roles_[{tv, *dim}] = roleOf(id);
+        }
+      }
+    }
+  }
+}
+
+DimensionMap::Role DimensionMap::roleOf(const IterDomain* id) {
   if (id->isBroadcast()) return id->hasExpandedExtent() ? Role::Expanded : Role::Broadcast;
   return id->isReduction() ? Role::Reduction : Role::Iteration;
+}
+
+DimensionMap::Role DimensionMap::runRole(const TensorView* tv, int64_t dim) const {
+  const Role r = role(tv, dim);
+  if (r != Role::Absent) return r;
+  auto it = upstream_roles_.find({tv, dim});
+  return it == upstream_roles_.end() ? Role::Absent : it->second;
 }
 
 std::vector<std::vector<int64_t>> DimensionMap::mergeableRuns(
@@ -220,8 +261,8 @@ std::vector<std::vector<int64_t>> DimensionMap::mergeableRuns(
     if (joins) {
       int64_t prev = runs.back().back();
       for (const TensorView* tv : tensors_) {
-        Role r = role(tv, d);
-        if (r != role(tv, prev) || r == Role::Expanded) {
+        Role r = runRole(tv, d);
+        if (r != runRole(tv, prev) || r == Role::Expanded) {
           joins = false;
           break;
         }

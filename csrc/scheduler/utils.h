@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -46,12 +47,22 @@ class DimensionMap {
   // computed or cached tensor (inputs read directly are indexed from their
   // consumers) sees with the same role, so merging a run is the same loop on
   // each of them. Expanded dimensions stay alone.
+  // A tensor computed before a reshape that splits one of its axes has no
+  // axis for the pieces; it sees them as that axis (broadcast or iterating),
+  // so a run never merges a piece it broadcasts with one it iterates.
   std::vector<std::vector<int64_t>> mergeableRuns(const std::vector<int64_t>& dims) const;
 
  private:
+  static Role roleOf(const IterDomain* id);
+  // role(), or for a tensor computed before a reshape, the role of the axis
+  // the reshape splits into dimension `dim` (through_reshapes maps only).
+  Role runRole(const TensorView* tv, int64_t dim) const;
+  void labelThroughReshapeSplits(const Fusion& fusion, const std::vector<Expr*>& exprs);
+
   int64_t ndims_ = 0;
   std::vector<TensorView*> tensors_;
   std::unordered_map<const IterDomain*, int64_t> labels_;
+  std::map<std::pair<const TensorView*, int64_t>, Role> upstream_roles_;
   std::string problem_;
 };
 

@@ -146,6 +146,17 @@ KNOWN_BUGS = {
                 "v4 = torch.sigmoid(v3)", "v5 = v3.unsqueeze(1)", "v6 = v5 * v5",
                 "v7 = v6.mean(dim=(0, 1), keepdim=True)", "v8 = v7.t()",
                 "v9 = v4.unsqueeze(-2)"], ["v8", "v9", "v3"])),
+    # Found by scripts/torch_fuzz.py (seeds 702150, 801330, 802821).
+    "broadcast-split-by-view": KnownBug(
+        "a broadcast tensor (x - x.mean(0, keepdim=True)) before a view that splits the "
+        "broadcast dimension and interleaves its pieces with iterating ones: the pointwise "
+        "scheduler merged them into one loop the broadcast tensor cannot be inlined into "
+        "('T.. is in Local memory and its axis 0 is bound to BIDx', the partition ran in torch)",
+        "fallback: tensor T# is in Local memory",
+        _repro([("x0", "r(6, 6).transpose(0, 1)")],
+               ["v1 = x0.mean(0, keepdim=True)", "v2 = torch.tanh(x0 - v1)",
+                "v3 = v2.view(2, -1, 3, 2)", "v4 = torch.exp(v3.permute(2, 1, 3, 0))",
+                "v5 = v3.permute(1, 0, 2, 3)"], ["v4", "v5"])),
 }
 
 # seed -> KNOWN_BUGS key, for seeds of SEEDS that fail with that bug.
@@ -173,6 +184,8 @@ FIXED = {
     "symbolic-size1-broadcast": "the backend defines a SymInt the guards make 1 as size 1",
     "sum-keepdim-over-broadcast-row": "propagateSchedule: no plain broadcast axis carries loop "
                                       "structure",
+    "broadcast-split-by-view": "DimensionMap::mergeableRuns sees a reshape's pieces of an axis "
+                               "as that axis in the tensors computed before the reshape",
 }
 
 

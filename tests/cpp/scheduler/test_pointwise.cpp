@@ -217,6 +217,29 @@ TEST(PointwiseScheduler, ReadsAnInputBroadcastAlongAReshapeMergeDirectly) {
   scheduleAndCheck(fusion, {randn({5, 7}), randn({5, 1})}, "pw_flatten_column");
 }
 
+// tanh(x - mean[J] broadcast over I), viewed as [2, 3, 3, 2] (splitting I
+// and J) and permuted so the pieces of J come before those of I: the
+// broadcast tensor computed before the view broadcasts I's pieces, so they
+// must not share a loop with J's (torch fuzz seeds 702150, 801330, 802821:
+// the merged loop could not inline it and the kernel was refused).
+TEST(PointwiseScheduler, ViewSplittingABroadcastDimensionKeepsItsPiecesApart) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({6, 6});
+  TensorView* sums = makeConcreteTensor({6});
+  fusion.addInput(x);
+  fusion.addInput(sums);
+  TensorView* mean = div(broadcast(sums, {true, false}), 6.0);
+  TensorView* viewed = reshape(tanh(sub(x, mean)), {IntExpr(2), IntExpr(3), IntExpr(3), IntExpr(2)});
+  TensorView* out = permute(viewed, {2, 3, 0, 1});
+  fusion.addOutput(out);
+  scheduler_utils::DimensionMap map(fusion, out, /*through_reshapes=*/true);
+  ASSERT_EQ(map.problem(), "");
+  // Dimensions 0, 1 come from J (iterated by `mean`), 2, 3 from I (broadcast).
+  EXPECT_EQ(map.mergeableRuns({0, 1, 2, 3}), (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}}));
+  scheduleAndCheck(fusion, {randn({6, 6}), randn({6})}, "pw_view_splits_broadcast");
+}
+
 TEST(PointwiseScheduler, UserParametersOverrideHeuristics) {
   Fusion fusion;
   FusionGuard guard(&fusion);
