@@ -157,6 +157,17 @@ KNOWN_BUGS = {
                ["v1 = x0.mean(0, keepdim=True)", "v2 = torch.tanh(x0 - v1)",
                 "v3 = v2.view(2, -1, 3, 2)", "v4 = torch.exp(v3.permute(2, 1, 3, 0))",
                 "v5 = v3.permute(1, 0, 2, 3)"], ["v4", "v5"])),
+    # Found by scripts/torch_fuzz.py --start 1100000 (seed 1100433); open.
+    "expanded-view-local-bidx": KnownBug(
+        "an input expanded to (2, 3, 2, 4), viewed as (6, 1, 8) and also transposed and back: "
+        "'T.. is in Local memory and its axis 0 is bound to BIDx' after the pointwise "
+        "scheduler accepted (the partition runs in torch; values are right)",
+        "fallback: tensor T# is in Local memory",
+        _repro([("x0", "r(1, 1, 2, 4)")],
+               ["v1 = x0 + 0.5", "v2 = v1.expand(2, 3, -1, -1)", "v3 = v2.view(6, 1, 8)",
+                "v4 = torch.relu(v2)", "v5 = -v4", "v6 = v2.transpose(2, 1)",
+                "v7 = torch.maximum(v6, torch.tensor(0.1))", "v8 = v7.transpose(2, 1)"],
+               ["v8", "v5", "v3"])),
 }
 
 # seed -> KNOWN_BUGS key, for seeds of SEEDS that fail with that bug.
