@@ -161,7 +161,8 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
     for (const auto& [tv, why] : partiallyMergedByReshapes(fusion)) {
       const bool computed = std::find(tensors_.begin(), tensors_.end(), tv) != tensors_.end();
       if (computed && problem_.empty()) problem_ = why + ", so it cannot run in the reshape's loops";
-    }    labelThroughReshapeSplits(fusion, exprs);
+    }
+    labelThroughReshapeSplits(fusion, exprs);
   }
   for (const TensorView* tv : tensors_) {
     std::vector<bool> seen(ndims_, false);

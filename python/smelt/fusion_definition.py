@@ -30,6 +30,7 @@ from smelt._C import DataType, MemoryType, ParallelType, SmeltError
 from smelt import _ops
 from smelt._records import ExtentRef, Record, Ref, apply, freeze, replay
 from smelt.dtypes import to_data_type
+from smelt.fusion_cache import RecordsKey
 
 Number = Union[bool, int, float]
 
@@ -602,7 +603,6 @@ class FusionDefinition:
     def _records_key(self):
         """The fusion cache's key of the record as it stands (kept until a
         record is added)."""
-        from smelt.fusion_cache import RecordsKey
         cached = self._key_cache
         if cached is None or cached[0] != len(self._records):
             cached = self._key_cache = (len(self._records), RecordsKey(tuple(self._records)))
