@@ -157,6 +157,16 @@ KNOWN_BUGS = {
                ["v1 = x0.mean(0, keepdim=True)", "v2 = torch.tanh(x0 - v1)",
                 "v3 = v2.view(2, -1, 3, 2)", "v4 = torch.exp(v3.permute(2, 1, 3, 0))",
                 "v5 = v3.permute(1, 0, 2, 3)"], ["v4", "v5"])),
+    # Found by scripts/torch_fuzz.py --start 1200000 (seed 1200905).
+    "view-size1-strides-steer-broadcast": KnownBug(
+        "not smelt's: x [1,6,1,1] (transposed) * x.flatten(0, 2): Dynamo's graph gives the "
+        "view other strides on its size-1 dimension than eager, which steers TensorIterator's "
+        "order for the ambiguous broadcast; traced (36, 1, 6, 36), eager (6, 6, 1, 36), "
+        "smelt and inductor return the traced ones. Running fn on fake tensors alone does "
+        "not reproduce the trace",
+        "mismatch: strides",
+        _repro([("x0", "r(1, 6, 1, 1).transpose(0, 3)")],
+               ["v1 = x0.flatten(0, 2)", "v3 = x0 * v1"], ["v3"])),
     # Found by scripts/torch_fuzz.py --start 1100000 (seed 1100433); open.
     "expanded-view-local-bidx": KnownBug(
         "an input expanded to (2, 3, 2, 4), viewed as (6, 1, 8) and also transposed and back: "
@@ -177,6 +187,8 @@ KNOWN_OPEN = {}
 FIXED = {
     "fake-strides-differ-from-eager": "not smelt's: the runner accepts the traced strides "
                                       "(torch.compile's contract; Inductor returns them too)",
+    "view-size1-strides-steer-broadcast": "not smelt's: the runner takes the traced strides "
+                                          "from Dynamo and AOTAutograd's own trace",
     "all-size1-outputs-collapse": "segmenter: u * u of one broadcast value is no matmul core, "
                                   "and a core lists each expression once",
     "contiguity-before-size1": "contiguityOf skips size-1 dimensions",
