@@ -162,7 +162,7 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
       const bool computed = std::find(tensors_.begin(), tensors_.end(), tv) != tensors_.end();
       if (computed && problem_.empty()) problem_ = why + ", so it cannot run in the reshape's loops";
     }
-    labelThroughReshapeSplits(fusion, exprs);
+    labelThroughReshapes(fusion, exprs);
   }
   for (const TensorView* tv : tensors_) {
     std::vector<bool> seen(ndims_, false);
@@ -219,7 +219,7 @@ DimensionMap::Role DimensionMap::role(const TensorView* tv, int64_t dim) const {
   return id == nullptr ? Role::Absent : roleOf(id);
 }
 
-void DimensionMap::labelThroughReshapeSplits(const Fusion& fusion, const std::vector<Expr*>& exprs) {
+void DimensionMap::labelThroughReshapes(const Fusion& fusion, const std::vector<Expr*>& exprs) {
   for (const Expr* reshape : exprs) {
     if (reshape->type() != ExprType::Reshape) continue;
     const ViewOrigins origins = viewOrigins(reshape);
@@ -229,17 +229,31 @@ void DimensionMap::labelThroughReshapeSplits(const Fusion& fusion, const std::ve
     for (const IterDomain* piece : reshape->output()->logicalDomain()) {
       const std::optional<int64_t> dim = dimOf(piece);
       auto origin = origins.under.find(piece);
-      if (!dim || origin == origins.under.end() || origin->second.size() != 1) continue;
+      if (!dim || origin == origins.under.end()) continue;
+      const std::vector<int64_t>& merged = origin->second;
       for (const TensorView* tv : tensors_) {
         if (!upstream.count(tv) || axisOf(tv, *dim) != nullptr) continue;
+        std::vector<Role> roles;
         for (const IterDomain* id : tv->logicalDomain()) {
           auto label = in_labels.find(id);
-          if (label == in_labels.end() || label->second != origin->second[0]) continue;
-          upstream_roles_[{tv, *dim}] = roleOf(id);
+          if (label != in_labels.end() &&
+              std::find(merged.begin(), merged.end(), label->second) != merged.end()) {
+            roles.push_back(roleOf(id));
+          }
         }
+        if (!roles.empty()) upstream_roles_[{tv, *dim}] = mergedRole(roles);
       }
     }
   }
+}
+
+DimensionMap::Role DimensionMap::mergedRole(const std::vector<Role>& roles) {
+  // An expanded piece stands for values that exist only once materialized by
+  // the reshape; any iterating piece makes the merge iterate.
+  for (Role wanted : {Role::Expanded, Role::Reduction, Role::Iteration}) {
+    if (std::find(roles.begin(), roles.end(), wanted) != roles.end()) return wanted;
+  }
+  return roles.front();
 }
 
 DimensionMap::Role DimensionMap::roleOf(const IterDomain* id) {

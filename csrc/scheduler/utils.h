@@ -47,17 +47,20 @@ class DimensionMap {
   // computed or cached tensor (inputs read directly are indexed from their
   // consumers) sees with the same role, so merging a run is the same loop on
   // each of them. Expanded dimensions stay alone.
-  // A tensor computed before a reshape that splits one of its axes has no
-  // axis for the pieces; it sees them as that axis (broadcast or iterating),
-  // so a run never merges a piece it broadcasts with one it iterates.
+  // A tensor computed before a reshape that splits or merges its axes has no
+  // axis for the results; it sees a piece as the axis it came from and a
+  // merge as the axes merged (broadcast, expanded or iterating), so a run
+  // never merges a piece it broadcasts with one it iterates.
   std::vector<std::vector<int64_t>> mergeableRuns(const std::vector<int64_t>& dims) const;
 
  private:
   static Role roleOf(const IterDomain* id);
-  // role(), or for a tensor computed before a reshape, the role of the axis
-  // the reshape splits into dimension `dim` (through_reshapes maps only).
+  // role(), or for a tensor computed before a reshape, the role of the axes
+  // the reshape splits or merges into dimension `dim` (through_reshapes maps
+  // only; an expanded axis merged with others makes the merge Expanded).
   Role runRole(const TensorView* tv, int64_t dim) const;
-  void labelThroughReshapeSplits(const Fusion& fusion, const std::vector<Expr*>& exprs);
+  void labelThroughReshapes(const Fusion& fusion, const std::vector<Expr*>& exprs);
+  static Role mergedRole(const std::vector<Role>& roles);
 
   int64_t ndims_ = 0;
   std::vector<TensorView*> tensors_;

@@ -167,7 +167,7 @@ KNOWN_BUGS = {
         "mismatch: strides",
         _repro([("x0", "r(1, 6, 1, 1).transpose(0, 3)")],
                ["v1 = x0.flatten(0, 2)", "v3 = x0 * v1"], ["v3"])),
-    # Found by scripts/torch_fuzz.py --start 1100000 (seed 1100433); open.
+    # Found by scripts/torch_fuzz.py --start 1100000 (seed 1100433).
     "expanded-view-local-bidx": KnownBug(
         "an input expanded to (2, 3, 2, 4), viewed as (6, 1, 8) and also transposed and back: "
         "'T.. is in Local memory and its axis 0 is bound to BIDx' after the pointwise "
@@ -207,6 +207,8 @@ FIXED = {
     "symbolic-size1-broadcast": "the backend defines a SymInt the guards make 1 as size 1",
     "sum-keepdim-over-broadcast-row": "propagateSchedule: no plain broadcast axis carries loop "
                                       "structure",
+    "expanded-view-local-bidx": "DimensionMap::mergeableRuns sees a reshape's merge of "
+                                "expanded axes as expanded in the tensors computed before it",
     "broadcast-split-by-view": "DimensionMap::mergeableRuns sees a reshape's pieces of an axis "
                                "as that axis in the tensors computed before the reshape",
 }

@@ -240,6 +240,25 @@ TEST(PointwiseScheduler, ViewSplittingABroadcastDimensionKeepsItsPiecesApart) {
   scheduleAndCheck(fusion, {randn({6, 6}), randn({6})}, "pw_view_splits_broadcast");
 }
 
+// Fuzz seed 1100433: (x + 0.5).expand(2, 3, 2, 4).view(6, 8), x [1, 1, 2, 4].
+// The view merges the two expanded dimensions into one the tensors before it
+// broadcast: they see dimension 0 of the output as broadcast (expanded for the
+// expand's output), dimension 1 as iterated, so the two never merge into one
+// loop (which the expand's output, extent 8 there, could not be inlined into).
+TEST(PointwiseScheduler, ViewMergingExpandedDimensionsKeepsThemApart) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = examples::makeBroadcastingTensor({1, 1, 2, 4});
+  fusion.addInput(x);
+  TensorView* expanded = expand(add(x, 0.5), {IntExpr(2), IntExpr(3), IntExpr(2), IntExpr(4)});
+  TensorView* out = reshape(expanded, {IntExpr(6), IntExpr(8)});
+  fusion.addOutput(out);
+  scheduler_utils::DimensionMap map(fusion, out, /*through_reshapes=*/true);
+  ASSERT_EQ(map.problem(), "");
+  EXPECT_EQ(map.mergeableRuns({0, 1}), (std::vector<std::vector<int64_t>>{{0}, {1}}));
+  scheduleAndCheck(fusion, {randn({1, 1, 2, 4})}, "pw_view_merges_expanded");
+}
+
 TEST(PointwiseScheduler, UserParametersOverrideHeuristics) {
   Fusion fusion;
   FusionGuard guard(&fusion);
