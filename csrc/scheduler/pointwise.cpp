@@ -108,7 +108,7 @@ std::string pointwiseRejectReason(const Fusion& fusion, const RuntimeInfo* runti
     }
   }
   TensorView* ref = pointwiseReference(fusion);
-  DimensionMap map(fusion, ref, /*through_reshapes=*/true);
+  DimensionMap map(fusion, ref, DimensionMap::Reshapes::Upstream);
   if (!map.problem().empty()) return map.problem();
   auto runs = map.mergeableRuns(iteratingDims(ref));
   const bool split_grid_y =
@@ -120,7 +120,7 @@ PointwiseParams pointwiseHeuristics(const Fusion& fusion, const RuntimeInfo& run
   std::string reason = pointwiseRejectReason(fusion, &runtime);
   SMELT_CHECK(reason.empty(), "pointwise scheduler cannot take this fusion: ", reason);
   TensorView* ref = pointwiseReference(fusion);
-  DimensionMap map(fusion, ref, /*through_reshapes=*/true);
+  DimensionMap map(fusion, ref, DimensionMap::Reshapes::Upstream);
   return computeParams(fusion, ref, map, map.mergeableRuns(iteratingDims(ref)), runtime);
 }
 
@@ -133,7 +133,7 @@ void schedulePointwise(Fusion& fusion, const PointwiseParams& params) {
               params.toString());
   TensorView* ref = pointwiseReference(fusion);
   {
-    DimensionMap map(fusion, ref, /*through_reshapes=*/true);
+    DimensionMap map(fusion, ref, DimensionMap::Reshapes::Upstream);
     reason = serialLoopReason(fusion, map, map.mergeableRuns(iteratingDims(ref)), params.split_grid_y);
     SMELT_CHECK(reason.empty(), "pointwise scheduler cannot take this fusion with ",
                 params.toString(), ": ", reason);
@@ -142,7 +142,7 @@ void schedulePointwise(Fusion& fusion, const PointwiseParams& params) {
   std::vector<TensorView*> vectorized = cacheInputsAndOutputs(
       fusion, params.vectorized_inputs, params.vectorized_outputs, {}, "pointwise");
 
-  DimensionMap map(fusion, ref, /*through_reshapes=*/true);
+  DimensionMap map(fusion, ref, DimensionMap::Reshapes::Upstream);
   auto runs = map.mergeableRuns(iteratingDims(ref));
   if (!runs.empty()) {
     std::vector<int64_t> positions = mergeGroups(ref, map, runs);

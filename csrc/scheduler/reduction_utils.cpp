@@ -37,7 +37,8 @@ std::string analyzeReductions(const Fusion& fusion, ReductionLayout* layout) {
   }
   if (result.reductions.empty()) return "it has no reduction";
   result.reference = result.reductions.front();
-  result.map = std::make_shared<DimensionMap>(fusion, result.reference);
+  result.map = std::make_shared<DimensionMap>(fusion, result.reference,
+                                              DimensionMap::Reshapes::MergedDownstream);
   const DimensionMap& map = *result.map;
   if (!map.problem().empty()) return map.problem();
   // The map refuses an input axis that is no dimension of the reference
@@ -82,6 +83,8 @@ std::string analyzeReductions(const Fusion& fusion, ReductionLayout* layout) {
     }
   }
   result.iteration_runs = map.mergeableRuns(iteration_dims);
+  std::string merges = map.mergedGroupsFitRuns(result.iteration_runs);
+  if (!merges.empty()) return merges;
   result.reduction_runs = map.mergeableRuns(result.reduced_dims);
   int64_t innermost = -1;
   for (int64_t d = 0; d < static_cast<int64_t>(logical.size()); ++d) {

@@ -130,8 +130,7 @@ std::vector<std::pair<const TensorView*, std::string>> partiallyMergedByReshapes
   return result;
 }
 
-DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
-                           bool through_reshapes)
+DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference, Reshapes reshapes)
     : ndims_(static_cast<int64_t>(reference->logicalDomain().size())) {
   std::vector<TensorView*> cacheable = cacheableInputs(fusion);
   for (TensorView* tv : fusion.allTensors()) {
@@ -149,7 +148,8 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
   labels_ = labelAxes(fusion, reference, conflict);
   std::vector<Expr*> exprs = fusion.exprs();
   std::unordered_set<const TensorView*> feeds_reshape;
-  if (through_reshapes) {
+  if (reshapes == Reshapes::MergedDownstream) labelMergedDownstream(fusion, exprs);
+  if (reshapes == Reshapes::Upstream) {
     for (auto it = exprs.rbegin(); it != exprs.rend(); ++it) {
       const Expr* expr = *it;
       if (expr->type() == ExprType::Reshape || feeds_reshape.count(expr->output())) {
@@ -169,6 +169,7 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
     for (const IterDomain* id : tv->logicalDomain()) {
       auto it = labels_.find(id);
       if (it == labels_.end()) {
+        if (merged_dims_.count(id)) continue;
         bool plain_broadcast = id->isBroadcast() && !id->hasExpandedExtent();
         // A cached input becomes a computed tensor scheduled like the others.
         if (!plain_broadcast && !feeds_reshape.count(tv) && problem_.empty()) {
@@ -192,7 +193,7 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference,
       if (std::find(tensors_.begin(), tensors_.end(), in) == tensors_.end()) continue;
       for (const IterDomain* id : in->logicalNoReductions()) {
         const std::optional<int64_t> dim = dimOf(id);
-        if (dim && !id->isBroadcast() && axisOf(expr->output(), *dim) == nullptr && problem_.empty()) {
+        if (dim && !id->isBroadcast() && !covers(expr->output(), *dim) && problem_.empty()) {
           problem_ = errorMessage(expr->output()->name(), " = ", expr->toString(), " drops dimension ",
                                   *dim, " of ", reference->name(), " that ", in->name(), " iterates");
         }
@@ -247,6 +248,93 @@ void DimensionMap::labelThroughReshapes(const Fusion& fusion, const std::vector<
   }
 }
 
+void DimensionMap::labelMergedDownstream(const Fusion& fusion, const std::vector<Expr*>& exprs) {
+  for (const Expr* reshape : exprs) {
+    if (reshape->type() != ExprType::Reshape) continue;
+    const TensorView* out = reshape->output();
+    // The reference dimensions under each axis of the view, built up along
+    // its merges; a root axis without a label (a broadcast) or a split
+    // leaves the reshape to the other rules.
+    std::unordered_map<const IterDomain*, std::vector<int64_t>> under;
+    bool labelled = true;
+    for (const IterDomain* id : out->rootDomain()) {
+      const std::optional<int64_t> dim = dimOf(id);
+      labelled = labelled && dim.has_value();
+      if (dim) under[id] = {*dim};
+    }
+    const std::vector<const IdTransform*> transforms = viewTransforms(out);
+    const bool merges_only = std::all_of(transforms.begin(), transforms.end(), [](const IdTransform* t) {
+      return t->kind == IdTransform::Kind::Merge;
+    });
+    if (!labelled || !merges_only) continue;
+    for (const IdTransform* t : transforms) {
+      const std::vector<int64_t>& outer = under[t->inputs[0]];
+      const std::vector<int64_t>& inner = under[t->inputs[1]];
+      // The reference's schedule merges a run left to right, one dimension
+      // at a time: merge(merge(d0, d1), d2).
+      if (inner.size() != 1 || outer.back() + 1 != inner.front()) {
+        if (problem_.empty()) {
+          problem_ = errorMessage(out->name(), " = reshape(", reshape->input(0)->asTensor()->name(), ") merges ",
+                                  toString(outer), " with ", toString(inner),
+                                  " of the reference's dimensions, not in order one at a time");
+        }
+        return;
+      }
+      std::vector<int64_t> merged = outer;
+      merged.push_back(inner.front());
+      under[t->outputs[0]] = merged;
+    }
+    for (const IterDomain* id : out->logicalDomain()) {
+      if (!dimOf(id) && under[id].size() >= 2) merged_dims_[id] = under[id];
+    }
+  }
+  // Axes that meet a merged axis (an operand added after the reshape, the
+  // output's cache) stand for the same dimensions.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Expr* expr : exprs) {
+      for (const TensorView* in : expr->tensorInputs()) {
+        for (const auto& [p, c] : pairwiseLogicalMap(in, expr->output())) {
+          const bool has_p = merged_dims_.count(p) > 0;
+          const bool has_c = merged_dims_.count(c) > 0;
+          if (has_p == has_c) continue;
+          if (has_p) merged_dims_[c] = merged_dims_[p];
+          if (has_c) merged_dims_[p] = merged_dims_[c];
+          changed = true;
+        }
+      }
+    }
+  }
+}
+
+std::vector<int64_t> DimensionMap::mergedDims(const IterDomain* id) const {
+  auto it = merged_dims_.find(id);
+  return it == merged_dims_.end() ? std::vector<int64_t>{} : it->second;
+}
+
+bool DimensionMap::covers(const TensorView* tv, int64_t dim) const {
+  if (axisOf(tv, dim) != nullptr) return true;
+  for (const IterDomain* id : tv->logicalDomain()) {
+    const std::vector<int64_t> dims = mergedDims(id);
+    if (std::find(dims.begin(), dims.end(), dim) != dims.end()) return true;
+  }
+  return false;
+}
+
+std::string DimensionMap::mergedGroupsFitRuns(const std::vector<std::vector<int64_t>>& runs) const {
+  for (const auto& [id, group] : merged_dims_) {
+    const bool fits = std::any_of(runs.begin(), runs.end(), [&](const std::vector<int64_t>& run) {
+      return run.size() >= group.size() && std::equal(group.begin(), group.end(), run.begin());
+    });
+    if (!fits) {
+      return errorMessage("axis ", id->toString(), " of ", id->owner()->name(),
+                          " merges dimensions ", toString(group),
+                          ", which do not start one of the runs of dimensions the schedule merges");
+    }
+  }
+  return "";
+}
+
 DimensionMap::Role DimensionMap::mergedRole(const std::vector<Role>& roles) {
   // An expanded piece stands for values that exist only once materialized by
   // the reshape; any iterating piece makes the merge iterate.
@@ -264,6 +352,10 @@ DimensionMap::Role DimensionMap::roleOf(const IterDomain* id) {
 DimensionMap::Role DimensionMap::runRole(const TensorView* tv, int64_t dim) const {
   const Role r = role(tv, dim);
   if (r != Role::Absent) return r;
+  for (const IterDomain* id : tv->logicalDomain()) {
+    const std::vector<int64_t> dims = mergedDims(id);
+    if (std::find(dims.begin(), dims.end(), dim) != dims.end()) return roleOf(id);
+  }
   auto it = upstream_roles_.find({tv, dim});
   return it == upstream_roles_.end() ? Role::Absent : it->second;
 }

@@ -25,14 +25,23 @@ class DimensionMap {
   // How a tensor sees one reference dimension.
   enum class Role { Absent, Broadcast, Expanded, Iteration, Reduction };
 
-  // With `through_reshapes`, the axes of a tensor that feeds a reshape (a
-  // permute before a flatten) that the reshape regroups stay unlabeled
-  // instead of breaking the map: a schedule propagated from the reference
-  // reaches them by replaying the reshape's merges and splits
-  // (propagateSchedule), which is a problem for a computed tensor that
-  // iterates only part of a merge (partiallyMergedByReshapes). Only the
-  // pointwise scheduler, which does nothing else to such tensors, asks for it.
-  DimensionMap(const Fusion& fusion, const TensorView* reference, bool through_reshapes = false);
+  // How the map treats the reshapes of the fusion.
+  //  - Refused: an axis a reshape regroups breaks the map.
+  //  - Upstream (the pointwise scheduler, whose reference is an output): the
+  //    axes of a tensor that feeds a reshape (a permute before a flatten)
+  //    that the reshape regroups stay unlabeled: a schedule propagated from
+  //    the reference reaches them by replaying the reshape's merges and
+  //    splits (propagateSchedule), which is a problem for a computed tensor
+  //    that iterates only part of a merge (partiallyMergedByReshapes).
+  //  - MergedDownstream (the reduction schedulers, whose reference is a
+  //    reduction): a reshape computed from the reference's dimensions that
+  //    only merges them (layer_norm(x).view(B * T, C)) gives axes standing
+  //    for several dimensions (mergedDims); the schedule reaches them when
+  //    the reference merges the same dimensions first, in the same order
+  //    (mergedGroupsFitRuns).
+  enum class Reshapes { Refused, Upstream, MergedDownstream };
+  DimensionMap(const Fusion& fusion, const TensorView* reference,
+               Reshapes reshapes = Reshapes::Refused);
 
   // Empty when the map is complete and consistent: no axis carries two labels
   // and every non-broadcast axis of a computed tensor carries one. Otherwise
@@ -43,6 +52,13 @@ class DimensionMap {
   // The logical axis of `tv` labelled `dim`, nullptr if none.
   IterDomain* axisOf(const TensorView* tv, int64_t dim) const;
   Role role(const TensorView* tv, int64_t dim) const;
+  // The reference dimensions (ascending) a merged axis downstream of a
+  // reshape stands for (MergedDownstream maps), empty for any other axis.
+  std::vector<int64_t> mergedDims(const IterDomain* id) const;
+  // "" when every merge of reference dimensions downstream of a reshape is
+  // the start of one of `runs` (so merging each run left to right makes the
+  // reshape's merges first), else why not.
+  std::string mergedGroupsFitRuns(const std::vector<std::vector<int64_t>>& runs) const;
   // Splits `dims` (in order) into runs of consecutive dimensions that every
   // computed or cached tensor (inputs read directly are indexed from their
   // consumers) sees with the same role, so merging a run is the same loop on
@@ -60,12 +76,16 @@ class DimensionMap {
   // only; an expanded axis merged with others makes the merge Expanded).
   Role runRole(const TensorView* tv, int64_t dim) const;
   void labelThroughReshapes(const Fusion& fusion, const std::vector<Expr*>& exprs);
+  void labelMergedDownstream(const Fusion& fusion, const std::vector<Expr*>& exprs);
+  // Whether `tv` has an axis for `dim`, labelled or merged.
+  bool covers(const TensorView* tv, int64_t dim) const;
   static Role mergedRole(const std::vector<Role>& roles);
 
   int64_t ndims_ = 0;
   std::vector<TensorView*> tensors_;
   std::unordered_map<const IterDomain*, int64_t> labels_;
   std::map<std::pair<const TensorView*, int64_t>, Role> upstream_roles_;
+  std::unordered_map<const IterDomain*, std::vector<int64_t>> merged_dims_;
   std::string problem_;
 };
 

@@ -90,10 +90,16 @@ def test_attention_softmax_with_a_mask_broadcast_over_heads(symbolic, view, size
     scores, mask = randn(b, h, t, t), randn(b, 1, t, t)
     want = torch.softmax(scores * 0.25 + mask, -1)
     assert_same(fd.execute([scores, mask]), [want.view(b * h, t, t) if view else want])
-    # One block per (T-row block, head, batch): B on gridDim.z, not a loop.
-    persistent = [line for line in fd.last_run_report().splitlines() if "persistent" in line]
-    assert len(persistent) == 1 and re.search(rf"grid\(\d+, {h}, {b}\)", persistent[0]), \
-        fd.last_run_report()
+    kernels = fd.last_run_report().splitlines()
+    persistent = [line for line in kernels if "persistent" in line]
+    if view:
+        # The view merges B and H as the schedule merges the rows (the mask is
+        # an input, read where it is needed): softmax and view are one kernel.
+        assert len(kernels) == 1 and len(persistent) == 1, fd.last_run_report()
+    else:
+        # One block per (T-row block, head, batch): B on gridDim.z, not a loop.
+        assert len(persistent) == 1 and re.search(rf"grid\(\d+, {h}, {b}\)", persistent[0]), \
+            fd.last_run_report()
 
 
 # ---- a reshape merging a broadcast dimension with an iterated one ----

@@ -193,6 +193,51 @@ TEST(PersistentScheduler, RejectsPlainReductions) {
                      "plain reduction");
 }
 
+// RMS norm of x [s0, s1, R] followed by a view merging the leading dimensions
+// (every nn.Linear after a norm reads x.view(B * T, C)): the view's merge is
+// the one the schedule makes of the rows, so norm and view are one kernel.
+// Views that merge the reduced dimension, or rows in another order than the
+// schedule merges them, are declined.
+TensorView* rmsNormOf3d(Fusion& fusion, const std::vector<int64_t>& shape) {
+  TensorView* x = makeConcreteTensor(shape);
+  TensorView* w = makeConcreteTensor({shape.back()});
+  fusion.addInput(x);
+  fusion.addInput(w);
+  const int64_t last = static_cast<int64_t>(shape.size()) - 1;
+  std::vector<bool> keep(shape.size(), false);
+  keep.back() = true;
+  TensorView* ms = div(sum(mul(x, x), {last}), static_cast<double>(shape.back()));
+  std::vector<bool> row(shape.size(), true);
+  row.back() = false;
+  return mul(mul(x, broadcast(rsqrt(add(ms, 1e-6)), keep)), broadcast(w, row));
+}
+
+TEST(PersistentScheduler, NormFollowedByAViewMergingItsRowsIsOneKernel) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* y = rmsNormOf3d(fusion, {2, 8, 32});
+  fusion.addOutput(reshape(y, {IntExpr(16), IntExpr(32)}));
+  EXPECT_EQ(persistentRejectReason(fusion), "");
+  scheduleAndCheck(fusion, {randn({2, 8, 32}), randn({32})}, "norm_then_row_view");
+}
+
+TEST(PersistentScheduler, DeclinesViewsTheRowScheduleCannotFollow) {
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    fusion.addOutput(reshape(rmsNormOf3d(fusion, {2, 8, 32}), {IntExpr(512)}));
+    EXPECT_NE(persistentRejectReason(fusion), "");
+  }
+  {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* y = rmsNormOf3d(fusion, {4, 2, 8, 32});
+    fusion.addOutput(reshape(y, {IntExpr(4), IntExpr(16), IntExpr(32)}));
+    EXPECT_NE(persistentRejectReason(fusion).find("do not start one of the runs"), std::string::npos)
+        << persistentRejectReason(fusion);
+  }
+}
+
 // The numerator and denominator of an attention softmax over x [B, H, T, R]
 // with a mask [B, T, R] broadcast over the heads, as outputs (how the
 // segmenter cuts softmax(...).view(B * H, T, T)): the iteration

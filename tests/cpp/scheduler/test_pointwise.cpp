@@ -233,7 +233,7 @@ TEST(PointwiseScheduler, ViewSplittingABroadcastDimensionKeepsItsPiecesApart) {
   TensorView* viewed = reshape(tanh(sub(x, mean)), {IntExpr(2), IntExpr(3), IntExpr(3), IntExpr(2)});
   TensorView* out = permute(viewed, {2, 3, 0, 1});
   fusion.addOutput(out);
-  scheduler_utils::DimensionMap map(fusion, out, /*through_reshapes=*/true);
+  scheduler_utils::DimensionMap map(fusion, out, scheduler_utils::DimensionMap::Reshapes::Upstream);
   ASSERT_EQ(map.problem(), "");
   // Dimensions 0, 1 come from J (iterated by `mean`), 2, 3 from I (broadcast).
   EXPECT_EQ(map.mergeableRuns({0, 1, 2, 3}), (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}}));
@@ -253,7 +253,7 @@ TEST(PointwiseScheduler, ViewMergingExpandedDimensionsKeepsThemApart) {
   TensorView* expanded = expand(add(x, 0.5), {IntExpr(2), IntExpr(3), IntExpr(2), IntExpr(4)});
   TensorView* out = reshape(expanded, {IntExpr(6), IntExpr(8)});
   fusion.addOutput(out);
-  scheduler_utils::DimensionMap map(fusion, out, /*through_reshapes=*/true);
+  scheduler_utils::DimensionMap map(fusion, out, scheduler_utils::DimensionMap::Reshapes::Upstream);
   ASSERT_EQ(map.problem(), "");
   EXPECT_EQ(map.mergeableRuns({0, 1}), (std::vector<std::vector<int64_t>>{{0}, {1}}));
   scheduleAndCheck(fusion, {randn({1, 1, 2, 4})}, "pw_view_merges_expanded");
