@@ -121,11 +121,12 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
 
 
 def _schedulers(last_run: str) -> List[str]:
-    """The scheduler of each segment, in kernel order, from fd.last_run_report()."""
+    """The scheduler of each kernel, in order, from fd.last_run_report() (a
+    segment whose outputs were views of its inputs ran no kernel)."""
     names = []
     for line in (last_run or "").splitlines():
         words = line.split()
-        if len(words) > 1 and words[0].isdigit():
+        if len(words) > 1 and words[0].isdigit() and words[1] != "view:":
             names.append(words[1])
     return names
 

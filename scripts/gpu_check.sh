@@ -8,6 +8,10 @@
 #   4. compute-sanitizer      racecheck and memcheck over the demo
 #   5. bench_models --gpu-only  eager / Inductor / smelt per zoo model, CUDA events
 #   6. compute-sanitizer      synccheck over the demo
+#   7. torch_fuzz (only when SMELT_GPU_CHECKS names fuzz) the torch-level
+#      differential fuzzer on CPU tensors, one process per core, for
+#      SMELT_FUZZ_SECONDS (default 240) over seeds from SMELT_FUZZ_START
+#      (default 2000000): the lent machine's cores run the fuzz count up
 # Each step has its own time limit and the run goes on after a failing step;
 # everything is logged to $OUT/gpu_check.log (OUT defaults to <build>/out), the
 # benchmark's JSON beside it. Exit status: the number of failed steps.
@@ -15,8 +19,8 @@
 # Env: SMELT_BUILD_DIR (default build-gpu), SMELT_JOBS (default: all cores),
 #      GTEST_SOURCE  a googletest source tree (e.g. a copy of /usr/src/googletest)
 #                    to build first where GoogleTest is not installed,
-#      SMELT_GPU_CHECKS  which of ctest pytest demo sanitizers bench to run
-#                    (default: all of them),
+#      SMELT_GPU_CHECKS  which of ctest pytest demo sanitizers bench fuzz to run
+#                    (default: all but fuzz),
 #      SMELT_CXX (default /usr/bin/g++ where it exists), PYTHON (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -92,6 +96,10 @@ if step build 420 bash -c "set -o pipefail; SMELT_BUILD_TYPE=Release SMELT_JOBS=
   want bench && step bench_models 200 "$PYTHON" benchmarks/bench_models.py --gpu-only \
     --json "$OUT/bench_models_gpu.json"
   want sanitizers && sanitize synccheck
+  fuzz_seconds=${SMELT_FUZZ_SECONDS:-240}
+  want fuzz && step torch_fuzz $((fuzz_seconds + 90)) "$PYTHON" scripts/torch_fuzz.py \
+    --start "${SMELT_FUZZ_START:-2000000}" --count 100000 --jobs "$JOBS" \
+    --seconds "$fuzz_seconds" --out "$OUT/torch_fuzz"
 fi
 echo "===== gpu_check: $failed failed steps in $(($(date +%s) - t0)) s"
 exit "$failed"

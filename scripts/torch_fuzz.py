@@ -5,13 +5,15 @@ torch.compile(backend="smelt") and in eager, and must agree on values, sizes
 and strides, with no run-time fallback of a fused partition.
 
     scripts/torch_fuzz.py --start 0 --count 500 [--dynamic-share 0.15]
-                          [--stop-on-failure] [--out DIR]
+                          [--stop-on-failure] [--out DIR] [--jobs N] [--seconds S]
 
 Prints a summary (counts by class, programs/s, failures grouped by root-cause
 signature) and writes each failing program's reproducer and error into DIR
 (default build/torch_fuzz): seed_N.py (paste-and-run source), seed_N.txt (the
 error, the mismatch or the partition report), summary.json. Exit status 1
-when a program failed. Like the tests, it imports smelt from
+when a program failed. --jobs N splits the seed range into N processes (one
+per core; their reproducers in DIR/job_K) and sums their summaries;
+--seconds S stops each process after S seconds, at the end of a program. Like the tests, it imports smelt from
 $SMELT_BUILD_DIR/python (default build/python) unless SMELT_TEST_INSTALLED=1.
 """
 from __future__ import annotations
@@ -79,7 +81,14 @@ def main(argv=None) -> int:
                         help="also write a minimized reproducer (seed_N.min.py): for the first "
                              "failure of each signature, or for every failure (all: failures "
                              "are then grouped by signature and minimized program skeleton)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="processes, each running a contiguous part of the seed range")
+    parser.add_argument("--seconds", type=float, help="stop after this long (each process)")
     args = parser.parse_args(argv)
+    if args.jobs > 1:
+        if args.seeds:
+            parser.error("--jobs takes a --start/--count range, not --seeds")
+        return _run_jobs(args, argv if argv is not None else sys.argv[1:])
 
     warnings.filterwarnings("ignore")
     import torch
@@ -105,6 +114,8 @@ def main(argv=None) -> int:
                      "counts": dict(counts)}))
             if args.stop_on_failure and groups:
                 break
+            if args.seconds is not None and time.perf_counter() - start > args.seconds:
+                break
     except KeyboardInterrupt:
         print(f"\ninterrupted after {ran} programs", flush=True)
     elapsed = time.perf_counter() - start
@@ -129,6 +140,59 @@ def main(argv=None) -> int:
                "minimized": skeletons}
     (args.out / f"summary_{args.start}_{ran}.json").write_text(json.dumps(summary, indent=1))
     return 1 if groups else 0
+
+
+def _run_jobs(args, argv) -> int:
+    """Runs the range in args.jobs processes and prints their summed summary."""
+    import subprocess
+    args.out.mkdir(parents=True, exist_ok=True)
+    passed = []  # the arguments every process shares
+    skip = {"--start", "--count", "--out", "--jobs"}
+    it = iter(argv)
+    for a in it:
+        name = a.split("=", 1)[0]
+        if name in skip:
+            if "=" not in a:
+                next(it, None)
+            continue
+        passed.append(a)
+    size = -(-args.count // args.jobs)
+    procs = []
+    for k in range(args.jobs):
+        first = args.start + k * size
+        count = min(size, args.start + args.count - first)
+        if count <= 0:
+            break
+        out = args.out / f"job_{k}"
+        procs.append((out, first, subprocess.Popen(
+            [sys.executable, __file__, "--start", str(first), "--count", str(count),
+             "--out", str(out), "--quiet", *passed],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+    counts: collections.Counter = collections.Counter()
+    groups: dict = {}
+    ran = seconds = 0
+    for out, first, proc in procs:
+        proc.wait()
+        summaries = sorted(out.glob(f"summary_{first}_*.json"))
+        if not summaries:
+            print(f"job for seeds from {first} wrote no summary (exit status {proc.returncode})")
+            counts["job crashed"] += 1
+            continue
+        summary = json.loads(summaries[-1].read_text())
+        ran += summary["count"]
+        seconds = max(seconds, summary["seconds"])
+        counts.update(summary["counts"])
+        for sig, seeds in summary["groups"].items():
+            groups.setdefault(sig, []).extend(seeds)
+    print(f"{ran} programs (seeds from {args.start}, {len(procs)} processes) in {seconds:.1f} s: "
+          f"{ran / max(seconds, 1e-9):.2f} programs/s")
+    print("by class: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
+    for sig, seeds in groups.items():
+        print(f"  {len(seeds):4d}  {sig}\n        seeds: {', '.join(map(str, seeds[:8]))}")
+    (args.out / f"summary_jobs_{args.start}_{ran}.json").write_text(json.dumps(
+        {"start": args.start, "count": ran, "seconds": seconds, "processes": len(procs),
+         "counts": dict(counts), "groups": groups}, indent=1))
+    return 1 if groups or counts["job crashed"] else 0
 
 
 if __name__ == "__main__":

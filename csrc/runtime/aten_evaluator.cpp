@@ -1,5 +1,6 @@
 #include "runtime/aten_evaluator.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,8 +24,10 @@ std::vector<int64_t> concreteShape(const std::vector<IterDomain*>& axes, const S
   return shape;
 }
 
+// With `as_views`, copies alias their input and reshapes are views (a
+// c10::Error where the strides do not allow one).
 at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::Tensor>& values,
-                    const Sizes& sizes, c10::Device device) {
+                    const Sizes& sizes, c10::Device device, bool as_views = false) {
   auto in = [&](size_t i) -> at::Tensor {
     const Val* v = expr->input(i);
     auto it = values.find(v);
@@ -41,7 +44,7 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
       return at::full(concreteShape(out->logicalNoReductions(), sizes), in(0).item(),
                       at::TensorOptions().dtype(out_type).device(device));
     case ExprType::Set:
-      return in(0).clone();
+      return as_views ? in(0) : in(0).clone();
     case ExprType::Unary: {
       at::Tensor x = in(0);
       switch (static_cast<const UnaryOp*>(expr)->op()) {
@@ -127,8 +130,10 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
     case ExprType::Permute:
       return in(0).permute(static_cast<const PermuteOp*>(expr)->dims());
     case ExprType::Squeeze:
-    case ExprType::Reshape:
-      return in(0).reshape(concreteShape(out->logicalNoReductions(), sizes));
+    case ExprType::Reshape: {
+      const std::vector<int64_t> shape = concreteShape(out->logicalNoReductions(), sizes);
+      return as_views ? in(0).view(shape) : in(0).reshape(shape);
+    }
     case ExprType::Pad: {
       const auto* pad = static_cast<const PadOp*>(expr);
       std::vector<int64_t> widths;  // torch order: last dimension first
@@ -144,22 +149,49 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
   return {};
 }
 
+Sizes sizesOf(const Fusion& fusion, const std::vector<at::Tensor>& inputs) {
+  Sizes sizes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorView* tv = fusion.inputs()[i]->asTensor();
+    if (tv == nullptr) continue;
+    for (int64_t d = 0; d < inputs[i].dim(); ++d) {
+      sizes["T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]"] = inputs[i].size(d);
+    }
+  }
+  return sizes;
+}
+
+std::unordered_map<const Val*, at::Tensor> inputValues(const Fusion& fusion,
+                                                       const std::vector<at::Tensor>& inputs) {
+  std::unordered_map<const Val*, at::Tensor> values;
+  for (size_t i = 0; i < inputs.size(); ++i) values[fusion.inputs()[i]] = inputs[i];
+  return values;
+}
+
+bool movesData(ExprType type) {
+  switch (type) {
+    case ExprType::Set:
+    case ExprType::Broadcast:
+    case ExprType::Expand:
+    case ExprType::Permute:
+    case ExprType::Squeeze:
+    case ExprType::Reshape:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 std::vector<at::Tensor> evaluateWithATen(const Fusion& fusion, const std::vector<at::Tensor>& inputs) {
   SMELT_CHECK(inputs.size() == fusion.inputs().size(), "ATen reference: fusion has ",
               fusion.inputs().size(), " inputs but ", inputs.size(), " were given");
-  std::unordered_map<const Val*, at::Tensor> values;
-  for (size_t i = 0; i < inputs.size(); ++i) values[fusion.inputs()[i]] = inputs[i];
-  Sizes sizes;
+  std::unordered_map<const Val*, at::Tensor> values = inputValues(fusion, inputs);
+  const Sizes sizes = sizesOf(fusion, inputs);
   std::optional<c10::Device> tensor_device;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorView* tv = fusion.inputs()[i]->asTensor();
-    if (tv == nullptr) continue;
-    if (!tensor_device) tensor_device = inputs[i].device();
-    for (int64_t d = 0; d < inputs[i].dim(); ++d) {
-      sizes["T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]"] = inputs[i].size(d);
-    }
+    if (fusion.inputs()[i]->asTensor() != nullptr && !tensor_device) tensor_device = inputs[i].device();
   }
   const c10::Device device = tensor_device.value_or(c10::Device(c10::kCPU));
   for (const Expr* expr : fusion.exprs()) {
@@ -171,6 +203,33 @@ std::vector<at::Tensor> evaluateWithATen(const Fusion& fusion, const std::vector
   }
   std::vector<at::Tensor> outputs;
   for (const Val* out : fusion.outputs()) outputs.push_back(values.at(out).contiguous());
+  return outputs;
+}
+
+bool movesDataOnly(const Fusion& fusion) {
+  const std::vector<Expr*> exprs = fusion.exprs();
+  return !exprs.empty() &&
+         std::all_of(exprs.begin(), exprs.end(), [](const Expr* e) { return movesData(e->type()); });
+}
+
+std::optional<std::vector<at::Tensor>> outputsAsViews(const Fusion& fusion,
+                                                      const std::vector<at::Tensor>& inputs) {
+  if (!movesDataOnly(fusion) || inputs.size() != fusion.inputs().size()) return std::nullopt;
+  std::unordered_map<const Val*, at::Tensor> values = inputValues(fusion, inputs);
+  const Sizes sizes = sizesOf(fusion, inputs);
+  for (const Expr* expr : fusion.exprs()) {
+    try {
+      values[expr->output()] = evaluate(expr, values, sizes, c10::Device(c10::kCPU), /*as_views=*/true);
+    } catch (const c10::Error&) {
+      return std::nullopt;  // a reshape the strides do not allow as a view
+    }
+  }
+  std::vector<at::Tensor> outputs;
+  for (const Val* out : fusion.outputs()) {
+    const at::Tensor& t = values.at(out);
+    if (!t.is_contiguous()) return std::nullopt;  // not laid out as the executor allocates
+    outputs.push_back(t);
+  }
   return outputs;
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/fusion_executor_cache.h"
 
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -106,6 +107,10 @@ std::string FusionRun::toString() const {
   if (empty_input) os << "no kernel: an input has an empty dimension (outputs evaluated with ATen)\n";
   for (size_t i = 0; i < segments.size(); ++i) {
     const SegmentRun& s = segments[i];
+    if (s.view) {
+      os << i << " view: no kernel, the outputs are views of the inputs\n";
+      continue;
+    }
     os << i << " " << smelt::toString(s.scheduler) << " " << s.params << " "
        << (s.compiled ? "compiled" : "reused") << " " << s.launch.toString() << "\n";
   }
@@ -187,6 +192,13 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
   entry.segmented = segmentFusion(*entry.fusion, runtime, override_);
   entry.kernels.resize(entry.segmented.segments.size());
   entry.choices.resize(entry.segmented.segments.size());
+  const auto& outputs = entry.fusion->outputs();
+  for (const Segment& segment : entry.segmented.segments) {
+    const bool writes_output = std::any_of(segment.outputs.begin(), segment.outputs.end(), [&](const Val* v) {
+      return std::find(outputs.begin(), outputs.end(), v) != outputs.end();
+    });
+    entry.may_view.push_back(!writes_output && movesDataOnly(*segment.fusion));
+  }
   last_run_.new_signature = true;
   return signatures_.emplace(signature, std::move(entry)).first->second;
 }
@@ -215,9 +227,18 @@ std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
     }
     const int64_t chunks = whole ? gridSplitChunksOf(segment, *whole) : 1;
     const std::vector<at::Tensor> segment_inputs = segmentInputTensors(segment, values, chunks);
-    std::vector<InputInfo> infos = inputInfosOf(*segment.fusion, segment_inputs);
     SegmentRun run;
     run.scheduler = segment.scheduler;
+    if (entry.may_view[s]) {
+      if (std::optional<std::vector<at::Tensor>> views = outputsAsViews(*segment.fusion, segment_inputs)) {
+        for (size_t j = 0; j < segment.outputs.size(); ++j) values[segment.outputs[j]] = (*views)[j];
+        run.view = true;
+        last_run_.segments.push_back(std::move(run));
+        last_executors_.push_back(nullptr);
+        continue;
+      }
+    }
+    std::vector<InputInfo> infos = inputInfosOf(*segment.fusion, segment_inputs);
     SegmentChoice& choice = entry.choices[s][exactInputsKey(infos)];
     if (choice.compiled == nullptr) {
       const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
@@ -272,6 +293,8 @@ int64_t FusionExecutorCache::numCompiledKernels() const {
 const FusionExecutor& FusionExecutorCache::lastExecutor(size_t segment) const {
   SMELT_CHECK(segment < last_executors_.size(), "the latest run has ", last_executors_.size(),
               " segments; there is no segment ", segment);
+  SMELT_CHECK(last_executors_[segment] != nullptr, "segment ", segment,
+              " of the latest run ran no kernel (its outputs were views of its inputs)");
   return *last_executors_[segment];
 }
 

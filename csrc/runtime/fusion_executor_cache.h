@@ -67,6 +67,9 @@ struct SegmentRun {
   // segment's exact inputs (sizes, strides, alignment, scalar values) were
   // seen before and their choice was reused.
   bool heuristics = false;
+  // No kernel ran: the segment only moves data and its outputs were views of
+  // its inputs (outputsAsViews); then params, compiled and launch are unset.
+  bool view = false;
   LaunchParams launch;
 };
 
@@ -128,6 +131,10 @@ class FusionExecutorCache {
     // A repeated shape (every call of a static-shape graph) skips the
     // scheduler's checks and heuristics, which cost far more than a launch.
     std::vector<std::map<std::vector<int64_t>, SegmentChoice>> choices;
+    // Per segment: it only moves data and writes no output of the fusion
+    // (which must not alias an input), so views of its inputs may stand for
+    // its outputs.
+    std::vector<bool> may_view;
   };
 
   // `device`: where the inputs are (their target architecture steers the

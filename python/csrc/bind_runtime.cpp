@@ -117,7 +117,7 @@ void bindRuntime(py::module_& m) {
       .def("last_kernels", [](const std::shared_ptr<FusionExecutorCache>& c) {
         std::vector<KernelView> views;
         for (size_t s = 0; s < c->lastRun().segments.size(); ++s) {
-          views.push_back(KernelView{c, &c->lastExecutor(s)});
+          if (!c->lastRun().segments[s].view) views.push_back(KernelView{c, &c->lastExecutor(s)});
         }
         return views;
       })

@@ -208,3 +208,29 @@ def test_torch_compile_runs_the_pattern_in_smelt(model, inputs):
     assert report.partitions, str(report)
     assert all(p.smelt_runs == 1 and p.fallback_runs == 0 for p in report.partitions), str(report)
     torch._dynamo.reset()
+
+
+# ---- a segment that only moves data runs no kernel where views serve ----
+# An attention block's output projection reads attn.transpose(1, 2).reshape(B
+# * T, C): the matmul scheduler takes no permute, so the permute and reshape
+# are a segment of their own. Attention writes its output as [B, T, H, D];
+# read that way the segment's output is a view of its input, and no kernel
+# runs for it. A contiguous [B, H, T, D] input needs the copy kernel.
+
+def test_permute_and_reshape_before_a_matmul_are_a_view_of_the_attention_output():
+    b, h, t, d = 2, 2, 8, 16
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor([b, h, t, d], dtype=DataType.Float)
+        w = fd.define_tensor([h * d, 24], dtype=DataType.Float)
+        rows = fd.ops.reshape(fd.ops.permute(x, [0, 2, 1, 3]), [b * t, h * d])
+        fd.add_output(fd.ops.matmul(rows, w))
+    weight = randn(h * d, 24)
+    for stored_bthd, views in [(True, 1), (False, 0)]:
+        attn = randn(b, t, h, d).transpose(1, 2) if stored_bthd else randn(b, h, t, d)
+        out = fd.execute([attn, weight])[0]
+        want = attn.transpose(1, 2).reshape(b * t, h * d) @ weight
+        torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+        report = fd.last_run_report()
+        assert report.count(" view: no kernel") == views, report
+        assert len(fd.last_kernels()) == 2 - views, report  # the matmul, and the copy

@@ -134,6 +134,51 @@ TEST(FusionExecutorCache, RepeatedShapesReuseTheSegmentChoice) {
       << cache.lastRun().segments[0].params;
 }
 
+// out = x.permute(0, 2, 1, 3).reshape(B * T, H * D) @ w, x [B, H, T, D] (an
+// attention output before the projection): the matmul scheduler takes no
+// permute, so the permute and reshape are a segment of their own that only
+// moves data. Where x is stored as [B, T, H, D] (how attention writes it),
+// that segment's output is a view of x and no kernel runs for it; where x is
+// contiguous, the reshape needs a copy and the segment's kernel makes it.
+TEST(FusionExecutorCache, SegmentThatOnlyMovesDataIsAViewWhereStridesAllow) {
+  const int64_t b = 2, h = 2, t = 8, d = 16;
+  auto owned = std::make_unique<Fusion>();
+  {
+    FusionGuard guard(owned.get());
+    TensorView* x = makeConcreteTensor({b, h, t, d});
+    TensorView* w = makeConcreteTensor({h * d, 24});
+    owned->addInput(x);
+    owned->addInput(w);
+    TensorView* rows = reshape(permute(x, {0, 2, 1, 3}), {IntExpr(b * t), IntExpr(h * d)});
+    owned->addOutput(matmul(rows, w));
+  }
+  FusionExecutorCache cache(std::move(owned));
+  const at::Tensor w = randn({h * d, 24});
+  const at::Tensor stored_bthd = randn({b, t, h, d}).permute({0, 2, 1, 3});
+  runAndCheck(cache, {stored_bthd, w});
+  ASSERT_EQ(cache.lastRun().segments.size(), 2u) << cache.lastRun().toString();
+  EXPECT_TRUE(cache.lastRun().segments[0].view) << cache.lastRun().toString();
+  EXPECT_EQ(cache.lastRun().segments[1].scheduler, SchedulerType::Matmul);
+  EXPECT_EQ(cache.numCompiledKernels(), 1);
+  EXPECT_SMELT_ERROR(cache.lastExecutor(0), "ran no kernel");
+  runAndCheck(cache, {randn({b, h, t, d}), w});
+  ASSERT_EQ(cache.lastRun().segments.size(), 2u) << cache.lastRun().toString();
+  EXPECT_FALSE(cache.lastRun().segments[0].view) << cache.lastRun().toString();
+  EXPECT_EQ(cache.lastRun().segments[0].scheduler, SchedulerType::Pointwise);
+}
+
+// A segment that only moves data but writes an output of the fusion runs its
+// kernel: a fusion output must not alias an input.
+TEST(FusionExecutorCache, FusionOutputsAreNeverViewsOfInputs) {
+  FusionExecutorCache cache(examples::fusionOf({4}, [](const std::vector<TensorView*>& in) {
+    return permute(in[0], {0, 2, 1, 3});
+  }));
+  const at::Tensor x = randn({2, 8, 2, 16}).permute({0, 2, 1, 3});
+  const std::vector<at::Tensor> out = runAndCheck(cache, {x});
+  EXPECT_FALSE(cache.lastRun().segments.at(0).view);
+  EXPECT_NE(out[0].data_ptr(), x.data_ptr());
+}
+
 TEST(FusionExecutorCache, SignatureNamesClassesContiguityAlignmentAndDevice) {
   at::Tensor x = randn({5, 1, 64});
   EXPECT_EQ(inputSignature({x, at::scalar_tensor(2.0, at::kDouble)}),
