@@ -6,6 +6,8 @@
 #include <string>
 #include <unordered_map>
 
+#include <ATen/TensorUtils.h>
+
 #include "fusion/error.h"
 #include "runtime/aten_dtype.h"
 
@@ -24,8 +26,8 @@ std::vector<int64_t> concreteShape(const std::vector<IterDomain*>& axes, const S
   return shape;
 }
 
-// With `as_views`, copies alias their input and reshapes are views (a
-// c10::Error where the strides do not allow one).
+// With `as_views`, copies alias their input and reshapes are views (an
+// undefined tensor where the strides do not allow one).
 at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::Tensor>& values,
                     const Sizes& sizes, c10::Device device, bool as_views = false) {
   auto in = [&](size_t i) -> at::Tensor {
@@ -132,7 +134,11 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
     case ExprType::Squeeze:
     case ExprType::Reshape: {
       const std::vector<int64_t> shape = concreteShape(out->logicalNoReductions(), sizes);
-      return as_views ? in(0).view(shape) : in(0).reshape(shape);
+      if (!as_views) return in(0).reshape(shape);
+      // Decided without an exception: under torch.compile, ATen calls pass
+      // through Python dispatch modes, whose errors are no c10::Error.
+      const at::Tensor x = in(0);
+      return at::detail::computeStride(x.sizes(), x.strides(), shape) ? x.view(shape) : at::Tensor();
     }
     case ExprType::Pad: {
       const auto* pad = static_cast<const PadOp*>(expr);
@@ -218,11 +224,9 @@ std::optional<std::vector<at::Tensor>> outputsAsViews(const Fusion& fusion,
   std::unordered_map<const Val*, at::Tensor> values = inputValues(fusion, inputs);
   const Sizes sizes = sizesOf(fusion, inputs);
   for (const Expr* expr : fusion.exprs()) {
-    try {
-      values[expr->output()] = evaluate(expr, values, sizes, c10::Device(c10::kCPU), /*as_views=*/true);
-    } catch (const c10::Error&) {
-      return std::nullopt;  // a reshape the strides do not allow as a view
-    }
+    at::Tensor view = evaluate(expr, values, sizes, c10::Device(c10::kCPU), /*as_views=*/true);
+    if (!view.defined()) return std::nullopt;  // a reshape the strides do not allow as a view
+    values[expr->output()] = std::move(view);
   }
   std::vector<at::Tensor> outputs;
   for (const Val* out : fusion.outputs()) {

@@ -174,6 +174,39 @@ void FusionExecutorCache::setHeuristicOverride(HeuristicOverride override_params
   }
 }
 
+namespace {
+
+// A segment that only moves data may stand as views of its inputs when no
+// user can tell: its outputs are read by later segments only (read-only), or,
+// for a fusion output, the view is the only way to the buffer it shows: each
+// input is an intermediate of this run that no other segment reads and that
+// is no fusion output (never a fusion input: an output must not alias one).
+std::vector<bool> segmentsThatMayBeViews(const Fusion& fusion, const SegmentedFusion& segmented) {
+  const auto& inputs = fusion.inputs();
+  const auto& outputs = fusion.outputs();
+  auto contains = [](const std::vector<Val*>& vals, const Val* v) {
+    return std::find(vals.begin(), vals.end(), v) != vals.end();
+  };
+  std::unordered_map<const Val*, int> readers;
+  for (const Segment& segment : segmented.segments) {
+    for (const Val* v : segment.inputs) ++readers[v];
+  }
+  std::vector<bool> may_view;
+  for (const Segment& segment : segmented.segments) {
+    const bool writes_output = std::any_of(segment.outputs.begin(), segment.outputs.end(),
+                                           [&](const Val* v) { return contains(outputs, v); });
+    const bool reads_private_intermediates =
+        std::all_of(segment.inputs.begin(), segment.inputs.end(), [&](const Val* v) {
+          return v->asTensor() == nullptr ||
+                 (!contains(inputs, v) && !contains(outputs, v) && readers.at(v) == 1);
+        });
+    may_view.push_back(movesDataOnly(*segment.fusion) && (!writes_output || reads_private_intermediates));
+  }
+  return may_view;
+}
+
+}  // namespace
+
 FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
     const std::string& signature, const std::vector<at::Tensor>& inputs, c10::Device device) {
   auto it = signatures_.find(signature);
@@ -192,13 +225,7 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
   entry.segmented = segmentFusion(*entry.fusion, runtime, override_);
   entry.kernels.resize(entry.segmented.segments.size());
   entry.choices.resize(entry.segmented.segments.size());
-  const auto& outputs = entry.fusion->outputs();
-  for (const Segment& segment : entry.segmented.segments) {
-    const bool writes_output = std::any_of(segment.outputs.begin(), segment.outputs.end(), [&](const Val* v) {
-      return std::find(outputs.begin(), outputs.end(), v) != outputs.end();
-    });
-    entry.may_view.push_back(!writes_output && movesDataOnly(*segment.fusion));
-  }
+  entry.may_view = segmentsThatMayBeViews(*entry.fusion, entry.segmented);
   last_run_.new_signature = true;
   return signatures_.emplace(signature, std::move(entry)).first->second;
 }

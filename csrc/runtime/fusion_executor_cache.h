@@ -131,9 +131,8 @@ class FusionExecutorCache {
     // A repeated shape (every call of a static-shape graph) skips the
     // scheduler's checks and heuristics, which cost far more than a launch.
     std::vector<std::map<std::vector<int64_t>, SegmentChoice>> choices;
-    // Per segment: it only moves data and writes no output of the fusion
-    // (which must not alias an input), so views of its inputs may stand for
-    // its outputs.
+    // Per segment: it only moves data, and views of its inputs may stand for
+    // its outputs without a user telling (segmentsThatMayBeViews).
     std::vector<bool> may_view;
   };
 

@@ -234,3 +234,28 @@ def test_permute_and_reshape_before_a_matmul_are_a_view_of_the_attention_output(
         report = fd.last_run_report()
         assert report.count(" view: no kernel") == views, report
         assert len(fd.last_kernels()) == 2 - views, report  # the matmul, and the copy
+
+
+def test_a_view_segment_under_a_python_dispatch_mode_falls_back_to_its_kernel():
+    """Under torch.compile, AOTAutograd runs the graph inside a Python dispatch
+    mode, which sees the ATen calls smelt makes from C++: deciding that a
+    reshape is no view must not raise through it (it raised 'view size is not
+    compatible' out of fd.execute)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class PassThrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    b, h, t, d = 2, 2, 8, 16
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor([b, h, t, d], dtype=DataType.Float)
+        w = fd.define_tensor([h * d, 24], dtype=DataType.Float)
+        fd.add_output(fd.ops.matmul(fd.ops.reshape(fd.ops.permute(x, [0, 2, 1, 3]), [b * t, h * d]), w))
+    attn, weight = randn(b, h, t, d), randn(h * d, 24)
+    with PassThrough():
+        out = fd.execute([attn, weight])[0]
+    torch.testing.assert_close(out, attn.transpose(1, 2).reshape(b * t, h * d) @ weight,
+                               rtol=1e-5, atol=1e-5)
+    assert " view: no kernel" not in fd.last_run_report()

@@ -167,8 +167,37 @@ TEST(FusionExecutorCache, SegmentThatOnlyMovesDataIsAViewWhereStridesAllow) {
   EXPECT_EQ(cache.lastRun().segments[0].scheduler, SchedulerType::Pointwise);
 }
 
-// A segment that only moves data but writes an output of the fusion runs its
-// kernel: a fusion output must not alias an input.
+// q = (x @ w).view(B, T, H, D).transpose(1, 2), returned in the layout of
+// the matmul's result (stride order [B, T, H, D]): the view segment writes a
+// fusion output, but it is the only reader of the matmul's fresh result, so
+// the output is that buffer (no copy kernel). When the matmul's result is an
+// output too, q would alias it: then the copy runs.
+TEST(FusionExecutorCache, OutputThatOnlyViewsAFreshIntermediateIsThatBuffer) {
+  const int64_t b = 2, t = 8, h = 2, d = 16;
+  for (bool also_rows : {false, true}) {
+    SCOPED_TRACE(also_rows ? "the matmul result is an output too" : "q only");
+    auto owned = std::make_unique<Fusion>();
+    {
+      FusionGuard guard(owned.get());
+      TensorView* x = makeConcreteTensor({b * t, 32});
+      TensorView* w = makeConcreteTensor({32, h * d});
+      owned->addInput(x);
+      owned->addInput(w);
+      TensorView* rows = matmul(x, w);
+      TensorView* q = permute(reshape(rows, {IntExpr(b), IntExpr(t), IntExpr(h), IntExpr(d)}), {0, 2, 1, 3});
+      owned->addOutput(permute(q, {0, 2, 1, 3}));  // q's memory order: add_output's stride_order
+      if (also_rows) owned->addOutput(rows);
+    }
+    FusionExecutorCache cache(std::move(owned));
+    const std::vector<at::Tensor> out = runAndCheck(cache, {randn({b * t, 32}), randn({32, h * d})});
+    ASSERT_EQ(cache.lastRun().segments.size(), 2u) << cache.lastRun().toString();
+    EXPECT_EQ(cache.lastRun().segments[1].view, !also_rows) << cache.lastRun().toString();
+    if (also_rows) EXPECT_NE(out[0].data_ptr(), out[1].data_ptr());
+  }
+}
+
+// A segment that only moves data but writes an output of the fusion from an
+// input runs its kernel: a fusion output must not alias an input.
 TEST(FusionExecutorCache, FusionOutputsAreNeverViewsOfInputs) {
   FusionExecutorCache cache(examples::fusionOf({4}, [](const std::vector<TensorView*>& in) {
     return permute(in[0], {0, 2, 1, 3});
