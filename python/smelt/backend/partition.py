@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 import torch
 import torch.fx
@@ -133,14 +133,37 @@ class _SmeltSupport(OperatorSupport):
     def __init__(self):
         super().__init__()
         self.reasons: Dict[torch.fx.Node, str] = {}
+        self.views_left_to_torch: Set[torch.fx.Node] = set()
 
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
         if node.op != "call_function":
             return False
         reason = _transposed_graph_input(node) or node_support(node)
+        if reason is None and node in self.views_left_to_torch:
+            reason = "a view between values torch computes: free in torch, a copy in a kernel"
         if reason is not None:
             self.reasons[node] = reason
         return reason is None
+
+    def leave_views_between_torch_ops(self, graph: torch.fx.Graph) -> None:
+        """Views that read only what torch computes (graph inputs, ops left to
+        torch, other such views) and feed only torch (GPT-2's q/k/v: split,
+        view, transpose, then attention) stay torch views: fused, each would
+        be a copy kernel."""
+        def fused(n: torch.fx.Node) -> bool:
+            return n.op == "call_function" and n not in self.views_left_to_torch and \
+                self.is_node_supported(None, n)
+        between = set()
+        for n in graph.nodes:  # in topological order
+            if n.op == "call_function" and n.target in VIEW_OPS and all(
+                    a.op == "placeholder" or a in between or not fused(a) for a in n.all_input_nodes):
+                between.add(n)
+        self.views_left_to_torch = between
+        while True:  # until no view left to torch feeds a fused node
+            needed = {n for n in self.views_left_to_torch if any(fused(u) for u in n.users)}
+            if not needed:
+                break
+            self.views_left_to_torch -= needed
 
 
 def _transposed_graph_input(node: torch.fx.Node) -> Optional[str]:
@@ -246,6 +269,7 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
     modified in place); returns gm and the report. Partitions that do not
     become fusions keep their torch code under the name torch_partition_N."""
     support = _SmeltSupport()
+    support.leave_views_between_torch_ops(gm.graph)
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     partitions = partitioner.propose_partitions()
     report = GraphReport(graph_name,
