@@ -107,8 +107,8 @@ class Segmenter {
   };
 
   // Merges the pair of groups that saves the most bytes among those a
-  // scheduler still takes (ties: the later consumer first); false when no
-  // pair can merge.
+  // scheduler still takes (ties: a matmul's group first, then the later
+  // consumer first); false when no pair can merge.
   bool mergeBestEdge() {
     std::vector<Edge> edges;
     for (size_t c = 0; c < groups_.size(); ++c) {
@@ -125,8 +125,17 @@ class Segmenter {
         edges.push_back({p, static_cast<int>(c), savedBytes(p, static_cast<int>(c))});
       }
     }
+    // Among equal savings, a matmul's epilogue first: grown from the output
+    // backwards, an epilogue ending in a reshape (addmm's bias, then
+    // .view(B, T, N)) became a pointwise segment the matmul could no longer
+    // join; grown from the matmul, only the reshape is left (a view segment).
+    auto touchesMatmul = [&](const Edge& e) {
+      return group_scheduler_[e.producer] == SchedulerType::Matmul ||
+             group_scheduler_[e.consumer] == SchedulerType::Matmul;
+    };
     std::stable_sort(edges.begin(), edges.end(), [&](const Edge& a, const Edge& b) {
       if (a.saved_bytes != b.saved_bytes) return a.saved_bytes > b.saved_bytes;
+      if (touchesMatmul(a) != touchesMatmul(b)) return touchesMatmul(a);
       return groups_[a.consumer].front() > groups_[b.consumer].front();
     });
     for (const Edge& edge : edges) {

@@ -196,6 +196,32 @@ TEST(FusionExecutorCache, OutputThatOnlyViewsAFreshIntermediateIsThatBuffer) {
   }
 }
 
+// nn.Linear on [B, T, C]: (x @ w + bias).view(B, T, N). The matmul scheduler
+// takes the bias but no reshape: the segmenter grows the matmul's epilogue
+// first, so only the view is left (no kernel), not a pointwise segment
+// holding the bias and the view.
+TEST(FusionExecutorCache, LinearThenViewIsOneMatmulKernel) {
+  auto owned = std::make_unique<Fusion>();
+  {
+    FusionGuard guard(owned.get());
+    TensorView* x = makeConcreteTensor({16, 32});
+    TensorView* w = makeConcreteTensor({32, 96});
+    TensorView* bias = makeConcreteTensor({96});
+    owned->addInput(x);
+    owned->addInput(w);
+    owned->addInput(bias);
+    TensorView* y = add(matmul(x, w), broadcast(bias, {true, false}));
+    owned->addOutput(reshape(y, {IntExpr(2), IntExpr(8), IntExpr(96)}));
+  }
+  FusionExecutorCache cache(std::move(owned));
+  runAndCheck(cache, {randn({16, 32}), randn({32, 96}), randn({96})});
+  const FusionRun& run = cache.lastRun();
+  ASSERT_EQ(run.segments.size(), 2u) << run.toString();
+  EXPECT_EQ(run.segments[0].scheduler, SchedulerType::Matmul) << run.toString();
+  EXPECT_TRUE(run.segments[1].view) << run.toString();
+  EXPECT_EQ(cache.numCompiledKernels(), 1);
+}
+
 // A segment that only moves data but writes an output of the fusion from an
 // input runs its kernel: a fusion output must not alias an input.
 TEST(FusionExecutorCache, FusionOutputsAreNeverViewsOfInputs) {
@@ -260,9 +286,10 @@ TEST(FusionExecutorCache, MatmulThenReductionRunsAsTwoKernels) {
     return sum(relu(matmul(in[0], in[1])), {1});
   }));
   runAndCheck(cache, {randn({19, 23}), randn({23, 45})});
+  // The relu is the matmul's epilogue (ties in saved bytes go to the matmul).
   expectSegments(cache, {SchedulerType::Matmul, SchedulerType::Reduction},
-                 "segment 0 (matmul): T0, T1 -> T5\n"
-                 "segment 1 (reduction): T5 -> T7\n");
+                 "segment 0 (matmul): T0, T1 -> T6\n"
+                 "segment 1 (reduction): T6 -> T7\n");
 }
 
 // Two rows of 65,536 floats: the heuristics split each row into 16 chunks
