@@ -229,3 +229,25 @@ def test_input_with_a_size_1_dimension_next_to_a_strided_one_runs_in_smelt():
 def test_expanded_outputs_keep_their_stride_0_layout(fn, shape):
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(8))
     assert_same(compiled(fn, x), fn(x))
+
+
+def test_layer_norm_of_constant_rows_is_exactly_zero():
+    """Fuzz seeds 3056487, 3088148: layer_norm(where(x > y, x, y)) with rows
+    that where() fills with y. The mean sum / N rounded away from y, and
+    rsqrt(0 + eps) turned the rounding into outputs of 4e-5 where eager (and
+    Inductor) give 0. The backend normalizes rows shifted by their maximum."""
+    import torch.nn.functional as F
+
+    def f(x, y, w, b):
+        return F.layer_norm(torch.where(x > y, x, y), (6,), w, b)
+    x, y = torch.rand(4, 6) * 4 - 2, torch.full((1, 1), 2.9)  # sum / 6 rounds off 2.9
+    x[0] = torch.linspace(3.0, 3.5, 6)  # a varying row beside the rows y fills
+    w, b = torch.randn(6), torch.randn(6)
+    out = compiled(f, x, y, w, b)
+    want = f(x, y, w, b)
+    assert torch.equal(out[1:], b.expand(3, 6)) and torch.equal(want[1:], b.expand(3, 6))
+    assert_same(out, want)
+    # Half inputs: statistics in float, output in half, as eager.
+    xh, wh, bh = x.half(), w.half(), b.half()
+    torch._dynamo.reset()
+    assert_same(compiled(f, xh, y.half(), wh, bh), f(xh, y.half(), wh, bh))

@@ -47,6 +47,31 @@ DECOMPOSITIONS = get_decompositions([
     aten.gelu_backward, aten.sigmoid_backward, aten.silu_backward,
 ])
 
+
+def _shifted_layer_norm(input, normalized_shape, weight, bias, eps):
+    """native_layer_norm as torch decomposes it, on the rows shifted by their
+    maximum (layer norm does not change when a row is shifted; the mean is
+    shifted back). Without the shift, a constant row (a where() or clamp
+    filling it with one value) has a mean sum / N that rounds away from the
+    value, and rsqrt(0 + eps) multiplies the rounding by up to 316 (outputs
+    of 4e-5 where eager's Welford mean gives exactly 0); shifted, its
+    elements are exactly 0. One more reduction (max) in the same kernel."""
+    from torch._prims_common import get_computation_dtype
+    axis = input.dim() - len(normalized_shape)
+    if input.numel() == 0 or axis < 0:
+        return _TORCH_LAYER_NORM(input, normalized_shape, weight, bias, eps)
+    x = input.to(get_computation_dtype(input.dtype))
+    shift = torch.amax(x, list(range(axis, input.dim())), keepdim=True)
+    out, mean, rstd = _TORCH_LAYER_NORM(x - shift, normalized_shape, weight, bias, eps)
+    mean = mean + shift
+    if input.device.type in ("cpu", "mtia"):  # torch's dtypes for the statistics
+        mean, rstd = mean.to(input.dtype), rstd.to(input.dtype)
+    return out.to(input.dtype), mean, rstd
+
+
+_TORCH_LAYER_NORM = DECOMPOSITIONS[aten.native_layer_norm.default]
+DECOMPOSITIONS[aten.native_layer_norm.default] = _shifted_layer_norm
+
 _REPORTS: List[GraphReport] = []
 
 
