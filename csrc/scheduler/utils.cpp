@@ -14,14 +14,19 @@ namespace smelt::scheduler_utils {
 
 namespace {
 
+bool isPlainBroadcastAxis(const IterDomain* id) { return id->isBroadcast() && !id->hasExpandedExtent(); }
+
 // Labels each logical axis of every tensor with the logical axis of
 // `reference` it corresponds to, following the producer-consumer axis maps of
 // every op until nothing changes. `conflict` is called for a pair of mapped
 // axes that carry different labels (each keeps its own).
 using LabelConflict = std::function<void(const IterDomain*, const IterDomain*, int64_t, int64_t)>;
+// Without `through_broadcasts`, labels pass only between iterated axes (a
+// broadcast axis takes no label and passes none on).
 std::unordered_map<const IterDomain*, int64_t> labelAxes(const Fusion& fusion,
                                                          const TensorView* reference,
-                                                         const LabelConflict& conflict) {
+                                                         const LabelConflict& conflict,
+                                                         bool through_broadcasts = true) {
   std::unordered_map<const IterDomain*, int64_t> labels;
   const auto& axes = reference->logicalDomain();
   for (size_t d = 0; d < axes.size(); ++d) labels[axes[d]] = static_cast<int64_t>(d);
@@ -32,6 +37,7 @@ std::unordered_map<const IterDomain*, int64_t> labelAxes(const Fusion& fusion,
       TensorView* out = expr->output();
       for (TensorView* in : expr->tensorInputs()) {
         for (const auto& [p, c] : pairwiseLogicalMap(in, out)) {
+          if (!through_broadcasts && (isPlainBroadcastAxis(p) || isPlainBroadcastAxis(c))) continue;
           auto pl = labels.find(p);
           auto cl = labels.find(c);
           if (pl != labels.end() && cl != labels.end()) {
@@ -183,6 +189,33 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference, Re
                                 it->second, " of ", reference->name());
       }
       seen[it->second] = true;
+    }
+  }
+  // A reshape regrouping a computed tensor that the reference's dimensions
+  // reach on both sides through iterated axes (log_softmax(x, 0) read as is
+  // and as .view(2, 6).t() beside it): one register copy cannot serve both
+  // groupings, and the labels of the regrouped axes (through the other path)
+  // are not theirs. (Labels a broadcast passes on say nothing about
+  // elements: where(x > m, m, x).view(3, 2) / m.)
+  const auto iterated_labels = labelAxes(
+      fusion, reference, [](const IterDomain*, const IterDomain*, int64_t, int64_t) {},
+      /*through_broadcasts=*/false);
+  for (const Expr* expr : exprs) {
+    if (expr->type() != ExprType::Reshape) continue;
+    const TensorView* in = expr->input(0)->asTensor();
+    if (std::find(tensors_.begin(), tensors_.end(), in) == tensors_.end()) continue;
+    const auto& logical = expr->output()->logicalDomain();
+    const auto& root = expr->output()->rootDomain();
+    auto regrouped = [&](const IterDomain* id, const std::vector<IterDomain*>& other) {
+      return std::find(other.begin(), other.end(), id) == other.end() && iterated_labels.count(id);
+    };
+    const bool labelled_before = std::any_of(root.begin(), root.end(),
+                                             [&](const IterDomain* id) { return regrouped(id, logical); });
+    const bool labelled_after = std::any_of(logical.begin(), logical.end(),
+                                            [&](const IterDomain* id) { return regrouped(id, root); });
+    if (labelled_before && labelled_after && problem_.empty()) {
+      problem_ = errorMessage(expr->output()->name(), " = reshape(", in->name(), ") regroups ",
+                              in->name(), ", which is also read without the reshape");
     }
   }
   // An op whose output lacks a dimension its computed input iterates (a
@@ -422,14 +455,41 @@ std::vector<int64_t> mergeGroups(TensorView* reference, const DimensionMap& map,
   return positions;
 }
 
+namespace {
+
+// Whether `tv` is read through a reshape that splits an axis and also beside
+// it: a register copy inlined in the reference's loops holds the element one
+// path reads, not the other's (maximum(x.view(2, 6).t(), x), x [6, 2]).
+bool readThroughASplitAndBeside(const Fusion& fusion, const std::vector<Expr*>& exprs,
+                                const TensorView* tv) {
+  for (const Expr* reshape : exprs) {
+    if (reshape->type() != ExprType::Reshape) continue;
+    const std::vector<const IdTransform*> view = viewTransforms(reshape->output());
+    if (std::none_of(view.begin(), view.end(),
+                     [](const IdTransform* t) { return t->kind == IdTransform::Kind::Split; })) {
+      continue;
+    }
+    const std::unordered_set<const TensorView*> upstream = upstreamOf(exprs, reshape);
+    if (!upstream.count(tv)) continue;
+    for (const TensorView* consumer : fusion.consumersOf(tv)) {
+      if (!upstream.count(consumer) && consumer != reshape->output()) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<TensorView*> cacheableInputs(const Fusion& fusion) {
   std::vector<TensorView*> result;
   const auto partially_merged = partiallyMergedByReshapes(fusion);
+  const std::vector<Expr*> exprs = fusion.exprs();
   for (Val* in : fusion.inputs()) {
     TensorView* tv = in->asTensor();
     if (tv == nullptr || tv->logicalNoReductions().empty()) continue;
     if (std::any_of(partially_merged.begin(), partially_merged.end(),
-                    [&](const auto& entry) { return entry.first == tv; })) {
+                    [&](const auto& entry) { return entry.first == tv; }) ||
+        readThroughASplitAndBeside(fusion, exprs, tv)) {
       continue;
     }
     std::vector<TensorView*> consumers = fusion.consumersOf(tv);

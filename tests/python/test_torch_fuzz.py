@@ -175,6 +175,36 @@ KNOWN_BUGS = {
         "mismatch: values",
         _repro([("x0", "r(2, 6, 1)"), ("x1", "torch.full((1, 1, 1), 2.9)")],  # above r's range
                ["v2 = torch.where(x0 > x1, x0, x1)", "v3 = F.layer_norm(v2, (6, 1))"], ["v3"])),
+    "split-view-beside-direct-read": KnownBug(
+        "maximum(x.view(2, 6).t(), x) for x [6, 2]: a register copy of x (or of x = "
+        "log_softmax(..)) served the view's regrouping and the direct read in one loop "
+        "('T.. is in Local memory ... bound to BIDx', the partition ran in torch)",
+        "fallback: tensor T# is in Local memory",
+        _repro([("x0", "r(6, 2)")],
+               ["v3 = x0.view(2, 6)", "v4 = v3.transpose(1, 0)", "v5 = torch.maximum(v4, x0)"],
+               ["v5"])),
+    "computed-split-view-beside-direct-read": KnownBug(
+        "as split-view-beside-direct-read, the regrouped tensor computed in the fusion "
+        "(log_softmax over dim 0): the persistent scheduler took the view",
+        "fallback: tensor T# is in Local memory",
+        _repro([("x0", "r(6, 2)")],
+               ["v2 = F.log_softmax(x0, dim=0)", "v3 = v2.view(2, 6)", "v4 = v3.transpose(1, 0)",
+                "v5 = torch.maximum(v4, v2)"], ["v5"])),
+    "softmax-regrouped-beside-its-input": KnownBug(
+        "softmax(x.t()).reshape(2, 3) / (x.abs() + 1), x [2, 3]: the reshape regroups the "
+        "softmax, which the reference's dimensions reach through x on both sides; the "
+        "persistent scheduler took both groupings in one loop",
+        "fallback: tensor T# is in Local memory",
+        _repro([("x0", "r(2, 3)")],
+               ["v1 = x0.permute(1, 0)", "v2 = torch.softmax(v1, dim=-1)", "v3 = v2.reshape(2, 3)",
+                "v4 = v3 / (x0.abs() + 1)", "v5 = v3.unsqueeze(-2)"], ["v4", "v5"])),
+    "reduction-over-m-taken-as-matmul": KnownBug(
+        "(x.amax(keepdim) * x.unsqueeze(-1)).sum((-3, -2)): a sum over M and K of a product "
+        "of broadcasts was taken by the matmul scheduler ('a reduction bound to BIDy')",
+        "fallback: tensor T# axis N",
+        _repro([("x0", "r(5, 2)")],
+               ["v1 = x0.amax(dim=(-2, -1), keepdim=True)", "v3 = x0.unsqueeze(-1)",
+                "v4 = v1 * v3", "v5 = v4.sum(dim=(-3, -2))", "v6 = v1 * v5"], ["v6"])),
     # Found by scripts/torch_fuzz.py --start 1100000 (seed 1100433).
     "expanded-view-local-bidx": KnownBug(
         "an input expanded to (2, 3, 2, 4), viewed as (6, 1, 8) and also transposed and back: "
@@ -215,6 +245,13 @@ FIXED = {
     "symbolic-size1-broadcast": "the backend defines a SymInt the guards make 1 as size 1",
     "sum-keepdim-over-broadcast-row": "propagateSchedule: no plain broadcast axis carries loop "
                                       "structure",
+    "split-view-beside-direct-read": "an input read through a splitting view and beside it is "
+                                     "not cached",
+    "computed-split-view-beside-direct-read": "DimensionMap: a reshape regrouping a computed "
+                                              "tensor also read without it is a problem",
+    "softmax-regrouped-beside-its-input": "DimensionMap: labels reaching both sides of a "
+                                          "regrouping reshape through iterated axes",
+    "reduction-over-m-taken-as-matmul": "the matmul scheduler takes a sum over K only",
     "layer-norm-constant-rows": "the backend's native_layer_norm normalizes rows shifted "
                                 "by their maximum",
     "expanded-view-local-bidx": "DimensionMap::mergeableRuns sees a reshape's merge of "

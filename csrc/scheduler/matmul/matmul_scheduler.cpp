@@ -84,7 +84,8 @@ std::string analyze(const Fusion& fusion, Analysis& result) {
   bool is_product = reduction->op() == ReductionOpType::Sum && product != nullptr &&
                     product->type() == ExprType::Binary &&
                     static_cast<const BinaryOp*>(product)->op() == BinaryOpType::Mul &&
-                    p.sum->logicalDomain().size() == 3 && p.sum->axis(1)->isReduction();
+                    p.sum->logicalDomain().size() == 3 && p.sum->axis(1)->isReduction() &&
+                    !p.sum->axis(0)->isReduction() && !p.sum->axis(2)->isReduction();
   if (!is_product) return "reduction " + p.sum->name() + " is not a matmul" + pattern_help;
   TensorView* lhs = product->input(0)->asTensor();
   TensorView* rhs = product->input(1)->asTensor();

@@ -611,6 +611,19 @@ TEST(MatmulScheduler, Errors) {
     p.thread_n = 1;
     EXPECT_SMELT_ERROR(scheduleMatmul(&fusion, p), "16384 threads");
   }
+  {
+    // A sum over M and K of a product of broadcasts (fuzz seed 3094368) is
+    // no matmul: its M axis would be a reduction bound to BIDy.
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor({5, 2});
+    TensorView* b = makeConcreteTensor({2, 3});
+    fusion.addInput(a);
+    fusion.addInput(b);
+    TensorView* product = mul(broadcast(a, {false, false, true}), broadcast(b, {true, false, false}));
+    fusion.addOutput(sum(product, {0, 1}));
+    EXPECT_SMELT_ERROR(scheduleMatmul(&fusion, MatmulParams()), "is not a matmul");
+  }
 }
 
 }  // namespace
