@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+import traceback
 import warnings
 from pathlib import Path
 
@@ -38,7 +39,13 @@ import torch_program_fuzz as fuzz  # noqa: E402
 
 def _run_one(seed, args, counts, dynamic_counts, groups, skeletons, ran) -> int:
     """Runs one seed, records its outcome; returns the new count of programs run."""
-    program, outcome = fuzz.run_seed(seed, args.dynamic_share, args.profile)
+    try:
+        program, outcome = fuzz.run_seed(seed, args.dynamic_share, args.profile)
+    except Exception as e:  # noqa: BLE001 - the harness itself failed: record it, go on
+        program = fuzz.generate(seed, args.profile)
+        outcome = fuzz.Outcome(seed, False, "harness error")
+        outcome.signature = f"harness error: {fuzz.error_signature(e)}"
+        outcome.detail = traceback.format_exc()
     ran += 1
     counts[outcome.kind] += 1
     if outcome.dynamic:

@@ -98,6 +98,31 @@ std::unordered_set<const TensorView*> upstreamOf(const std::vector<Expr*>& exprs
   return upstream;
 }
 
+// Whether `tv` is read through a reshape that splits an axis and also beside
+// it (by another op, or as a fusion output): a register copy inlined in the
+// reference's loops holds the element one path reads, not the other's
+// (maximum(x.view(2, 6).t(), x), x [6, 2]).
+bool readThroughASplitAndBeside(const Fusion& fusion, const std::vector<Expr*>& exprs,
+                                const TensorView* tv) {
+  const auto& axes = tv->logicalDomain();
+  if (std::all_of(axes.begin(), axes.end(), isPlainBroadcastAxis)) return false;  // one value
+  for (const Expr* reshape : exprs) {
+    if (reshape->type() != ExprType::Reshape) continue;
+    const std::vector<const IdTransform*> view = viewTransforms(reshape->output());
+    if (std::none_of(view.begin(), view.end(),
+                     [](const IdTransform* t) { return t->kind == IdTransform::Kind::Split; })) {
+      continue;
+    }
+    const std::unordered_set<const TensorView*> upstream = upstreamOf(exprs, reshape);
+    if (!upstream.count(tv)) continue;
+    if (tv->isFusionOutput()) return true;
+    for (const TensorView* consumer : fusion.consumersOf(tv)) {
+      if (!upstream.count(consumer) && consumer != reshape->output()) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::pair<const TensorView*, std::string>> partiallyMergedByReshapes(
@@ -169,6 +194,16 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference, Re
       if (computed && problem_.empty()) problem_ = why + ", so it cannot run in the reshape's loops";
     }
     labelThroughReshapes(fusion, exprs);
+    // The replay reaches a tensor before a splitting reshape through the
+    // split; a second reader (or its own store, as an output) needs the
+    // unsplit axis, which no replayed loop gives (x.flatten(2, 3) returned
+    // and viewed back as [.., 2, 2]).
+    for (const TensorView* tv : tensors_) {
+      if (problem_.empty() && !tv->isFusionInput() && readThroughASplitAndBeside(fusion, exprs, tv)) {
+        problem_ = errorMessage(tv->name(), " is read through a reshape that splits it and also "
+                                "beside it, so it cannot run in the reshape's loops");
+      }
+    }
   }
   for (const TensorView* tv : tensors_) {
     std::vector<bool> seen(ndims_, false);
@@ -454,31 +489,6 @@ std::vector<int64_t> mergeGroups(TensorView* reference, const DimensionMap& map,
   for (size_t g = 0; g < groups.size(); ++g) positions.push_back(lead + static_cast<int64_t>(g));
   return positions;
 }
-
-namespace {
-
-// Whether `tv` is read through a reshape that splits an axis and also beside
-// it: a register copy inlined in the reference's loops holds the element one
-// path reads, not the other's (maximum(x.view(2, 6).t(), x), x [6, 2]).
-bool readThroughASplitAndBeside(const Fusion& fusion, const std::vector<Expr*>& exprs,
-                                const TensorView* tv) {
-  for (const Expr* reshape : exprs) {
-    if (reshape->type() != ExprType::Reshape) continue;
-    const std::vector<const IdTransform*> view = viewTransforms(reshape->output());
-    if (std::none_of(view.begin(), view.end(),
-                     [](const IdTransform* t) { return t->kind == IdTransform::Kind::Split; })) {
-      continue;
-    }
-    const std::unordered_set<const TensorView*> upstream = upstreamOf(exprs, reshape);
-    if (!upstream.count(tv)) continue;
-    for (const TensorView* consumer : fusion.consumersOf(tv)) {
-      if (!upstream.count(consumer) && consumer != reshape->output()) return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
 
 std::vector<TensorView*> cacheableInputs(const Fusion& fusion) {
   std::vector<TensorView*> result;

@@ -676,6 +676,33 @@ def _compare(expected: Sequence[torch.Tensor], actual: Sequence[torch.Tensor],
     return None
 
 
+def _no_less_accurate_than_eager(fn, inputs, expected, actual) -> bool:
+    """Whether every output is within the tolerances, plus twice eager's own
+    largest error in that output, of fn computed in float64 (inputs widened).
+    An ill-conditioned program (a layer norm over a near-constant column,
+    whose rsqrt amplifies rounding) can differ from eager by more than the
+    tolerances while being no less accurate (seed 4012565: 3.2e-5 from
+    float64 in eager and in Inductor, 1.2e-5 in smelt). Where eager is exact
+    (a constant row normalizes to 0) the allowance is 0."""
+    if not all(t.is_floating_point() for t in inputs):
+        return False
+    try:
+        reference = fn(*[t.double() for t in inputs])
+    except Exception:  # noqa: BLE001 - an op without float64: no verdict
+        return False
+    for e, a, r in zip(expected, actual, reference):
+        if not e.is_floating_point():
+            return False
+        def error(x):
+            x = x.double()
+            both_nan = torch.isnan(x) & torch.isnan(r)
+            return torch.where((x == r) | both_nan, 0.0, (x - r).abs()).nan_to_num(float("inf"))
+        allowance = 2 * error(e).max()
+        if not bool((error(a) <= ATOL + RTOL * r.abs() + allowance).all()):
+            return False
+    return True
+
+
 def _traced_strides(fn, inputs) -> List[Tuple[tuple, tuple]]:
     """(size, strides) of fn's outputs as torch.compile traces them: fn runs
     through Dynamo and AOTAutograd with a backend that computes each graph
@@ -700,7 +727,12 @@ def _traced_strides(fn, inputs) -> List[Tuple[tuple, tuple]]:
                 strides = [int(s) for s in val.stride()]
             except (TypeError, ValueError):
                 return out  # symbolic strides: nothing static to honour
-            return torch.empty_strided(out.shape, strides, dtype=out.dtype).copy_(out)
+            # Stride 0 (an expanded output): storage for one element along it.
+            extent = 1 + sum((n - 1) * s for n, s in zip(out.shape, strides))
+            result = torch.empty(extent, dtype=out.dtype).as_strided(out.shape, strides)
+            once = tuple(slice(0, 1) if s == 0 else slice(None) for s in strides)
+            result[once].copy_(out[once])
+            return result
 
         def run(*args):
             return [restride(o, v) for o, v in zip(gm(*args), vals)]
@@ -770,10 +802,16 @@ def run_program(program: Program, dynamic: bool = False) -> Outcome:
                 # torch.compile promises the strides its trace computed (fake
                 # tensors), which in rare broadcasts differ from eager's; Inductor
                 # returns those too. Outputs with the traced strides are correct.
-                traced = _traced_strides(program.make_fn(), program.make_inputs(input_seed))
-                if all(_same_strides(shape, t, a.stride())
-                       for (shape, t), a in zip(traced, actual)):
+                try:
+                    traced = _traced_strides(program.make_fn(), program.make_inputs(input_seed))
+                except Exception:  # noqa: BLE001 - no traced strides: the mismatch stands
+                    traced = []
+                if traced and all(_same_strides(shape, t, a.stride())
+                                  for (shape, t), a in zip(traced, actual)):
                     diff = None
+            if diff is not None and diff[0] == "values" and _no_less_accurate_than_eager(
+                    fn, program.make_inputs(input_seed), expected, actual):
+                diff = None
             if diff is not None:
                 out.kind, out.signature = "mismatch", f"mismatch: {diff[0]}"
                 out.detail = f"call {call + 1}: {diff[1]}"
