@@ -9,7 +9,9 @@
 // producer-consumer edges: each round merges the pair that keeps the most
 // bytes out of global memory (the tensors only the pair reads) among the
 // pairs whose union a scheduler still takes and whose merge leaves the
-// groups acyclic.
+// groups acyclic; among equal savings, a matmul's group first (its epilogue
+// grows from the matmul, so a trailing view is left alone, and the runtime
+// runs a segment that only moves data as views: fusion_executor_cache.h).
 //
 // A segment (the whole fusion included) the reduction scheduler takes, but
 // whose heuristics (or an override of them) set grid_split (reduction.h),
