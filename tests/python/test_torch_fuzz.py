@@ -206,6 +206,19 @@ KNOWN_BUGS = {
         _repro([("x0", "r(3, 5, 2, 2)")],
                ["v1 = x0.flatten(2, 3)", "v4 = v1.view(3, 5, 2, 2)", "v6 = v4 + x0"],
                ["v6", "v1"])),
+    # Found by scripts/torch_fuzz.py --start 5000000 on the final code of
+    # session 9 (seed 5005028, dynamic=True); open.
+    "symbolic-register-buffer-after-two-reductions": KnownBug(
+        "dynamic shapes: maximum(x1, x1.squeeze(0)).sum(-1, keepdim=True), then its amax over "
+        "every dimension added back: after a scheduler accepted, 'Local tensor T.. needs "
+        "(ceilDiv(T..size[3], 4) * 4) registers' (the partition runs in torch; values right)",
+        "fallback: Local tensor T# needs",
+        _repro([("x0", "r(5, 5, 3)"), ("x1", "r(1, 5, 3, 4)")],
+               ["v1 = x0 - 2.0", "v2 = x1.squeeze(0)", "v3 = torch.maximum(x1, v2)",
+                "v4 = v3.sum(dim=-1, keepdim=True)", "v5 = v4.amax(dim=(-4, -3, -2, -1), keepdim=True)",
+                "v6 = v5 + v4", "v7 = v6[:, 4:]", "v8 = v1.permute(2, 1, 0)", "v9 = v5.transpose(1, 3)"],
+               ["v7", "v8", "v9"]),
+        dynamic=True),
     "reduction-over-m-taken-as-matmul": KnownBug(
         "(x.amax(keepdim) * x.unsqueeze(-1)).sum((-3, -2)): a sum over M and K of a product "
         "of broadcasts was taken by the matmul scheduler ('a reduction bound to BIDy')",
