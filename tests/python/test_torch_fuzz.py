@@ -206,8 +206,9 @@ KNOWN_BUGS = {
         _repro([("x0", "r(3, 5, 2, 2)")],
                ["v1 = x0.flatten(2, 3)", "v4 = v1.view(3, 5, 2, 2)", "v6 = v4 + x0"],
                ["v6", "v1"])),
-    # Found by scripts/torch_fuzz.py --start 5000000 on the final code of
-    # session 9 (seed 5005028, dynamic=True); open.
+    # Found by scripts/torch_fuzz.py --start 5000000 / 5500000 / 6000000 on the
+    # final code of session 9 (seeds 5005028 (dynamic=True), 5502607, 5506663,
+    # 6000300); open.
     "symbolic-register-buffer-after-two-reductions": KnownBug(
         "dynamic shapes: maximum(x1, x1.squeeze(0)).sum(-1, keepdim=True), then its amax over "
         "every dimension added back: after a scheduler accepted, 'Local tensor T.. needs "
@@ -219,6 +220,32 @@ KNOWN_BUGS = {
                 "v6 = v5 + v4", "v7 = v6[:, 4:]", "v8 = v1.permute(2, 1, 0)", "v9 = v5.transpose(1, 3)"],
                ["v7", "v8", "v9"]),
         dynamic=True),
+    "merge-split-view-beside-cat": KnownBug(
+        "tanh(x).view(15).view(3, 5) read beside tanh(x) in a where, then cat (seed 5502607; "
+        "'T.. is in Local memory ... bound to BIDx', runs in torch; values right)",
+        "fallback: tensor T# is in Local memory",
+        _repro([("x0", "r(3, 5)")],
+               ["v1 = torch.tanh(x0)", "v2 = v1.view(15)", "v3 = v2.view(3, 5)",
+                "v4 = torch.where(v3 > -0.45, v1, v3)", "v5 = torch.cat([v4, v3], dim=-1)"],
+               ["v5"])),
+    "var-mean-unsqueezed-beside-strided-input": KnownBug(
+        "var_mean over dim 1 of x0 * x1 (x1 strided), its mean unsqueezed and divided by "
+        "x1.abs() + 1 (seed 5506663; 'T.. is in Local memory ... bound to TIDx', runs in "
+        "torch; values right)",
+        "fallback: tensor T# is in Local memory",
+        _repro([("x0", "r(4, 4)"), ("x1", "r(8)[::2]")],
+               ["v1 = x0 * x1", "v2 = v1.unsqueeze(-3)",
+                "v3, v4 = torch.var_mean(v1, dim=(1,), correction=0, keepdim=True)",
+                "v5 = v4.unsqueeze(1)", "v6 = v5 / (x1.abs() + 1)", "v7 = v3.unsqueeze(-3)"],
+               ["v6", "v7", "v2"])),
+    "sum-keepdim-flattened-beside-itself": KnownBug(
+        "x.sum((2, 3), keepdim=True) times its own .view(-1), then cat (seed 6000300; 'T.. is "
+        "in Local memory ... bound to BIDx', runs in torch; values right)",
+        "fallback: tensor T# is in Local memory",
+        _repro([("x0", "r(4, 3, 1, 4)")],
+               ["v1 = x0.sum(dim=(2, 3), keepdim=True)", "v2 = v1.view(-1)", "v3 = v1 * v2",
+                "v4 = v2.unsqueeze(-1)", "v5 = v3.squeeze(2)",
+                "v6 = torch.cat([v5, torch.tanh(v5)], dim=-3)"], ["v6", "v4"])),
     "reduction-over-m-taken-as-matmul": KnownBug(
         "(x.amax(keepdim) * x.unsqueeze(-1)).sum((-3, -2)): a sum over M and K of a product "
         "of broadcasts was taken by the matmul scheduler ('a reduction bound to BIDy')",
