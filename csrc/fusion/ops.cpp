@@ -757,6 +757,20 @@ TensorView* reshape(TensorView* in, const std::vector<IntExpr>& shape) {
     same_shape = entries[d] && sameExtent(entries[d].value(), in_shape[d], in);
   }
   if (same_shape) return set(in);
+  // A reshape of a reshape regroups the first one's input directly (same
+  // elements, same order): view(15).view(3, 5) of a [3, 5] tensor is no view
+  // at all, and no loop has to re-merge what another split.
+  if (in->definition() != nullptr && in->definition()->type() == ExprType::Reshape) {
+    std::vector<IntExpr> resolved;
+    for (const auto& e : entries) resolved.push_back(e.value_or(IntExpr(-1)));
+    TensorView* source = static_cast<TensorView*>(in->definition()->inputs().at(0));
+    try {
+      return reshape(source, resolved);
+    } catch (const Error& e) {
+      throw Error(request + ", which regroups " + source->name() + " (the tensor " + in->name() +
+                  " reshapes): " + e.what());
+    }
+  }
   // 1. Extent-1 input dimensions are squeezed.
   std::vector<bool> squeezed;
   for (const IntExpr& e : in_shape) squeezed.push_back(e.constant() == 1);

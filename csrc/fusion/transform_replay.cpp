@@ -72,9 +72,56 @@ bool isDroppableBroadcast(const IterDomain* id) {
   return id->isBroadcast() && !id->hasExpandedExtent();
 }
 
+// Whether `t` is one of its tensor's view transforms (root to logical), whose
+// splits divide exactly (reshape checks that at definition or at run time).
+bool isViewTransform(const IdTransform* t, const TensorView* tv) {
+  if (tv == nullptr || !tv->hasViewTransforms()) return false;
+  std::vector<const IterDomain*> pending(tv->logicalDomain().begin(), tv->logicalDomain().end());
+  while (!pending.empty()) {
+    const IdTransform* def = pending.back()->definition();
+    pending.pop_back();
+    if (def == nullptr) continue;
+    if (def == t) return true;
+    pending.insert(pending.end(), def->inputs.begin(), def->inputs.end());
+  }
+  return false;
+}
+
+// merge(outer, inner) of the two pieces of one split of x iterates exactly
+// like x when the split divides: a view split, or one whose pieces' extents
+// multiply to x's (a schedule that re-merges what a reshape split, or its
+// replay on the reshape's producers). Else id.
+const IterDomain* unsplitExact(const IterDomain* id) {
+  const IdTransform* merge = id->definition();
+  if (merge == nullptr || merge->kind != IdTransform::Kind::Merge) return id;
+  const IdTransform* split = merge->inputs[0]->definition();
+  if (split == nullptr || split->kind != IdTransform::Kind::Split ||
+      split->outputs != merge->inputs) {
+    return id;
+  }
+  // The merged extent is outer * inner: equal to the whole's, the split divides.
+  const IterDomain* whole = split->inputs[0];
+  const bool divides =
+      isViewTransform(split, id->owner()) || id->extent().sameAs(whole->extent());
+  return divides ? unsplitExact(whole) : id;
+}
+
+bool sameLoopStructure(const IterDomain* a, const IterDomain* b, const IdMap& logical_map);
+
 }  // namespace
 
 bool loopAxesMapped(const IterDomain* a, const IterDomain* b, const IdMap& logical_map) {
+  if (sameLoopStructure(a, b, logical_map)) return true;
+  const IterDomain* a_whole = unsplitExact(a);
+  const IterDomain* b_whole = unsplitExact(b);
+  return (a_whole != a && loopAxesMapped(a_whole, b, logical_map)) ||
+         (b_whole != b && loopAxesMapped(a, b_whole, logical_map));
+}
+
+namespace {
+
+// loopAxesMapped without undoing view splits at a and b themselves.
+bool sameLoopStructure(const IterDomain* a, const IterDomain* b, const IdMap& logical_map) {
   auto it = logical_map.find(a);
   if (it != logical_map.end() && it->second == b) return true;
   const IdTransform* ta = a->definition();
@@ -116,6 +163,8 @@ bool loopAxesMapped(const IterDomain* a, const IterDomain* b, const IdMap& logic
   }
   return forwarded(ta, b, true) || forwarded(tb, a, false);
 }
+
+}  // namespace
 
 std::vector<int64_t> matchLoopAxes(const TensorView* producer, const TensorView* consumer) {
   IdMap map = pairwiseLogicalMap(producer, consumer);
@@ -217,14 +266,21 @@ int64_t replayLike(TensorView* target, const TensorView* source, const IdMap& so
       if (it == s2t.end() || leafPosition(it->second) == leaves.end()) continue;
       IterDomain* in = it->second;
       IterType type = in->iterType();
+      // A view split divides its extent (the reshape checks it): repeated on
+      // an axis of that extent, its pieces keep their exact extents.
+      const bool exact = type != IterType::Broadcast && isViewTransform(t, source) &&
+                         in->extent().sameAs(t->inputs[0]->extent());
       IntExpr outer_extent = type == IterType::Broadcast ? IntExpr(1)
+                             : exact                  ? t->outputs[0]->extent()
                              : t->inner_split         ? ceilDiv(in->extent(), t->factor)
                                                       : t->factor;
       IntExpr inner_extent = type == IterType::Broadcast ? IntExpr(1)
+                             : exact                  ? t->outputs[1]->extent()
                              : t->inner_split         ? t->factor
                                                       : ceilDiv(in->extent(), t->factor);
       IterDomain* outer = fusion->newIterDomain(outer_extent, type);
       IterDomain* inner = fusion->newIterDomain(inner_extent, type);
+      outer->owner_ = inner->owner_ = target;
       fusion->newTransform({IdTransform::Kind::Split, {in}, {outer, inner}, t->factor,
                             t->inner_split});
       auto pos = leaves.erase(leafPosition(in));
@@ -247,6 +303,7 @@ int64_t replayLike(TensorView* target, const TensorView* source, const IdMap& so
                        : i->isBroadcast() ? o->extent()
                                           : o->extent() * i->extent();
       IterDomain* merged = fusion->newIterDomain(extent, type);
+      merged->owner_ = target;
       fusion->newTransform({IdTransform::Kind::Merge, {o, i}, {merged}, IntExpr(), true});
       *leafPosition(o) = merged;
       leaves.erase(leafPosition(i));

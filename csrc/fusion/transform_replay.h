@@ -4,7 +4,8 @@
 //   * pairwiseLogicalMap: which logical axis of a producer becomes which
 //     logical axis of its consumer through the consumer's defining op;
 //   * loopAxesMapped: two loop axes are the same loop when they derive from
-//     mapped logical axes through identical splits and merges;
+//     mapped logical axes through identical splits and merges (an exact
+//     split merged back counting as none);
 //   * replayLike: rebuild a tensor's loop domain from its logical domain by
 //     repeating another tensor's splits and merges on the mapped axes.
 #pragma once
@@ -28,7 +29,8 @@ IdMap invert(const IdMap& map);
 // True when `a` (of one tensor) and `b` (of another) denote the same loop,
 // given a map between their logical axes (a-side -> b-side). A broadcast
 // axis runs in any loop (its index is 0), but a merge that drops a broadcast
-// input is not the loop of a merge that iterates the mapped input.
+// input is not the loop of a merge that iterates the mapped input. A merge
+// of the two pieces of a split that divides is the split axis' loop.
 bool loopAxesMapped(const IterDomain* a, const IterDomain* b, const IdMap& logical_map);
 
 // Which consumer loop each leading producer loop axis can run in: entry i is

@@ -9,6 +9,7 @@
 
 #include "fusion/clone.h"
 #include "fusion/error.h"
+#include "lower/lower.h"
 #include "runtime/aten_dtype.h"
 #include "runtime/aten_evaluator.h"
 #include "runtime/input_validation.h"
@@ -114,6 +115,7 @@ std::string FusionRun::toString() const {
     os << i << " " << smelt::toString(s.scheduler) << " " << s.params << " "
        << (s.compiled ? "compiled" : "reused") << " " << s.launch.toString() << "\n";
   }
+  for (const std::string& r : refused) os << "refused: " << r << "\n";
   return os.str();
 }
 
@@ -222,7 +224,22 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
     }
   }
   RuntimeInfo runtime(*entry.fusion, inputInfosOf(*entry.fusion, inputs), targetArch(options_, device));
-  entry.segmented = segmentFusion(*entry.fusion, runtime, override_);
+  // A segment whose schedule does not lower becomes smaller segments, not a
+  // failure at run time (segmentation.refused names it: a scheduler defect).
+  const SegmentCheck lowers = [this](const Segment& segment, const RuntimeInfo& segment_runtime) {
+    const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
+    try {
+      std::unique_ptr<HeuristicParams> params = scheduler.heuristics(*segment.fusion, segment_runtime);
+      if (override_) override_(*params);
+      std::unique_ptr<Fusion> scheduled = segment.fusion->clone();
+      scheduler.schedule(*scheduled, *params);
+      GpuLower(scheduled.get(), options_.lower).run();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  entry.segmented = segmentFusion(*entry.fusion, runtime, override_, lowers);
   entry.kernels.resize(entry.segmented.segments.size());
   entry.choices.resize(entry.segmented.segments.size());
   entry.may_view = segmentsThatMayBeViews(*entry.fusion, entry.segmented);
@@ -244,6 +261,7 @@ std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
     return evaluateWithATen(*fusion_, inputs);
   }
   SignatureEntry& entry = entryFor(last_run_.signature, inputs, device);
+  last_run_.refused = entry.segmented.refused;
   std::unordered_map<const Val*, at::Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) values[entry.fusion->inputs()[i]] = inputs[i];
   std::optional<RuntimeInfo> whole;  // only grid splits need it

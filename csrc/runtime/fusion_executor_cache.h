@@ -78,7 +78,11 @@ struct FusionRun {
   bool new_signature = false;  // segmented for this run
   bool empty_input = false;    // an input had an empty dimension: no kernel ran
   std::vector<SegmentRun> segments;
-  // One line per segment: "0 reduction ReductionParams{...} compiled grid(...) block(...)".
+  // Segments the segmentation refused because their schedule did not lower
+  // (SegmentedFusion::refused): each one a scheduler defect, paid in kernels.
+  std::vector<std::string> refused;
+  // One line per segment: "0 reduction ReductionParams{...} compiled grid(...) block(...)",
+  // then one "refused: ..." line per refusal.
   std::string toString() const;
 };
 

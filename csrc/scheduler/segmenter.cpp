@@ -53,14 +53,41 @@ std::string names(const std::vector<const Val*>& vals) {
 
 class Segmenter {
  public:
-  Segmenter(const Fusion& fusion, const RuntimeInfo& runtime, const ParamsOverride& override_params)
-      : fusion_(fusion), runtime_(runtime), override_(override_params), exprs_(fusion.exprs()) {
+  Segmenter(const Fusion& fusion, const RuntimeInfo& runtime, const ParamsOverride& override_params,
+            const SegmentCheck& check)
+      : fusion_(fusion), runtime_(runtime), override_(override_params), check_(check),
+        exprs_(fusion.exprs()) {
     for (size_t i = 0; i < exprs_.size(); ++i) {
       for (const Val* out : exprs_[i]->outputs()) producer_[out] = static_cast<int>(i);
     }
   }
 
+  // Segments until the check accepts every segment; each refusal takes one
+  // group out of the candidates, so this ends.
   SegmentedFusion run() {
+    std::vector<std::string> refused;
+    while (true) {
+      refusal_.reset();
+      SegmentedFusion result = segmentOnce();
+      if (!refusal_) {
+        result.refused = std::move(refused);
+        return result;
+      }
+      refused_.insert(*refusal_);
+      refused.push_back(refusal_->second);
+    }
+  }
+
+ private:
+  std::string checked(const Segment& segment) const {
+    if (!check_) return "";
+    RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_), runtime_.targetArch());
+    return check_(segment, runtime);
+  }
+
+  SegmentedFusion segmentOnce() {
+    groups_.clear();
+    group_scheduler_.clear();
     std::vector<int> all(exprs_.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
     SegmentedFusion result;
@@ -71,7 +98,7 @@ class Segmenter {
     const std::vector<std::vector<int>> cores = matmulCores();
     if (std::optional<Segment> whole = trySegment(all)) {
       if (cores.empty() || whole->scheduler == SchedulerType::Matmul) {
-        appendSegments(std::move(*whole), all, result);
+        choose(std::move(*whole), all, result);
         return result;
       }
     }
@@ -93,11 +120,30 @@ class Segmenter {
     }
     while (mergeBestEdge()) {
     }
-    for (int g : executionOrder()) appendSegments(*trySegment(groups_[g]), groups_[g], result);
+    for (int g : executionOrder()) {
+      std::vector<std::string> reasons;
+      std::optional<Segment> segment = trySegment(groups_[g], &reasons);
+      SMELT_CHECK(segment.has_value(), "cannot segment the fusion: no scheduler takes the "
+                  "expressions of ", exprs_[groups_[g].front()]->toString(), ", which merge no "
+                  "further:", joined(reasons));
+      choose(std::move(*segment), groups_[g], result);
+    }
     return result;
   }
 
- private:
+  void choose(Segment segment, const std::vector<int>& members, SegmentedFusion& result) {
+    const size_t first = result.segments.size();
+    appendSegments(std::move(segment), members, result);
+    // The pieces of a grid split are checked as what runs.
+    for (size_t s = first; s < result.segments.size() && !refusal_; ++s) {
+      const Segment& piece = result.segments[s];
+      std::string reason = checked(piece);
+      if (!reason.empty()) {
+        refusal_.emplace(members, names(piece.outputs) + " (" + toString(piece.scheduler) + "): " + reason);
+      }
+    }
+  }
+
   // A producer-consumer pair of groups and the bytes that would no longer go
   // through global memory if they were one segment.
   struct Edge {
@@ -307,6 +353,10 @@ class Segmenter {
                                     std::vector<std::string>* reasons = nullptr) {
     SMELT_INTERNAL_CHECK(std::adjacent_find(members.begin(), members.end()) == members.end(),
                          "segment candidate lists an expression twice");
+    if (auto refusal = refused_.find(members); refusal != refused_.end()) {
+      if (reasons != nullptr) reasons->push_back("refused by the check: " + refusal->second);
+      return std::nullopt;
+    }
     Segment segment;
     std::vector<const Expr*> exprs;
     std::unordered_set<const Val*> seen;
@@ -500,7 +550,11 @@ class Segmenter {
   const Fusion& fusion_;
   const RuntimeInfo& runtime_;
   const ParamsOverride& override_;
+  const SegmentCheck& check_;
   std::vector<Expr*> exprs_;
+  std::map<std::vector<int>, std::string> refused_;  // groups the check refused, and why
+  // The first refusal of the latest segmentation: the group, and why.
+  std::optional<std::pair<std::vector<int>, std::string>> refusal_;
   std::unordered_map<const Val*, int> producer_;
   std::vector<std::vector<int>> groups_;
   std::vector<SchedulerType> group_scheduler_;  // the scheduler taking each group
@@ -522,12 +576,13 @@ std::string SegmentedFusion::toString() const {
     }
     os << "\n";
   }
+  for (const std::string& r : refused) os << "refused: " << r << "\n";
   return os.str();
 }
 
 SegmentedFusion segmentFusion(const Fusion& fusion, const RuntimeInfo& runtime,
-                              const ParamsOverride& override_params) {
-  return Segmenter(fusion, runtime, override_params).run();
+                              const ParamsOverride& override_params, const SegmentCheck& check) {
+  return Segmenter(fusion, runtime, override_params, check).run();
 }
 
 int64_t gridSplitChunksOf(const Segment& segment, const RuntimeInfo& whole) {

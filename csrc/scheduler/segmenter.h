@@ -71,6 +71,10 @@ struct Segment {
 
 struct SegmentedFusion {
   std::vector<Segment> segments;  // in execution order
+  // Segments a scheduler took whose schedule the check (below) refused, and
+  // why ("T3, T5 (persistent): tensor T4 is in Local memory ..."); the
+  // segmentation was redone without them. Each is a scheduler defect.
+  std::vector<std::string> refused;
   // "segment 0 (reduction): T0 -> T2\nsegment 1 (pointwise): T0, T2 -> T5\n"
   std::string toString() const;
 };
@@ -80,11 +84,18 @@ struct SegmentedFusion {
 // override).
 using ParamsOverride = std::function<void(HeuristicParams&)>;
 
+// Why a segment, scheduled for `runtime` (its inputs), cannot become a
+// kernel; "" when it can. The runtime passes one that schedules and lowers
+// a copy: a schedule the lowering refuses then makes smaller segments
+// instead of a fusion that fails at run time.
+using SegmentCheck = std::function<std::string(const Segment&, const RuntimeInfo& runtime)>;
+
 // Throws smelt::Error when some expression is taken by no scheduler on its
 // own, or when the parameters ask for a grid split of a fusion that cannot
 // be split (gridSplitRejectReason).
 SegmentedFusion segmentFusion(const Fusion& fusion, const RuntimeInfo& runtime,
-                              const ParamsOverride& override_params = {});
+                              const ParamsOverride& override_params = {},
+                              const SegmentCheck& check = {});
 
 // The chunks P of a grid-split segment for a launch of the complete fusion
 // with `whole`; 1 for other segments.

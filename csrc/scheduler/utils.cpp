@@ -373,6 +373,21 @@ void DimensionMap::labelMergedDownstream(const Fusion& fusion, const std::vector
       }
     }
   }
+  // A tensor iterating a dimension on an axis of its own and again within a
+  // merged axis (v * v.view(-1) for v = x.sum(-1, keepdim=True)) pairs every
+  // element with every other: no loop of the reference's runs both.
+  for (const TensorView* tv : tensors_) {
+    for (const IterDomain* merged : tv->logicalDomain()) {
+      if (merged->isBroadcast()) continue;
+      for (int64_t dim : mergedDims(merged)) {
+        const IterDomain* own = axisOf(tv, dim);
+        if (own == nullptr || own->isBroadcast() || !problem_.empty()) continue;
+        problem_ = errorMessage(tv->name(), " iterates dimension ", dim, " of the reference twice: "
+                                "as its axis ", own->toString(), " and within its axis ",
+                                merged->toString(), ", which a reshape merged");
+      }
+    }
+  }
 }
 
 std::vector<int64_t> DimensionMap::mergedDims(const IterDomain* id) const {

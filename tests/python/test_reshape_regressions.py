@@ -202,3 +202,43 @@ def test_splitting_an_opaque_symbolic_extent_stays_refused():
             x = fd.define_tensor([-1], [True], DataType.Float)
             y = fd.define_tensor([-1, -1], [True, True], DataType.Float)
             fd.ops.reshape(x, [y.size(0), y.size(1)])
+
+
+# A reshape undone later in the same fusion (fuzz seed 5502607:
+# tanh(x).view(15).view(3, 5) read beside tanh(x)). The second reshape regroups
+# the first one's input directly, so no kernel re-merges what another split.
+@pytest.mark.parametrize("static", [True, False])
+def test_reshape_of_a_reshape_regroups_its_input(static):
+    x = randn(3, 5)
+
+    regrouped = []
+
+    def build(fd, x):
+        t = fd.ops.tanh(x)
+        v = fd.ops.reshape(fd.ops.reshape(t, [-1]), [x.size(0), x.size(1)])
+        regrouped.append(v)
+        return fd.ops.where(fd.ops.gt(v, -0.45), t, v)
+
+    fd, out = run(build, [x], static)
+    assert_like_torch(out, x.tanh())
+    assert "root:" not in regrouped[0].schedule_string()  # a copy, no view transforms
+    assert len(fd.last_kernels()) == 1
+
+
+# With an op between the reshapes, the producers replay the second reshape's
+# split and re-merge it: merge(split(i, 5)) of a [15] axis is the loop i of
+# the merged [15] tensor, which a Local buffer may therefore be read along
+# (before, 'T.. is in Local memory ... but T.. does not read it along an axis
+# bound to BIDx' after the scheduler accepted).
+@pytest.mark.parametrize("static", [True, False])
+def test_a_loop_re_merging_a_view_split_is_the_unsplit_loop(static):
+    x = randn(3, 5)
+
+    def build(fd, x):
+        t = fd.ops.tanh(x)
+        v = fd.ops.reshape(fd.ops.neg(fd.ops.reshape(t, [-1])), [x.size(0), x.size(1)])
+        return fd.ops.where(fd.ops.gt(v, -0.45), t, v)
+
+    _, out = run(build, [x], static)
+    v = -x.tanh()
+    assert_like_torch(out, torch.where(v > -0.45, x.tanh(), v))

@@ -208,12 +208,15 @@ KNOWN_BUGS = {
                ["v6", "v1"])),
     # Found by scripts/torch_fuzz.py --start 5000000 / 5500000 / 6000000 on the
     # final code of session 9 (seeds 5005028 (dynamic=True), 5502607, 5506663,
-    # 6000300); open.
+    # 6000300). Since session 10 a segment whose schedule does not lower is
+    # refused at segmentation and split further (no torch fallback); the
+    # refusal is still a scheduler defect, reported as "refused: ...".
     "symbolic-register-buffer-after-two-reductions": KnownBug(
         "dynamic shapes: maximum(x1, x1.squeeze(0)).sum(-1, keepdim=True), then its amax over "
         "every dimension added back: after a scheduler accepted, 'Local tensor T.. needs "
-        "(ceilDiv(T..size[3], 4) * 4) registers' (the partition runs in torch; values right)",
-        "fallback: Local tensor T# needs",
+        "(ceilDiv(T..size[3], 4) * 4) registers' (the segmentation refuses the segment and "
+        "splits it further; values right)",
+        "refused: Local tensor T# needs",
         _repro([("x0", "r(5, 5, 3)"), ("x1", "r(1, 5, 3, 4)")],
                ["v1 = x0 - 2.0", "v2 = x1.squeeze(0)", "v3 = torch.maximum(x1, v2)",
                 "v4 = v3.sum(dim=-1, keepdim=True)", "v5 = v4.amax(dim=(-4, -3, -2, -1), keepdim=True)",
@@ -230,9 +233,11 @@ KNOWN_BUGS = {
                ["v5"])),
     "var-mean-unsqueezed-beside-strided-input": KnownBug(
         "var_mean over dim 1 of x0 * x1 (x1 strided), its mean unsqueezed and divided by "
-        "x1.abs() + 1 (seed 5506663; 'T.. is in Local memory ... bound to TIDx', runs in "
-        "torch; values right)",
-        "fallback: tensor T# is in Local memory",
+        "x1.abs() + 1 (seed 5506663): the quotient's axes take their loops from two producers "
+        "(the mean's row, x1's column), propagateSchedule replays one ('T.. is in Local memory "
+        "... bound to TIDx'; the segmentation refuses the segment and splits it further; "
+        "values right)",
+        "refused: tensor T# is in Local memory",
         _repro([("x0", "r(4, 4)"), ("x1", "r(8)[::2]")],
                ["v1 = x0 * x1", "v2 = v1.unsqueeze(-3)",
                 "v3, v4 = torch.var_mean(v1, dim=(1,), correction=0, keepdim=True)",
@@ -308,6 +313,11 @@ FIXED = {
                                 "expanded axes as expanded in the tensors computed before it",
     "broadcast-split-by-view": "DimensionMap::mergeableRuns sees a reshape's pieces of an axis "
                                "as that axis in the tensors computed before the reshape",
+    "merge-split-view-beside-cat": "a reshape of a reshape regroups the first one's input; "
+                                   "loopAxesMapped: merging the pieces of an exact split is the "
+                                   "split axis' loop",
+    "sum-keepdim-flattened-beside-itself": "DimensionMap: a tensor iterating a dimension on an "
+                                           "axis and within a reshape's merged axis is a problem",
 }
 
 

@@ -617,7 +617,7 @@ def generate(seed: int, profile: str = "default") -> Program:
 class Outcome:
     seed: int
     dynamic: bool
-    kind: str                 # pass | mismatch | crash | fallback | invalid
+    kind: str                 # pass | mismatch | crash | fallback | refused | invalid
     signature: str = ""       # root-cause signature, for grouping failures
     detail: str = ""          # the error / mismatch / report text
     seconds: float = 0.0
@@ -823,6 +823,15 @@ def run_program(program: Program, dynamic: bool = False) -> Outcome:
             out.kind = "fallback"
             out.signature = f"fallback: {_normalize(part.fallback_reason or '?')}"
             out.detail = str(report) + "\n\n" + (part.fallback_reason or "")
+            return out
+        # Values right, but a scheduler took a segment it could not lower
+        # (the segmentation split it further): a defect that costs kernels.
+        refused = [(r, p) for r in smelt.backend.reports() for p in r.partitions if p.refused]
+        if refused:
+            report, part = refused[0]
+            out.kind = "refused"
+            out.signature = f"refused: {_normalize(part.refused[0].split(': ', 1)[-1])}"
+            out.detail = str(report)
         return out
     finally:
         out.seconds = time.perf_counter() - start

@@ -44,6 +44,14 @@ class PartitionReport:
         return self.ran.last_run_report() if self.ran is not None else None
 
     @property
+    def refused(self) -> List[str]:
+        """Segments the latest smelt run's segmentation refused because their
+        schedule did not lower (it made smaller segments instead): scheduler
+        defects that cost kernels, not values."""
+        run = self.last_run or ""
+        return [line[len("refused: "):] for line in run.splitlines() if line.startswith("refused: ")]
+
+    @property
     def kernels(self) -> list:
         """The latest smelt run's kernels (fd.last_kernels())."""
         return self.ran.last_kernels() if self.ran is not None else []
@@ -115,6 +123,9 @@ class GraphReport:
             if p.failed:
                 lines.append(f"    FAILED at run time, runs in torch from then on: "
                              f"{p.fallback_reason.splitlines()[0]}")
+            for refusal in p.refused:
+                lines.append(f"    segment refused (its schedule did not lower), split further: "
+                             f"{refusal.splitlines()[0]}")
         for tp in self.torch_partitions:
             lines.append(f"  {tp.name}: {tp.node_count} nodes run in torch: {tp.reason}")
         for node, reason in self.unsupported.items():

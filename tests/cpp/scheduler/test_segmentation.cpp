@@ -97,6 +97,38 @@ TEST(Segmentation, OneSegmentWhenASchedulerTakesTheFusion) {
   EXPECT_EQ(segmented.toString(), "segment 0 (reduction): T0 -> T2\n");
 }
 
+// The runtime's check lowers each segment; a segment it refuses is split
+// further (never a failure at run time), and the refusal is reported.
+TEST(Segmentation, ASegmentTheCheckRefusesIsSplitFurther) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeContigTensor(2);
+  fusion.addInput(a);
+  fusion.addOutput(sum(exp(a), {1}));
+  const std::vector<at::Tensor> inputs{randn({5, 9})};
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
+  int checks = 0;
+  const SegmentCheck one_op_only = [&](const Segment& segment, const RuntimeInfo& segment_runtime) {
+    ++checks;
+    EXPECT_EQ(segment_runtime.inputs().size(), segment.inputs.size());
+    return segment.fusion->exprs().size() > 1 ? std::string("two ops") : std::string();
+  };
+  SegmentedFusion segmented = segmentFusion(fusion, runtime, {}, one_op_only);
+  EXPECT_EQ(segmented.toString(),
+            "segment 0 (pointwise): T0 -> T1\n"
+            "segment 1 (reduction): T1 -> T2\n"
+            "refused: T2 (reduction): two ops\n");
+  EXPECT_EQ(checks, 3);  // the whole fusion, then each of the two segments
+  std::vector<at::Tensor> got = runSegmentsInSimulator(fusion, segmented, inputs);
+  EXPECT_TRUE(at::allclose(got[0], evaluateWithATen(fusion, inputs)[0], 1e-4, 1e-4));
+  // An expression refused on its own cannot be segmented: an error naming it.
+  const SegmentCheck no_reduction = [](const Segment& segment, const RuntimeInfo&) {
+    return segment.scheduler == SchedulerType::Reduction ? std::string("no reduction") : std::string();
+  };
+  EXPECT_SMELT_ERROR(segmentFusion(fusion, runtime, {}, no_reduction), "cannot segment the fusion",
+                     "sum", "no reduction");
+}
+
 TEST(Segmentation, ReductionsOverDifferentAxes) {
   // s = sum(x, {1}); t = sum(s[:, None] * y, {0}): two kernels, s passes
   // through global memory.
