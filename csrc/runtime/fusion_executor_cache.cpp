@@ -226,11 +226,12 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
   RuntimeInfo runtime(*entry.fusion, inputInfosOf(*entry.fusion, inputs), targetArch(options_, device));
   // A segment whose schedule does not lower becomes smaller segments, not a
   // failure at run time (segmentation.refused names it: a scheduler defect).
+  // The scheduler's own parameters are checked: what an override forces
+  // fails where it is used, with its own error.
   const SegmentCheck lowers = [this](const Segment& segment, const RuntimeInfo& segment_runtime) {
     const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
     try {
       std::unique_ptr<HeuristicParams> params = scheduler.heuristics(*segment.fusion, segment_runtime);
-      if (override_) override_(*params);
       std::unique_ptr<Fusion> scheduled = segment.fusion->clone();
       scheduler.schedule(*scheduled, *params);
       GpuLower(scheduled.get(), options_.lower).run();

@@ -13,6 +13,12 @@
 // grows from the matmul, so a trailing view is left alone, and the runtime
 // runs a segment that only moves data as views: fusion_executor_cache.h).
 //
+// Every segment chosen is then checked (SegmentCheck: the runtime schedules
+// and lowers a copy). A segment the check refuses, such as one whose
+// schedule leaves a register buffer of symbolic size, is taken out of the
+// candidates and the segmentation is redone, so it becomes smaller segments
+// rather than a fusion that fails at run time; `refused` reports it.
+//
 // A segment (the whole fusion included) the reduction scheduler takes, but
 // whose heuristics (or an override of them) set grid_split (reduction.h),
 // becomes two segments instead: the partial segment (the reduction and the
