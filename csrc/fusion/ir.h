@@ -92,6 +92,8 @@ class IterDomain {
   bool isReduction() const { return iter_type_ == IterType::Reduction; }
   bool isBroadcast() const { return iter_type_ == IterType::Broadcast; }
   bool isIteration() const { return iter_type_ == IterType::Iteration; }
+  // A broadcast that is not expanded: extent 1, one value for every index.
+  bool isPlainBroadcast() const { return isBroadcast() && !has_expanded_extent_; }
   // A broadcast made concrete by expand() iterates over this extent (stride 0).
   bool hasExpandedExtent() const { return has_expanded_extent_; }
   const IntExpr& expandedExtent() const { return expanded_extent_; }

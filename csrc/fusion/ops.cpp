@@ -56,12 +56,12 @@ std::vector<IterDomain*> elementwiseDomain(const std::string& op,
       const TensorView* tv = v->asTensor();
       if (tv == nullptr || tv->logicalNoReductions().empty()) continue;
       const IterDomain* id = tv->logicalNoReductions()[d];
-      if (chosen == nullptr || (chosen->isBroadcast() && !chosen->hasExpandedExtent())) {
+      if (chosen == nullptr || chosen->isPlainBroadcast()) {
         chosen = id;
         chosen_tv = tv;
         continue;
       }
-      if (id->isBroadcast() && !id->hasExpandedExtent()) continue;
+      if (id->isPlainBroadcast()) continue;
       auto a = chosen->loopExtent().constant();
       auto b = id->loopExtent().constant();
       SMELT_CHECK(!a || !b || *a == *b, op, ": dimension ", d, " of ", chosen_tv->name(),
@@ -483,7 +483,7 @@ int64_t normalizeDim(const char* op, const TensorView* tv, int64_t dim, int64_t 
 
 // The extent a dimension has for reshaping: 1 for a plain broadcast.
 IntExpr viewExtent(const IterDomain* id) {
-  return id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1) : id->loopExtent();
+  return id->isPlainBroadcast() ? IntExpr(1) : id->loopExtent();
 }
 
 std::string shapeText(const std::vector<IntExpr>& shape) {

@@ -66,12 +66,6 @@ IdMap invert(const IdMap& map) {
 
 namespace {
 
-// A broadcast axis of extent 1 that the other side lacks can be dropped from a
-// merge: merge(b, x) iterates exactly like x.
-bool isDroppableBroadcast(const IterDomain* id) {
-  return id->isBroadcast() && !id->hasExpandedExtent();
-}
-
 // Whether `t` is one of its tensor's view transforms (root to logical), whose
 // splits divide exactly (reshape checks that at definition or at run time).
 bool isViewTransform(const IdTransform* t, const TensorView* tv) {
@@ -132,7 +126,7 @@ bool sameLoopStructure(const IterDomain* a, const IterDomain* b, const IdMap& lo
     for (int side = 0; side < 2; ++side) {
       const IterDomain* dropped = t->inputs[side];
       const IterDomain* kept = t->inputs[1 - side];
-      if (!isDroppableBroadcast(dropped)) continue;
+      if (!dropped->isPlainBroadcast()) continue;
       if (t_is_a ? loopAxesMapped(kept, other, logical_map)
                  : loopAxesMapped(other, kept, logical_map)) {
         return true;
@@ -308,9 +302,9 @@ int64_t replayLike(TensorView* target, const TensorView* source, const IdMap& so
       *leafPosition(o) = merged;
       leaves.erase(leafPosition(i));
       s2t[t->outputs[0]] = merged;
-    } else if (has_outer && isDroppableBroadcast(t->inputs[1])) {
+    } else if (has_outer && t->inputs[1]->isPlainBroadcast()) {
       s2t[t->outputs[0]] = outer_it->second;
-    } else if (has_inner && isDroppableBroadcast(t->inputs[0])) {
+    } else if (has_inner && t->inputs[0]->isPlainBroadcast()) {
       s2t[t->outputs[0]] = inner_it->second;
     }
   }

@@ -162,7 +162,7 @@ void insertAllocations(LoweringContext& ctx) {
     if (tv->memoryType() == MemoryType::Global) {
       buffer->name = "T" + std::to_string(tv->number());
       for (const IterDomain* id : tv->logicalNoReductions()) {
-        buffer->shape.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1)
+        buffer->shape.push_back(id->isPlainBroadcast() ? IntExpr(1)
                                                                                : id->loopExtent());
       }
     } else {

@@ -73,7 +73,7 @@ class LoopNestBuilder {
     auto loop = std::make_unique<kir::ForLoop>();
     loop->iter_domain = id;
     loop->parallel_type = id->parallelType();
-    loop->extent = id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1) : id->loopExtent();
+    loop->extent = id->isPlainBroadcast() ? IntExpr(1) : id->loopExtent();
     loop->index = parallelIndexSymbol(loop->parallel_type);  // serial loops are named in build()
     loop->trivial = isParallelDim(loop->parallel_type) ||
                     loop->parallel_type == ParallelType::Vectorize ||

@@ -114,7 +114,7 @@ class Builder {
         SMELT_CHECK(c.size() == dims.size(), "tensor-core matmul: ", in->name(), " has rank ",
                     dims.size(), " where the epilogue expects ", c.size());
         for (size_t d = 0; d < dims.size(); ++d) {
-          if (dims[d]->isBroadcast() && !dims[d]->hasExpandedExtent()) c[d] = Coord::Zero;
+          if (dims[d]->isPlainBroadcast()) c[d] = Coord::Zero;
         }
         coords_[in] = c;
       }
@@ -179,7 +179,7 @@ class Builder {
     if (auto it = globals_.find(tv); it != globals_.end()) return it->second;
     std::vector<IntExpr> shape;
     for (const IterDomain* id : tv->logicalNoReductions()) {
-      shape.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? IntExpr(1) : id->loopExtent());
+      shape.push_back(id->isPlainBroadcast() ? IntExpr(1) : id->loopExtent());
     }
     kir::Buffer* b = newBuffer(tv, "T" + std::to_string(tv->number()), MemoryType::Global,
                                tv->dtype(), std::move(shape));

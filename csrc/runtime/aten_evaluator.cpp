@@ -21,7 +21,7 @@ using Sizes = std::map<std::string, int64_t>;
 std::vector<int64_t> concreteShape(const std::vector<IterDomain*>& axes, const Sizes& sizes) {
   std::vector<int64_t> shape;
   for (const IterDomain* id : axes) {
-    shape.push_back(id->isBroadcast() && !id->hasExpandedExtent() ? 1 : id->loopExtent().evaluate(sizes));
+    shape.push_back(id->isPlainBroadcast() ? 1 : id->loopExtent().evaluate(sizes));
   }
   return shape;
 }

@@ -9,8 +9,6 @@ namespace smelt {
 
 namespace {
 
-bool isPlainBroadcast(const IterDomain* id) { return id->isBroadcast() && !id->hasExpandedExtent(); }
-
 // Union-find over the logical axes of every tensor of a fusion.
 class AxisClasses {
  public:
@@ -94,7 +92,7 @@ InputValidator::InputValidator(const Fusion& fusion) {
       axis.contiguous = d < tv->contiguity().size() ? tv->contiguity()[d] : true;
       if (id->isBroadcast()) {
         axis.broadcast = true;
-        axis.extent = isPlainBroadcast(id) ? std::optional<int64_t>(1) : id->loopExtent().constant();
+        axis.extent = id->isPlainBroadcast() ? std::optional<int64_t>(1) : id->loopExtent().constant();
       } else {
         const IterDomain* cls = classes.root(id);
         axis.size_class = dense.try_emplace(cls, static_cast<int64_t>(dense.size())).first->second;

@@ -16,10 +16,6 @@ namespace {
 // gridDim.y's limit.
 constexpr int64_t kMaxGridY = 65535;
 
-bool isPlainBroadcast(const IterDomain* id) {
-  return id->isBroadcast() && !id->hasExpandedExtent();
-}
-
 // The output with the most axes that iterate (first among equals).
 TensorView* pointwiseReference(const Fusion& fusion) {
   TensorView* best = nullptr;
@@ -28,7 +24,7 @@ TensorView* pointwiseReference(const Fusion& fusion) {
     TensorView* tv = out->asTensor();
     auto dims = tv->logicalDomain();
     int64_t count = std::count_if(dims.begin(), dims.end(),
-                                  [](const IterDomain* id) { return !isPlainBroadcast(id); });
+                                  [](const IterDomain* id) { return !id->isPlainBroadcast(); });
     if (count > best_count) {
       best = tv;
       best_count = count;
@@ -42,7 +38,7 @@ std::vector<int64_t> iteratingDims(const TensorView* reference) {
   std::vector<int64_t> dims;
   const auto& logical = reference->logicalDomain();
   for (size_t d = 0; d < logical.size(); ++d) {
-    if (!isPlainBroadcast(logical[d])) dims.push_back(static_cast<int64_t>(d));
+    if (!logical[d]->isPlainBroadcast()) dims.push_back(static_cast<int64_t>(d));
   }
   return dims;
 }

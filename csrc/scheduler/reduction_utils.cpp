@@ -9,7 +9,7 @@ namespace smelt::scheduler_utils {
 
 namespace {
 
-bool iterates(const IterDomain* id) { return !(id->isBroadcast() && !id->hasExpandedExtent()); }
+bool iterates(const IterDomain* id) { return !id->isPlainBroadcast(); }
 
 // Tensors computed (transitively) from any of `sources`, sources excluded.
 std::unordered_set<const TensorView*> downstreamOf(const Fusion& fusion,

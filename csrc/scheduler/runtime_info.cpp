@@ -68,7 +68,7 @@ RuntimeInfo::RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs, in
       bindings_[name] = info.sizes[d];
       // An expanded broadcast (a segment input another segment wrote with
       // stride 0) has its expanded extent as size, a plain one size 1.
-      const IntExpr extent = dims[d]->isBroadcast() && !dims[d]->hasExpandedExtent()
+      const IntExpr extent = dims[d]->isPlainBroadcast()
                                  ? IntExpr(1)
                                  : dims[d]->loopExtent();
       if (auto c = extent.constant()) {

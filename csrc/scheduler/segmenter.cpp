@@ -609,7 +609,7 @@ std::vector<InputInfo> segmentInputInfos(const Segment& segment, const RuntimeIn
     int64_t stride = 1;
     for (size_t d = dims.size(); d-- > 0;) {
       const IterDomain* id = dims[d];
-      sizes[d] = id->isBroadcast() && !id->hasExpandedExtent() ? 1 : whole.extent(id);
+      sizes[d] = id->isPlainBroadcast() ? 1 : whole.extent(id);
       strides[d] = id->hasExpandedExtent() ? 0 : stride;
       if (!id->hasExpandedExtent()) stride *= std::max<int64_t>(sizes[d], 1);
     }

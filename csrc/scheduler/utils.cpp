@@ -14,8 +14,6 @@ namespace smelt::scheduler_utils {
 
 namespace {
 
-bool isPlainBroadcastAxis(const IterDomain* id) { return id->isBroadcast() && !id->hasExpandedExtent(); }
-
 // Labels each logical axis of every tensor with the logical axis of
 // `reference` it corresponds to, following the producer-consumer axis maps of
 // every op until nothing changes. `conflict` is called for a pair of mapped
@@ -37,7 +35,7 @@ std::unordered_map<const IterDomain*, int64_t> labelAxes(const Fusion& fusion,
       TensorView* out = expr->output();
       for (TensorView* in : expr->tensorInputs()) {
         for (const auto& [p, c] : pairwiseLogicalMap(in, out)) {
-          if (!through_broadcasts && (isPlainBroadcastAxis(p) || isPlainBroadcastAxis(c))) continue;
+          if (!through_broadcasts && (p->isPlainBroadcast() || c->isPlainBroadcast())) continue;
           auto pl = labels.find(p);
           auto cl = labels.find(c);
           if (pl != labels.end() && cl != labels.end()) {
@@ -105,7 +103,8 @@ std::unordered_set<const TensorView*> upstreamOf(const std::vector<Expr*>& exprs
 bool readThroughASplitAndBeside(const Fusion& fusion, const std::vector<Expr*>& exprs,
                                 const TensorView* tv) {
   const auto& axes = tv->logicalDomain();
-  if (std::all_of(axes.begin(), axes.end(), isPlainBroadcastAxis)) return false;  // one value
+  const auto plain = [](const IterDomain* id) { return id->isPlainBroadcast(); };
+  if (std::all_of(axes.begin(), axes.end(), plain)) return false;  // one value
   for (const Expr* reshape : exprs) {
     if (reshape->type() != ExprType::Reshape) continue;
     const std::vector<const IdTransform*> view = viewTransforms(reshape->output());
@@ -211,7 +210,7 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference, Re
       auto it = labels_.find(id);
       if (it == labels_.end()) {
         if (merged_dims_.count(id)) continue;
-        bool plain_broadcast = id->isBroadcast() && !id->hasExpandedExtent();
+        bool plain_broadcast = id->isPlainBroadcast();
         // A cached input becomes a computed tensor scheduled like the others.
         if (!plain_broadcast && !feeds_reshape.count(tv) && problem_.empty()) {
           problem_ = errorMessage("axis ", id->toString(), " of ", tv->name(),
@@ -687,7 +686,7 @@ std::string serialLoopBufferReason(const Fusion& fusion, const DimensionMap& map
     const std::set<size_t>& outputs = reach[tv];
     if ((tv->isFusionInput() && !cached) || outputs.size() < 2) continue;
     for (const IterDomain* id : tv->logicalNoReductions()) {
-      if (id->isBroadcast() && !id->hasExpandedExtent()) continue;
+      if (id->isPlainBroadcast()) continue;
       // An axis no dimension labels (one a reshape regroups) may be any of them.
       const std::optional<int64_t> dim = map.dimOf(id);
       if (dim && std::find(serial_dims.begin(), serial_dims.end(), *dim) == serial_dims.end()) {
@@ -715,7 +714,7 @@ int64_t extentOf(const TensorView* reference, const DimensionMap& map,
   int64_t extent = 1;
   for (int64_t d : dims) {
     const IterDomain* id = map.axisOf(reference, d);
-    if (id != nullptr && !(id->isBroadcast() && !id->hasExpandedExtent())) {
+    if (id != nullptr && !id->isPlainBroadcast()) {
       extent *= runtime.extent(id);
     }
   }

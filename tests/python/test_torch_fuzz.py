@@ -251,6 +251,19 @@ KNOWN_BUGS = {
                ["v1 = x0.sum(dim=(2, 3), keepdim=True)", "v2 = v1.view(-1)", "v3 = v1 * v2",
                 "v4 = v2.unsqueeze(-1)", "v5 = v3.squeeze(2)",
                 "v6 = torch.cat([v5, torch.tanh(v5)], dim=-3)"], ["v6", "v4"])),
+    # Found by scripts/torch_fuzz.py --start 7000000 --count 21000 (session 10;
+    # seeds 7006716 and 7007545 are var-mean-unsqueezed-beside-strided-input's
+    # family, 7020306 this one).
+    "split-view-beside-its-flat-source": KnownBug(
+        "x.reshape(3, -1, 1) / (x.reshape(-1).abs() + 1): one tensor pairs x's elements as "
+        "split pieces with x's flat elements; the persistent scheduler took the layer norm "
+        "beside it ('T.. is in Local memory ... bound to TIDx'; the segmentation refuses the "
+        "segment and splits it further; values right)",
+        "refused: tensor T# is in Local memory",
+        _repro([("x0", "r(2, 6)"), ("x1", "r(2, 6)"), ("w2", "r(6)")],
+               ["v1 = F.layer_norm(x0, (6,), weight=w2)", "v2 = x1.reshape(-1)",
+                "v3 = v2.reshape(3, -1, 1)", "v4 = v3 / (v2.abs() + 1)", "v5 = v3 * v4"],
+               ["v5", "v1", "v4"])),
     "reduction-over-m-taken-as-matmul": KnownBug(
         "(x.amax(keepdim) * x.unsqueeze(-1)).sum((-3, -2)): a sum over M and K of a product "
         "of broadcasts was taken by the matmul scheduler ('a reduction bound to BIDy')",

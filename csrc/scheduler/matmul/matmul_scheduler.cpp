@@ -232,7 +232,7 @@ std::string tensorCoreBlocker(const MatmulPattern& pattern, const RuntimeInfo& r
   {
     const auto dims = pattern.sum->logicalNoReductions();
     for (size_t d = 0; d < dims.size(); ++d) {
-      if (dims[d]->isBroadcast() && !dims[d]->hasExpandedExtent()) {
+      if (dims[d]->isPlainBroadcast()) {
         return errorMessage("the result's ",
                             d + 2 == dims.size() ? "M" : d + 1 == dims.size() ? "N" : "batch",
                             " axis is a broadcast (an operand of extent 1 with contiguity None); "
