@@ -722,6 +722,7 @@ class Emitter {
 
   // An operand's value converted to `to`.
   std::string operandValue(const kir::Operand& operand, DataType to) {
+    if (operand.index) return convert("(" + indexText(*operand.index, true) + ")", DataType::Int, to);
     if (!operand.access) {
       SMELT_CHECK(operand.scalar != nullptr, "codegen: operand has neither an access nor a scalar");
       return scalarValue(operand.scalar, to);
@@ -859,6 +860,10 @@ class Emitter {
         // The fill value is the expression's unless lowering passed it as an operand.
         value = c.operands.empty() ? scalarValue(static_cast<const FullOp*>(c.expr)->fillValue(), ct)
                                    : operandValue(c.operands[0], ct);
+        break;
+      case ExprType::Iota:  // start + index * step
+        value = operandValue(operandAt(c, 1), ct) + " + " + operandValue(operandAt(c, 0), ct) + " * " +
+                operandValue(operandAt(c, 2), ct);
         break;
       case ExprType::Set:
       case ExprType::Broadcast:

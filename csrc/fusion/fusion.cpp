@@ -52,6 +52,17 @@ bool Fusion::isOutput(const Val* val) const {
   return std::find(outputs_.begin(), outputs_.end(), val) != outputs_.end();
 }
 
+void Fusion::removeExpr(Expr* expr) {
+  for (Val* in : expr->inputs()) {
+    in->uses_.erase(std::remove(in->uses_.begin(), in->uses_.end(), expr), in->uses_.end());
+  }
+  for (Val* out : expr->outputs()) out->definition_ = nullptr;
+  auto it = std::find_if(exprs_.begin(), exprs_.end(),
+                         [&](const std::unique_ptr<Expr>& e) { return e.get() == expr; });
+  SMELT_INTERNAL_CHECK(it != exprs_.end(), "removeExpr: ", expr->toString(), " is not in the fusion");
+  exprs_.erase(it);
+}
+
 std::vector<Expr*> Fusion::exprs() const {
   // Depth-first from the outputs; an expression is emitted after its producers.
   std::vector<Expr*> order;

@@ -50,6 +50,9 @@ class Fusion {
   IdTransform* newTransform(IdTransform transform);
   Scalar* newConstant(double value, DataType dtype);
   Scalar* newSymbolicScalar(DataType dtype);
+  // Deletes `expr`: its inputs lose the use, its outputs their definition
+  // (a rewrite then defines them anew).
+  void removeExpr(Expr* expr);
   template <typename ExprT, typename... Args>
   ExprT* newExpr(Args&&... args) {
     auto expr = std::make_unique<ExprT>(std::forward<Args>(args)...);

@@ -258,6 +258,8 @@ void Expr::replaceOutput(Val* old_val, Val* new_val) {
 
 FullOp::FullOp(TensorView* out, Val* fill_value) : Expr(ExprType::Full, {fill_value}, {out}) {}
 
+IotaOp::IotaOp(TensorView* out, Val* start, Val* step) : Expr(ExprType::Iota, {start, step}, {out}) {}
+
 UnaryOp::UnaryOp(UnaryOpType op, TensorView* out, Val* in)
     : Expr(ExprType::Unary, {in}, {out}), op_(op) {}
 
@@ -300,9 +302,16 @@ PadOp::PadOp(TensorView* out, TensorView* in, std::vector<std::pair<int64_t, int
              Val* pad_value)
     : Expr(ExprType::Pad, {in, pad_value}, {out}), widths_(std::move(widths)) {}
 
+std::string PadOp::opName() const {
+  const bool crops_only = std::all_of(widths_.begin(), widths_.end(), [](const auto& w) {
+    return w.first <= 0 && w.second <= 0;
+  });
+  return crops_only ? "slice" : "pad";
+}
+
 std::string PadOp::toString() const {
   std::ostringstream os;
-  os << output()->toString() << " = pad(" << input(0)->asTensor()->name() << ", {";
+  os << output()->toString() << " = " << opName() << "(" << input(0)->asTensor()->name() << ", {";
   for (size_t i = 0; i < widths_.size(); ++i) {
     os << (i ? ", " : "") << "{" << widths_[i].first << ", " << widths_[i].second << "}";
   }
@@ -323,6 +332,10 @@ TensorView* tensorAt(const std::vector<Val*>& vals, size_t i) {
 Expr* FullOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
                         const std::vector<Val*>& outs) const {
   return f.newExpr<FullOp>(tensorAt(outs, 0), ins.at(0));
+}
+Expr* IotaOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                        const std::vector<Val*>& outs) const {
+  return f.newExpr<IotaOp>(tensorAt(outs, 0), ins.at(0), ins.at(1));
 }
 Expr* UnaryOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
                          const std::vector<Val*>& outs) const {

@@ -232,8 +232,8 @@ class TensorView : public Val {
 // ---------------------------------------------------------------------------
 
 enum class ExprType {
-  Full, Unary, Binary, Where, Reduction, Broadcast, Expand, Set, Pad, Permute, Squeeze, Reshape,
-  Mma,
+  Full, Iota, Unary, Binary, Where, Reduction, Broadcast, Expand, Set, Pad, Permute, Squeeze,
+  Reshape, Mma,
 };
 enum class UnaryOpType {
   Neg, Exp, Tanh, Abs, Relu, Cast,
@@ -303,6 +303,17 @@ class FullOp : public Expr {
                   const std::vector<Val*>& outputs) const override;
   Val* fillValue() const { return input(0); }
   std::string opName() const override { return "full"; }
+};
+
+// out[i] = start + i * step over the one axis of `out` (torch.arange).
+class IotaOp : public Expr {
+ public:
+  IotaOp(TensorView* out, Val* start, Val* step);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
+  Val* start() const { return input(0); }
+  Val* step() const { return input(1); }
+  std::string opName() const override { return "iota"; }
 };
 
 class UnaryOp : public Expr {
@@ -384,14 +395,18 @@ class LoadStoreOp : public Expr {
 
 class PadOp : public Expr {
  public:
-  // widths[d] = {before, after} for each logical dimension d of the input.
+  // widths[d] = {before, after} for each logical dimension d of the input:
+  // out[c] = in[c - before] where that is inside the input, else the pad
+  // value. Negative widths crop (a slice); a read of a cropped axis never
+  // leaves the input.
   PadOp(TensorView* out, TensorView* in, std::vector<std::pair<int64_t, int64_t>> widths,
         Val* pad_value);
   Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
                   const std::vector<Val*>& outputs) const override;
   const std::vector<std::pair<int64_t, int64_t>>& widths() const { return widths_; }
   Val* padValue() const { return input(1); }
-  std::string opName() const override { return "pad"; }
+  // "slice" when it only crops.
+  std::string opName() const override;
   std::string toString() const override;
 
  private:

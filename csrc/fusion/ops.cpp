@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -24,8 +25,9 @@ std::string describe(const Val* v) {
 }
 
 // Output axes of an elementwise op over `operands` (tensors and scalars).
-std::vector<IterDomain*> elementwiseDomain(const std::string& op,
-                                           const std::vector<Val*>& operands) {
+// `skip_dim` (if >= 0) is not checked and gets no axis (cat's joined one).
+std::vector<IterDomain*> elementwiseDomain(const std::string& op, const std::vector<Val*>& operands,
+                                           int64_t skip_dim = -1) {
   Fusion* f = Fusion::current();
   // Rank-0 tensors (full reductions) combine with any rank, like scalars.
   const TensorView* first = nullptr;
@@ -50,6 +52,7 @@ std::vector<IterDomain*> elementwiseDomain(const std::string& op,
   size_t rank = first->logicalNoReductions().size();
   std::vector<IterDomain*> out;
   for (size_t d = 0; d < rank; ++d) {
+    if (static_cast<int64_t>(d) == skip_dim) continue;
     const IterDomain* chosen = nullptr;
     const TensorView* chosen_tv = nullptr;
     for (Val* v : operands) {
@@ -393,27 +396,150 @@ TensorView* pad(TensorView* in, const std::vector<int64_t>& widths, double value
               ", got ", widths.size());
   std::vector<std::pair<int64_t, int64_t>> per_axis(rank, {0, 0});
   for (size_t k = 0; k < widths.size() / 2; ++k) {
-    size_t d = rank - 1 - k;
-    SMELT_CHECK(widths[2 * k] >= 0 && widths[2 * k + 1] >= 0, "pad: dimension ", d, " of ",
-                in->name(), " gets negative widths {", widths[2 * k], ", ", widths[2 * k + 1],
-                "}; cropping is not supported");
-    SMELT_CHECK(!in_axes[d]->isBroadcast() || (widths[2 * k] == 0 && widths[2 * k + 1] == 0),
-                "pad: dimension ", d, " of ", in->name(), " is a broadcast and cannot be padded");
-    per_axis[d] = {widths[2 * k], widths[2 * k + 1]};
+    per_axis[rank - 1 - k] = {widths[2 * k], widths[2 * k + 1]};
   }
+  return padAxes(in, per_axis, value);
+}
+
+TensorView* padAxes(TensorView* in, const std::vector<std::pair<int64_t, int64_t>>& per_axis,
+                    double value) {
+  SMELT_CHECK(in != nullptr, "pad: input is null");
+  std::vector<IterDomain*> in_axes = in->logicalNoReductions();
+  const size_t rank = in_axes.size();
+  SMELT_CHECK(per_axis.size() == rank, "pad: tensor ", in->name(), " has rank ", rank, ", ",
+              per_axis.size(), " pairs of widths were given");
   Fusion* f = Fusion::current();
   std::vector<IterDomain*> out_axes;
   for (size_t d = 0; d < rank; ++d) {
-    if (per_axis[d] == std::pair<int64_t, int64_t>{0, 0}) {
+    const auto [before, after] = per_axis[d];
+    if (before == 0 && after == 0) {
       out_axes.push_back(elementwiseAxis(f, in_axes[d]));
-    } else {
-      out_axes.push_back(f->newIterDomain(
-          in_axes[d]->extent() + per_axis[d].first + per_axis[d].second, IterType::Iteration));
+      continue;
     }
+    const IntExpr extent = in_axes[d]->loopExtent();
+    const std::optional<int64_t> constant_extent = extent.constant();
+    // A crop of a symbolic extent could leave nothing, which only the run
+    // time would see.
+    SMELT_CHECK(constant_extent || (before >= 0 && after >= 0), "pad: dimension ", d, " of ",
+                in->name(), " has the symbolic extent ", extent, " and cannot be cropped (widths {",
+                before, ", ", after, "})");
+    SMELT_CHECK(!constant_extent || *constant_extent + before + after >= 1, "pad: dimension ", d,
+                " of ", in->name(), " (extent ", extent, ") with widths {", before, ", ", after,
+                "} leaves no element");
+    out_axes.push_back(windowAxis(f, extent + before + after));
   }
   TensorView* out = f->newTensor(in->dtype(), std::move(out_axes));
   f->newExpr<PadOp>(out, in, per_axis, constant(value, in->dtype()));
   return out;
+}
+
+IterDomain* windowAxis(Fusion* fusion, const IntExpr& extent) {
+  const bool one = extent.constant() == std::optional<int64_t>(1);
+  return fusion->newIterDomain(extent, one ? IterType::Broadcast : IterType::Iteration);
+}
+
+TensorView* slice(TensorView* in, const std::vector<int64_t>& starts,
+                  const std::vector<int64_t>& stops) {
+  SMELT_CHECK(in != nullptr, "slice: input is null");
+  std::vector<IterDomain*> in_axes = in->logicalNoReductions();
+  const size_t rank = in_axes.size();
+  SMELT_CHECK(starts.size() == rank && stops.size() == rank, "slice: tensor ", in->name(),
+              " has rank ", rank, " but ", starts.size(), " starts and ", stops.size(),
+              " stops were given");
+  std::vector<std::pair<int64_t, int64_t>> per_axis(rank, {0, 0});
+  for (size_t d = 0; d < rank; ++d) {
+    const std::optional<int64_t> extent = in_axes[d]->loopExtent().constant();
+    if (!extent) {
+      // A symbolic extent may only be kept whole: [0, end).
+      SMELT_CHECK(starts[d] == 0 && stops[d] == std::numeric_limits<int64_t>::max(), "slice: dimension ",
+                  d, " of ", in->name(), " has the symbolic extent ", in_axes[d]->loopExtent(),
+                  "; only its whole range can be taken, not [", starts[d], ", ", stops[d], ")");
+      continue;
+    }
+    // Python's rules: negative positions count from the end, both clamp.
+    auto position = [&](int64_t p) {
+      if (p < 0) p += *extent;
+      return std::clamp<int64_t>(p, 0, *extent);
+    };
+    const int64_t start = position(starts[d]), stop = position(stops[d]);
+    SMELT_CHECK(start < stop, "slice: dimension ", d, " of ", in->name(), " (extent ", *extent,
+                ") takes [", starts[d], ", ", stops[d], "), which holds no element");
+    per_axis[d] = {-start, stop - *extent};
+  }
+  return padAxes(in, per_axis, 0.0);
+}
+
+TensorView* iota(const IntExpr& length, Val* start, Val* step, DataType dtype) {
+  SMELT_CHECK(start != nullptr && step != nullptr, "iota: start or step is null");
+  SMELT_CHECK(dtype != DataType::Bool, "iota: a bool sequence is not supported");
+  SMELT_CHECK(start->asTensor() == nullptr && step->asTensor() == nullptr,
+              "iota: start and step must be scalars");
+  const std::optional<int64_t> n = length.constant();
+  SMELT_CHECK(!n || *n >= 1, "iota: length ", length, " holds no element");
+  Fusion* f = Fusion::current();
+  TensorView* out = f->newTensor(dtype, {f->newIterDomain(length, IterType::Iteration)});
+  f->newExpr<IotaOp>(out, start, step);
+  return out;
+}
+
+TensorView* cat(const std::vector<TensorView*>& inputs, int64_t dim) {
+  SMELT_CHECK(!inputs.empty(), "cat: needs at least one tensor");
+  for (const TensorView* tv : inputs) SMELT_CHECK(tv != nullptr, "cat: an input is null");
+  const int64_t rank = static_cast<int64_t>(inputs[0]->logicalNoReductions().size());
+  SMELT_CHECK(rank >= 1, "cat: ", inputs[0]->name(), " has rank 0");
+  const int64_t d = dim < 0 ? dim + rank : dim;
+  SMELT_CHECK(d >= 0 && d < rank, "cat: dimension ", dim, " is out of range for rank ", rank);
+  std::vector<Val*> operands(inputs.begin(), inputs.end());
+  DataType dtype = promoteOperandTypes(operands);
+  // Checks the ranks and the other dimensions as an elementwise op would.
+  elementwiseDomain("cat", operands, d);
+  for (int64_t k = 0; k < rank; ++k) {  // torch's cat does not broadcast
+    if (k == d) continue;
+    auto is_one = [&](const TensorView* tv) {
+      const IterDomain* id = tv->logicalNoReductions()[k];
+      return id->isPlainBroadcast() || id->loopExtent().constant() == std::optional<int64_t>(1);
+    };
+    for (const TensorView* tv : inputs) {
+      SMELT_CHECK(is_one(tv) == is_one(inputs[0]), "cat: dimension ", k, " of ", tv->name(),
+                  " has extent ", tv->logicalNoReductions()[k]->loopExtent(), " where ",
+                  inputs[0]->name(), " has extent ", inputs[0]->logicalNoReductions()[k]->loopExtent(),
+                  "; the dimensions other than ", d, " must match");
+    }
+  }
+  std::vector<int64_t> extents;
+  for (const TensorView* tv : inputs) {
+    const IterDomain* id = tv->logicalNoReductions()[d];
+    std::optional<int64_t> e = id->loopExtent().constant();
+    SMELT_CHECK(e.has_value(), "cat: dimension ", d, " of ", tv->name(), " has the symbolic extent ",
+                id->loopExtent(), "; cat needs constant extents along the joined dimension");
+    extents.push_back(*e);
+  }
+  if (inputs.size() == 1) return dtype == inputs[0]->dtype() ? set(inputs[0]) : castOp(dtype, inputs[0]);
+  int64_t total = 0;
+  for (int64_t e : extents) total += e;
+  // Each input padded to the whole extent at its place; a position takes the
+  // input whose place holds it (a select, not a sum: -0.0 and NaN stay).
+  std::vector<TensorView*> placed;
+  int64_t offset = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TensorView* in = inputs[i]->dtype() == dtype ? inputs[i] : castOp(dtype, inputs[i]);
+    std::vector<std::pair<int64_t, int64_t>> widths(rank, {0, 0});
+    widths[d] = {offset, total - offset - extents[i]};
+    placed.push_back(padAxes(in, widths, 0.0));
+    offset += extents[i];
+  }
+  std::vector<bool> new_axes(rank, true);
+  new_axes[d] = false;
+  TensorView* position =
+      broadcast(iota(IntExpr(total), constant(0, DataType::Int), constant(1, DataType::Int), DataType::Int),
+                new_axes);
+  TensorView* result = placed.back();
+  offset = total - extents.back();
+  for (size_t i = inputs.size() - 1; i-- > 0;) {
+    result = where(lt(position, constant(static_cast<double>(offset), DataType::Int)), placed[i], result);
+    offset -= extents[i];
+  }
+  return result;
 }
 
 namespace {

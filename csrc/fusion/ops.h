@@ -111,8 +111,28 @@ TensorView* max(TensorView* in, const std::vector<int64_t>& axes);
 TensorView* broadcast(TensorView* in, const std::vector<bool>& is_new_axis);
 // Gives broadcast axes an extent (-1 keeps an axis as it is).
 TensorView* expand(TensorView* in, const std::vector<IntExpr>& shape);
-// widths as torch.nn.functional.pad: {before_last, after_last, before_2nd_last, ...}.
+// widths as torch.nn.functional.pad: {before_last, after_last, before_2nd_last, ...};
+// negative widths crop. Cropping needs a constant extent and must leave an
+// element.
 TensorView* pad(TensorView* in, const std::vector<int64_t>& widths, double value = 0.0);
+// The same with one {before, after} pair per logical dimension, in order.
+TensorView* padAxes(TensorView* in, const std::vector<std::pair<int64_t, int64_t>>& widths,
+                    double value = 0.0);
+// The axis a window op (pad, slice) gives a dimension of `extent`: a
+// constant 1 is a broadcast, as every static size-1 dimension.
+IterDomain* windowAxis(Fusion* fusion, const IntExpr& extent);
+// in[starts[d]:stops[d]] along every dimension (step 1), with Python's
+// rules: negative positions count from the end and both clamp to the extent
+// (INT64_MAX is "to the end"). A symbolic extent can only be kept whole.
+TensorView* slice(TensorView* in, const std::vector<int64_t>& starts,
+                  const std::vector<int64_t>& stops);
+// torch.cat: the inputs (of one rank, other dimensions equal, dtypes
+// promoted as torch does) joined along `dim`, whose extents must be
+// constants. Each input is padded to the whole extent at its place and a
+// position selects the input that holds it (iota, lt, where).
+TensorView* cat(const std::vector<TensorView*>& inputs, int64_t dim);
+// [length] tensor of start + i * step (torch.arange(start, start + length * step, step)).
+TensorView* iota(const IntExpr& length, Val* start, Val* step, DataType dtype = DataType::Int);
 
 // [M, K] x [K, N] -> [M, N] as broadcast, multiply and a sum over K (the
 // building block a matmul schedule tiles). Half/bfloat16 operands are cast to

@@ -9,7 +9,9 @@
 //     the output's root axes, whose indices come back through the view's
 //     merges and splits), then through the producer's own splits and merges
 //     to its allocation;
-//   * a read of a padded axis carries the in-bounds predicate and pad value.
+//   * a read of a padded axis carries the in-bounds predicate and pad value
+//     (a cropped one needs none);
+//   * an iota's value gets its output index as the first operand.
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
 #include "lower/allocation.h"
@@ -84,6 +86,13 @@ class Indexer {
     return access;
   }
 
+  // The logical index of the output's dimension `dim` as a value.
+  kir::Operand indexOperand(size_t dim) const {
+    kir::Operand op;
+    op.index = simplify(logical_.at(out_->logicalDomain().at(dim)), bounds_);
+    return op;
+  }
+
   kir::Operand operand(const Val* val) const {
     kir::Operand op;
     const TensorView* in = val->asTensor();
@@ -93,9 +102,24 @@ class Indexer {
     }
     IdMap to_out = pairwiseLogicalMap(in, out_);
     std::vector<IterDomain*> in_dims = in->logicalNoReductions();
+    const auto* pad = dynamic_cast<const PadOp*>(out_->definition());
     IndexMap in_logical;
     for (size_t d = 0; d < in_dims.size(); ++d) {
       const IterDomain* id = in_dims[d];
+      if (pad != nullptr && pad->widths()[d] != std::pair<int64_t, int64_t>{0, 0}) {
+        // A padded or cropped axis: the consumer's index, shifted by the
+        // leading width; bounds only where the output reaches past the input.
+        const auto [before, after] = pad->widths()[d];
+        IntExpr c = logical_.at(out_->logicalDomain()[d]);
+        in_logical[id] = id->isBroadcast() ? IntExpr(0) : c - before;
+        if (before > 0) op.in_bounds.terms.push_back({c, kir::Predicate::Term::Kind::GreaterEqual, before});
+        if (after > 0) {
+          op.in_bounds.terms.push_back(
+              {c, kir::Predicate::Term::Kind::LessThan, id->loopExtent() + before});
+        }
+        if (before > 0 || after > 0) op.out_of_bounds_value = pad->padValue();
+        continue;
+      }
       if (id->isBroadcast()) {
         in_logical[id] = 0;
         continue;
@@ -105,20 +129,9 @@ class Indexer {
         in_logical[id] = logical_.at(mapped->second);
         continue;
       }
-      if (out_->definition()->type() == ExprType::Squeeze) {  // a squeezed extent-1 axis
-        in_logical[id] = 0;
-        continue;
-      }
-      // A padded axis: the consumer's index, shifted by the leading pad.
-      const auto* pad = dynamic_cast<const PadOp*>(out_->definition());
-      SMELT_INTERNAL_CHECK(pad != nullptr, "unmapped axis of ", in->name(), " read by ",
-                           out_->name());
-      int64_t before = pad->widths()[d].first;
-      IntExpr c = logical_.at(out_->logicalDomain()[d]);
-      in_logical[id] = c - before;
-      op.in_bounds.terms.push_back({c, kir::Predicate::Term::Kind::GreaterEqual, before});
-      op.in_bounds.terms.push_back({c, kir::Predicate::Term::Kind::LessThan, id->extent() + before});
-      op.out_of_bounds_value = pad->padValue();
+      SMELT_INTERNAL_CHECK(out_->definition()->type() == ExprType::Squeeze, "unmapped axis of ",
+                           in->name(), " read by ", out_->name());
+      in_logical[id] = 0;  // a squeezed extent-1 axis
     }
     kir::Access access{ctx_.bufferOf(in), 0};
     access.index = simplify(in->memoryType() == MemoryType::Global
@@ -144,6 +157,7 @@ void indexBody(const LoweringContext& ctx, kir::StmtList& body) {
     } else if (auto* c = dynamic_cast<kir::Compute*>(stmt.get())) {
       Indexer indexer(ctx, c->expr->output());
       c->out = indexer.output();
+      if (c->expr->type() == ExprType::Iota) c->operands.push_back(indexer.indexOperand(0));
       for (const Val* in : c->expr->inputs()) {
         // A pad's value is an attribute, not an operand of the copy.
         if (c->expr->type() == ExprType::Pad && in->asTensor() == nullptr) continue;

@@ -63,7 +63,9 @@ std::string accessString(const Access& a) {
 }
 
 std::string operandString(const Operand& op) {
-  std::string text = op.access ? accessString(*op.access) : op.scalar->toString();
+  std::string text = op.access  ? accessString(*op.access)
+                     : op.index ? "index(" + op.index->toString() + ")"
+                                : op.scalar->toString();
   if (!op.in_bounds.alwaysTrue()) {
     text = "(" + op.in_bounds.toString() + " ? " + text + " : " +
            op.out_of_bounds_value->toString() + ")";

@@ -132,10 +132,12 @@ class Allocate : public Stmt {
   Buffer* buffer;
 };
 
-// out = op(operands). Operands are accesses or scalar constants/symbols.
+// out = op(operands). Operands are accesses, scalar constants/symbols or
+// index values.
 struct Operand {
   std::optional<Access> access;    // a tensor element
   const Val* scalar = nullptr;     // a fusion scalar (constant or symbolic)
+  std::optional<IntExpr> index;    // an index as a value (an iota's position)
   // A read outside [0, extent) of a padded axis yields the pad value instead.
   Predicate in_bounds;
   const Val* out_of_bounds_value = nullptr;

@@ -15,6 +15,7 @@ void predicateIndices(Predicate& p, const std::function<void(IntExpr&)>& f) {
 
 void operandIndices(Operand& op, const std::function<void(IntExpr&)>& f) {
   if (op.access) f(op.access->index);
+  if (op.index) f(*op.index);
   predicateIndices(op.in_bounds, f);
 }
 

@@ -45,6 +45,12 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
     case ExprType::Full:
       return at::full(concreteShape(out->logicalNoReductions(), sizes), in(0).item(),
                       at::TensorOptions().dtype(out_type).device(device));
+    case ExprType::Iota: {
+      const at::TensorOptions options = at::TensorOptions().dtype(out_type).device(device);
+      const at::Tensor index = at::arange(concreteShape(out->logicalNoReductions(), sizes).at(0),
+                                          at::TensorOptions().dtype(at::kLong).device(device));
+      return in(0).to(options) + index.to(options) * in(1).to(options);
+    }
     case ExprType::Set:
       return as_views ? in(0) : in(0).clone();
     case ExprType::Unary: {

@@ -14,6 +14,7 @@
 #include "runtime/aten_evaluator.h"
 #include "runtime/input_validation.h"
 #include "scheduler/registry.h"
+#include "scheduler/window_inputs.h"
 
 namespace smelt {
 
@@ -215,6 +216,7 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
   if (it != signatures_.end()) return it->second;
   SignatureEntry entry;
   entry.fusion = fusion_->clone();
+  recomputeWindowInputs(*entry.fusion);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (TensorView* tv = entry.fusion->inputs()[i]->asTensor()) {
       SMELT_CHECK(inputs[i].dim() == static_cast<int64_t>(tv->logicalDomain().size()),

@@ -177,6 +177,18 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference, Re
   };
   labels_ = labelAxes(fusion, reference, conflict);
   std::vector<Expr*> exprs = fusion.exprs();
+  // A window reads its input at shifted positions: a computed input's
+  // element c is not the one the window's loop computes at c, even where
+  // another consumer gives its axes labels (recomputeWindowInputs leaves
+  // only inputs that cannot be recomputed, e.g. reshapes, to the segmenter).
+  for (const Expr* expr : exprs) {
+    const TensorView* in = expr->type() == ExprType::Pad ? expr->input(0)->asTensor() : nullptr;
+    if (in != nullptr && !in->isFusionInput() && problem_.empty()) {
+      problem_ = errorMessage(expr->output()->name(), " = ", expr->opName(), "(", in->name(),
+                              ") reads the computed ", in->name(),
+                              " at shifted positions, so it cannot run in the window's loops");
+    }
+  }
   std::unordered_set<const TensorView*> feeds_reshape;
   if (reshapes == Reshapes::MergedDownstream) labelMergedDownstream(fusion, exprs);
   if (reshapes == Reshapes::Upstream) {

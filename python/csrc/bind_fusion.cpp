@@ -211,6 +211,9 @@ void bindOps(py::module_& m) {
     return expand(in, shape);
   }, kRef);
   m.def("pad", &pad, py::arg("input"), py::arg("widths"), py::arg("value") = 0.0, kRef);
+  m.def("slice", &slice, py::arg("input"), py::arg("starts"), py::arg("stops"), kRef);
+  m.def("cat", &cat, py::arg("inputs"), py::arg("dim"), kRef);
+  m.def("iota", &iota, py::arg("length"), py::arg("start"), py::arg("step"), py::arg("dtype"), kRef);
   m.def("matmul", &matmul, kRef);
   m.def("permute", &permute, kRef);
   m.def("transpose", &transpose, kRef);

@@ -308,6 +308,24 @@ class Operators:
     def pad(self, x: Tensor, pad_widths: Sequence[int], value: Number = 0.0) -> Tensor:
         return self._op("pad", x, tuple(pad_widths), value)
 
+    def slice(self, x: Tensor, start_indices: Sequence[int], end_indices: Sequence[int],
+              strides: Optional[Sequence[int]] = None) -> Tensor:
+        """x[start:end] along every dimension (nvFuser's form). Negative
+        positions count from the end and both clamp, as in Python; steps
+        other than 1 are not supported."""
+        if strides is not None and any(s != 1 for s in strides):
+            raise SmeltError(f"slice: steps {list(strides)} are not supported, only 1")
+        return self._op("slice", x, tuple(start_indices), tuple(end_indices))
+
+    def cat(self, tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+        """torch.cat: joins tensors along `dim` (its extents must be constants)."""
+        return self._op("cat", tuple(tensors), dim)
+
+    def iota(self, length: Union[int, "Size"], start: Number = 0, step: Number = 1,
+             dtype: DataType = DataType.Int) -> Tensor:
+        """[length] tensor of start + i * step (torch.arange)."""
+        return self._op("iota", length, start, step, to_data_type(dtype))
+
     def full(self, shape: Sequence[int], fill_value: Number,
              dtype: DataType = DataType.Float) -> Tensor:
         return self._op("full", tuple(shape), fill_value, to_data_type(dtype))

@@ -58,6 +58,8 @@ CASES = [
      [randn(5, 7)]),
     ("pad_last", lambda fd, x: fd.ops.pad(x, [1, 2]),
      lambda x: torch.nn.functional.pad(x, [1, 2]), [randn(3, 4)]),
+    ("iota_plus_input", lambda fd, x: fd.ops.add(x, fd.ops.iota(5, 2, 3)),
+     lambda x: x + torch.arange(2, 17, 3), [randn(5)]),
     ("pad_two_dims_value", lambda fd, x: fd.ops.pad(x, [0, 1, 2, 0], 0.5),
      lambda x: torch.nn.functional.pad(x, [0, 1, 2, 0], value=0.5), [randn(3, 4)]),
     ("full", lambda fd, x: fd.ops.add(x, fd.ops.full([3, 4], 1.5)), lambda x: x + 1.5, [randn(3, 4)]),
@@ -137,6 +139,17 @@ def test_every_ir_op_is_covered():
     generic = set(UNARY_OPS) | set(BINARY_OPS)  # the two tests above
     untested = sorted(op for op in ops - generic if f"fd.ops.{op}(" not in source)
     assert not untested, f"ops without a test here: {untested}"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_window_ops_over_static_extents_match_torch(device):
+    # slice and cat need constant extents along the dimensions they cut or join.
+    x, y = randn(3, 4).to(device), torch.arange(6, device=device).view(3, 2)
+    with FusionDefinition() as fd:
+        a, b = fd.from_pytorch(x, static_sizes=True), fd.from_pytorch(y, static_sizes=True)
+        fd.add_output(fd.ops.cat([fd.ops.slice(a, [1, -3], [3, 2**63 - 1]),
+                                  fd.ops.slice(b, [0, 0], [2, 2])], -1))
+    assert_matches(fd.execute([x, y]), torch.cat([x[1:3, -3:], y[:2]], -1), device)
 
 
 def test_expand_as_fusion_output():

@@ -580,6 +580,7 @@ class BlockRunner {
 
   double operand(const RtOperand& op, int32_t t, int32_t pc) {
     if (!holds(op.in_bounds, slotsOf(t))) return op.out_of_bounds_value;
+    if (op.index_value >= 0) return static_cast<double>(p_.code.eval(op.index_value, slotsOf(t)));
     if (op.access.buffer < 0) return op.constant;
     return load(op.access, t, pc);
   }
@@ -592,7 +593,7 @@ class BlockRunner {
     switch (in.fn) {
       case Fn::Copy: case Fn::Neg: case Fn::Abs: case Fn::Add: case Fn::Sub: case Fn::Mul:
       case Fn::IntDiv: case Fn::Maximum: case Fn::Minimum: case Fn::IntPow:
-      case Fn::Remainder: case Fn::Fmod: case Fn::Where:
+      case Fn::Remainder: case Fn::Fmod: case Fn::Where: case Fn::Iota:
         break;
       default:
         return false;
@@ -609,6 +610,7 @@ class BlockRunner {
 
   int64_t intOperand(const RtOperand& op, int32_t t, int32_t pc) {
     if (!holds(op.in_bounds, slotsOf(t))) return saturatingCast<int64_t>(op.out_of_bounds_value);
+    if (op.index_value >= 0) return p_.code.eval(op.index_value, slotsOf(t));
     if (op.access.buffer < 0) return saturatingCast<int64_t>(op.constant);
     const uint8_t* e = element(op.access.buffer, p_.code.eval(op.access.index, slotsOf(t)), t,
                                pc, false);
@@ -642,6 +644,7 @@ class BlockRunner {
         break;
       }
       case Fn::Where: r = a[0] != 0 ? a[1] : a[2]; break;
+      case Fn::Iota: r = static_cast<int64_t>(static_cast<uint64_t>(a[1]) + x * static_cast<uint64_t>(a[2])); break;
       default: SMELT_INTERNAL_CHECK(false, "not an integer fn"); break;
     }
     if (uint8_t* e = element(in.out.buffer, p_.code.eval(in.out.index, slotsOf(t)), t, pc, true)) {
@@ -707,6 +710,7 @@ class BlockRunner {
       case Fn::Ge: r = a[0] >= a[1]; break;
       case Fn::LogicalAnd: r = a[0] != 0 && a[1] != 0; break;
       case Fn::LogicalOr: r = a[0] != 0 || a[1] != 0; break;
+      case Fn::Iota: r = a[1] + a[0] * a[2]; break;
       case Fn::Where: r = a[0] != 0 ? a[1] : a[2]; break;
       case Fn::Sum:
       case Fn::Max: SMELT_INTERNAL_CHECK(false, "reduction fn in a Compute"); break;

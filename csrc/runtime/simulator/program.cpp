@@ -170,6 +170,8 @@ class Compiler {
     RtOperand r;
     if (op.access) {
       r.access = access(*op.access);
+    } else if (op.index) {
+      r.index_value = index(*op.index);
     } else {
       SMELT_CHECK(op.scalar != nullptr, "simulator: statement ", position,
                   " has an operand that is neither an access nor a scalar");
@@ -239,6 +241,7 @@ class Compiler {
         }
         break;
       case ExprType::Where: return {Fn::Where, 3};
+      case ExprType::Iota: return {Fn::Iota, 3};
       case ExprType::Full:
       case ExprType::Set:
       case ExprType::Broadcast:

@@ -49,6 +49,7 @@ enum class Fn : uint8_t {
   IntDiv,  // division of integers with an integer result: truncates toward zero
   Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
   Where,
+  Iota,  // operands: index, start, step -> start + index * step
   Sum, Max,  // reductions
 };
 
@@ -67,7 +68,8 @@ struct RtPredicate {  // a conjunction: Program::terms[begin, end)
 };
 
 struct RtOperand {
-  RtAccess access;      // buffer < 0: the constant
+  RtAccess access;      // buffer < 0: the index value, else the constant
+  int32_t index_value = -1;  // IndexCode handle of an index read as a value
   double constant = 0;  // constants and scalars (symbolic ones bound at compile time)
   RtPredicate in_bounds;
   double out_of_bounds_value = 0;

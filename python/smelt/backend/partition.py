@@ -22,7 +22,7 @@ from torch.fx.passes.operator_support import OperatorSupport
 from smelt._C import SmeltError
 from smelt.backend.layout import OutputLayout, traced_layout
 from smelt.backend.translate import (Translation, Unsupported, _as_output, define_input,
-                                     meta_tensor, node_support)
+                                     drop_empty_cat_operands, meta_tensor, node_support)
 from smelt.fusion_definition import FusionDefinition
 
 
@@ -199,14 +199,14 @@ VIEW_OPS = {
     torch.ops.aten.transpose.int, torch.ops.aten.t.default, torch.ops.aten.expand.default,
     torch.ops.aten.unsqueeze.default, torch.ops.aten.squeeze.dim, torch.ops.aten.squeeze.dims,
     torch.ops.aten.alias.default, torch.ops.prims.broadcast_in_dim.default,
+    torch.ops.aten.slice.Tensor, torch.ops.aten.select.int, torch.ops.aten.narrow.default,
 }
 
 
 # Op names (as _op_name gives them) that launch nothing on a GPU: views,
 # tuple indexing, size queries.
 METADATA_OPS = {getattr(op, "__name__", str(op)) for op in VIEW_OPS} | {
-    "getitem", "slice.Tensor", "select.int", "split.Tensor", "split_with_sizes.default",
-    "unbind.int", "narrow.default", "detach.default", "as_strided.default", "sym_size.int",
+    "getitem", "split.Tensor", "split_with_sizes.default", "unbind.int", "detach.default", "as_strided.default", "sym_size.int",
     "sym_numel.default", "sym_stride.int"}
 
 
@@ -279,6 +279,8 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
     """Replaces each supported partition of `gm` by a SmeltPartition (gm is
     modified in place); returns gm and the report. Partitions that do not
     become fusions keep their torch code under the name torch_partition_N."""
+    drop_empty_cat_operands(gm.graph)
+    gm.recompile()
     support = _SmeltSupport()
     support.leave_views_between_torch_ops(gm.graph)
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)

@@ -396,6 +396,96 @@ def _pad(t, node, x, pad, value=0):
     return t.fd.ops.pad(t.arg(x), t.ints(pad, "pad"), value)
 
 
+def _dim(node_or_val: Any, dim: int) -> int:
+    rank = meta_tensor(node_or_val).dim()
+    return dim + rank if dim < 0 else dim
+
+
+def _slice_dim(t: Translation, node: torch.fx.Node, x: Any, dim: int, start: int, stop: int) -> Any:
+    rank = meta_tensor(x).dim()
+    starts, stops = [0] * rank, [_TO_THE_END] * rank
+    starts[dim], stops[dim] = start, stop
+    return t.fd.ops.slice(t.arg(x), starts, stops)
+
+
+_TO_THE_END = 2**63 - 1
+
+
+@translates(aten.slice.Tensor)
+def _slice(t, node, x, dim=0, start=None, end=None, step=1):
+    if step != 1:
+        raise Unsupported(f"slice with step {step}")
+    start = 0 if start is None else start
+    end = _TO_THE_END if end is None else end
+    if not isinstance(start, int) or not isinstance(end, int):
+        raise Unsupported("slice with symbolic bounds")
+    return _slice_dim(t, node, x, _dim(x, dim), start, min(end, _TO_THE_END))
+
+
+@translates(aten.narrow.default)
+def _narrow(t, node, x, dim, start, length):
+    if not isinstance(start, int) or not isinstance(length, int):
+        raise Unsupported("narrow with symbolic bounds")
+    dim = _dim(x, dim)
+    if start < 0:
+        start += meta_tensor(x).shape[dim]
+    return _slice_dim(t, node, x, dim, start, start + length)
+
+
+@translates(aten.select.int)
+def _select(t, node, x, dim, index):
+    if not isinstance(index, int):
+        raise Unsupported("select with a symbolic index")
+    dim = _dim(x, dim)
+    stop = index + 1 if index != -1 else _TO_THE_END
+    return t.fd.ops.squeeze(_slice_dim(t, node, x, dim, index, stop), [dim])
+
+
+@translates(aten.cat.default)
+def _cat(t, node, tensors, dim=0):
+    # Empty operands (a key/value cache before its first entry) are dropped
+    # from the graph before partitioning (drop_empty_cat_operands).
+    if any(_is_empty(a) for a in tensors):
+        raise Unsupported("cat of an empty tensor")
+    return t.fd.ops.cat([t.arg(a) for a in tensors], _dim(node, dim))
+
+
+def _is_empty(node: Any) -> bool:
+    val = meta_tensor(node)
+    return val is not None and any(isinstance(s, int) and s == 0 for s in val.shape)
+
+
+def drop_empty_cat_operands(graph: torch.fx.Graph) -> None:
+    """cat skips empty operands (torch also skips legacy [0]-shaped ones of
+    another rank); left in the graph they would be fusion inputs with no
+    elements. The nodes that only fed them (lift_fresh_copy of an empty
+    constant) become dead and are removed."""
+    changed = False
+    for node in graph.nodes:
+        if node.target is not aten.cat.default or not node.args:
+            continue
+        operands = list(node.args[0])
+        kept = [a for a in operands if not _is_empty(a)]
+        if kept and len(kept) < len(operands):
+            node.args = (kept,) + tuple(node.args[1:])
+            changed = True
+    if changed:
+        graph.eliminate_dead_code()
+
+
+@translates(aten.arange.default, aten.arange.start, aten.arange.start_step)
+def _arange(t, node, *args, dtype=None, layout=None, device=None, pin_memory=None):
+    bounds = list(args)
+    start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (bounds + [1])[:3]
+    if not all(isinstance(v, (int, float)) for v in (start, end, step)):
+        raise Unsupported("arange with symbolic bounds")
+    length = math.ceil((end - start) / step)
+    out = meta_tensor(node)
+    if out is None or out.dim() != 1 or out.shape[0] != length:
+        raise Unsupported("arange whose length is not the traced one")
+    return t.fd.ops.iota(length, start, step, to_data_type(out.dtype))
+
+
 @translates(aten.full.default)
 def _full(t, node, size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
     out = meta_tensor(node)
