@@ -1,4 +1,4 @@
-// Window ops (slice, pad, cat) and iota through scheduling, GpuLower, the
+// Window ops (slice, pad, cat) and iota through the pointwise scheduler, GpuLower, the
 // simulator (against ATen) and NVRTC; recomputeWindowInputs rewrites windows
 // over computed tensors so every pad reads a fusion input, and the rewritten
 // fusion computes what the original does.
@@ -13,6 +13,8 @@
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "ops/pointwise_kernel_checks.h"
+#include "runtime/fusion_executor_cache.h"
+#include "scheduler/registry.h"
 #include "scheduler/window_inputs.h"
 #include "simulator/expect_kernel_correct.h"
 
@@ -23,7 +25,6 @@ using sim::testing::expectKernelCorrect;
 using smelt::testing::evaluateWithATen;
 using smelt::testing::expectCompiles;
 using smelt::testing::randomInputs;
-using smelt::testing::schedulePointwise;
 
 constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
 
@@ -65,7 +66,10 @@ TEST_P(WindowKernel, RecomputedWindowsMatchATenAndCompile) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i], want[i])) << fusion.mathString();
 
-  schedulePointwise(fusion, out);
+  // The pointwise scheduler takes the whole rewritten fusion: one kernel.
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, values));
+  ASSERT_EQ(selectScheduler(fusion, runtime), SchedulerType::Pointwise);
+  scheduleFusion(fusion, runtime);
   expectKernelCorrect(fusion, values);
   expectCompiles(fusion, GetParam().name);
 }
