@@ -439,7 +439,7 @@ TEST_F(FusionErrors, BadOpArguments) {
   EXPECT_SMELT_ERROR(broadcast(a, {true, false}), "broadcast", "T0", "rank 2", "keep 1");
   EXPECT_SMELT_ERROR(expand(a, {4, 6}), "expand", "dimension 1", "not a broadcast");
   EXPECT_SMELT_ERROR(pad(a, {1}), "pad", "even number");
-  EXPECT_SMELT_ERROR(pad(a, {-1, 0}), "pad", "negative");
+  EXPECT_SMELT_ERROR(pad(a, {-3, -2}), "pad", "dimension 1", "T0", "leaves no element");
   EXPECT_SMELT_ERROR(where(a, a, a), "where", "condition T0", "bool");
   EXPECT_SMELT_ERROR(a->split(0, 0), "split", "factor 0", "positive");
   EXPECT_SMELT_ERROR(makeConcreteTensor({4, 0}), "dimension 1", "extent 0");
