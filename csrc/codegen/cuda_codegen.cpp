@@ -251,6 +251,9 @@ std::string cudaType(DataType dtype) {
     case DataType::Int: return "int64_t";
     case DataType::Int32: return "int";
     case DataType::Bool: return "bool";
+    case DataType::Int16: return "short";
+    case DataType::Int8: return "signed char";
+    case DataType::UInt8: return "unsigned char";
   }
   SMELT_INTERNAL_CHECK(false, "unknown DataType");
 }
@@ -279,10 +282,19 @@ std::string literal(double value, DataType dtype) {
   switch (dtype) {
     case DataType::Bool: return value != 0 ? "true" : "false";
     case DataType::Int:
-    case DataType::Int32: {
+    case DataType::Int32:
+    case DataType::Int16:
+    case DataType::Int8:
+    case DataType::UInt8: {
       if (std::isinf(value)) {
-        // Only a max-reduction's init (-inf) reaches an integer type.
-        return dtype == DataType::Int ? "(-9223372036854775807LL - 1)" : "(-2147483647 - 1)";
+        // Only a max-reduction's init (-inf) reaches an integer type: its minimum.
+        switch (dtype) {
+          case DataType::Int: return "(-9223372036854775807LL - 1)";
+          case DataType::Int32: return "(-2147483647 - 1)";
+          case DataType::Int16: return "(-32767 - 1)";
+          case DataType::Int8: return "(-127 - 1)";
+          default: return "0";
+        }
       }
       std::string text = std::to_string(static_cast<int64_t>(value));
       return dtype == DataType::Int && (value > 2147483647.0 || value < -2147483648.0)
@@ -783,8 +795,10 @@ class Emitter {
           case DataType::Float: return "fabsf(" + x + ")";
           case DataType::Double: return "fabs(" + x + ")";
           case DataType::Int: return "llabs(" + x + ")";
-          case DataType::Int32: return "abs(" + x + ")";
-          default: return x;  // bool
+          case DataType::Int32:
+          case DataType::Int16:
+          case DataType::Int8: return "abs(" + x + ")";
+          default: return x;  // bool, uint8
         }
       case UnaryOpType::Sqrt: return mathCall("sqrtf", "sqrt", ct, x, op);
       case UnaryOpType::Rsqrt: return mathCall("rsqrtf", "rsqrt", ct, x, op);
@@ -850,9 +864,26 @@ class Emitter {
     SMELT_INTERNAL_CHECK(false, "unknown binary op");
   }
 
+  // gathered_index = index[..] (checked against the table's extent, as
+  // torch checks: out of range traps), then out = table[.., gathered_index, ..].
+  void emitIndexSelect(const kir::Compute& c) {
+    const auto* select = static_cast<const IndexSelectOp*>(c.expr);
+    const IntExpr extent = select->table()->logicalNoReductions().at(select->dim())->loopExtent();
+    const std::string index = kir::kGatheredIndexSymbol;
+    open(c.predicate.alwaysTrue() ? "{" : "if (" + predicateText(c.predicate) + ") {");
+    line("const int64_t " + index + "_value = " + operandValue(operandAt(c, 1), DataType::Int) + ";");
+    line("if (" + index + "_value < 0 || " + index + "_value >= " + indexText(extent, true) +
+         ") __trap();");
+    line("const index_t " + index + " = static_cast<index_t>(" + index + "_value);");
+    const DataType ct = computeType(c.out.buffer->dtype);
+    line(element(c.out) + " = " + convert(operandValue(operandAt(c, 0), ct), ct, c.out.buffer->dtype) + ";");
+    close();
+  }
+
   void emitCompute(const kir::Compute& c) {
     SMELT_CHECK(c.expr != nullptr, "codegen: compute statement writing ", c.out.buffer->name,
                 " has no fusion expression");
+    if (c.expr->type() == ExprType::IndexSelect) return emitIndexSelect(c);
     DataType ct = computeType(c.out.buffer->dtype);
     std::string value;
     switch (c.expr->type()) {
@@ -891,6 +922,7 @@ class Emitter {
         SMELT_CHECK(false, "codegen: reduction ", c.expr->toString(),
                     " must be lowered to ReduceInit/ReduceStep/BlockReduce, not Compute");
         break;
+      case ExprType::IndexSelect:  // emitIndexSelect
       case ExprType::Mma:
         SMELT_CHECK(false, "codegen: ", c.expr->toString(),
                     " must be lowered to the tensor-core statements, not Compute");

@@ -302,6 +302,16 @@ PadOp::PadOp(TensorView* out, TensorView* in, std::vector<std::pair<int64_t, int
              Val* pad_value)
     : Expr(ExprType::Pad, {in, pad_value}, {out}), widths_(std::move(widths)) {}
 
+IndexSelectOp::IndexSelectOp(TensorView* out, TensorView* table, TensorView* index, int64_t dim)
+    : Expr(ExprType::IndexSelect, {table, index}, {out}), dim_(dim) {}
+
+std::string IndexSelectOp::toString() const {
+  std::ostringstream os;
+  os << output()->toString() << " = index_select(" << table()->name() << ", " << dim_ << ", "
+     << index()->name() << ")";
+  return os.str();
+}
+
 std::string PadOp::opName() const {
   const bool crops_only = std::all_of(widths_.begin(), widths_.end(), [](const auto& w) {
     return w.first <= 0 && w.second <= 0;
@@ -332,6 +342,10 @@ TensorView* tensorAt(const std::vector<Val*>& vals, size_t i) {
 Expr* FullOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
                         const std::vector<Val*>& outs) const {
   return f.newExpr<FullOp>(tensorAt(outs, 0), ins.at(0));
+}
+Expr* IndexSelectOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                               const std::vector<Val*>& outs) const {
+  return f.newExpr<IndexSelectOp>(tensorAt(outs, 0), tensorAt(ins, 0), tensorAt(ins, 1), dim_);
 }
 Expr* IotaOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
                         const std::vector<Val*>& outs) const {

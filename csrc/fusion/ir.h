@@ -233,7 +233,7 @@ class TensorView : public Val {
 
 enum class ExprType {
   Full, Iota, Unary, Binary, Where, Reduction, Broadcast, Expand, Set, Pad, Permute, Squeeze,
-  Reshape, Mma,
+  Reshape, IndexSelect, Mma,
 };
 enum class UnaryOpType {
   Neg, Exp, Tanh, Abs, Relu, Cast,
@@ -391,6 +391,25 @@ class LoadStoreOp : public Expr {
   Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
                   const std::vector<Val*>& outputs) const override;
   std::string opName() const override { return "set"; }
+};
+
+// out = table's dimensions before `dim`, index's dimensions, table's
+// dimensions after `dim`; element [.., i.., ..] is table[.., index[i..], ..]
+// (torch.index_select for a 1-D index, torch.embedding for dim 0). An index
+// outside the table's extent is an error when the kernel runs.
+class IndexSelectOp : public Expr {
+ public:
+  IndexSelectOp(TensorView* out, TensorView* table, TensorView* index, int64_t dim);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
+  TensorView* table() const { return input(0)->asTensor(); }
+  TensorView* index() const { return input(1)->asTensor(); }
+  int64_t dim() const { return dim_; }
+  std::string opName() const override { return "index_select"; }
+  std::string toString() const override;
+
+ private:
+  int64_t dim_;
 };
 
 class PadOp : public Expr {

@@ -469,6 +469,27 @@ TensorView* slice(TensorView* in, const std::vector<int64_t>& starts,
   return padAxes(in, per_axis, 0.0);
 }
 
+TensorView* indexSelect(TensorView* table, int64_t dim, TensorView* index) {
+  SMELT_CHECK(table != nullptr && index != nullptr, "index_select: an input is null");
+  SMELT_CHECK(isIntegralType(index->dtype()) && index->dtype() != DataType::Bool, "index_select: index ",
+              index->name(), " has dtype ", index->dtype(), "; indices are integers");
+  const std::vector<IterDomain*> table_axes = table->logicalNoReductions();
+  const std::vector<IterDomain*> index_axes = index->logicalNoReductions();
+  const int64_t rank = static_cast<int64_t>(table_axes.size());
+  const int64_t d = dim < 0 ? dim + rank : dim;
+  SMELT_CHECK(d >= 0 && d < rank, "index_select: dimension ", dim, " is out of range for ",
+              table->name(), " of rank ", rank);
+  SMELT_CHECK(!index_axes.empty(), "index_select: index ", index->name(), " has rank 0");
+  Fusion* f = Fusion::current();
+  std::vector<IterDomain*> out_axes;
+  for (int64_t k = 0; k < d; ++k) out_axes.push_back(elementwiseAxis(f, table_axes[k]));
+  for (const IterDomain* id : index_axes) out_axes.push_back(elementwiseAxis(f, id));
+  for (int64_t k = d + 1; k < rank; ++k) out_axes.push_back(elementwiseAxis(f, table_axes[k]));
+  TensorView* out = f->newTensor(table->dtype(), std::move(out_axes));
+  f->newExpr<IndexSelectOp>(out, table, index, d);
+  return out;
+}
+
 TensorView* iota(const IntExpr& length, Val* start, Val* step, DataType dtype) {
   SMELT_CHECK(start != nullptr && step != nullptr, "iota: start or step is null");
   SMELT_CHECK(dtype != DataType::Bool, "iota: a bool sequence is not supported");

@@ -131,6 +131,11 @@ TensorView* slice(TensorView* in, const std::vector<int64_t>& starts,
 // constants. Each input is padded to the whole extent at its place and a
 // position selects the input that holds it (iota, lt, where).
 TensorView* cat(const std::vector<TensorView*>& inputs, int64_t dim);
+// table's dimensions before `dim`, then index's, then table's after `dim`:
+// element [.., i.., ..] is table[.., index[i..], ..] (torch.index_select
+// with a 1-D index; torch.embedding is dim 0). The index is an integer
+// tensor; a value outside [0, extent) fails the kernel at run time.
+TensorView* indexSelect(TensorView* table, int64_t dim, TensorView* index);
 // [length] tensor of start + i * step (torch.arange(start, start + length * step, step)).
 TensorView* iota(const IntExpr& length, Val* start, Val* step, DataType dtype = DataType::Int);
 

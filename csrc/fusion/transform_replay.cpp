@@ -47,6 +47,21 @@ IdMap pairwiseLogicalMap(const TensorView* producer, const TensorView* consumer)
     map[p_axes.at(1)] = c_axes.at(is_a ? 1 : 2);
     return map;
   }
+  if (def->type() == ExprType::IndexSelect) {
+    // The index's axes are the output's at dim..; the table's others around
+    // them; the table's dimension `dim` is read at the index's values.
+    const auto* select = static_cast<const IndexSelectOp*>(def);
+    const int64_t dim = select->dim();
+    const int64_t k = static_cast<int64_t>(select->index()->logicalNoReductions().size());
+    if (producer == select->index()) {
+      for (int64_t j = 0; j < k; ++j) map[p_axes.at(j)] = c_axes.at(dim + j);
+      return map;
+    }
+    for (int64_t d = 0; d < static_cast<int64_t>(p_axes.size()); ++d) {
+      if (d != dim) map[p_axes[d]] = c_axes.at(d < dim ? d : d + k - 1);
+    }
+    return map;
+  }
   if (p_axes.empty()) return map;  // a rank-0 producer maps to nothing
   SMELT_INTERNAL_CHECK(p_axes.size() == c_axes.size(), "rank mismatch between ",
                        producer->name(), " and ", consumer->name());

@@ -13,6 +13,9 @@ int64_t dataTypeSize(DataType dtype) {
     case DataType::Int: return 8;
     case DataType::Int32: return 4;
     case DataType::Bool: return 1;
+    case DataType::Int16: return 2;
+    case DataType::Int8: return 1;
+    case DataType::UInt8: return 1;
   }
   SMELT_INTERNAL_CHECK(false, "unknown DataType");
   return 0;
@@ -24,7 +27,8 @@ bool isFloatingType(DataType dtype) {
 }
 
 bool isIntegralType(DataType dtype) {
-  return dtype == DataType::Int || dtype == DataType::Int32;
+  return dtype == DataType::Int || dtype == DataType::Int32 || dtype == DataType::Int16 ||
+         dtype == DataType::Int8 || dtype == DataType::UInt8;
 }
 
 namespace {
@@ -38,6 +42,10 @@ DataType promoteTypes(DataType a, DataType b) {
   if ((a == DataType::Half && b == DataType::BFloat16) ||
       (a == DataType::BFloat16 && b == DataType::Half)) {
     return DataType::Float;
+  }
+  // Neither holds the other's values: the next signed width (torch's rule).
+  if ((a == DataType::UInt8 && b == DataType::Int8) || (a == DataType::Int8 && b == DataType::UInt8)) {
+    return DataType::Int16;
   }
   return dataTypeSize(a) >= dataTypeSize(b) ? a : b;
 }
@@ -63,6 +71,9 @@ std::string toString(DataType dtype) {
     case DataType::Int: return "int64";
     case DataType::Int32: return "int32";
     case DataType::Bool: return "bool";
+    case DataType::Int16: return "int16";
+    case DataType::Int8: return "int8";
+    case DataType::UInt8: return "uint8";
   }
   return "?";
 }

@@ -8,7 +8,7 @@
 
 namespace smelt {
 
-enum class DataType { Float, Double, Half, BFloat16, Int, Int32, Bool };
+enum class DataType { Float, Double, Half, BFloat16, Int, Int32, Bool, Int16, Int8, UInt8 };
 enum class MemoryType { Global, Shared, Local };
 enum class ParallelType { Serial, BIDx, BIDy, BIDz, TIDx, TIDy, TIDz, Vectorize, Unroll };
 enum class IterType { Iteration, Reduction, Broadcast };

@@ -11,7 +11,9 @@
 //     to its allocation;
 //   * a read of a padded axis carries the in-bounds predicate and pad value
 //     (a cropped one needs none);
-//   * an iota's value gets its output index as the first operand.
+//   * an iota's value gets its output index as the first operand;
+//   * an index_select's table is read along its selected dimension at
+//     kir::kGatheredIndexSymbol, the value of its index operand.
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
 #include "lower/allocation.h"
@@ -103,9 +105,15 @@ class Indexer {
     IdMap to_out = pairwiseLogicalMap(in, out_);
     std::vector<IterDomain*> in_dims = in->logicalNoReductions();
     const auto* pad = dynamic_cast<const PadOp*>(out_->definition());
+    const auto* select = dynamic_cast<const IndexSelectOp*>(out_->definition());
     IndexMap in_logical;
     for (size_t d = 0; d < in_dims.size(); ++d) {
       const IterDomain* id = in_dims[d];
+      if (select != nullptr && in == select->table() && static_cast<int64_t>(d) == select->dim()) {
+        // Read at the value the statement loads from the index first.
+        in_logical[id] = id->isBroadcast() ? IntExpr(0) : IntExpr::symbol(kir::kGatheredIndexSymbol);
+        continue;
+      }
       if (pad != nullptr && pad->widths()[d] != std::pair<int64_t, int64_t>{0, 0}) {
         // A padded or cropped axis: the consumer's index, shifted by the
         // leading width; bounds only where the output reaches past the input.

@@ -132,6 +132,10 @@ class Allocate : public Stmt {
   Buffer* buffer;
 };
 
+// The symbol an index_select's table access uses for the index value its
+// statement loads first (codegen and the simulator bind it per statement).
+inline constexpr const char* kGatheredIndexSymbol = "gathered_index";
+
 // out = op(operands). Operands are accesses, scalar constants/symbols or
 // index values.
 struct Operand {

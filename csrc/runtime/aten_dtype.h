@@ -18,6 +18,9 @@ inline at::ScalarType toAtenType(DataType dtype) {
     case DataType::Int: return at::kLong;
     case DataType::Int32: return at::kInt;
     case DataType::Bool: return at::kBool;
+    case DataType::Int16: return at::kShort;
+    case DataType::Int8: return at::kChar;
+    case DataType::UInt8: return at::kByte;
   }
   SMELT_INTERNAL_CHECK(false, "unknown DataType");
 }
@@ -25,7 +28,8 @@ inline at::ScalarType toAtenType(DataType dtype) {
 // The DataType of a torch dtype; smelt::Error for dtypes smelt lacks.
 inline DataType fromAtenType(at::ScalarType type) {
   for (DataType d : {DataType::Float, DataType::Double, DataType::Half, DataType::BFloat16,
-                     DataType::Int, DataType::Int32, DataType::Bool}) {
+                     DataType::Int, DataType::Int32, DataType::Bool, DataType::Int16,
+                     DataType::Int8, DataType::UInt8}) {
     if (toAtenType(d) == type) return d;
   }
   throw Error(errorMessage("torch dtype ", c10::toString(type), " has no smelt DataType"));

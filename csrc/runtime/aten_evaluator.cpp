@@ -51,6 +51,11 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
                                           at::TensorOptions().dtype(at::kLong).device(device));
       return in(0).to(options) + index.to(options) * in(1).to(options);
     }
+    case ExprType::IndexSelect: {
+      const auto* select = static_cast<const IndexSelectOp*>(expr);
+      return at::index_select(in(0), select->dim(), in(1).reshape({-1}).to(at::kLong))
+          .reshape(concreteShape(out->logicalNoReductions(), sizes));
+    }
     case ExprType::Set:
       return as_views ? in(0) : in(0).clone();
     case ExprType::Unary: {

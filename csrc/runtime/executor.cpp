@@ -154,6 +154,9 @@ void addScalarArgument(KernelArguments& args, const ScalarParam& param, const at
     case DataType::Int: return args.addScalar(value.item<int64_t>());
     case DataType::Int32: return args.addScalar(value.item<int32_t>());
     case DataType::Bool: return args.addScalar(value.item<bool>());
+    case DataType::Int16: return args.addScalar(value.item<int16_t>());
+    case DataType::Int8: return args.addScalar(value.item<int8_t>());
+    case DataType::UInt8: return args.addScalar(value.item<uint8_t>());
   }
   SMELT_INTERNAL_CHECK(false, "unknown scalar dtype");
 }

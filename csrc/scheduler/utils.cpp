@@ -181,12 +181,14 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference, Re
   // element c is not the one the window's loop computes at c, even where
   // another consumer gives its axes labels (recomputeWindowInputs leaves
   // only inputs that cannot be recomputed, e.g. reshapes, to the segmenter).
+  // So does an index_select's table, at loaded positions.
   for (const Expr* expr : exprs) {
-    const TensorView* in = expr->type() == ExprType::Pad ? expr->input(0)->asTensor() : nullptr;
+    const bool reads_elsewhere = expr->type() == ExprType::Pad || expr->type() == ExprType::IndexSelect;
+    const TensorView* in = reads_elsewhere ? expr->input(0)->asTensor() : nullptr;
     if (in != nullptr && !in->isFusionInput() && problem_.empty()) {
       problem_ = errorMessage(expr->output()->name(), " = ", expr->opName(), "(", in->name(),
                               ") reads the computed ", in->name(),
-                              " at shifted positions, so it cannot run in the window's loops");
+                              " at other positions than its own, so it cannot run in its loops");
     }
   }
   std::unordered_set<const TensorView*> feeds_reshape;
@@ -529,10 +531,12 @@ std::vector<TensorView*> cacheableInputs(const Fusion& fusion) {
       continue;
     }
     std::vector<TensorView*> consumers = fusion.consumersOf(tv);
-    bool padded = std::any_of(consumers.begin(), consumers.end(), [](const TensorView* c) {
-      return c->definition()->type() == ExprType::Pad;
+    // Windows and index_select tables are read at shifted or loaded positions.
+    bool read_elsewhere = std::any_of(consumers.begin(), consumers.end(), [&](const TensorView* c) {
+      return c->definition()->type() == ExprType::Pad ||
+             (c->definition()->type() == ExprType::IndexSelect && c->definition()->input(0) == tv);
     });
-    if (!consumers.empty() && !padded) result.push_back(tv);
+    if (!consumers.empty() && !read_elsewhere) result.push_back(tv);
   }
   return result;
 }

@@ -106,7 +106,8 @@ std::vector<std::pair<const TensorView*, std::string>> partiallyMergedByReshapes
     const Fusion& fusion);
 
 // Inputs worth a register cache: tensors of rank > 0 with uses, none of them a
-// pad (a pad reads its input with a bounds check of its own) nor partially
+// pad (a pad reads its input with a bounds check of its own) or an
+// index_select reading it as its table (at loaded positions), nor partially
 // merged by a reshape (partiallyMergedByReshapes: read directly instead).
 std::vector<TensorView*> cacheableInputs(const Fusion& fusion);
 

@@ -66,6 +66,9 @@ void bindEnums(py::module_& m) {
       .value("BFloat16", DataType::BFloat16)
       .value("Int", DataType::Int)
       .value("Int32", DataType::Int32)
+      .value("Int16", DataType::Int16)
+      .value("Int8", DataType::Int8)
+      .value("UInt8", DataType::UInt8)
       .value("Bool", DataType::Bool);
   py::enum_<MemoryType>(m, "MemoryType")
       .value("Global", MemoryType::Global)
@@ -213,6 +216,7 @@ void bindOps(py::module_& m) {
   m.def("pad", &pad, py::arg("input"), py::arg("widths"), py::arg("value") = 0.0, kRef);
   m.def("slice", &slice, py::arg("input"), py::arg("starts"), py::arg("stops"), kRef);
   m.def("cat", &cat, py::arg("inputs"), py::arg("dim"), kRef);
+  m.def("index_select", &indexSelect, py::arg("table"), py::arg("dim"), py::arg("index"), kRef);
   m.def("iota", &iota, py::arg("length"), py::arg("start"), py::arg("step"), py::arg("dtype"), kRef);
   m.def("matmul", &matmul, kRef);
   m.def("permute", &permute, kRef);

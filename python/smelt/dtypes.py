@@ -12,6 +12,9 @@ _TORCH_TO_SMELT = {
     torch.bfloat16: DataType.BFloat16,
     torch.int64: DataType.Int,
     torch.int32: DataType.Int32,
+    torch.int16: DataType.Int16,
+    torch.int8: DataType.Int8,
+    torch.uint8: DataType.UInt8,
     torch.bool: DataType.Bool,
 }
 _SMELT_TO_TORCH = {v: k for k, v in _TORCH_TO_SMELT.items()}

@@ -321,6 +321,13 @@ class Operators:
         """torch.cat: joins tensors along `dim` (its extents must be constants)."""
         return self._op("cat", tuple(tensors), dim)
 
+    def index_select(self, x: Tensor, index: Tensor, dim: int) -> Tensor:
+        """x's dimensions before `dim`, then index's, then x's after `dim`:
+        element [.., i.., ..] is x[.., index[i..], ..] (nvFuser's argument
+        order; torch.index_select for a 1-D index, torch.embedding at dim 0).
+        An index outside x's extent fails the run."""
+        return self._op("index_select", x, index, dim)
+
     def iota(self, length: Union[int, "Size"], start: Number = 0, step: Number = 1,
              dtype: DataType = DataType.Int) -> Tensor:
         """[length] tensor of start + i * step (torch.arange)."""

@@ -593,7 +593,7 @@ class BlockRunner {
     switch (in.fn) {
       case Fn::Copy: case Fn::Neg: case Fn::Abs: case Fn::Add: case Fn::Sub: case Fn::Mul:
       case Fn::IntDiv: case Fn::Maximum: case Fn::Minimum: case Fn::IntPow:
-      case Fn::Remainder: case Fn::Fmod: case Fn::Where: case Fn::Iota:
+      case Fn::Remainder: case Fn::Fmod: case Fn::Where: case Fn::Iota: case Fn::Gather:
         break;
       default:
         return false;
@@ -645,6 +645,7 @@ class BlockRunner {
       }
       case Fn::Where: r = a[0] != 0 ? a[1] : a[2]; break;
       case Fn::Iota: r = static_cast<int64_t>(static_cast<uint64_t>(a[1]) + x * static_cast<uint64_t>(a[2])); break;
+      case Fn::Gather: r = a[0]; break;
       default: SMELT_INTERNAL_CHECK(false, "not an integer fn"); break;
     }
     if (uint8_t* e = element(in.out.buffer, p_.code.eval(in.out.index, slotsOf(t)), t, pc, true)) {
@@ -652,7 +653,23 @@ class BlockRunner {
     }
   }
 
+  // index_select: loads the index into its slot; an index outside the
+  // table's extent is an error (torch raises), and nothing is written.
+  bool bindGatheredIndex(const Instr& in, int32_t t, int32_t pc) {
+    const int64_t index = intOperand(p_.operands[in.operand_begin + 1], t, pc);
+    const int64_t extent = p_.code.eval(in.extent, slotsOf(t));
+    if (index < 0 || index >= extent) {
+      findings_.error(SimError::Kind::OutOfBounds, {t, pc, -1, steps_[t]},
+                      "index_select: index value " + std::to_string(index) +
+                          " is outside the table's extent " + std::to_string(extent));
+      return false;
+    }
+    slotsOf(t)[in.slot] = index;
+    return true;
+  }
+
   void compute(const Instr& in, int32_t t, int32_t pc) {
+    if (in.fn == Fn::Gather && !bindGatheredIndex(in, t, pc)) return;
     if (integerCompute(in)) return computeInteger(in, t, pc);
     double a[3] = {0, 0, 0};
     for (uint32_t i = in.operand_begin; i < in.operand_end; ++i) {
@@ -711,6 +728,7 @@ class BlockRunner {
       case Fn::LogicalAnd: r = a[0] != 0 && a[1] != 0; break;
       case Fn::LogicalOr: r = a[0] != 0 || a[1] != 0; break;
       case Fn::Iota: r = a[1] + a[0] * a[2]; break;
+      case Fn::Gather: r = a[0]; break;
       case Fn::Where: r = a[0] != 0 ? a[1] : a[2]; break;
       case Fn::Sum:
       case Fn::Max: SMELT_INTERNAL_CHECK(false, "reduction fn in a Compute"); break;

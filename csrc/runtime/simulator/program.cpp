@@ -242,6 +242,7 @@ class Compiler {
         break;
       case ExprType::Where: return {Fn::Where, 3};
       case ExprType::Iota: return {Fn::Iota, 3};
+      case ExprType::IndexSelect: return {Fn::Gather, 2};
       case ExprType::Full:
       case ExprType::Set:
       case ExprType::Broadcast:
@@ -349,6 +350,12 @@ class Compiler {
         auto [fn, arity] = computeFn(c->expr, position);
         in.op = Op::Compute;
         in.fn = fn;
+        if (fn == Fn::Gather) {
+          const auto* select = static_cast<const IndexSelectOp*>(c->expr);
+          in.slot = p_.symbols.slot(kir::kGatheredIndexSymbol);
+          loop_slots_.push_back(in.slot);  // set by the program, as loop indices
+          in.extent = index(select->table()->logicalNoReductions().at(select->dim())->loopExtent());
+        }
         in.out = access(c->out);
         in.pred = predicate(c->predicate);
         in.operand_begin = static_cast<uint32_t>(p_.operands.size());

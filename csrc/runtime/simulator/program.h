@@ -50,6 +50,9 @@ enum class Fn : uint8_t {
   Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
   Where,
   Iota,  // operands: index, start, step -> start + index * step
+  // index_select: operand 1 (range-checked against Instr::extent) binds
+  // Instr::slot, which operand 0's index reads; the value is operand 0
+  Gather,
   Sum, Max,  // reductions
 };
 

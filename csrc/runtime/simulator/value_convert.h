@@ -90,6 +90,9 @@ inline double loadValue(DataType dtype, const uint8_t* p) {
     case DataType::Int: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
     case DataType::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
     case DataType::Bool: return *p != 0 ? 1.0 : 0.0;
+    case DataType::Int16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case DataType::Int8: return static_cast<int8_t>(*p);
+    case DataType::UInt8: return *p;
   }
   return 0;
 }
@@ -112,19 +115,25 @@ inline void storeValue(DataType dtype, uint8_t* p, double v) {
     case DataType::Int: { int64_t i = saturatingCast<int64_t>(v); std::memcpy(p, &i, 8); return; }
     case DataType::Int32: { int32_t i = saturatingCast<int32_t>(v); std::memcpy(p, &i, 4); return; }
     case DataType::Bool: *p = v != 0 ? 1 : 0; return;
+    case DataType::Int16: { int16_t i = saturatingCast<int16_t>(v); std::memcpy(p, &i, 2); return; }
+    case DataType::Int8: { int8_t i = saturatingCast<int8_t>(v); std::memcpy(p, &i, 1); return; }
+    case DataType::UInt8: *p = saturatingCast<uint8_t>(v); return;
   }
 }
 
 // The exact integer path: integers (up to 64 bits) do not survive a double
 // above 2^53, so integer arithmetic loads, computes and stores int64_t.
 inline bool isIntegerStorage(DataType dtype) {
-  return dtype == DataType::Int || dtype == DataType::Int32 || dtype == DataType::Bool;
+  return isIntegralType(dtype) || dtype == DataType::Bool;
 }
 
 inline int64_t loadInt(DataType dtype, const uint8_t* p) {
   switch (dtype) {
     case DataType::Int: { int64_t v; std::memcpy(&v, p, 8); return v; }
     case DataType::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DataType::Int16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case DataType::Int8: return static_cast<int8_t>(*p);
+    case DataType::UInt8: return *p;
     case DataType::Bool: return *p != 0 ? 1 : 0;
     default: return saturatingCast<int64_t>(loadValue(dtype, p));
   }
@@ -140,6 +149,13 @@ inline void storeInt(DataType dtype, uint8_t* p, int64_t v) {
       std::memcpy(p, &i, 4);
       return;
     }
+    case DataType::Int16: {
+      int16_t i = static_cast<int16_t>(static_cast<uint16_t>(static_cast<uint64_t>(v)));
+      std::memcpy(p, &i, 2);
+      return;
+    }
+    case DataType::Int8:
+    case DataType::UInt8: *p = static_cast<uint8_t>(static_cast<uint64_t>(v)); return;
     case DataType::Bool: *p = v != 0 ? 1 : 0; return;
     default: storeValue(dtype, p, static_cast<double>(v)); return;
   }

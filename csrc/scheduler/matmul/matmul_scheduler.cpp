@@ -66,7 +66,8 @@ std::string analyze(const Fusion& fusion, Analysis& result) {
   for (Expr* e : fusion.exprs()) {
     // A reshape regroups M or N: the epilogue's loops follow the output tile
     // and cannot index a split or merged M (the segmenter runs it after).
-    if (e->type() == ExprType::Pad || e->type() == ExprType::Reshape) {
+    if (e->type() == ExprType::Pad || e->type() == ExprType::Reshape ||
+        e->type() == ExprType::IndexSelect) {
       return e->toString() + " is not a pointwise epilogue op";
     }
     if (e->type() != ExprType::Reduction) continue;

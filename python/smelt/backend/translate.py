@@ -473,6 +473,19 @@ def drop_empty_cat_operands(graph: torch.fx.Graph) -> None:
         graph.eliminate_dead_code()
 
 
+@translates(aten.embedding.default)
+def _embedding(t, node, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    # padding_idx and the flags only change the backward pass.
+    return t.fd.ops.index_select(t.arg(weight), t.arg(indices), 0)
+
+
+@translates(aten.index_select.default)
+def _index_select(t, node, x, dim, index):
+    if meta_tensor(index).dim() != 1:
+        raise Unsupported("index_select with an index that is not 1-D")
+    return t.fd.ops.index_select(t.arg(x), t.arg(index), _dim(x, dim))
+
+
 @translates(aten.arange.default, aten.arange.start, aten.arange.start_step)
 def _arange(t, node, *args, dtype=None, layout=None, device=None, pin_memory=None):
     bounds = list(args)
