@@ -302,12 +302,13 @@ PadOp::PadOp(TensorView* out, TensorView* in, std::vector<std::pair<int64_t, int
              Val* pad_value)
     : Expr(ExprType::Pad, {in, pad_value}, {out}), widths_(std::move(widths)) {}
 
-IndexSelectOp::IndexSelectOp(TensorView* out, TensorView* table, TensorView* index, int64_t dim)
-    : Expr(ExprType::IndexSelect, {table, index}, {out}), dim_(dim) {}
+IndexSelectOp::IndexSelectOp(TensorView* out, TensorView* table, TensorView* index, int64_t dim,
+                             IndexSelectMode mode)
+    : Expr(ExprType::IndexSelect, {table, index}, {out}), dim_(dim), mode_(mode) {}
 
 std::string IndexSelectOp::toString() const {
   std::ostringstream os;
-  os << output()->toString() << " = index_select(" << table()->name() << ", " << dim_ << ", "
+  os << output()->toString() << " = " << opName() << "(" << table()->name() << ", " << dim_ << ", "
      << index()->name() << ")";
   return os.str();
 }
@@ -345,7 +346,7 @@ Expr* FullOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
 }
 Expr* IndexSelectOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
                                const std::vector<Val*>& outs) const {
-  return f.newExpr<IndexSelectOp>(tensorAt(outs, 0), tensorAt(ins, 0), tensorAt(ins, 1), dim_);
+  return f.newExpr<IndexSelectOp>(tensorAt(outs, 0), tensorAt(ins, 0), tensorAt(ins, 1), dim_, mode_);
 }
 Expr* IotaOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
                         const std::vector<Val*>& outs) const {

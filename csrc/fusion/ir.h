@@ -393,23 +393,32 @@ class LoadStoreOp : public Expr {
   std::string opName() const override { return "set"; }
 };
 
-// out = table's dimensions before `dim`, index's dimensions, table's
-// dimensions after `dim`; element [.., i.., ..] is table[.., index[i..], ..]
-// (torch.index_select for a 1-D index, torch.embedding for dim 0). An index
+// A table read along `dim` at the values of an index tensor. An index
 // outside the table's extent is an error when the kernel runs.
+//  - select (torch.index_select for a 1-D index, torch.embedding for dim 0):
+//    out = table's dimensions before `dim`, index's dimensions, table's
+//    dimensions after `dim`; element [.., i.., ..] is table[.., index[i..], ..].
+//  - along (torch.gather, take_along_dim): index has the table's rank and
+//    the output its shape; element [i] is table[i with i[dim] = index[i]].
+enum class IndexSelectMode { Select, Along };
 class IndexSelectOp : public Expr {
  public:
-  IndexSelectOp(TensorView* out, TensorView* table, TensorView* index, int64_t dim);
+  IndexSelectOp(TensorView* out, TensorView* table, TensorView* index, int64_t dim,
+                IndexSelectMode mode = IndexSelectMode::Select);
   Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
                   const std::vector<Val*>& outputs) const override;
   TensorView* table() const { return input(0)->asTensor(); }
   TensorView* index() const { return input(1)->asTensor(); }
   int64_t dim() const { return dim_; }
-  std::string opName() const override { return "index_select"; }
+  IndexSelectMode mode() const { return mode_; }
+  std::string opName() const override {
+    return mode_ == IndexSelectMode::Select ? "index_select" : "gather";
+  }
   std::string toString() const override;
 
  private:
   int64_t dim_;
+  IndexSelectMode mode_;
 };
 
 class PadOp : public Expr {

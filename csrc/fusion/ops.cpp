@@ -490,6 +490,35 @@ TensorView* indexSelect(TensorView* table, int64_t dim, TensorView* index) {
   return out;
 }
 
+TensorView* gather(TensorView* table, int64_t dim, TensorView* index) {
+  SMELT_CHECK(table != nullptr && index != nullptr, "gather: an input is null");
+  SMELT_CHECK(isIntegralType(index->dtype()), "gather: index ", index->name(), " has dtype ",
+              index->dtype(), "; indices are integers");
+  const std::vector<IterDomain*> table_axes = table->logicalNoReductions();
+  const std::vector<IterDomain*> index_axes = index->logicalNoReductions();
+  const int64_t rank = static_cast<int64_t>(table_axes.size());
+  const int64_t d = dim < 0 ? dim + rank : dim;
+  SMELT_CHECK(d >= 0 && d < rank, "gather: dimension ", dim, " is out of range for ", table->name(),
+              " of rank ", rank);
+  SMELT_CHECK(static_cast<int64_t>(index_axes.size()) == rank, "gather: index ", index->name(),
+              " has rank ", index_axes.size(), " but ", table->name(), " has rank ", rank);
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k == d) continue;
+    const IntExpr a = table_axes[k]->loopExtent(), b = index_axes[k]->loopExtent();
+    // Symbolic extents are checked when the fusion runs (mapped dimensions).
+    const bool same = !a.constant() || !b.constant() || *a.constant() == *b.constant();
+    SMELT_CHECK(same, "gather: dimension ", k, " of index ", index->name(), " has extent ", b,
+                " but dimension ", k, " of ", table->name(), " has extent ", a,
+                "; they must be equal outside dimension ", d);
+  }
+  Fusion* f = Fusion::current();
+  std::vector<IterDomain*> out_axes;
+  for (const IterDomain* id : index_axes) out_axes.push_back(elementwiseAxis(f, id));
+  TensorView* out = f->newTensor(table->dtype(), std::move(out_axes));
+  f->newExpr<IndexSelectOp>(out, table, index, d, IndexSelectMode::Along);
+  return out;
+}
+
 TensorView* iota(const IntExpr& length, Val* start, Val* step, DataType dtype) {
   SMELT_CHECK(start != nullptr && step != nullptr, "iota: start or step is null");
   SMELT_CHECK(dtype != DataType::Bool, "iota: a bool sequence is not supported");

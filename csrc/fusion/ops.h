@@ -136,6 +136,11 @@ TensorView* cat(const std::vector<TensorView*>& inputs, int64_t dim);
 // with a 1-D index; torch.embedding is dim 0). The index is an integer
 // tensor; a value outside [0, extent) fails the kernel at run time.
 TensorView* indexSelect(TensorView* table, int64_t dim, TensorView* index);
+// torch.gather: index has table's rank; element [i] of the result (index's
+// shape) is table[i with i[dim] = index[i]]. The other dimensions of index
+// must have table's extents (torch allows smaller ones; smelt does not;
+// symbolic ones are compared when the fusion runs).
+TensorView* gather(TensorView* table, int64_t dim, TensorView* index);
 // [length] tensor of start + i * step (torch.arange(start, start + length * step, step)).
 TensorView* iota(const IntExpr& length, Val* start, Val* step, DataType dtype = DataType::Int);
 

@@ -52,6 +52,12 @@ IdMap pairwiseLogicalMap(const TensorView* producer, const TensorView* consumer)
     // them; the table's dimension `dim` is read at the index's values.
     const auto* select = static_cast<const IndexSelectOp*>(def);
     const int64_t dim = select->dim();
+    if (select->mode() == IndexSelectMode::Along) {  // same shapes, dim read at the index
+      for (int64_t d = 0; d < static_cast<int64_t>(p_axes.size()); ++d) {
+        if (producer == select->index() || d != dim) map[p_axes[d]] = c_axes.at(d);
+      }
+      return map;
+    }
     const int64_t k = static_cast<int64_t>(select->index()->logicalNoReductions().size());
     if (producer == select->index()) {
       for (int64_t j = 0; j < k; ++j) map[p_axes.at(j)] = c_axes.at(dim + j);

@@ -53,6 +53,7 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
     }
     case ExprType::IndexSelect: {
       const auto* select = static_cast<const IndexSelectOp*>(expr);
+      if (select->mode() == IndexSelectMode::Along) return at::gather(in(0), select->dim(), in(1).to(at::kLong));
       return at::index_select(in(0), select->dim(), in(1).reshape({-1}).to(at::kLong))
           .reshape(concreteShape(out->logicalNoReductions(), sizes));
     }

@@ -217,6 +217,7 @@ void bindOps(py::module_& m) {
   m.def("slice", &slice, py::arg("input"), py::arg("starts"), py::arg("stops"), kRef);
   m.def("cat", &cat, py::arg("inputs"), py::arg("dim"), kRef);
   m.def("index_select", &indexSelect, py::arg("table"), py::arg("dim"), py::arg("index"), kRef);
+  m.def("gather", &gather, py::arg("table"), py::arg("dim"), py::arg("index"), kRef);
   m.def("iota", &iota, py::arg("length"), py::arg("start"), py::arg("step"), py::arg("dtype"), kRef);
   m.def("matmul", &matmul, kRef);
   m.def("permute", &permute, kRef);

@@ -160,6 +160,7 @@ DEFINITION_OPS: Dict[str, Impl] = {
     "slice": lambda tv, starts, stops: _C.slice(tv, list(starts), list(stops)),
     "cat": lambda tvs, dim: _C.cat(list(tvs), dim),
     "index_select": lambda tv, index, dim: _C.index_select(tv, dim, index),
+    "gather": lambda tv, index, dim: _C.gather(tv, dim, index),
     "iota": lambda length, start, step, dtype: _C.iota(_extent(length), as_val(start),
                                                       as_val(step), dtype),
     "matmul": _C.matmul,

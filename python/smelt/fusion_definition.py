@@ -328,6 +328,12 @@ class Operators:
         An index outside x's extent fails the run."""
         return self._op("index_select", x, index, dim)
 
+    def gather(self, x: Tensor, index: Tensor, dim: int) -> Tensor:
+        """torch.gather (nvFuser's argument order): index has x's rank and
+        the result its shape; element [i] is x[i with i[dim] = index[i]].
+        Outside `dim`, index must have x's extents."""
+        return self._op("gather", x, index, dim)
+
     def iota(self, length: Union[int, "Size"], start: Number = 0, step: Number = 1,
              dtype: DataType = DataType.Int) -> Tensor:
         """[length] tensor of start + i * step (torch.arange)."""

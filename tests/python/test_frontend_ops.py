@@ -60,6 +60,8 @@ CASES = [
      lambda x: torch.nn.functional.pad(x, [1, 2]), [randn(3, 4)]),
     ("index_select_rows", lambda fd, x, i: fd.ops.index_select(x, i, 0),
      lambda x, i: torch.index_select(x, 0, i), [randn(5, 3), torch.tensor([4, 0, 4, 2])]),
+    ("gather_rows", lambda fd, x, i: fd.ops.gather(x, i, 1),
+     lambda x, i: torch.gather(x, 1, i), [randn(3, 5), torch.tensor([[4, 0], [1, 1], [3, 2]])]),
     ("iota_plus_input", lambda fd, x: fd.ops.add(x, fd.ops.iota(5, 2, 3)),
      lambda x: x + torch.arange(2, 17, 3), [randn(5)]),
     ("pad_two_dims_value", lambda fd, x: fd.ops.pad(x, [0, 1, 2, 0], 0.5),

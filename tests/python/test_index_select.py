@@ -1,4 +1,4 @@
-"""index_select / embedding: a table read at the values of an index tensor,
+"""index_select / embedding / gather: a table read at the values of an index tensor,
 against torch (values, strides, kernel counts), the errors a user sees, and
 models' embeddings fused with what follows them under torch.compile."""
 import pytest
@@ -73,6 +73,51 @@ def test_index_select_errors_name_the_tensors():
         with pytest.raises(SmeltError, match="index_select: dimension 2 is out of range for T0 of rank 2"):
             fd.ops.index_select(x, i, 2)
         fd.add_output(fd.ops.index_select(x, i, 1))
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gather_along_a_dimension(dim):
+    x = randn(4, 6, 5, seed=9)
+    index = indices(x.shape[dim], 4, 6, 5, seed=10)
+    fd = define(lambda fd, x, i: fd.ops.gather(x, i, dim), [x, index])
+    (out,) = fd.execute([x, index])
+    assert_matches([out], torch.gather(x, dim, index), "cpu")
+    assert len(fd.last_kernels()) == 1
+
+
+def test_gather_errors_name_the_tensors():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([4, 3])
+        short = fd.define_tensor([2, 3], dtype=smelt.DataType.Int)
+        with pytest.raises(SmeltError, match="gather: dimension 0 of index T1 has extent 2 but dimension 0 "
+                                             "of T0 has extent 4"):
+            fd.ops.gather(x, short, 1)
+        flat = fd.define_tensor([4], dtype=smelt.DataType.Int)
+        with pytest.raises(SmeltError, match="gather: index T2 has rank 1 but T0 has rank 2"):
+            fd.ops.gather(x, flat, 0)
+        fd.add_output(fd.ops.gather(x, short, 0))
+
+
+def test_compiled_bert_token_types_gather_then_embedding():
+    # BERT's buffered token_type_ids: gather of an expanded buffer at the
+    # position ids, then an embedding of the result.
+    buffer = torch.zeros(1, 16, dtype=torch.int64)
+    buffer[0, 5:] = 1
+    table = randn(2, 8, seed=11)
+
+    def fn(position_ids):
+        token_types = torch.gather(buffer.expand(1, -1), 1, position_ids).expand(2, 6)
+        return torch.nn.functional.embedding(token_types, table) * 2
+
+    position_ids = torch.arange(3, 9).unsqueeze(0)
+    smelt.backend.reset_reports()
+    compiled = torch.compile(fn, backend="smelt", fullgraph=True)
+    out = compiled(position_ids)
+    torch._dynamo.reset()
+    assert_matches([out], fn(position_ids), "cpu")
+    (report,) = smelt.backend.reports()
+    assert report.fused_ops()["gather.default"] == 1, str(report)
+    assert report.torch_launches() == 0 and report.fallback_runs == 0, str(report)
 
 
 def test_compiled_embeddings_fuse_with_what_follows():

@@ -486,6 +486,11 @@ def _index_select(t, node, x, dim, index):
     return t.fd.ops.index_select(t.arg(x), t.arg(index), _dim(x, dim))
 
 
+@translates(aten.gather.default)
+def _gather(t, node, x, dim, index, sparse_grad=False):
+    return t.fd.ops.gather(t.arg(x), t.arg(index), _dim(x, dim))
+
+
 @translates(aten.arange.default, aten.arange.start, aten.arange.start_step)
 def _arange(t, node, *args, dtype=None, layout=None, device=None, pin_memory=None):
     bounds = list(args)
