@@ -5,6 +5,8 @@ torch.compile(backend="smelt"), model by model, against eager.
 
 Per model (forward, eval, static shapes, CPU tensors so smelt's kernels run
 in its simulator): ATen nodes fused / all nodes of the compiled graphs,
+the fused fraction (fused / all but convolution, attention and
+data-dependent ops, which libraries run: GraphReport.library_nodes),
 fusions, run-time fallbacks (partitions smelt failed on), the largest
 absolute difference from eager over every output, and the wall time of the
 first call (Dynamo, AOTAutograd, partitioning, smelt lowering + NVRTC, the
@@ -69,6 +71,7 @@ def measure(name: str) -> Dict[str, object]:
         "graphs": len(reports),
         "nodes_fused": sum(r.fused_node_count for r in reports),
         "nodes_total": sum(r.total_nodes for r in reports),
+        "library_nodes": sum(r.library_nodes for r in reports),
         "fusions": sum(len(r.partitions) for r in reports),
         "fallback_partitions": sum(p.failed for r in reports for p in r.partitions),
         "max_abs_error": max_error,
@@ -156,10 +159,10 @@ def machine_code(reports) -> Dict[str, object]:
 
 def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
     lines = [] if not any("nodes_fused" in r for r in rows) else [
-             "| model | nodes fused / total | fusions | run-time fallbacks | max abs error | "
-             "first call | second call | launches per forward: smelt + torch (Inductor) | "
-             "SASS non-matmul (Inductor) | stack frames |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| model | nodes fused / total | fused fraction | fusions | run-time fallbacks | "
+             "max abs error | first call | second call | launches per forward: smelt + torch "
+             "(Inductor) | SASS non-matmul (Inductor) | stack frames |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in (r for r in rows if "nodes_fused" in r):
         peer = peers.get(r["model"], {})
         launches = f"{r['smelt_kernels_per_forward']} + {r['torch_launches_per_forward']}"
@@ -168,7 +171,10 @@ def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
         sass = str(r["sass_non_matmul"])
         if "total_sass_instructions" in peer:
             sass += f" ({peer['total_sass_instructions']})"
-        lines.append(f"| {r['model']} | {r['nodes_fused']} / {r['nodes_total']} | {r['fusions']} | "
+        candidates = r["nodes_total"] - r.get("library_nodes", 0)
+        fraction = f"{100 * r['nodes_fused'] / candidates:.1f}%" if candidates else "-"
+        lines.append(f"| {r['model']} | {r['nodes_fused']} / {r['nodes_total']} | {fraction} | "
+                     f"{r['fusions']} | "
                      f"{r['fallback_partitions']} | {r['max_abs_error']:.2g} | "
                      f"{r['first_call_s']:.2f} s | {r['second_call_s']:.3f} s | {launches} | "
                      f"{sass} | {r['stack_frame_bytes']} B |")

@@ -58,12 +58,13 @@ def test_markdown_puts_inductor_beside_smelt(tmp_path):
     bench = _bench()
     (tmp_path / "mlp.json").write_text(json.dumps({"launches_per_forward": 5,
                                                    "total_sass_instructions": 232}))
-    row = {"model": "mlp", "nodes_fused": 10, "nodes_total": 12, "fusions": 2,
+    row = {"model": "mlp", "nodes_fused": 10, "nodes_total": 12, "library_nodes": 2, "fusions": 2,
            "fallback_partitions": 0, "max_abs_error": 1e-7, "first_call_s": 1.0,
            "second_call_s": 0.01, "smelt_kernels_per_forward": 4,
            "torch_launches_per_forward": 3, "sass_non_matmul": 900, "stack_frame_bytes": 0}
     table = bench.markdown([row], bench.load_peers(tmp_path))
     assert "| 4 + 3 (5) | 900 (232) | 0 B |" in table, table
+    assert "| mlp | 10 / 12 | 100.0% | 2 |" in table, table  # 2 library nodes are not candidates
 
 
 def test_gpu_timings_table(monkeypatch):

@@ -153,3 +153,17 @@ def test_training_step_matches_eager():
     for p, g in zip(mlp.parameters(), expected):
         torch.testing.assert_close(p.grad, g, rtol=1e-4, atol=1e-5)
     assert len(smelt.backend.reports()) == 2  # forward and backward graphs
+
+
+def test_fused_fraction_leaves_out_attention_and_its_tuple_indexing():
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q.tanh(), k, v) * 2
+
+    q, k, v = (torch.randn(1, 2, 4, 8, generator=gen(13 + i)) for i in range(3))
+    smelt.backend.reset_reports()
+    torch.compile(fn, backend="smelt")(q, k, v)
+    torch._dynamo.reset()
+    (report,) = smelt.backend.reports()
+    # tanh and mul fused; attention and the getitem of its result are a library's
+    assert report.library_nodes == 2, str(report)
+    assert report.fused_fraction == report.fused_node_count / (report.total_nodes - 2) == 1.0, str(report)

@@ -10,6 +10,7 @@ not.
 """
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
@@ -80,6 +81,9 @@ class GraphReport:
     unsupported_ops: Counter = field(default_factory=Counter)  # op -> count
     total_nodes: int = 0          # call_function nodes of the graph
     torch_ops: Counter = field(default_factory=Counter)  # op -> nodes run in torch
+    # Nodes of ops smelt leaves to libraries by design (convolution,
+    # attention, data-dependent ops) and their tuple indexing.
+    library_nodes: int = 0
 
     def torch_launches(self) -> int:
         """Nodes run in torch that launch a kernel on a GPU (views and other
@@ -103,6 +107,12 @@ class GraphReport:
     @property
     def fallback_runs(self) -> int:
         return sum(p.fallback_runs for p in self.partitions)
+
+    @property
+    def fused_fraction(self) -> float:
+        """Nodes smelt computes / the nodes it could: all but library_nodes."""
+        candidates = self.total_nodes - self.library_nodes
+        return self.fused_node_count / candidates if candidates else 1.0
 
     def fused_ops(self) -> Counter:
         total: Counter = Counter()
@@ -131,6 +141,20 @@ class GraphReport:
         for node, reason in self.unsupported.items():
             lines.append(f"  torch: {node}: {reason}")
         return "\n".join(lines)
+
+
+# Ops left to libraries (cuDNN, attention kernels) or whose output size
+# depends on values: not fusion candidates.
+LIBRARY_OPS = ("convolution", "_scaled_dot_product", "topk", "sort", "histc", "nonzero",
+               "index_put", "max_pool2d_with_indices")
+
+
+def _is_library_node(node: torch.fx.Node) -> bool:
+    if node.op != "call_function":
+        return False
+    if node.target is operator.getitem:
+        return _is_library_node(node.args[0])
+    return any(_op_name(node).startswith(name) for name in LIBRARY_OPS)
 
 
 def _op_name(node: torch.fx.Node) -> str:
@@ -286,7 +310,8 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     partitions = partitioner.propose_partitions()
     report = GraphReport(graph_name,
-                         total_nodes=sum(n.op == "call_function" for n in gm.graph.nodes))
+                         total_nodes=sum(n.op == "call_function" for n in gm.graph.nodes),
+                         library_nodes=sum(_is_library_node(n) for n in gm.graph.nodes))
     fused = partitioner.fuse_partitions(partitions, prefix="smelt_partition_")
     fusions = torch_parts = 0
     for node in list(fused.graph.nodes):
