@@ -200,3 +200,23 @@ def test_compiled_cat_with_an_empty_cache_entry_drops_it():
     (report,) = reports
     assert report.torch_launches() == 0, str(report)
     assert report.fused_ops()["cat.default"] == 1, str(report)
+
+
+def test_a_slice_beside_its_source_through_a_shared_broadcast_input():
+    # Fuzz seed 8000363: v4 = (x.sum(-1) + b - x.sum(-1))[1:] beside
+    # v2 = x.sum(-1) + b. The recomputed slice and v2 both read the size-1 b,
+    # whose broadcast joined their leading axes (3 and 4) as one dimension;
+    # the schedule was refused at lowering. Now the scheduler declines and
+    # the two run as their own segments.
+    def fn(x0, x1):
+        v1 = x0.sum(dim=(-1,))
+        v2 = v1 + x1
+        return (v2 - v1)[1:], v2
+
+    x0, x1 = randn(4, 1, 2, 2, seed=21), randn(1, seed=22)
+    out, reports = _compiled_report(fn, x0, x1)
+    for a, e in zip(out, fn(x0, x1)):
+        assert_matches([a], e, "cpu")
+        assert a.stride() == e.stride()
+    (report,) = reports
+    assert report.fallback_runs == 0 and not report.partitions[0].refused, str(report)
