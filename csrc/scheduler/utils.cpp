@@ -237,19 +237,6 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference, Re
                                 it->second, " of ", reference->name());
       }
       seen[it->second] = true;
-      // Labels reach through broadcasts, which join any extents: two outputs
-      // of different extents reading one broadcast input (a slice of x + b
-      // beside x + b) are not one loop.
-      const IterDomain* dim = reference->logicalDomain()[it->second];
-      const std::optional<int64_t> extent = id->loopExtent().constant();
-      const std::optional<int64_t> dim_extent = dim->loopExtent().constant();
-      // (An extent of 1, e.g. a reduction over a size-1 dimension, broadcasts.)
-      if (extent && dim_extent && *extent != 1 && *dim_extent != 1 && *extent != *dim_extent &&
-          problem_.empty()) {
-        problem_ = errorMessage("axis ", id->toString(), " of ", tv->name(), " (extent ", *extent,
-                                ") stands for dimension ", it->second, " of ", reference->name(),
-                                " (extent ", *dim_extent, ")");
-      }
     }
   }
   // A reshape regrouping a computed tensor that the reference's dimensions
