@@ -264,6 +264,15 @@ KNOWN_BUGS = {
                ["v1 = F.layer_norm(x0, (6,), weight=w2)", "v2 = x1.reshape(-1)",
                 "v3 = v2.reshape(3, -1, 1)", "v4 = v3 / (v2.abs() + 1)", "v5 = v3 * v4"],
                ["v5", "v1", "v4"])),
+    # Found by scripts/torch_fuzz.py --start 8200000 (seed 8200312; 14 of
+    # 2,200 programs are refused this way, all with a slice or cat fused).
+    "window-beside-its-source-vectorized-as-one": KnownBug(
+        "v1 = maximum(x, 0.1) returned beside v1[:, 2:]: the recomputed slice is scheduled "
+        "in v1's loops and vectorized at v1's width ('does not end in a vector axis'; the "
+        "segmentation refuses the segment and splits it further; values right)",
+        "refused: pointwise scheduler: T# does not end in a vector axis",
+        _repro([("x0", "r(6, 4)")],
+               ["v1 = torch.maximum(x0, torch.tensor(0.1))", "v2 = v1[:, 2:]"], ["v2", "v1"])),
     "reduction-over-m-taken-as-matmul": KnownBug(
         "(x.amax(keepdim) * x.unsqueeze(-1)).sum((-3, -2)): a sum over M and K of a product "
         "of broadcasts was taken by the matmul scheduler ('a reduction bound to BIDy')",
