@@ -14,6 +14,15 @@ namespace smelt::scheduler_utils {
 
 namespace {
 
+// The input `expr` reads at other positions than the element it computes:
+// a window's (shifted) and an index_select's table (at loaded indices); null
+// for any other expression. Such an input is read from memory, never cached
+// in registers nor computed in the expression's loops.
+const TensorView* readAtOtherPositions(const Expr* expr) {
+  const bool reads_elsewhere = expr->type() == ExprType::Pad || expr->type() == ExprType::IndexSelect;
+  return reads_elsewhere ? expr->input(0)->asTensor() : nullptr;
+}
+
 // Labels each logical axis of every tensor with the logical axis of
 // `reference` it corresponds to, following the producer-consumer axis maps of
 // every op until nothing changes. `conflict` is called for a pair of mapped
@@ -183,8 +192,7 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference, Re
   // only inputs that cannot be recomputed, e.g. reshapes, to the segmenter).
   // So does an index_select's table, at loaded positions.
   for (const Expr* expr : exprs) {
-    const bool reads_elsewhere = expr->type() == ExprType::Pad || expr->type() == ExprType::IndexSelect;
-    const TensorView* in = reads_elsewhere ? expr->input(0)->asTensor() : nullptr;
+    const TensorView* in = readAtOtherPositions(expr);
     if (in != nullptr && !in->isFusionInput() && problem_.empty()) {
       problem_ = errorMessage(expr->output()->name(), " = ", expr->opName(), "(", in->name(),
                               ") reads the computed ", in->name(),
@@ -531,10 +539,8 @@ std::vector<TensorView*> cacheableInputs(const Fusion& fusion) {
       continue;
     }
     std::vector<TensorView*> consumers = fusion.consumersOf(tv);
-    // Windows and index_select tables are read at shifted or loaded positions.
     bool read_elsewhere = std::any_of(consumers.begin(), consumers.end(), [&](const TensorView* c) {
-      return c->definition()->type() == ExprType::Pad ||
-             (c->definition()->type() == ExprType::IndexSelect && c->definition()->input(0) == tv);
+      return readAtOtherPositions(c->definition()) == tv;
     });
     if (!consumers.empty() && !read_elsewhere) result.push_back(tv);
   }
