@@ -5,6 +5,7 @@
 #
 # Env: SMELT_BUILD_DIR (default build), SMELT_JOBS (default 2; build and ctest),
 #      SMELT_SKIP_SETUP=1 skips scripts/setup.sh, extra args go to pytest,
+#      SMELT_KERNEL_CACHE_DIR (default \$SMELT_BUILD_DIR/kernel-cache; "off": none),
 #      SMELT_SANITIZE_SUBSET: test executables for the sanitizer step (default
 #      "all", every suite; or executables; "none" skips it), see scripts/sanitize.sh.
 set -euo pipefail
@@ -14,6 +15,10 @@ start=$(date +%s)
 PYTHON=${PYTHON:-python3}
 export SMELT_BUILD_DIR=${SMELT_BUILD_DIR:-build}
 JOBS=${SMELT_JOBS:-2}
+# Kernels compiled by the tests go to a cache of this build (not the user's):
+# the run starts from what this tree compiled before, and the sanitizer step
+# reads what the normal one compiled.
+export SMELT_KERNEL_CACHE_DIR=${SMELT_KERNEL_CACHE_DIR-$SMELT_BUILD_DIR/kernel-cache}
 log() { echo "[test] $*"; }
 
 if [[ "${SMELT_SKIP_SETUP:-0}" != 1 ]]; then

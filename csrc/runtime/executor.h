@@ -165,6 +165,11 @@ class FusionExecutor {
   // True once this executor holds the kernel IR: compile() lowered the
   // fusion (a cache miss), a CPU run needed it, or kernel() was asked for.
   bool isLowered() const { return lower_ != nullptr; }
+  // Wall milliseconds lowering took (0 until lowered).
+  double loweringMs() const {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    return lowering_ms_;
+  }
   // The simulator's report of the latest CPU run (empty before one).
   const sim::SimReport& simulationReport() const { return sim_report_; }
 
@@ -214,6 +219,7 @@ class FusionExecutor {
   // Guards lower_ (created on first need) and the latest-run state below.
   mutable std::mutex state_mutex_;
   mutable std::unique_ptr<GpuLower> lower_;  // lowered on demand after a cache hit
+  mutable double lowering_ms_ = 0;
   LaunchParams launch_params_;
   sim::SimReport sim_report_;
 };

@@ -1,7 +1,11 @@
 #include "runtime/fusion_executor_cache.h"
 
+#include <ATen/ATen.h>
+
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -30,12 +34,53 @@ void checkUnscheduled(const Fusion& fusion) {
   }
 }
 
+// The alignment of a tensor's data; a meta tensor (compileFor) stands for
+// one whose storage is allocated like every ATen allocation (at least 16 B
+// aligned) and that starts at its storage offset.
+int64_t dataAlignment(const at::Tensor& tensor) {
+  const uint64_t address = tensor.is_meta()
+      ? static_cast<uint64_t>(tensor.storage_offset() * tensor.element_size())
+      : reinterpret_cast<uint64_t>(tensor.data_ptr());
+  return alignmentOf(address);
+}
+
+// A meta tensor with `t`'s sizes, strides, dtype and storage offset.
+at::Tensor metaStandIn(const at::Tensor& t) {
+  const c10::TensorOptions meta = t.options().device(c10::kMeta);
+  int64_t extent = t.storage_offset() + 1;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 0) return at::empty_strided(t.sizes(), t.strides(), meta);
+    extent += (t.size(d) - 1) * std::abs(t.stride(d));
+  }
+  return at::empty({extent}, meta).as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
+double msSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 }  // namespace
+
+CompileCost& CompileCost::operator+=(const CompileCost& other) {
+  segment_ms += other.segment_ms;
+  schedule_ms += other.schedule_ms;
+  lower_ms += other.lower_ms;
+  nvrtc_ms += other.nvrtc_ms;
+  nvrtc_compiles += other.nvrtc_compiles;
+  disk_cache_hits += other.disk_cache_hits;
+  return *this;
+}
+
+CompileCost FusionRun::cost() const {
+  CompileCost total;
+  total.segment_ms = segment_ms;
+  for (const SegmentRun& s : segments) total += s.cost;
+  return total;
+}
 
 InputInfo inputInfoOf(const at::Tensor& tensor) {
   return InputInfo::tensor(fromAtenType(tensor.scalar_type()), tensor.sizes().vec(),
-                           tensor.strides().vec(),
-                           alignmentOf(reinterpret_cast<uint64_t>(tensor.data_ptr())));
+                           tensor.strides().vec(), dataAlignment(tensor));
 }
 
 std::vector<InputInfo> inputInfosOf(const Fusion& fusion, const std::vector<at::Tensor>& inputs) {
@@ -78,7 +123,7 @@ std::vector<int64_t> exactInputsKey(const std::vector<InputInfo>& infos) {
   return key;
 }
 
-std::string inputSignature(const std::vector<at::Tensor>& inputs) {
+std::string inputSignature(const std::vector<at::Tensor>& inputs, std::optional<c10::Device> device) {
   std::ostringstream os;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const at::Tensor& t = inputs[i];
@@ -98,8 +143,7 @@ std::string inputSignature(const std::vector<at::Tensor>& inputs) {
     for (size_t d = 0; d < contiguity.size(); ++d) {
       os << (d ? "," : "") << (contiguity[d] ? "c" : "n");
     }
-    os << "}@" << alignmentOf(reinterpret_cast<uint64_t>(t.data_ptr())) << ":"
-       << t.device().str();
+    os << "}@" << dataAlignment(t) << ":" << device.value_or(t.device()).str();
   }
   return os.str();
 }
@@ -253,17 +297,36 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
 std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
     const std::vector<at::Tensor>& inputs) {
   const c10::Device device = validator_.validate(inputs).value_or(options_.device);
+  return runSegments(inputs, device);
+}
+
+std::vector<at::Tensor> FusionExecutorCache::compileFor(const std::vector<at::Tensor>& inputs,
+                                                        c10::Device device) {
+  validator_.validate(inputs);
+  std::vector<at::Tensor> stand_ins = inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (fusion_->inputs()[i]->asTensor() != nullptr && !inputs[i].is_meta()) {
+      stand_ins[i] = metaStandIn(inputs[i]);
+    }
+  }
+  return runSegments(stand_ins, device);
+}
+
+std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::Tensor>& inputs,
+                                                         c10::Device device) {
   std::lock_guard<std::mutex> lock(mutex_);
   last_run_ = FusionRun();
   last_executors_.clear();
-  last_run_.signature = inputSignature(inputs);
+  last_run_.signature = inputSignature(inputs, device);
   if (hasEmptyInput(*fusion_, inputs)) {
     // No kernel for an input with an empty dimension: the outputs are empty or
     // a reduction's identity (sum over an empty dimension is 0), from ATen.
     last_run_.empty_input = true;
     return evaluateWithATen(*fusion_, inputs);
   }
+  const auto segment_start = std::chrono::steady_clock::now();
   SignatureEntry& entry = entryFor(last_run_.signature, inputs, device);
+  if (last_run_.new_signature) last_run_.segment_ms = msSince(segment_start);
   last_run_.refused = entry.segmented.refused;
   std::unordered_map<const Val*, at::Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) values[entry.fusion->inputs()[i]] = inputs[i];
@@ -288,7 +351,10 @@ std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
     }
     std::vector<InputInfo> infos = inputInfosOf(*segment.fusion, segment_inputs);
     SegmentChoice& choice = entry.choices[s][exactInputsKey(infos)];
-    if (choice.compiled == nullptr) {
+    CompiledSegment* compiled = choice.compiled;
+    const double lowered_before = compiled ? compiled->executor.loweringMs() : 0;
+    if (compiled == nullptr) {
+      const auto schedule_start = std::chrono::steady_clock::now();
       const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
       RuntimeInfo runtime(*segment.fusion, std::move(infos), targetArch(options_, device));
       std::string reason = scheduler.reject_reason(*segment.fusion, runtime);
@@ -299,28 +365,46 @@ std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
       if (override_) override_(*params);
       choice.params = params->toString();
       run.heuristics = true;
-      std::unique_ptr<CompiledSegment>& compiled = entry.kernels[s][choice.params];
-      if (compiled == nullptr) {
+      std::unique_ptr<CompiledSegment>& slot = entry.kernels[s][choice.params];
+      if (slot == nullptr) {
         auto fresh = std::make_unique<CompiledSegment>();
         fresh->scheduled = segment.fusion->clone();
         scheduler.schedule(*fresh->scheduled, *params);
+        run.cost.schedule_ms = msSince(schedule_start);
         fresh->executor.compile(fresh->scheduled.get(), segment_inputs, options_);
-        compiled = std::move(fresh);
+        if (!fresh->executor.compiledFromCache()) {
+          const CompiledKernel& kernel = fresh->executor.compiledKernel();
+          run.cost.nvrtc_ms = kernel.compile_ms;
+          (kernel.from_disk_cache ? run.cost.disk_cache_hits : run.cost.nvrtc_compiles) += 1;
+        }
+        slot = std::move(fresh);
         run.compiled = true;
+      } else {
+        run.cost.schedule_ms = msSince(schedule_start);
       }
-      choice.compiled = compiled.get();
+      choice.compiled = compiled = slot.get();
     }
     run.params = choice.params;
-    CompiledSegment* compiled = choice.compiled;
+    const auto run_start = std::chrono::steady_clock::now();
+    const double lowered_after_compile = compiled->executor.loweringMs();
     std::vector<at::Tensor> outputs = compiled->executor.run(segment_inputs);
+    const double lowered_in_run = compiled->executor.loweringMs() - lowered_after_compile;
+    run.run_ms = msSince(run_start) - lowered_in_run;
+    run.cost.lower_ms = compiled->executor.loweringMs() - lowered_before;
     for (size_t j = 0; j < segment.outputs.size(); ++j) values[segment.outputs[j]] = outputs[j];
     run.launch = compiled->executor.launchParams();
     last_run_.segments.push_back(std::move(run));
     last_executors_.push_back(&compiled->executor);
   }
+  total_cost_ += last_run_.cost();
   std::vector<at::Tensor> outputs;
   for (const Val* out : entry.fusion->outputs()) outputs.push_back(values.at(out));
   return outputs;
+}
+
+CompileCost FusionExecutorCache::compileCost() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return total_cost_;
 }
 
 const SegmentedFusion& FusionExecutorCache::segmentation(const std::string& signature) const {

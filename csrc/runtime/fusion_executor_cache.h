@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -48,7 +49,9 @@ std::vector<InputInfo> inputInfosOf(const Fusion& fusion, const std::vector<at::
 // "float[b4,1]{c,c}@16:cpu; double[]{}@16:cpu": per input its dtype, size
 // classes ("1" for size 1, else b<ceil(log2(size))>), contiguity (c or n per
 // dimension), data alignment in bytes (at most 16) and device.
-std::string inputSignature(const std::vector<at::Tensor>& inputs);
+// `device`, when given, replaces the inputs' own (compileFor).
+std::string inputSignature(const std::vector<at::Tensor>& inputs,
+                           std::optional<c10::Device> device = std::nullopt);
 
 // The tensors `segment` reads, from `values` (the complete fusion's inputs
 // and the outputs of the segments before it): as they are, or for a
@@ -57,6 +60,19 @@ std::string inputSignature(const std::vector<at::Tensor>& inputs);
 std::vector<at::Tensor> segmentInputTensors(
     const Segment& segment, const std::unordered_map<const Val*, at::Tensor>& values,
     int64_t chunks);
+
+// What compiling cost, in wall milliseconds: for one run (FusionRun::cost)
+// or summed over a cache's runs (FusionExecutorCache::compileCost).
+struct CompileCost {
+  double segment_ms = 0;   // segmenting new input signatures (its trial lowerings included)
+  double schedule_ms = 0;  // the schedulers' checks, heuristics and scheduling
+  double lower_ms = 0;     // lowering to the kernel IR
+  double nvrtc_ms = 0;     // NVRTC, or reading the disk cache (disk_kernel_cache.h)
+  int64_t nvrtc_compiles = 0;   // kernels NVRTC compiled
+  int64_t disk_cache_hits = 0;  // kernels read from the disk cache instead
+  double totalMs() const { return segment_ms + schedule_ms + lower_ms + nvrtc_ms; }
+  CompileCost& operator+=(const CompileCost& other);
+};
 
 // How one segment ran.
 struct SegmentRun {
@@ -71,6 +87,10 @@ struct SegmentRun {
   // its inputs (outputsAsViews); then params, compiled and launch are unset.
   bool view = false;
   LaunchParams launch;
+  // This run's compile work for the segment (segment_ms unused) and the
+  // wall time of its launch or simulation.
+  CompileCost cost;
+  double run_ms = 0;
 };
 
 struct FusionRun {
@@ -81,6 +101,9 @@ struct FusionRun {
   // Segments the segmentation refused because their schedule did not lower
   // (SegmentedFusion::refused): each one a scheduler defect, paid in kernels.
   std::vector<std::string> refused;
+  double segment_ms = 0;  // segmenting the new signature (0 when seen before)
+  // Segmentation plus every segment's compile work.
+  CompileCost cost() const;
   // One line per segment: "0 reduction ReductionParams{...} compiled grid(...) block(...)",
   // then one "refused: ..." line per refusal.
   std::string toString() const;
@@ -97,6 +120,15 @@ class FusionExecutorCache {
   // strides: any layout is accepted, contiguity is part of the signature.
   std::vector<at::Tensor> runFusionWithInputs(const std::vector<at::Tensor>& inputs);
 
+  // Segments, schedules, lowers and compiles the fusion for inputs like
+  // `inputs` as if they were on `device`, running nothing: tensors of any
+  // device (meta ones included) stand for their sizes, strides, dtype and
+  // storage offset; scalars are 0-dim tensors with their values. A later
+  // runFusionWithInputs of such inputs on `device` finds every kernel ready.
+  // Returns the outputs as meta tensors. Compiling ahead like this lets a
+  // caller compile many fusions at once on threads (one per cache).
+  std::vector<at::Tensor> compileFor(const std::vector<at::Tensor>& inputs, c10::Device device);
+
   // Called with each segment's parameters before they are used: a user may
   // change any field (the kernel is then compiled for the changed ones).
   // Also called, when a new input signature is segmented, with the reduction
@@ -112,6 +144,8 @@ class FusionExecutorCache {
   const SegmentedFusion& segmentation(const std::string& signature) const;
   int64_t numSignatures() const { return static_cast<int64_t>(signatures_.size()); }
   int64_t numCompiledKernels() const;
+  // What compiling has cost over every run and compileFor so far.
+  CompileCost compileCost() const;
   // The executor of segment `segment` of the latest run (its kernel, CUDA
   // source, shared-memory plan, launch parameters).
   const FusionExecutor& lastExecutor(size_t segment) const;
@@ -144,6 +178,9 @@ class FusionExecutorCache {
   // heuristics).
   SignatureEntry& entryFor(const std::string& signature, const std::vector<at::Tensor>& inputs,
                            c10::Device device);
+  // runFusionWithInputs and compileFor: runs (for meta inputs: compiles)
+  // every segment, keyed by the inputs' signature on `device`.
+  std::vector<at::Tensor> runSegments(const std::vector<at::Tensor>& inputs, c10::Device device);
 
   std::unique_ptr<Fusion> fusion_;
   InputValidator validator_;  // of fusion_ with every input declared non-contiguous
@@ -154,6 +191,7 @@ class FusionExecutorCache {
   mutable std::mutex mutex_;
   std::map<std::string, SignatureEntry> signatures_;
   FusionRun last_run_;
+  CompileCost total_cost_;
   std::vector<const FusionExecutor*> last_executors_;
 };
 

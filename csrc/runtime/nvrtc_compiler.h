@@ -33,6 +33,7 @@ struct CompiledKernel {
   std::string log;  // NVRTC's log (ptxas's report included)
   PtxasInfo ptxas;
   double compile_ms = 0;  // nvrtcCreateProgram .. cubin retrieved
+  bool from_disk_cache = false;  // read from the disk cache (disk_kernel_cache.h), no NVRTC
 };
 
 // Compiles `source` (whose extern "C" __global__ function is `kernel_name`)

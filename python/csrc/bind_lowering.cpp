@@ -202,6 +202,7 @@ void bindLowering(py::module_& m) {
       .def_readonly("log", &CompiledKernel::log)
       .def_readonly("ptxas", &CompiledKernel::ptxas)
       .def_readonly("compile_ms", &CompiledKernel::compile_ms)
+      .def_readonly("from_disk_cache", &CompiledKernel::from_disk_cache)
       .def_property_readonly("cubin_bytes", [](const CompiledKernel& k) { return k.cubin.size(); })
       .def_property_readonly("cubin", [](const CompiledKernel& k) {
         return py::bytes(k.cubin.data(), k.cubin.size());

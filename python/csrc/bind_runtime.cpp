@@ -39,6 +39,17 @@ struct PyFusionExecutor {
 
 py::tuple launchDims(const int64_t (&dims)[3]) { return py::make_tuple(dims[0], dims[1], dims[2]); }
 
+py::dict costDict(const CompileCost& cost) {
+  py::dict d;
+  d["segment_ms"] = cost.segment_ms;
+  d["schedule_ms"] = cost.schedule_ms;
+  d["lower_ms"] = cost.lower_ms;
+  d["nvrtc_ms"] = cost.nvrtc_ms;
+  d["nvrtc_compiles"] = cost.nvrtc_compiles;
+  d["disk_cache_hits"] = cost.disk_cache_hits;
+  return d;
+}
+
 ExecutorOptions executorOptions(const std::string& device, SmemHazards hazards,
                                 SmemAllocator allocator) {
   ExecutorOptions options;
@@ -113,6 +124,17 @@ void bindRuntime(py::module_& m) {
       .def("run", [](FusionExecutorCache& c, const std::vector<at::Tensor>& inputs) {
         py::gil_scoped_release release;
         return c.runFusionWithInputs(inputs);
+      })
+      .def("compile_for", [](FusionExecutorCache& c, const std::vector<at::Tensor>& inputs,
+                             const std::string& device) {
+        py::gil_scoped_release release;
+        return c.compileFor(inputs, c10::Device(device));
+      }, py::arg("inputs"), py::arg("device"))
+      .def_property_readonly("compile_cost", [](const FusionExecutorCache& c) {
+        return costDict(c.compileCost());
+      })
+      .def_property_readonly("last_run_cost", [](const FusionExecutorCache& c) {
+        return costDict(c.lastRun().cost());
       })
       .def("last_kernels", [](const std::shared_ptr<FusionExecutorCache>& c) {
         std::vector<KernelView> views;

@@ -70,6 +70,22 @@ def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None) -> L
     return outputs
 
 
+def compile_for(fd, inputs: Sequence[Any], device: Optional[str] = None) -> List[torch.Tensor]:
+    args = _arguments(fd, inputs)
+    if fd.is_scheduled:
+        raise SmeltError("compile_for: this fusion is scheduled by hand; FusionExecutor compiles "
+                         "it for its example inputs (fd.lower() shows the kernel)")
+    target = torch.device(device) if device is not None else _device(fd, args)
+    if target.type == "meta":
+        target = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    entry = fusion_cache().entry(fd._records_key())
+    executor = fusion_cache().executor(entry, "auto", lambda: AutoExecutor(fd))
+    from smelt.fusion_definition import logical_view
+    outputs = executor.compile_for(args, str(target))
+    fd._last_executor = executor
+    return [logical_view(out, layout) for out, layout in zip(outputs, fd._output_layouts)]
+
+
 class ManualExecutor:
     """A fusion scheduled by hand, compiled once for one device (its sizes
     stay symbolic unless the definition fixed them)."""
@@ -98,6 +114,12 @@ class AutoExecutor:
 
     def run(self, args: List[torch.Tensor]) -> List[torch.Tensor]:
         return self._impl.run(args)
+
+    def compile_for(self, args: List[torch.Tensor], device: str) -> List[torch.Tensor]:
+        return self._impl.compile_for(args, device)
+
+    def compile_cost(self) -> dict:
+        return self._impl.compile_cost
 
     def kernels(self) -> list:
         from smelt.inspection import Kernel

@@ -712,6 +712,29 @@ class FusionDefinition:
         from smelt._execution import execute
         return execute(self, inputs, tensor_cores)
 
+    def compile_for(self, inputs: Sequence[Any], device: Optional[str] = None) -> List[torch.Tensor]:
+        """Segments, schedules, lowers and compiles the (unscheduled) fusion
+        for inputs like `inputs`, running nothing; a later execute() of such
+        inputs on `device` finds every kernel ready. Tensors of any device,
+        meta ones included, stand for their sizes, strides, dtype and storage
+        offset; scalars are Python numbers or 0-dim tensors. `device`: where
+        the real inputs will be (default: the inputs' device; for meta
+        inputs CUDA when available, else the CPU). Returns the outputs as
+        meta tensors. The C++ work releases the GIL, so fusions compile in
+        parallel on threads."""
+        from smelt._execution import compile_for
+        return compile_for(self, inputs, device)
+
+    def compile_cost(self) -> dict:
+        """What compiling this fusion has cost so far, over every execute()
+        and compile_for(): wall milliseconds segmenting, scheduling,
+        lowering and in NVRTC, kernels NVRTC compiled and kernels read from
+        the disk cache instead (smelt's kernel cache directory)."""
+        if self._last_executor is None or not hasattr(self._last_executor, "compile_cost"):
+            raise SmeltError("compile_cost: this FusionDefinition has not been executed or "
+                             "compiled automatically (execute() or compile_for())")
+        return self._last_executor.compile_cost()
+
     def last_kernels(self) -> list:
         """The kernels the latest execute() ran (smelt.inspection.Kernel)."""
         if self._last_executor is None:

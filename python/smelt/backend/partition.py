@@ -11,6 +11,7 @@ not.
 from __future__ import annotations
 
 import operator
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
@@ -21,6 +22,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
 from smelt._C import SmeltError
+from smelt.backend.compile_ahead import compile_all, compile_jobs
 from smelt.backend.layout import OutputLayout, traced_layout
 from smelt.backend.translate import (Translation, Unsupported, _as_output, define_input,
                                      drop_empty_cat_operands, meta_tensor, node_support)
@@ -84,6 +86,28 @@ class GraphReport:
     # Nodes of ops smelt leaves to libraries by design (convolution,
     # attention, data-dependent ops) and their tuple indexing.
     library_nodes: int = 0
+    partition_ms: float = 0.0     # partitioning and translating the graph
+    compile_ahead_ms: float = 0.0  # compiling every fusion before the first call (wall)
+    compile_ahead_errors: List[str] = field(default_factory=list)
+    definitions: List[FusionDefinition] = field(default_factory=list, repr=False)
+
+    def compile_cost(self) -> Dict[str, float]:
+        """What compiling the graph's fusions cost so far (compiled ahead
+        and at any call since): partition_ms and compile_ahead_ms (wall),
+        and summed over the fusions, each fusion's compile_cost() (wall
+        milliseconds segmenting, scheduling, lowering and in NVRTC, kernels
+        compiled and read from the disk cache). Equal fusions share their
+        kernels and count once."""
+        total: Dict[str, float] = {"partition_ms": self.partition_ms,
+                                   "compile_ahead_ms": self.compile_ahead_ms}
+        executors = {}
+        for fd in self.definitions:
+            if fd._last_executor is not None and hasattr(fd._last_executor, "compile_cost"):
+                executors[id(fd._last_executor)] = fd
+        for fd in executors.values():
+            for key, value in fd.compile_cost().items():
+                total[key] = total.get(key, 0) + value
+        return total
 
     def torch_launches(self) -> int:
         """Nodes run in torch that launch a kernel on a GPU (views and other
@@ -303,6 +327,7 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
     """Replaces each supported partition of `gm` by a SmeltPartition (gm is
     modified in place); returns gm and the report. Partitions that do not
     become fusions keep their torch code under the name torch_partition_N."""
+    start = time.perf_counter()
     drop_empty_cat_operands(gm.graph)
     gm.recompile()
     support = _SmeltSupport()
@@ -347,4 +372,9 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
     for node, reason in support.reasons.items():
         report.unsupported[node.name] = reason
         report.unsupported_ops[_op_name(node)] += 1
+    report.definitions = [getattr(fused, p.name).fd for p in report.partitions]
+    report.partition_ms = (time.perf_counter() - start) * 1000.0
+    jobs = compile_jobs(fused.graph, lambda target: target.startswith("smelt_fusion_"))
+    report.compile_ahead_ms, report.compile_ahead_errors = compile_all(
+        [(getattr(fused, target).fd, inputs, device) for target, inputs, device in jobs])
     return fused, report

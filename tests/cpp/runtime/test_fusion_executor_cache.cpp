@@ -278,6 +278,53 @@ TEST(FusionExecutorCache, TwoReductionsRunAsTwoKernels) {
                  "segment 1 (reduction): T1, T0 -> T4\n");
 }
 
+// compileFor on meta stand-ins segments, schedules, lowers and compiles every
+// segment; the run of real inputs of those sizes and strides then compiles
+// nothing and matches ATen. Other strides are another signature.
+TEST(FusionExecutorCache, CompileForMakesTheFirstRunCompileNothing) {
+  auto fusion = std::make_unique<Fusion>();
+  {
+    FusionGuard guard(fusion.get());
+    TensorView* x = makeContigTensor(2);
+    fusion->addInput(x);
+    TensorView* s = sum(x, {1});
+    fusion->addOutput(sum(mul(x, broadcast(s, {false, true})), {0}));
+    fusion->addOutput(s);
+  }
+  FusionExecutorCache cache(std::move(fusion));
+  const at::Tensor x = randn({9, 21});
+  const std::vector<at::Tensor> meta = cache.compileFor({x.to(at::kMeta)}, c10::Device(c10::kCPU));
+  ASSERT_EQ(meta.size(), 2u);
+  EXPECT_TRUE(meta[0].is_meta());
+  EXPECT_EQ(meta[0].sizes(), at::IntArrayRef({21}));
+  EXPECT_EQ(meta[1].sizes(), at::IntArrayRef({9}));
+  const FusionRun compiled = cache.lastRun();
+  ASSERT_EQ(compiled.segments.size(), 2u);
+  EXPECT_GT(compiled.segment_ms, 0);
+  for (const SegmentRun& s : compiled.segments) {
+    EXPECT_TRUE(s.compiled);
+    EXPECT_GT(s.cost.lower_ms, 0);
+    EXPECT_EQ(s.cost.nvrtc_compiles + s.cost.disk_cache_hits, 1) << compiled.toString();
+  }
+  EXPECT_EQ(cache.numCompiledKernels(), 2);
+
+  runAndCheck(cache, {x});
+  EXPECT_FALSE(cache.lastRun().new_signature);
+  EXPECT_EQ(cache.lastRun().segment_ms, 0);
+  for (const SegmentRun& s : cache.lastRun().segments) {
+    EXPECT_FALSE(s.compiled);
+    EXPECT_EQ(s.cost.lower_ms, 0);  // lowered by compileFor: the simulator reuses that kernel IR
+    EXPECT_EQ(s.cost.nvrtc_compiles + s.cost.disk_cache_hits, 0);
+  }
+  EXPECT_EQ(cache.numCompiledKernels(), 2);
+  const CompileCost total = cache.compileCost();
+  EXPECT_EQ(total.nvrtc_compiles + total.disk_cache_hits, 2);
+  EXPECT_DOUBLE_EQ(total.lower_ms, compiled.cost().lower_ms);
+
+  runAndCheck(cache, {randn({21, 9}).t()});  // column-major: a new signature
+  EXPECT_TRUE(cache.lastRun().new_signature);
+}
+
 // rowsum(relu(a @ b)): the matmul kernel writes a @ b (T5) to a global
 // intermediate, the reduction kernel applies relu and sums; both run in
 // order.

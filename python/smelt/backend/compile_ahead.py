@@ -1,0 +1,85 @@
+"""Compiling a graph's fusions ahead of its first call, in parallel.
+
+When torch.compile hands smelt a graph, every fusion's input sizes and
+strides are known from the traced example values (static shapes). Each
+fusion is then compiled for them at once, on a thread pool (the C++ work
+releases the GIL and NVRTC is thread-safe), instead of one after another as
+the first call reaches them: the first call finds its kernels ready.
+
+SMELT_COMPILE_THREADS sets the pool's size (default: the CPU count; 0 turns
+compiling ahead off). A fusion that fails to compile here is left alone: its
+first call meets the same error and falls back to torch as before.
+"""
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, List, Optional, Sequence, Tuple
+
+import torch
+
+from smelt._C import SmeltError
+
+
+def compile_threads() -> int:
+    value = os.environ.get("SMELT_COMPILE_THREADS")
+    if value is None or value == "":
+        return os.cpu_count() or 1
+    try:
+        return max(int(value), 0)
+    except ValueError:
+        raise SmeltError(f"SMELT_COMPILE_THREADS must be a number of threads, got {value!r}")
+
+
+def meta_stand_in(val: Any) -> Optional[Any]:
+    """A meta tensor with `val`'s sizes, strides, dtype and storage offset (a
+    Python number stays as it is); None when a size or stride is symbolic."""
+    if not isinstance(val, torch.Tensor):
+        return val if isinstance(val, (bool, int, float)) else None
+    sizes, strides = tuple(val.shape), tuple(val.stride())
+    if not all(isinstance(x, int) for x in sizes + strides + (val.storage_offset(),)):
+        return None
+    if any(s == 0 for s in sizes):
+        return torch.empty_strided(sizes, strides, dtype=val.dtype, device="meta")
+    extent = val.storage_offset() + 1 + sum((s - 1) * abs(st) for s, st in zip(sizes, strides))
+    storage = torch.empty(extent, dtype=val.dtype, device="meta")
+    return storage.as_strided(sizes, strides, val.storage_offset())
+
+
+def compile_jobs(graph: torch.fx.Graph, is_fusion) -> List[Tuple[Any, list, str]]:
+    """(module target, meta inputs, device) for each call of a fusion module
+    (`is_fusion(target)`) whose inputs all have static example values."""
+    jobs = []
+    for node in graph.nodes:
+        if node.op != "call_module" or not is_fusion(node.target):
+            continue
+        vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in node.args]
+        stand_ins = [meta_stand_in(v) for v in vals]
+        if any(s is None for s in stand_ins):
+            continue
+        devices = [v.device for v in vals if isinstance(v, torch.Tensor)]
+        jobs.append((node.target, stand_ins, str(devices[0]) if devices else "cpu"))
+    return jobs
+
+
+def compile_all(definitions: Sequence[Tuple[Any, list, str]]) -> Tuple[float, List[str]]:
+    """Compiles each (FusionDefinition, meta inputs, device) on the pool.
+    Returns the wall milliseconds it took and the errors met (one line
+    each; those fusions fall back at their first call)."""
+    threads = compile_threads()
+    if threads == 0 or not definitions:
+        return 0.0, []
+    start = time.perf_counter()
+    errors: List[str] = []
+
+    def compile_one(job):
+        fd, inputs, device = job
+        try:
+            fd.compile_for(inputs, device=device)
+        except Exception as e:  # noqa: BLE001 - the first call meets it again and falls back
+            errors.append(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+
+    with ThreadPoolExecutor(max_workers=min(threads, len(definitions))) as pool:
+        list(pool.map(compile_one, definitions))
+    return (time.perf_counter() - start) * 1000.0, errors
