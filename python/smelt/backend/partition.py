@@ -168,9 +168,13 @@ class GraphReport:
 
 
 # Ops left to libraries (cuDNN, attention kernels) or whose output size
-# depends on values: not fusion candidates.
+# depends on values: not fusion candidates. index_put (accumulate=True) and
+# embedding_dense_backward (the embedding weight's gradient, a scatter-add of
+# the output gradient's rows at the token ids) write at positions the data
+# decides, several elements possibly to one place: not a fusion's
+# elementwise writes.
 LIBRARY_OPS = ("convolution", "_scaled_dot_product", "topk", "sort", "histc", "nonzero",
-               "index_put", "max_pool2d_with_indices")
+               "index_put", "embedding_dense_backward", "max_pool2d_with_indices")
 
 
 def _is_library_node(node: torch.fx.Node) -> bool:
@@ -193,36 +197,77 @@ class _SmeltSupport(OperatorSupport):
         super().__init__()
         self.reasons: Dict[torch.fx.Node, str] = {}
         self.views_left_to_torch: Set[torch.fx.Node] = set()
+        self._translates: Dict[torch.fx.Node, Optional[str]] = {}  # node_support's answers
+
+    def _translation_reason(self, node: torch.fx.Node) -> Optional[str]:
+        """None when smelt translates the node (views left to torch aside)."""
+        if node not in self._translates:
+            self._translates[node] = _transposed_graph_input(node) or node_support(node)
+        return self._translates[node]
 
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
         if node.op != "call_function":
             return False
-        reason = _transposed_graph_input(node) or node_support(node)
+        reason = self._translation_reason(node)
         if reason is None and node in self.views_left_to_torch:
-            reason = "a view between values torch computes: free in torch, a copy in a kernel"
+            reason = ("a split whose pieces feed only torch: views in torch of the one tensor "
+                      "it reads, a copy kernel each in a fusion" if node.target in SPLIT_OPS else
+                      "a view between values torch computes: free in torch, a copy in a kernel")
         if reason is not None:
             self.reasons[node] = reason
+        else:  # asked before with another set of views left to torch
+            self.reasons.pop(node, None)
         return reason is None
+
+    def split_off_torch_pieces(self, graph: torch.fx.Graph) -> None:
+        """A split some of whose pieces feed fused nodes and others only torch
+        (the zoo GPT-2's k and v go to a fused cache cat, q to attention) is
+        fused for the first; a twin split in torch takes the others, free
+        views of the split's input, which the fusion writes anyway, where
+        the fused split would copy each such piece in a kernel of its own."""
+        def only_torch(n: torch.fx.Node) -> bool:  # through views, n feeds only torch
+            return all(u.op != "call_function" or self._translation_reason(u) is not None or
+                       (u.target in VIEW_OPS and only_torch(u)) for u in n.users)
+        for split in list(graph.nodes):
+            if split.op != "call_function" or split.target not in SPLIT_OPS or \
+                    self._translation_reason(split) is not None:
+                continue
+            pieces = list(split.users)
+            to_torch = [g for g in pieces if g.target is operator.getitem and only_torch(g)]
+            if not to_torch or len(to_torch) == len(pieces):
+                continue
+            with graph.inserting_after(split):
+                twin = graph.call_function(split.target, split.args, split.kwargs)
+            twin.meta = dict(split.meta)
+            for piece in to_torch:
+                piece.replace_input_with(split, twin)
 
     def leave_views_between_torch_ops(self, graph: torch.fx.Graph) -> None:
         """Views that read only what torch computes (graph inputs, ops left to
-        torch, other such views) and feed only torch (GPT-2's q/k/v: split,
-        view, transpose, then attention) stay torch views: fused, each would
-        be a copy kernel."""
+        torch, other such views) and feed only torch stay torch views: fused,
+        each would be a copy kernel. So do splits whose pieces feed only
+        torch, whatever they read (GPT-2's q/k/v: the fused projection's
+        output split, viewed, transposed, then attention): the fusion writes
+        the split's input once, as it writes the pieces fused (they cover
+        it), and torch takes the pieces for free, where a fusion would copy
+        each piece in a kernel of its own."""
         def fused(n: torch.fx.Node) -> bool:
             return n.op == "call_function" and n not in self.views_left_to_torch and \
                 self.is_node_supported(None, n)
-        between = set()
-        for n in graph.nodes:  # in topological order
-            if n.op == "call_function" and n.target in VIEW_OPS and all(
-                    a.op == "placeholder" or a in between or not fused(a) for a in n.all_input_nodes):
-                between.add(n)
-        self.views_left_to_torch = between
+        needed: Set[torch.fx.Node] = set()  # views a fused node reads: fused
         while True:  # until no view left to torch feeds a fused node
-            needed = {n for n in self.views_left_to_torch if any(fused(u) for u in n.users)}
-            if not needed:
+            self.views_left_to_torch = between = set()
+            for n in graph.nodes:  # in topological order: fused(a) of inputs is decided
+                if n.op == "call_function" and n.target in VIEW_OPS and n not in needed and (
+                        n.target in SPLIT_OPS or all(a.op == "placeholder" or a in between or
+                                                     not fused(a) for a in n.all_input_nodes)):
+                    between.add(n)
+            # A split's getitems go where the split goes: its outputs are one tuple.
+            more = {n for n in between if any(fused(u) for u in n.users) or (
+                n.target is operator.getitem and fused(n.args[0]))}
+            if not more:
                 break
-            self.views_left_to_torch -= needed
+            needed |= more
 
 
 def _transposed_graph_input(node: torch.fx.Node) -> Optional[str]:
@@ -248,14 +293,19 @@ VIEW_OPS = {
     torch.ops.aten.unsqueeze.default, torch.ops.aten.squeeze.dim, torch.ops.aten.squeeze.dims,
     torch.ops.aten.alias.default, torch.ops.prims.broadcast_in_dim.default,
     torch.ops.aten.slice.Tensor, torch.ops.aten.select.int, torch.ops.aten.narrow.default,
+    torch.ops.aten.as_strided.default,
+    operator.getitem,  # an output of a split (a view) or of another op: no kernel either
 }
+# Views that cut their input into pieces covering it, a tuple of views.
+SPLIT_OPS = {torch.ops.aten.split.Tensor, torch.ops.aten.split_with_sizes.default,
+             torch.ops.aten.unbind.int}
+VIEW_OPS |= SPLIT_OPS
 
 
 # Op names (as _op_name gives them) that launch nothing on a GPU: views,
 # tuple indexing, size queries.
 METADATA_OPS = {getattr(op, "__name__", str(op)) for op in VIEW_OPS} | {
-    "getitem", "split.Tensor", "split_with_sizes.default", "unbind.int", "detach.default", "as_strided.default", "sym_size.int",
-    "sym_numel.default", "sym_stride.int"}
+    "detach.default", "sym_size.int", "sym_numel.default", "sym_stride.int"}
 
 
 def _outputs_of(submodule: torch.fx.GraphModule) -> List[torch.fx.Node]:
@@ -329,8 +379,9 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
     become fusions keep their torch code under the name torch_partition_N."""
     start = time.perf_counter()
     drop_empty_cat_operands(gm.graph)
-    gm.recompile()
     support = _SmeltSupport()
+    support.split_off_torch_pieces(gm.graph)
+    gm.recompile()
     support.leave_views_between_torch_ops(gm.graph)
     partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
     partitions = partitioner.propose_partitions()

@@ -6,10 +6,16 @@ decided by translating it alone into a scratch definition (node_support):
 the same code decides support and does the work, so nothing is claimed that
 does not translate. A translator raises Unsupported for argument forms it
 does not handle (symbolic sizes, unsupported keyword values).
+
+A node of several outputs (split, unbind) translates to a tuple of values;
+its users are `getitem` nodes, which take one of them. The partitioner puts
+a node's getitems in the node's partition, so a tuple never crosses a
+partition boundary.
 """
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
@@ -31,6 +37,14 @@ class Unsupported(Exception):
 def meta_tensor(node: Any) -> Optional[torch.Tensor]:
     val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
     return val if isinstance(val, torch.Tensor) else None
+
+
+def meta_tensors(node: Any) -> Optional[List[torch.Tensor]]:
+    """The traced values of a node of several outputs (split, unbind), or None."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    if isinstance(val, (list, tuple)) and all(isinstance(v, torch.Tensor) for v in val):
+        return list(val)
+    return None
 
 
 def is_static(val: torch.Tensor) -> bool:
@@ -126,6 +140,12 @@ class Translation:
         expected = meta_tensor(node)
         if expected is not None and isinstance(out, Tensor):
             out = self._match_dtype(node, out, expected.dtype)
+        elif isinstance(out, tuple):
+            expected = meta_tensors(node)
+            if expected is None or len(expected) != len(out):
+                raise Unsupported(f"{node.name}: {len(out)} outputs where torch traced "
+                                  f"{'none' if expected is None else len(expected)}")
+            out = tuple(self._match_dtype(node, o, e.dtype) for o, e in zip(out, expected))
         self.values[node] = out
         return out
 
@@ -432,13 +452,182 @@ def _narrow(t, node, x, dim, start, length):
     return _slice_dim(t, node, x, dim, start, start + length)
 
 
+def _select_at(t: Translation, node: torch.fx.Node, x: Any, dim: int, index: int) -> Any:
+    """x[..., index, ...] along `dim` (non-negative), the dimension removed."""
+    stop = index + 1 if index != -1 else _TO_THE_END
+    return t.fd.ops.squeeze(_slice_dim(t, node, x, dim, index, stop), [dim])
+
+
 @translates(aten.select.int)
 def _select(t, node, x, dim, index):
     if not isinstance(index, int):
         raise Unsupported("select with a symbolic index")
+    return _select_at(t, node, x, _dim(x, dim), index)
+
+
+def _static_extent(node: torch.fx.Node, x: Any, dim: int) -> int:
+    extent = meta_tensor(x).shape[dim]
+    if not isinstance(extent, int):
+        raise Unsupported(f"{node.name}: the split dimension has a symbolic extent")
+    return extent
+
+
+def _pieces(t: Translation, node: torch.fx.Node, x: Any, dim: int, sizes: List[int]) -> tuple:
+    """Consecutive slices of x along `dim`, of the given sizes (torch's split)."""
+    if sum(sizes) != _static_extent(node, x, dim) or any(s < 0 for s in sizes):
+        raise Unsupported(f"{node.name}: split sizes {sizes} do not add up to the extent")
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return tuple(_slice_dim(t, node, x, dim, b, b + s) for b, s in zip(starts, sizes))
+
+
+@translates(aten.split.Tensor)
+def _split(t, node, x, split_size, dim=0):
+    if not isinstance(split_size, int) or split_size <= 0:
+        raise Unsupported(f"split with split size {split_size}")
     dim = _dim(x, dim)
-    stop = index + 1 if index != -1 else _TO_THE_END
-    return t.fd.ops.squeeze(_slice_dim(t, node, x, dim, index, stop), [dim])
+    extent = _static_extent(node, x, dim)
+    sizes = [min(split_size, extent - b) for b in range(0, extent, split_size)] or [0]
+    return _pieces(t, node, x, dim, sizes)
+
+
+@translates(aten.split_with_sizes.default)
+def _split_with_sizes(t, node, x, split_sizes, dim=0):
+    return _pieces(t, node, x, _dim(x, dim), t.ints(split_sizes, "split sizes"))
+
+
+@translates(aten.unbind.int)
+def _unbind(t, node, x, dim=0):
+    dim = _dim(x, dim)
+    return tuple(_select_at(t, node, x, dim, i) for i in range(_static_extent(node, x, dim)))
+
+
+@translates(operator.getitem)
+def _getitem(t, node, source, index):
+    """One output of a node of several outputs translated in this fusion."""
+    values = t.values.get(source) if isinstance(source, torch.fx.Node) else None
+    if not isinstance(values, tuple) or not isinstance(index, int):
+        raise Unsupported(f"{node.name}: indexing a value that is not a tuple of the fusion")
+    return values[index]
+
+
+def _torch_slice_bounds(extent: int, start: Optional[int], end: Optional[int]) -> tuple:
+    """torch's x.slice(dim, start, end) bounds of a dimension of `extent`:
+    None is the whole range, negatives count from the end, both clamp into
+    [0, extent] and end to at least start."""
+    start = 0 if start is None else start
+    end = extent if end is None else end
+    if start < 0:
+        start += extent
+    if end < 0:
+        end += extent
+    start = min(max(start, 0), extent)
+    end = min(max(end, start), extent)
+    return start, end
+
+
+def _zero_pad_along(t: Translation, value: Tensor, rank: int, dim: int, before: int,
+                    after: int) -> Tensor:
+    """`value` with `before` zeros ahead of it and `after` behind along `dim`."""
+    widths = [0] * (2 * (rank - dim))
+    widths[-2:] = [before, after]  # constant_pad_nd's order: the last dimension first
+    return t.fd.ops.pad(value, widths, 0)
+
+
+@translates(aten.slice_backward.default)
+def _slice_backward(t, node, grad, input_sizes, dim, start, end, step):
+    """zeros(input_sizes) with grad written at [start:end] along dim: with
+    step 1 a zero padding of grad."""
+    if not isinstance(step, int) or step != 1:
+        raise Unsupported(f"slice_backward with step {step}: only step 1 is a padding")
+    sizes = t.ints(input_sizes, "input sizes")
+    if not all(isinstance(v, int) or v is None for v in (start, end)):
+        raise Unsupported("slice_backward with symbolic bounds")
+    dim = dim + len(sizes) if dim < 0 else dim
+    start, end = _torch_slice_bounds(sizes[dim], start, end)
+    if meta_tensor(grad).shape[dim] != end - start:
+        raise Unsupported(f"{node.name}: the gradient's extent is not the slice's")
+    if end == start:
+        raise Unsupported(f"{node.name}: an empty slice (its gradient is all zeros)")
+    return _zero_pad_along(t, t.arg(grad), len(sizes), dim, start, sizes[dim] - end)
+
+
+@translates(aten.select_backward.default)
+def _select_backward(t, node, grad, input_sizes, dim, index):
+    """zeros(input_sizes) with grad written at index along dim."""
+    sizes = t.ints(input_sizes, "input sizes")
+    if not isinstance(index, int):
+        raise Unsupported("select_backward with a symbolic index")
+    dim = dim + len(sizes) if dim < 0 else dim
+    index = index + sizes[dim] if index < 0 else index
+    if not 0 <= index < sizes[dim]:
+        raise Unsupported(f"{node.name}: index {index} out of range")
+    return _zero_pad_along(t, t.fd.ops.unsqueeze(t.arg(grad), dim), len(sizes), dim, index,
+                           sizes[dim] - index - 1)
+
+
+def _row_major(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether (sizes, strides) lays elements out densely in row-major order
+    (strides of size-1 dimensions do not matter)."""
+    expected = 1
+    for n, s in reversed(list(zip(sizes, strides))):
+        if n != 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _whole_row_major_view(node: torch.fx.Node, x: Any, size: Any, stride: Any,
+                          offset: Any) -> List[int]:
+    """The sizes of as_strided(x, size, stride, offset) when it reads every
+    element of x in row-major order and lays them out in row-major order, a
+    reshape: x's traced layout is row-major from offset, and so is the view's
+    (ConvNeXt's training graphs restride its pooled [1, C, 1, 1] value this
+    way, and the backward of that as_strided scatters its gradient into
+    zeros through the same view). Anything else depends on a storage layout
+    a fusion does not have."""
+    src = meta_tensor(x)
+    offset = src.storage_offset() if offset is None else offset  # None: x's own
+    values = list(size) + list(stride) + list(src.shape) + list(src.stride()) + [offset]
+    if not all(isinstance(v, int) for v in values + [src.storage_offset()]):
+        raise Unsupported("as_strided with symbolic sizes")
+    if offset != src.storage_offset() or math.prod(size) != src.numel() or \
+            not _row_major(size, stride) or not _row_major(src.shape, src.stride()):
+        raise Unsupported(f"{node.target.__name__} other than a reshape of a row-major tensor")
+    return list(size)
+
+
+@translates(aten.as_strided.default)
+def _as_strided(t, node, x, size, stride, storage_offset=None):
+    sizes = _whole_row_major_view(node, x, size, stride, storage_offset)
+    xv = t.arg(x)
+    return t.fd.ops.reshape(xv, sizes) if sizes != list(meta_tensor(x).shape) else t.fd.ops.set(xv)
+
+
+@translates(aten.as_strided_scatter.default)
+def _as_strided_scatter(t, node, x, src, size, stride, storage_offset=None):
+    """x with the view as_strided(x, ...) replaced by src: when that view is
+    all of x (a reshape), src reshaped to x's sizes."""
+    _whole_row_major_view(node, x, size, stride, storage_offset)
+    shape = list(meta_tensor(x).shape)
+    sv = t.arg(src)
+    return t.fd.ops.reshape(sv, shape) if list(meta_tensor(src).shape) != shape else t.fd.ops.set(sv)
+
+
+@translates(aten.copy.default)
+def _copy(t, node, x, src, non_blocking=False):
+    """A tensor like x holding src (broadcast to x's sizes, in x's dtype)."""
+    shape = t.ints(meta_tensor(x).shape, "sizes")
+    src_shape = list(meta_tensor(src).shape)
+    sv = t.fd.ops.cast(t.arg(src), to_data_type(meta_tensor(x).dtype))
+    if src_shape == shape:
+        return t.fd.ops.set(sv)
+    lead = len(shape) - len(src_shape)
+    return t.fd.ops.broadcast_in_dim(sv, shape, list(range(lead, len(shape))))
+
+
+@translates(aten.new_zeros.default)
+def _new_zeros(t, node, x, size, dtype=None, layout=None, device=None, pin_memory=None):
+    return t.fd.ops.full(t.ints(size, "size"), 0, to_data_type(meta_tensor(node).dtype))
 
 
 @translates(aten.cat.default)
@@ -530,24 +719,43 @@ def node_support(node: torch.fx.Node) -> Optional[str]:
     """None when smelt translates `node`, else the reason it does not."""
     if node.op != "call_function":
         return "not a call"
+    if node.target is operator.getitem:
+        return _getitem_support(node)
     if node.target not in TRANSLATORS:
         return f"op {node.target} is not supported"
-    out = meta_tensor(node)
-    if out is None:
-        return "no tensor metadata (or several outputs)"
-    if not is_supported_torch_dtype(out.dtype):
-        return f"dtype {out.dtype} is not supported"
-    if any(isinstance(s, int) and s == 0 for s in out.shape):
-        return "empty tensor"
+    outs = [meta_tensor(node)] if meta_tensor(node) is not None else meta_tensors(node)
+    if not outs:
+        return "no tensor metadata"
+    for out in outs:
+        if not is_supported_torch_dtype(out.dtype):
+            return f"dtype {out.dtype} is not supported"
+        if any(isinstance(s, int) and s == 0 for s in out.shape):
+            return "empty tensor"
     fd = FusionDefinition()
     t = Translation(fd)
     try:
         with fd:
             for a in node.all_input_nodes:
                 t.values[a] = define_input(fd, a)
-            fd.add_output(_as_output(fd, t.translate(node)))
+            value = t.translate(node)
+            for v in value if isinstance(value, tuple) else [value]:
+                fd.add_output(_as_output(fd, v))
     except (Unsupported, SmeltError, TypeError) as e:
         return str(e)
+    return None
+
+
+def _getitem_support(node: torch.fx.Node) -> Optional[str]:
+    """A getitem is translated with the node whose output it takes (the
+    partitioner keeps them in one partition): supported when that node is."""
+    source = node.args[0]
+    if not isinstance(source, torch.fx.Node) or source.op != "call_function":
+        return "indexing a value that is not an op's output"
+    reason = node_support(source)
+    if reason is not None:
+        return f"an output of {source.name}, which runs in torch: {reason}"
+    if meta_tensors(source) is None:
+        return f"indexing {source.name}, which is not a tuple of tensors"
     return None
 
 
