@@ -191,11 +191,18 @@ KernelCache& FusionExecutor::globalCache() {
 
 void FusionExecutor::compile(Fusion* fusion, const std::vector<at::Tensor>& example_inputs,
                              ExecutorOptions options) {
+  compileLowered(fusion, nullptr, example_inputs, std::move(options));
+}
+
+void FusionExecutor::compileLowered(Fusion* fusion, std::unique_ptr<GpuLower> lowered,
+                                    const std::vector<at::Tensor>& example_inputs,
+                                    ExecutorOptions options) {
   SMELT_CHECK(fusion != nullptr, "FusionExecutor::compile: fusion is null");
   SMELT_CHECK(!fusion->outputs().empty(), "FusionExecutor::compile: the fusion has no outputs");
   current_ = -1;
   for (auto& kernel : variants_) kernel.reset();
-  lower_.reset();
+  lower_ = std::move(lowered);
+  lowering_ms_ = 0;
   sim_report_ = {};
   fusion_ = fusion;
   options_ = options;
@@ -346,9 +353,10 @@ LaunchParams FusionExecutor::evaluateLaunch(const CachedKernel& kernel,
   return params;
 }
 
-std::vector<at::Tensor> FusionExecutor::run(const std::vector<at::Tensor>& inputs) {
+std::vector<at::Tensor> FusionExecutor::run(const std::vector<at::Tensor>& inputs,
+                                            std::optional<c10::Device> without_tensor_inputs) {
   checkCompiled("run");
-  const c10::Device device = validate(inputs);
+  const c10::Device device = validate(inputs, without_tensor_inputs);
   // An input with an empty dimension: no kernel runs (a grid of no blocks,
   // loops of no trips); the outputs (empty, or a reduction's identity) come
   // from ATen on the inputs' device.
@@ -392,8 +400,10 @@ PreparedLaunch FusionExecutor::prepareLaunch(const std::vector<at::Tensor>& inpu
   return prepare(inputs, validate(inputs), /*load_module=*/false);
 }
 
-c10::Device FusionExecutor::validate(const std::vector<at::Tensor>& inputs) const {
-  const c10::Device device = validator_.validate(inputs).value_or(options_.device);
+c10::Device FusionExecutor::validate(const std::vector<at::Tensor>& inputs,
+                                     std::optional<c10::Device> without_tensor_inputs) const {
+  const c10::Device device =
+      validator_.validate(inputs).value_or(without_tensor_inputs.value_or(options_.device));
   // "cuda" without an index means device 0.
   return device.is_cuda() && !device.has_index() ? c10::Device(c10::kCUDA, 0) : device;
 }

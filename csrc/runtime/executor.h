@@ -53,6 +53,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -124,13 +125,20 @@ class FusionExecutor {
   // the cache) its kernel. May be called again to compile another fusion.
   void compile(Fusion* fusion, const std::vector<at::Tensor>& example_inputs,
                ExecutorOptions options = {});
+  // compile() with `fusion` already lowered (`lowered`: a GpuLower of it with
+  // options.lower, run), so it is not lowered again.
+  void compileLowered(Fusion* fusion, std::unique_ptr<GpuLower> lowered,
+                      const std::vector<at::Tensor>& example_inputs, ExecutorOptions options = {});
   bool isCompiled() const { return current_.load() >= 0; }
 
   // Runs the compiled fusion: on the GPU for CUDA inputs, in the simulator
   // for CPU inputs; for meta inputs nothing runs (compile for a shape: the
   // launch is evaluated and the outputs are meta tensors). Returns one tensor
   // per fusion output.
-  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
+  // `device`: where a fusion without tensor inputs runs (default
+  // ExecutorOptions::device); FusionExecutorCache passes its run's device.
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs,
+                              std::optional<c10::Device> device = std::nullopt);
 
   // run() on CUDA inputs in its two steps. prepareLaunch does all the host
   // work before cuLaunchKernel: validation, binding sizes, evaluating the
@@ -194,7 +202,8 @@ class FusionExecutor {
   // before allocating anything on the device.
   PreparedLaunch prepare(const std::vector<at::Tensor>& inputs, c10::Device device,
                          bool load_module) const;
-  c10::Device validate(const std::vector<at::Tensor>& inputs) const;
+  c10::Device validate(const std::vector<at::Tensor>& inputs,
+                       std::optional<c10::Device> device = std::nullopt) const;
   // "input 1 (T1)" or "output T4" for a kernel tensor parameter.
   std::string describeParam(const std::string& name) const;
   std::vector<at::Tensor> simulate(const std::vector<at::Tensor>& inputs);

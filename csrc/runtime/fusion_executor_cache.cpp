@@ -16,6 +16,7 @@
 #include "lower/lower.h"
 #include "runtime/aten_dtype.h"
 #include "runtime/aten_evaluator.h"
+#include "runtime/fusion_key.h"
 #include "runtime/input_validation.h"
 #include "scheduler/registry.h"
 #include "scheduler/window_inputs.h"
@@ -53,6 +54,12 @@ at::Tensor metaStandIn(const at::Tensor& t) {
     extent += (t.size(d) - 1) * std::abs(t.stride(d));
   }
   return at::empty({extent}, meta).as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
+// What a checked schedule is found by: the segment (its math, extents and
+// contiguity) and the scheduler's parameters.
+std::string checkedScheduleKey(const Segment& segment, const std::string& params) {
+  return fusionCacheKey(*segment.fusion) + "\n" + toString(segment.scheduler) + " " + params;
 }
 
 double msSince(std::chrono::steady_clock::time_point start) {
@@ -274,13 +281,18 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
   // failure at run time (segmentation.refused names it: a scheduler defect).
   // The scheduler's own parameters are checked: what an override forces
   // fails where it is used, with its own error.
-  const SegmentCheck lowers = [this](const Segment& segment, const RuntimeInfo& segment_runtime) {
+  // The schedules it lowers are kept for the first run (CheckedSchedule).
+  const SegmentCheck lowers = [this, &entry](const Segment& segment,
+                                             const RuntimeInfo& segment_runtime) {
     const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
     try {
       std::unique_ptr<HeuristicParams> params = scheduler.heuristics(*segment.fusion, segment_runtime);
-      std::unique_ptr<Fusion> scheduled = segment.fusion->clone();
-      scheduler.schedule(*scheduled, *params);
-      GpuLower(scheduled.get(), options_.lower).run();
+      CheckedSchedule checked;
+      checked.scheduled = segment.fusion->clone();
+      scheduler.schedule(*checked.scheduled, *params);
+      checked.lowered = std::make_unique<GpuLower>(checked.scheduled.get(), options_.lower);
+      checked.lowered->run();
+      entry.checked[checkedScheduleKey(segment, params->toString())] = std::move(checked);
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -297,7 +309,7 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
 std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
     const std::vector<at::Tensor>& inputs) {
   const c10::Device device = validator_.validate(inputs).value_or(options_.device);
-  return runSegments(inputs, device);
+  return runSegments(inputs, device, false);
 }
 
 std::vector<at::Tensor> FusionExecutorCache::compileFor(const std::vector<at::Tensor>& inputs,
@@ -309,11 +321,14 @@ std::vector<at::Tensor> FusionExecutorCache::compileFor(const std::vector<at::Te
       stand_ins[i] = metaStandIn(inputs[i]);
     }
   }
-  return runSegments(stand_ins, device);
+  return runSegments(stand_ins, device, true);
 }
 
 std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::Tensor>& inputs,
-                                                         c10::Device device) {
+                                                         c10::Device device, bool compile_only) {
+  // Where tensors of this run live: a segment without tensor inputs (an
+  // iota or a constant computed alone) runs there too.
+  const c10::Device run_device = compile_only ? c10::Device(c10::kMeta) : device;
   std::lock_guard<std::mutex> lock(mutex_);
   last_run_ = FusionRun();
   last_executors_.clear();
@@ -368,10 +383,22 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
       std::unique_ptr<CompiledSegment>& slot = entry.kernels[s][choice.params];
       if (slot == nullptr) {
         auto fresh = std::make_unique<CompiledSegment>();
-        fresh->scheduled = segment.fusion->clone();
-        scheduler.schedule(*fresh->scheduled, *params);
-        run.cost.schedule_ms = msSince(schedule_start);
-        fresh->executor.compile(fresh->scheduled.get(), segment_inputs, options_);
+        auto checked = entry.checked.find(checkedScheduleKey(segment, choice.params));
+        if (checked != entry.checked.end()) {
+          // Scheduled and lowered by the segmentation's check already; taken
+          // out first, so a compile that throws leaves nothing half-moved.
+          CheckedSchedule taken = std::move(checked->second);
+          entry.checked.erase(checked);
+          fresh->scheduled = std::move(taken.scheduled);
+          run.cost.schedule_ms = msSince(schedule_start);
+          fresh->executor.compileLowered(fresh->scheduled.get(), std::move(taken.lowered),
+                                         segment_inputs, options_);
+        } else {
+          fresh->scheduled = segment.fusion->clone();
+          scheduler.schedule(*fresh->scheduled, *params);
+          run.cost.schedule_ms = msSince(schedule_start);
+          fresh->executor.compile(fresh->scheduled.get(), segment_inputs, options_);
+        }
         if (!fresh->executor.compiledFromCache()) {
           const CompiledKernel& kernel = fresh->executor.compiledKernel();
           run.cost.nvrtc_ms = kernel.compile_ms;
@@ -387,7 +414,7 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
     run.params = choice.params;
     const auto run_start = std::chrono::steady_clock::now();
     const double lowered_after_compile = compiled->executor.loweringMs();
-    std::vector<at::Tensor> outputs = compiled->executor.run(segment_inputs);
+    std::vector<at::Tensor> outputs = compiled->executor.run(segment_inputs, run_device);
     const double lowered_in_run = compiled->executor.loweringMs() - lowered_after_compile;
     run.run_ms = msSince(run_start) - lowered_in_run;
     run.cost.lower_ms = compiled->executor.loweringMs() - lowered_before;
@@ -396,6 +423,7 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
     last_run_.segments.push_back(std::move(run));
     last_executors_.push_back(&compiled->executor);
   }
+  entry.checked.clear();  // schedules the first run's heuristics did not choose
   total_cost_ += last_run_.cost();
   std::vector<at::Tensor> outputs;
   for (const Val* out : entry.fusion->outputs()) outputs.push_back(values.at(out));

@@ -32,6 +32,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "fusion/fusion.h"
+#include "lower/lower.h"
 #include "runtime/executor.h"
 #include "runtime/input_validation.h"
 #include "scheduler/heuristic.h"
@@ -160,9 +161,17 @@ class FusionExecutorCache {
     std::string params;  // HeuristicParams::toString()
     CompiledSegment* compiled = nullptr;
   };
+  // A segment the segmentation's check scheduled and lowered: the first
+  // run compiles it as it is when its heuristics choose the same parameters.
+  struct CheckedSchedule {
+    std::unique_ptr<Fusion> scheduled;
+    std::unique_ptr<GpuLower> lowered;
+  };
   struct SignatureEntry {
     std::unique_ptr<Fusion> fusion;  // the copy this signature's segments come from
     SegmentedFusion segmented;
+    // By checkedScheduleKey; emptied after the signature's first run.
+    std::map<std::string, CheckedSchedule> checked;
     // Per segment: parameters (toString) -> compiled kernel.
     std::vector<std::map<std::string, std::unique_ptr<CompiledSegment>>> kernels;
     // Per segment: exact inputs (exactInputsKey) -> the choice made for them.
@@ -178,9 +187,10 @@ class FusionExecutorCache {
   // heuristics).
   SignatureEntry& entryFor(const std::string& signature, const std::vector<at::Tensor>& inputs,
                            c10::Device device);
-  // runFusionWithInputs and compileFor: runs (for meta inputs: compiles)
-  // every segment, keyed by the inputs' signature on `device`.
-  std::vector<at::Tensor> runSegments(const std::vector<at::Tensor>& inputs, c10::Device device);
+  // runFusionWithInputs and compileFor: runs every segment (compile_only:
+  // on meta tensors), keyed by the inputs' signature on `device`.
+  std::vector<at::Tensor> runSegments(const std::vector<at::Tensor>& inputs, c10::Device device,
+                                      bool compile_only);
 
   std::unique_ptr<Fusion> fusion_;
   InputValidator validator_;  // of fusion_ with every input declared non-contiguous

@@ -94,3 +94,20 @@ def test_gpu_check_script_parses():
     """scripts/gpu_check.sh runs only where a GPU is; CI at least parses it."""
     import subprocess
     subprocess.run(["bash", "-n", str(REPO / "scripts" / "gpu_check.sh")], check=True)
+
+
+def test_compile_cost_cold_then_warm_process():
+    """benchmarks/bench_compile_cost.py on GPT-2: the second process reads
+    every kernel from the disk cache the first one filled."""
+    spec = importlib.util.spec_from_file_location("bench_compile_cost",
+                                                  REPO / "benchmarks" / "bench_compile_cost.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    row = bench.measure("gpt2")
+    cold, warm = row["cold"], row["warm"]
+    assert cold["fallbacks"] == warm["fallbacks"] == 0
+    assert cold["compile_ahead_errors"] == warm["compile_ahead_errors"] == 0
+    assert cold["nvrtc_compiles"] > 0 and cold["disk_cache_hits"] == 0
+    assert warm["nvrtc_compiles"] == 0 and warm["disk_cache_hits"] == cold["nvrtc_compiles"]
+    assert warm["compile_ahead_ms"] < cold["compile_ahead_ms"]
+    assert "| gpt2 | cold |" in bench.markdown([row])

@@ -122,7 +122,31 @@ def test_backend_compiles_every_fusion_before_the_first_call(monkeypatch):
         assert "compiled" not in part.last_run, part.last_run  # the call reused every kernel
     cost = report.compile_cost()
     assert cost["nvrtc_compiles"] + cost["disk_cache_hits"] >= 2
-    assert cost["lower_ms"] > 0 and cost["segment_ms"] > 0
+    assert cost["segment_ms"] > 0
+
+
+_COS = torch.randn(8, 8, generator=torch.Generator().manual_seed(1))
+
+
+def _rope_like(q, w):
+    # A captured constant (_COS), a cat of slices and a segment computing
+    # only iota masks: compiled ahead on meta stand-ins made outside the
+    # graph's fake-tensor mode, the mask segment's outputs on meta too.
+    q = (q @ w).view(2, 8, 2, 8).transpose(1, 2)
+    rotated = torch.cat((-q[..., 4:], q[..., :4]), dim=-1)
+    return (q * _COS + rotated * _COS).transpose(1, 2).reshape(16, 16).softmax(-1)
+
+
+def test_backend_compiles_ahead_a_segmented_fusion_with_a_constant(monkeypatch):
+    monkeypatch.setenv("SMELT_COMPILE_THREADS", "2")
+    torch._dynamo.reset()
+    g = torch.Generator().manual_seed(0)
+    q, w = torch.randn(16, 16, generator=g), torch.randn(16, 16, generator=g)
+    torch.testing.assert_close(torch.compile(_rope_like, backend="smelt")(q, w), _rope_like(q, w))
+    report = last_report()
+    assert report.compile_ahead_errors == [] and report.fallback_runs == 0
+    (part,) = report.partitions
+    assert "compiled" not in part.last_run, part.last_run
 
 
 def test_backend_without_compile_threads_compiles_at_the_first_call(monkeypatch):

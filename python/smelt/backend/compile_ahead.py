@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from smelt._C import SmeltError
 
@@ -50,6 +51,13 @@ def meta_stand_in(val: Any) -> Optional[Any]:
 def compile_jobs(graph: torch.fx.Graph, is_fusion) -> List[Tuple[Any, list, str]]:
     """(module target, meta inputs, device) for each call of a fusion module
     (`is_fusion(target)`) whose inputs all have static example values."""
+    # The backend runs under the graph's fake-tensor mode: stand-ins made in
+    # it would be fake tensors, not the plain meta tensors smelt reads.
+    with unset_fake_temporarily():
+        return _compile_jobs(graph, is_fusion)
+
+
+def _compile_jobs(graph: torch.fx.Graph, is_fusion) -> List[Tuple[Any, list, str]]:
     jobs = []
     for node in graph.nodes:
         if node.op != "call_module" or not is_fusion(node.target):

@@ -279,7 +279,7 @@ TEST(FusionExecutorCache, TwoReductionsRunAsTwoKernels) {
 }
 
 // compileFor on meta stand-ins segments, schedules, lowers and compiles every
-// segment; the run of real inputs of those sizes and strides then compiles
+// segment, each lowered once (by the segmentation's check); the run of real inputs of those sizes and strides then compiles
 // nothing and matches ATen. Other strides are another signature.
 TEST(FusionExecutorCache, CompileForMakesTheFirstRunCompileNothing) {
   auto fusion = std::make_unique<Fusion>();
@@ -291,7 +291,10 @@ TEST(FusionExecutorCache, CompileForMakesTheFirstRunCompileNothing) {
     fusion->addOutput(sum(mul(x, broadcast(s, {false, true})), {0}));
     fusion->addOutput(s);
   }
-  FusionExecutorCache cache(std::move(fusion));
+  KernelCache kernels;  // not the process's: other tests compile these kernels too
+  ExecutorOptions options;
+  options.cache = &kernels;
+  FusionExecutorCache cache(std::move(fusion), options);
   const at::Tensor x = randn({9, 21});
   const std::vector<at::Tensor> meta = cache.compileFor({x.to(at::kMeta)}, c10::Device(c10::kCPU));
   ASSERT_EQ(meta.size(), 2u);
@@ -303,7 +306,9 @@ TEST(FusionExecutorCache, CompileForMakesTheFirstRunCompileNothing) {
   EXPECT_GT(compiled.segment_ms, 0);
   for (const SegmentRun& s : compiled.segments) {
     EXPECT_TRUE(s.compiled);
-    EXPECT_GT(s.cost.lower_ms, 0);
+    // Lowered once, by the segmentation's check (in segment_ms), whose
+    // schedule the compile took as it was.
+    EXPECT_EQ(s.cost.lower_ms, 0);
     EXPECT_EQ(s.cost.nvrtc_compiles + s.cost.disk_cache_hits, 1) << compiled.toString();
   }
   EXPECT_EQ(cache.numCompiledKernels(), 2);
@@ -319,7 +324,7 @@ TEST(FusionExecutorCache, CompileForMakesTheFirstRunCompileNothing) {
   EXPECT_EQ(cache.numCompiledKernels(), 2);
   const CompileCost total = cache.compileCost();
   EXPECT_EQ(total.nvrtc_compiles + total.disk_cache_hits, 2);
-  EXPECT_DOUBLE_EQ(total.lower_ms, compiled.cost().lower_ms);
+  EXPECT_EQ(total.lower_ms, 0);
 
   runAndCheck(cache, {randn({21, 9}).t()});  // column-major: a new signature
   EXPECT_TRUE(cache.lastRun().new_signature);
