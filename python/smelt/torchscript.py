@@ -21,7 +21,7 @@ import torch.fx
 
 from smelt import _C
 from smelt._C import SmeltError
-from smelt.backend.partition import definition_of
+from smelt.backend.partition import definition_of, fusion_arguments
 from smelt.backend.translate import TRANSLATORS, Unsupported
 
 
@@ -108,7 +108,7 @@ class _GroupRunner:
     def __call__(self, inputs: List[torch.Tensor]) -> List[torch.Tensor]:
         if self._fd is not None:
             try:
-                outputs = self._fd.execute(inputs)
+                outputs = self._fd.execute(fusion_arguments(self._fd, inputs))
                 self._report.smelt_runs += 1
                 return [layout.restore(out) for layout, out in zip(self._layouts, outputs)]
             except SmeltError as e:

@@ -48,26 +48,29 @@ def meta_stand_in(val: Any) -> Optional[Any]:
     return storage.as_strided(sizes, strides, val.storage_offset())
 
 
-def compile_jobs(graph: torch.fx.Graph, is_fusion) -> List[Tuple[Any, list, str]]:
-    """(module target, meta inputs, device) for each call of a fusion module
-    (`is_fusion(target)`) whose inputs all have static example values."""
+def compile_jobs(graph: torch.fx.Graph, fusion_of, arguments) -> List[Tuple[Any, list, str]]:
+    """(FusionDefinition, meta inputs, device) for each call of a fusion
+    module (`fusion_of(target)`: its definition, None for other modules)
+    whose inputs all have static example values; `arguments(fd, args)` turns
+    the module's arguments into the fusion's."""
     # The backend runs under the graph's fake-tensor mode: stand-ins made in
     # it would be fake tensors, not the plain meta tensors smelt reads.
     with unset_fake_temporarily():
-        return _compile_jobs(graph, is_fusion)
+        return _compile_jobs(graph, fusion_of, arguments)
 
 
-def _compile_jobs(graph: torch.fx.Graph, is_fusion) -> List[Tuple[Any, list, str]]:
+def _compile_jobs(graph: torch.fx.Graph, fusion_of, arguments) -> List[Tuple[Any, list, str]]:
     jobs = []
     for node in graph.nodes:
-        if node.op != "call_module" or not is_fusion(node.target):
+        fd = fusion_of(node.target) if node.op == "call_module" else None
+        if fd is None:
             continue
         vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in node.args]
         stand_ins = [meta_stand_in(v) for v in vals]
         if any(s is None for s in stand_ins):
             continue
         devices = [v.device for v in vals if isinstance(v, torch.Tensor)]
-        jobs.append((node.target, stand_ins, str(devices[0]) if devices else "cpu"))
+        jobs.append((fd, arguments(fd, stand_ins), str(devices[0]) if devices else "cpu"))
     return jobs
 
 

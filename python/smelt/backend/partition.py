@@ -14,7 +14,7 @@ import operator
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Sequence, Set
 
 import torch
 import torch.fx
@@ -270,18 +270,25 @@ class _SmeltSupport(OperatorSupport):
             needed |= more
 
 
+def _is_static_2d(node: torch.fx.Node) -> bool:
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.dim() == 2 and \
+        all(isinstance(s, int) for s in val.shape)
+
+
 def _transposed_graph_input(node: torch.fx.Node) -> Optional[str]:
     """Why a 2-D transpose of a graph input of static shape (nn.Linear's
-    weight.t()) stays in torch: there it is a free view, and the fusion
-    reading it strided lets the matmul scheduler take it as an operand in any
-    layout (tensor cores included), where a transpose inside the fusion
-    would be a computed operand and a copy."""
+    weight.t()) with several users stays in torch: there it is one free view
+    for all of them, where fusions would each take it as an output of
+    another. With one user it is fused: the fusion takes the input as the
+    view x.t() (definition_of), which the matmul scheduler reads as an
+    operand in that layout (tensor cores included), as it stands; a
+    transpose computed inside the fusion would be a computed operand."""
     if node.target != torch.ops.aten.t.default or node.args[0].op != "placeholder":
         return None
-    val = node.args[0].meta.get("val")
-    if val is None or val.dim() != 2 or not all(isinstance(s, int) for s in val.shape):
+    if not _is_static_2d(node.args[0]) or len(node.users) <= 1:
         return None
-    return "a transposed graph input: a view in torch, read strided by the fusion"
+    return "a transposed graph input with several users: one view in torch, read strided by each fusion"
 
 
 # Ops whose result torch computes as a view (no kernel): a partition of
@@ -319,12 +326,19 @@ def definition_of(submodule: torch.fx.GraphModule):
     fd = FusionDefinition()
     t = Translation(fd)
     layouts = []
+    fd.transposed_inputs = []  # per input: the fusion takes the argument's .t()
     with fd:
         for node in submodule.graph.nodes:
             if node.op == "placeholder":
-                t.values[node] = define_input(fd, node)
+                transposed = bool(node.users) and _is_static_2d(node) and all(
+                    u.target == torch.ops.aten.t.default for u in node.users)
+                value = define_input(fd, node, transposed=transposed)
+                for holder in (node.users if transposed else [node]):
+                    t.values[holder] = value
+                fd.transposed_inputs.append(transposed)
             elif node.op == "call_function":
-                t.translate(node)
+                if node not in t.values:  # a transpose an input stands for
+                    t.translate(node)
             elif node.op != "output":
                 raise Unsupported(f"unexpected {node.op} node {node.name} in a partition")
         for out in _outputs_of(submodule):
@@ -333,6 +347,11 @@ def definition_of(submodule: torch.fx.GraphModule):
             fd.add_output(_as_output(fd, t.values[out]), stride_order=layout.stride_order)
             layouts.append(layout)
     return fd, layouts
+
+
+def fusion_arguments(fd: FusionDefinition, args: Sequence[Any]) -> List[Any]:
+    """A partition's arguments as its fusion takes them (definition_of)."""
+    return [a.t() if transposed else a for a, transposed in zip(args, fd.transposed_inputs)]
 
 
 class SmeltPartition(torch.nn.Module):
@@ -355,7 +374,7 @@ class SmeltPartition(torch.nn.Module):
             self.report.fallback_runs += 1
             return self.eager(*args)
         try:
-            outs = self.fd.execute(list(args))
+            outs = self.fd.execute(fusion_arguments(self.fd, args))
         except SmeltError as e:
             self.report.fallback_runs += 1
             self.report.fallback_reason = str(e)
@@ -425,7 +444,7 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
         report.unsupported_ops[_op_name(node)] += 1
     report.definitions = [getattr(fused, p.name).fd for p in report.partitions]
     report.partition_ms = (time.perf_counter() - start) * 1000.0
-    jobs = compile_jobs(fused.graph, lambda target: target.startswith("smelt_fusion_"))
-    report.compile_ahead_ms, report.compile_ahead_errors = compile_all(
-        [(getattr(fused, target).fd, inputs, device) for target, inputs, device in jobs])
+    jobs = compile_jobs(fused.graph, lambda target: getattr(fused, target).fd
+                        if target.startswith("smelt_fusion_") else None, fusion_arguments)
+    report.compile_ahead_ms, report.compile_ahead_errors = compile_all(jobs)
     return fused, report

@@ -53,13 +53,18 @@ def is_static(val: torch.Tensor) -> bool:
     return all(isinstance(s, int) for s in val.shape)
 
 
-def define_input(fd: FusionDefinition, node: torch.fx.Node) -> Tensor:
+def define_input(fd: FusionDefinition, node: torch.fx.Node, transposed: bool = False) -> Tensor:
     """A fusion input shaped like the node's value, following Dynamo's shape
     decision: sizes traced as ints are constant extents (size 1 a broadcast
-    dimension), SymInt sizes symbolic; dtype and contiguity from its metadata."""
+    dimension), SymInt sizes symbolic; dtype and contiguity from its metadata.
+    `transposed`: the input is the 2-D value's transpose (passed as the view
+    value.t()), standing for the node's aten.t users."""
     val = meta_tensor(node)
     if val is None:
         raise Unsupported(f"input {node.name} is not a tensor")
+    if transposed:
+        return fd.from_pytorch(val.t(), static_sizes=True,
+                               in_memory_order=not any(_feeds_matmul(u) for u in node.users))
     if not is_supported_torch_dtype(val.dtype):
         raise Unsupported(f"input {node.name} has dtype {val.dtype}")
     if not is_static(val):
