@@ -261,7 +261,8 @@ TEST(FusionExecutorCache, SoftmaxIsOnePersistentKernel) {
   EXPECT_EQ(cache.lastExecutor(0).launchParams().block[0], 25);  // 100 floats as 25 float4
 }
 
-TEST(FusionExecutorCache, TwoReductionsRunAsTwoKernels) {
+// sum(x * rowsum(x)[:, None], 0) and rowsum(x): two reductions, two kernels.
+std::unique_ptr<Fusion> twoReductions() {
   auto fusion = std::make_unique<Fusion>();
   {
     FusionGuard guard(fusion.get());
@@ -271,7 +272,11 @@ TEST(FusionExecutorCache, TwoReductionsRunAsTwoKernels) {
     fusion->addOutput(sum(mul(x, broadcast(s, {false, true})), {0}));
     fusion->addOutput(s);
   }
-  FusionExecutorCache cache(std::move(fusion));
+  return fusion;
+}
+
+TEST(FusionExecutorCache, TwoReductionsRunAsTwoKernels) {
+  FusionExecutorCache cache(twoReductions());
   runAndCheck(cache, {randn({9, 21})});
   expectSegments(cache, {SchedulerType::Reduction, SchedulerType::Reduction},
                  "segment 0 (reduction): T0 -> T1\n"
@@ -282,19 +287,10 @@ TEST(FusionExecutorCache, TwoReductionsRunAsTwoKernels) {
 // segment, each lowered once (by the segmentation's check); the run of real inputs of those sizes and strides then compiles
 // nothing and matches ATen. Other strides are another signature.
 TEST(FusionExecutorCache, CompileForMakesTheFirstRunCompileNothing) {
-  auto fusion = std::make_unique<Fusion>();
-  {
-    FusionGuard guard(fusion.get());
-    TensorView* x = makeContigTensor(2);
-    fusion->addInput(x);
-    TensorView* s = sum(x, {1});
-    fusion->addOutput(sum(mul(x, broadcast(s, {false, true})), {0}));
-    fusion->addOutput(s);
-  }
   KernelCache kernels;  // not the process's: other tests compile these kernels too
   ExecutorOptions options;
   options.cache = &kernels;
-  FusionExecutorCache cache(std::move(fusion), options);
+  FusionExecutorCache cache(twoReductions(), options);
   const at::Tensor x = randn({9, 21});
   const std::vector<at::Tensor> meta = cache.compileFor({x.to(at::kMeta)}, c10::Device(c10::kCPU));
   ASSERT_EQ(meta.size(), 2u);
