@@ -78,7 +78,7 @@ def measure(model: str) -> Dict[str, object]:
 
 def markdown(rows: List[Dict[str, object]]) -> str:
     lines = [f"compile threads: {os.environ.get('SMELT_COMPILE_THREADS') or os.cpu_count()}", "",
-             "| model | | compile wall | segment (trial lowering incl.) | lower | NVRTC / disk | "
+             "| model | | compile wall | segmentation search | lower | NVRTC / disk | "
              "kernels compiled / from disk | partitioning | first call |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

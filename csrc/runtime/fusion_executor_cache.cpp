@@ -79,8 +79,7 @@ CompileCost& CompileCost::operator+=(const CompileCost& other) {
 }
 
 CompileCost FusionRun::cost() const {
-  CompileCost total;
-  total.segment_ms = segment_ms;
+  CompileCost total = segmentation;
   for (const SegmentRun& s : segments) total += s.cost;
   return total;
 }
@@ -285,13 +284,18 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
   const SegmentCheck lowers = [this, &entry](const Segment& segment,
                                              const RuntimeInfo& segment_runtime) {
     const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
+    CompileCost& cost = last_run_.segmentation;
+    const auto start = std::chrono::steady_clock::now();
     try {
       std::unique_ptr<HeuristicParams> params = scheduler.heuristics(*segment.fusion, segment_runtime);
       CheckedSchedule checked;
       checked.scheduled = segment.fusion->clone();
       scheduler.schedule(*checked.scheduled, *params);
+      const auto lower_start = std::chrono::steady_clock::now();
+      cost.schedule_ms += msSince(start);
       checked.lowered = std::make_unique<GpuLower>(checked.scheduled.get(), options_.lower);
       checked.lowered->run();
+      cost.lower_ms += msSince(lower_start);
       entry.checked[checkedScheduleKey(segment, params->toString())] = std::move(checked);
     } catch (const Error& e) {
       return std::string(e.what());
@@ -341,7 +345,10 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
   }
   const auto segment_start = std::chrono::steady_clock::now();
   SignatureEntry& entry = entryFor(last_run_.signature, inputs, device);
-  if (last_run_.new_signature) last_run_.segment_ms = msSince(segment_start);
+  if (last_run_.new_signature) {
+    CompileCost& segmentation = last_run_.segmentation;
+    segmentation.segment_ms = msSince(segment_start) - segmentation.schedule_ms - segmentation.lower_ms;
+  }
   last_run_.refused = entry.segmented.refused;
   std::unordered_map<const Val*, at::Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) values[entry.fusion->inputs()[i]] = inputs[i];

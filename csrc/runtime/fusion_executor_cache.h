@@ -65,7 +65,7 @@ std::vector<at::Tensor> segmentInputTensors(
 // What compiling cost, in wall milliseconds: for one run (FusionRun::cost)
 // or summed over a cache's runs (FusionExecutorCache::compileCost).
 struct CompileCost {
-  double segment_ms = 0;   // segmenting new input signatures (its trial lowerings included)
+  double segment_ms = 0;   // segmenting new input signatures (the search; its checks below)
   double schedule_ms = 0;  // the schedulers' checks, heuristics and scheduling
   double lower_ms = 0;     // lowering to the kernel IR
   double nvrtc_ms = 0;     // NVRTC, or reading the disk cache (disk_kernel_cache.h)
@@ -102,7 +102,10 @@ struct FusionRun {
   // Segments the segmentation refused because their schedule did not lower
   // (SegmentedFusion::refused): each one a scheduler defect, paid in kernels.
   std::vector<std::string> refused;
-  double segment_ms = 0;  // segmenting the new signature (0 when seen before)
+  // Segmenting the new signature (zero when seen before): the search
+  // (segment_ms), and the schedules and lowerings that check each segment
+  // chosen (schedule_ms, lower_ms), which the segments' compiles reuse.
+  CompileCost segmentation;
   // Segmentation plus every segment's compile work.
   CompileCost cost() const;
   // One line per segment: "0 reduction ReductionParams{...} compiled grid(...) block(...)",
