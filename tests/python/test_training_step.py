@@ -255,3 +255,41 @@ def test_zoo_training_step_gradients_and_fused_fractions(name):
     for report, least in zip(reports, FUSED_FRACTIONS[name]):
         assert report.fallback_runs == 0 and not any(p.failed for p in report.partitions), str(report)
         assert report.fused_fraction >= least, f"{report.fused_fraction:.3f} < {least}\n{report}"
+
+
+# ---- batch norm in training mode ----
+
+class _BatchNormRelu(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = torch.nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return torch.relu(self.bn(x))
+
+
+def test_batch_norm_training_step_values_running_stats_and_kernels():
+    """Batch statistics over N, H, W, the running-stat updates returned as
+    outputs, and the gradients, against eager. The decomposition sums x for
+    the mean and again inside var; the translation keeps one sum, so the
+    statistics and the variance are one persistent kernel: the forward is the
+    num_batches_tracked increment, that kernel, the running-stat update and
+    the normalization (4; 5 with two sums)."""
+    torch._dynamo.reset()
+    smelt.backend.reset_reports()
+    ours = _BatchNormRelu().train()
+    ref = copy.deepcopy(ours)
+    x = torch.randn(2, 8, 6, 6, generator=gen(41))
+    out = torch.compile(ours, backend="smelt")(x)
+    expected = ref(x)
+    torch.testing.assert_close(out, expected)
+    assert out.stride() == expected.stride()
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        torch.testing.assert_close(getattr(ours.bn, name), getattr(ref.bn, name))
+    g = torch.randn(out.shape, generator=gen(42))
+    (out * g).sum().backward()
+    (expected * g).sum().backward()
+    for p, q in zip(ours.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+    forward = smelt.backend.reports()[0]
+    assert forward.fallback_runs == 0 and forward.smelt_kernels() == 4, str(forward)

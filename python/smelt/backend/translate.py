@@ -112,6 +112,19 @@ class Translation:
     def __init__(self, fd: FusionDefinition):
         self.fd = fd
         self.values: Dict[torch.fx.Node, Any] = {}
+        self._sums: Dict[tuple, Any] = {}
+
+    def sum(self, x: Tensor, dims: List[int], keepdim: bool = False) -> Tensor:
+        """sum(x, dims), one per (x, dims) in the fusion: batch norm's
+        decomposition sums x for the mean and again inside var; one sum lets
+        the schedulers keep both in one kernel."""
+        key = (id(x), tuple(sorted(dims)))
+        if key not in self._sums:
+            self._sums[key] = (x, self.fd.ops.sum(x, dims))  # x kept: its id stays unique
+        total = self._sums[key][1]
+        if not keepdim:
+            return total
+        return self.fd.ops.broadcast(total, [d in dims for d in range(x.ndim)])
 
     def arg(self, a: Any) -> Any:
         if isinstance(a, torch.fx.Node):
@@ -315,7 +328,7 @@ def _sum(t, node, x, dims=None, keepdim=False, dtype=None):
 
 @translates(prims.sum.default)
 def _prims_sum(t, node, x, dims, output_dtype=None):
-    return t.fd.ops.sum(t.arg(x), _reduced_dims(x, dims))
+    return t.sum(t.arg(x), _reduced_dims(x, dims))
 
 
 @translates(aten.amax.default)
@@ -335,7 +348,7 @@ def _prims_var(t, node, x, dims, correction, output_dtype=None):
     dims = _reduced_dims(x, dims)
     n = _numel(x, dims)
     ops, xv = t.fd.ops, t.arg(x)
-    mean = ops.div(ops.sum(xv, dims, keepdim=True), float(n))
+    mean = ops.div(t.sum(xv, dims, keepdim=True), float(n))
     centered = ops.sub(xv, mean)
     return ops.div(ops.sum(ops.mul(centered, centered), dims), float(n - correction))
 
