@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -374,7 +373,6 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
     std::vector<InputInfo> infos = inputInfosOf(*segment.fusion, segment_inputs);
     SegmentChoice& choice = entry.choices[s][exactInputsKey(infos)];
     CompiledSegment* compiled = choice.compiled;
-    const double lowered_before = compiled ? compiled->executor.loweringMs() : 0;
     if (compiled == nullptr) {
       const auto schedule_start = std::chrono::steady_clock::now();
       const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
@@ -389,23 +387,23 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
       run.heuristics = true;
       std::unique_ptr<CompiledSegment>& slot = entry.kernels[s][choice.params];
       if (slot == nullptr) {
-        auto fresh = std::make_unique<CompiledSegment>();
+        // The segmentation's check scheduled and lowered it already, unless
+        // these inputs chose other parameters. Taken out of the map first, so
+        // a compile that throws leaves nothing half-moved.
+        CheckedSchedule schedule;
         auto checked = entry.checked.find(checkedScheduleKey(segment, choice.params));
         if (checked != entry.checked.end()) {
-          // Scheduled and lowered by the segmentation's check already; taken
-          // out first, so a compile that throws leaves nothing half-moved.
-          CheckedSchedule taken = std::move(checked->second);
+          schedule = std::move(checked->second);
           entry.checked.erase(checked);
-          fresh->scheduled = std::move(taken.scheduled);
-          run.cost.schedule_ms = msSince(schedule_start);
-          fresh->executor.compileLowered(fresh->scheduled.get(), std::move(taken.lowered),
-                                         segment_inputs, options_);
         } else {
-          fresh->scheduled = segment.fusion->clone();
-          scheduler.schedule(*fresh->scheduled, *params);
-          run.cost.schedule_ms = msSince(schedule_start);
-          fresh->executor.compile(fresh->scheduled.get(), segment_inputs, options_);
+          schedule.scheduled = segment.fusion->clone();
+          scheduler.schedule(*schedule.scheduled, *params);
         }
+        run.cost.schedule_ms = msSince(schedule_start);
+        auto fresh = std::make_unique<CompiledSegment>();
+        fresh->scheduled = std::move(schedule.scheduled);
+        fresh->executor.compileLowered(fresh->scheduled.get(), std::move(schedule.lowered),
+                                       segment_inputs, options_);
         if (!fresh->executor.compiledFromCache()) {
           const CompiledKernel& kernel = fresh->executor.compiledKernel();
           run.cost.nvrtc_ms = kernel.compile_ms;
@@ -419,12 +417,15 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
       choice.compiled = compiled = slot.get();
     }
     run.params = choice.params;
+    // An executor lowers at most once: in its compile (a fresh kernel not
+    // lowered by the check) or in its first CPU run (a kernel the cache had).
+    const double lowered_before_run = compiled->executor.loweringMs();
+    if (run.compiled) run.cost.lower_ms = lowered_before_run;
     const auto run_start = std::chrono::steady_clock::now();
-    const double lowered_after_compile = compiled->executor.loweringMs();
     std::vector<at::Tensor> outputs = compiled->executor.run(segment_inputs, run_device);
-    const double lowered_in_run = compiled->executor.loweringMs() - lowered_after_compile;
+    const double lowered_in_run = compiled->executor.loweringMs() - lowered_before_run;
     run.run_ms = msSince(run_start) - lowered_in_run;
-    run.cost.lower_ms = compiled->executor.loweringMs() - lowered_before;
+    run.cost.lower_ms += lowered_in_run;
     for (size_t j = 0; j < segment.outputs.size(); ++j) values[segment.outputs[j]] = outputs[j];
     run.launch = compiled->executor.launchParams();
     last_run_.segments.push_back(std::move(run));
