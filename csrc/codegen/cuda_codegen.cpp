@@ -11,6 +11,7 @@
 #include "codegen/tensor_core.h"
 #include "codegen/vectorize.h"
 #include "fusion/error.h"
+#include "fusion/random_bits.h"
 #include "lower/parallel_index.h"
 
 namespace smelt {
@@ -110,6 +111,24 @@ struct Max {
   template <typename T>
   __device__ T operator()(T a, T b) const { return maximum(a, b); }
 };
+struct Prod {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a * b; }
+};
+
+// random_uniform: a value in [0, 1) from the top 24 (float) or 53 (double)
+// bits of randomBits(seed, counter), the same function the simulator runs.
+)" SMELT_RANDOM_BITS_SOURCE R"(
+template <typename T>
+__device__ inline T randomUniform(long long seed, long long counter);
+template <>
+__device__ inline float randomUniform<float>(long long seed, long long counter) {
+  return static_cast<float>(randomBits(seed, counter) >> 40) * 5.9604644775390625e-08f;
+}
+template <>
+__device__ inline double randomUniform<double>(long long seed, long long counter) {
+  return static_cast<double>(randomBits(seed, counter) >> 11) * 1.1102230246251565e-16;
+}
 
 // Threads with equal indices on the axes not flagged (X, Y, Z) form a group;
 // `lane` is the position in the group (x fastest), `group` the group's number.
@@ -819,6 +838,13 @@ class Emitter {
       case UnaryOpType::Round: return roundingCall("rintf", "rint", ct, x, op);
       case UnaryOpType::Trunc: return roundingCall("truncf", "trunc", ct, x, op);
       case UnaryOpType::LogicalNot: return "!" + x;
+      case UnaryOpType::BitwiseNot: return "~" + x;
+      case UnaryOpType::Signbit: {
+        const DataType in_ct = computeType(op->input(0)->dtype());
+        const std::string v = operandValue(operandAt(c, 0), in_ct);
+        if (isFloatingType(in_ct)) return "signbit(" + v + ")";
+        return in_ct == DataType::Bool || in_ct == DataType::UInt8 ? "false" : v + " < 0";
+      }
     }
     SMELT_INTERNAL_CHECK(false, "unknown unary op");
   }
@@ -860,6 +886,13 @@ class Emitter {
       case BinaryOpType::Ge: return a + " >= " + b;
       case BinaryOpType::LogicalAnd: return a + " && " + b;
       case BinaryOpType::LogicalOr: return a + " || " + b;
+      case BinaryOpType::BitwiseAnd: return a + " & " + b;
+      case BinaryOpType::BitwiseOr: return a + " | " + b;
+      case BinaryOpType::BitwiseXor: return a + " ^ " + b;
+      case BinaryOpType::RandomUniform:
+        return "smelt::randomUniform<" + cudaType(ct) + ">(" +
+               operandValue(operandAt(c, 0), DataType::Int) + ", " +
+               operandValue(operandAt(c, 1), DataType::Int) + ")";
     }
     SMELT_INTERNAL_CHECK(false, "unknown binary op");
   }
@@ -932,7 +965,12 @@ class Emitter {
   }
 
   std::string combine(const ReductionOp* op, const std::string& acc, const std::string& x) {
-    return op->op() == ReductionOpType::Sum ? acc + " + " + x : "smelt::maximum(" + acc + ", " + x + ")";
+    switch (op->op()) {
+      case ReductionOpType::Sum: return acc + " + " + x;
+      case ReductionOpType::Prod: return acc + " * " + x;
+      case ReductionOpType::Max: break;
+    }
+    return "smelt::maximum(" + acc + ", " + x + ")";
   }
 
   void emitReduceInit(const kir::ReduceInit& r) {
@@ -949,6 +987,15 @@ class Emitter {
   }
 
   // "<true, false, false>" for the axes among TIDx/y/z that are listed.
+  static std::string functorName(ReductionOpType op) {
+    switch (op) {
+      case ReductionOpType::Sum: return "Sum";
+      case ReductionOpType::Prod: return "Prod";
+      case ReductionOpType::Max: break;
+    }
+    return "Max";
+  }
+
   static std::string axisFlags(const std::vector<ParallelType>& axes, const char* what) {
     bool flags[3] = {false, false, false};
     for (ParallelType pt : axes) {
@@ -970,13 +1017,13 @@ class Emitter {
     SMELT_CHECK(r.expr != nullptr, "codegen: block reduction into ", r.out.buffer->name, " has no expression");
     const bool in_warps = r.shuffle_group > 0 && r.shuffle_group <= 32;
     const kir::Buffer* ws = in_warps ? nullptr : workspace(r.workspace, r.out, "block reduction");
-    const DataType wt = r.expr->output()->dtype() == DataType::Double ? DataType::Double : DataType::Float;
+    const DataType wt = blockReduceType(r.expr->output()->dtype());
     std::string value = convert(element(r.in), r.in.buffer->dtype, wt);
     if (!r.predicate.alwaysTrue()) {
       value = "(" + predicateText(r.predicate) + " ? " + value + " : " +
               convert(literal(r.expr->initValue(), computeType(wt)), computeType(wt), wt) + ")";
     }
-    const std::string op = r.expr->op() == ReductionOpType::Sum ? "smelt::Sum()" : "smelt::Max()";
+    const std::string op = "smelt::" + functorName(r.expr->op()) + "()";
     const std::string call =
         r.shuffle_group > 0
             ? "smelt::groupReduce<" + std::to_string(r.shuffle_group) + ", " +

@@ -122,6 +122,8 @@ std::string toString(UnaryOpType t) {
     case UnaryOpType::Round: return "round";
     case UnaryOpType::Trunc: return "trunc";
     case UnaryOpType::LogicalNot: return "logical_not";
+    case UnaryOpType::Signbit: return "signbit";
+    case UnaryOpType::BitwiseNot: return "bitwise_not";
   }
   return "?";
 }
@@ -145,6 +147,10 @@ std::string toString(BinaryOpType t) {
     case BinaryOpType::Ge: return "ge";
     case BinaryOpType::LogicalAnd: return "logical_and";
     case BinaryOpType::LogicalOr: return "logical_or";
+    case BinaryOpType::BitwiseAnd: return "bitwise_and";
+    case BinaryOpType::BitwiseOr: return "bitwise_or";
+    case BinaryOpType::BitwiseXor: return "bitwise_xor";
+    case BinaryOpType::RandomUniform: return "random_uniform";
   }
   return "?";
 }
@@ -156,6 +162,11 @@ bool isComparison(BinaryOpType t) {
 
 bool isLogical(BinaryOpType t) {
   return t == BinaryOpType::LogicalAnd || t == BinaryOpType::LogicalOr;
+}
+
+bool isBitwise(BinaryOpType t) {
+  return t == BinaryOpType::BitwiseAnd || t == BinaryOpType::BitwiseOr ||
+         t == BinaryOpType::BitwiseXor;
 }
 
 DataType promoteOperandTypes(const std::vector<Val*>& operands) {
@@ -182,6 +193,7 @@ std::string toString(ReductionOpType t) {
   switch (t) {
     case ReductionOpType::Sum: return "sum";
     case ReductionOpType::Max: return "max";
+    case ReductionOpType::Prod: return "prod";
   }
   return "?";
 }
@@ -278,7 +290,12 @@ ReductionOp::ReductionOp(ReductionOpType op, TensorView* out, TensorView* in)
     : Expr(ExprType::Reduction, {in}, {out}), op_(op) {}
 
 double ReductionOp::initValue() const {
-  return op_ == ReductionOpType::Sum ? 0.0 : -std::numeric_limits<double>::infinity();
+  switch (op_) {
+    case ReductionOpType::Sum: return 0.0;
+    case ReductionOpType::Prod: return 1.0;
+    case ReductionOpType::Max: break;
+  }
+  return -std::numeric_limits<double>::infinity();
 }
 
 BroadcastOp::BroadcastOp(TensorView* out, TensorView* in, std::vector<bool> is_new_axis)

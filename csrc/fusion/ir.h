@@ -240,14 +240,21 @@ enum class UnaryOpType {
   Sqrt, Rsqrt, Log, Log2, Log1p, Exp2, Expm1, Sigmoid, Erf, Reciprocal, Sin, Cos,
   Floor, Ceil, Round, Trunc,
   LogicalNot,
+  Signbit,     // bool: the sign bit is set (-0.0 and negative NaNs too, as torch.signbit)
+  BitwiseNot,  // integers only (bool's is logical_not)
 };
 enum class BinaryOpType {
   Add, Sub, Mul, Div, Maximum, Minimum,
   Pow, Remainder, Fmod,
   Eq, Ne, Lt, Le, Gt, Ge,
   LogicalAnd, LogicalOr,
+  BitwiseAnd, BitwiseOr, BitwiseXor,  // integers only (bool's are logical ops)
+  // A pseudo-random number in [0, 1) of the output's floating type from an
+  // integer seed and counter (randomUniform): a pure function of the two, so
+  // a kernel, the simulator and a rerun draw the same value for an element.
+  RandomUniform,
 };
-enum class ReductionOpType { Sum, Max };
+enum class ReductionOpType { Sum, Max, Prod };
 
 std::string toString(UnaryOpType t);
 std::string toString(BinaryOpType t);
@@ -256,6 +263,8 @@ std::string toString(ReductionOpType t);
 bool isComparison(BinaryOpType t);
 // logical_and/logical_or: bool results of operands read as bool.
 bool isLogical(BinaryOpType t);
+// bitwise_and/or/xor: integer operands and result.
+bool isBitwise(BinaryOpType t);
 
 // The type elementwise operands promote to, following torch: tensors decide
 // among themselves (promoteTypes); a floating scalar lifts an integral or bool
@@ -305,7 +314,8 @@ class FullOp : public Expr {
   std::string opName() const override { return "full"; }
 };
 
-// out[i] = start + i * step over the one axis of `out` (torch.arange).
+// out[i] = start + i * step, i the element's row-major position in `out`
+// (over one axis: torch.arange).
 class IotaOp : public Expr {
  public:
   IotaOp(TensorView* out, Val* start, Val* step);
@@ -356,7 +366,7 @@ class ReductionOp : public Expr {
   Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
                   const std::vector<Val*>& outputs) const override;
   ReductionOpType op() const { return op_; }
-  double initValue() const;  // 0 for sum, -inf for max
+  double initValue() const;  // 0 for sum, -inf for max, 1 for prod
   std::string opName() const override { return smelt::toString(op_); }
 
  private:

@@ -121,8 +121,8 @@ TensorView* reduction(ReductionOpType op, TensorView* in, const std::vector<int6
       out_axes.push_back(elementwiseAxis(f, in_axes[d]));
     }
   }
-  // As torch.sum: bool and integer sums accumulate and return int64.
-  const bool widen = op == ReductionOpType::Sum && !isFloatingType(in->dtype());
+  // As torch.sum and torch.prod: bool and integer inputs accumulate and return int64.
+  const bool widen = op != ReductionOpType::Max && !isFloatingType(in->dtype());
   TensorView* out = f->newTensor(widen ? DataType::Int : in->dtype(), std::move(out_axes));
   f->newExpr<ReductionOp>(op, out, in);
   return out;
@@ -229,6 +229,17 @@ TensorView* logicalNot(TensorView* in) {
   SMELT_CHECK(in != nullptr, "logical_not: input is null");
   return unaryOp(UnaryOpType::LogicalNot, in, DataType::Bool);
 }
+TensorView* signbit(TensorView* in) {
+  SMELT_CHECK(in != nullptr, "signbit: input is null");
+  return unaryOp(UnaryOpType::Signbit, in, DataType::Bool);
+}
+TensorView* bitwiseNot(TensorView* in) {
+  SMELT_CHECK(in != nullptr, "bitwise_not: input is null");
+  if (in->dtype() == DataType::Bool) return logicalNot(in);
+  SMELT_CHECK(isIntegralType(in->dtype()), "bitwise_not: tensor ", in->name(), " is ",
+              in->dtype(), "; bitwise ops need integer or bool tensors");
+  return unaryOp(UnaryOpType::BitwiseNot, in, in->dtype());
+}
 
 namespace {
 TensorView* binaryOpWithType(BinaryOpType op, Val* lhs, Val* rhs, DataType dtype,
@@ -249,6 +260,18 @@ TensorView* binaryOp(BinaryOpType op, Val* lhs, Val* rhs) {
   // have no integer division and divide as floats. truediv() is torch's `/`.
   if (op == BinaryOpType::Div && dtype == DataType::Bool) dtype = DataType::Float;
   if (isComparison(op) || isLogical(op)) dtype = DataType::Bool;
+  if (isBitwise(op)) {
+    SMELT_CHECK(isIntegralType(dtype) || dtype == DataType::Bool, name, ": operands ",
+                describe(lhs), " and ", describe(rhs), " promote to ", dtype,
+                "; bitwise ops need integer or bool operands");
+    // On bools the bitwise ops are the logical ones (xor: differ).
+    if (dtype == DataType::Bool) {
+      op = op == BinaryOpType::BitwiseAnd ? BinaryOpType::LogicalAnd
+         : op == BinaryOpType::BitwiseOr  ? BinaryOpType::LogicalOr
+                                          : BinaryOpType::Ne;
+    }
+  }
+  SMELT_CHECK(op != BinaryOpType::RandomUniform, name, ": use randomUniform()");
   return binaryOpWithType(op, lhs, rhs, dtype, std::move(axes));
 }
 
@@ -286,6 +309,22 @@ TensorView* gt(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Gt, lhs, rhs)
 TensorView* ge(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Ge, lhs, rhs); }
 TensorView* logicalAnd(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::LogicalAnd, lhs, rhs); }
 TensorView* logicalOr(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::LogicalOr, lhs, rhs); }
+TensorView* bitwiseAnd(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::BitwiseAnd, lhs, rhs); }
+TensorView* bitwiseOr(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::BitwiseOr, lhs, rhs); }
+TensorView* bitwiseXor(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::BitwiseXor, lhs, rhs); }
+
+TensorView* randomUniform(Val* seed, TensorView* counter, DataType dtype) {
+  SMELT_CHECK(seed != nullptr && counter != nullptr, "random_uniform: an operand is null");
+  SMELT_CHECK(seed->asTensor() == nullptr && isIntegralType(seed->dtype()),
+              "random_uniform: the seed must be an integer scalar, not ", describe(seed), " (",
+              seed->dtype(), ")");
+  SMELT_CHECK(isIntegralType(counter->dtype()), "random_uniform: the counter ", counter->name(),
+              " must be an integer tensor, not ", counter->dtype());
+  SMELT_CHECK(dtype == DataType::Float || dtype == DataType::Double,
+              "random_uniform: draws Float or Double, not ", dtype);
+  return binaryOpWithType(BinaryOpType::RandomUniform, seed, counter, dtype,
+                          elementwiseDomain("random_uniform", {seed, counter}));
+}
 
 namespace {
 Scalar* scalarLike(TensorView* tv, double value) {
@@ -333,6 +372,48 @@ TensorView* sum(TensorView* in, const std::vector<int64_t>& axes) {
 }
 TensorView* max(TensorView* in, const std::vector<int64_t>& axes) {
   return reduction(ReductionOpType::Max, in, axes);
+}
+TensorView* prod(TensorView* in, const std::vector<int64_t>& axes) {
+  return reduction(ReductionOpType::Prod, in, axes);
+}
+
+namespace {
+// Checks a random op's arguments; returns the type it draws in (Double
+// draws 53 bits, every other floating type draws Float and rounds).
+DataType randomDrawType(const char* op, Val* a, Val* b, Val* seed, Val* offset, DataType dtype) {
+  for (Val* v : {a, b, seed, offset}) {
+    SMELT_CHECK(v != nullptr && v->asTensor() == nullptr, op, ": its parameters must be scalars");
+  }
+  SMELT_CHECK(isIntegralType(seed->dtype()) && isIntegralType(offset->dtype()), op,
+              ": the seed and the offset must be integers, not ", seed->dtype(), " and ",
+              offset->dtype());
+  SMELT_CHECK(isFloatingType(dtype), op, ": draws a floating type, not ", dtype);
+  return dtype == DataType::Double ? DataType::Double : DataType::Float;
+}
+
+TensorView* castTo(TensorView* t, DataType dtype) { return t->dtype() == dtype ? t : castOp(dtype, t); }
+}  // namespace
+
+TensorView* uniform(const std::vector<IntExpr>& shape, Val* low, Val* high, Val* seed,
+                    Val* offset, DataType dtype) {
+  const DataType draw = randomDrawType("uniform", low, high, seed, offset, dtype);
+  TensorView* u = randomUniform(seed, iota(shape, offset, constant(1, DataType::Int)), draw);
+  // low + u * (high - low), written u * high + (1 - u) * low: the bounds are
+  // scalars and an op needs a tensor operand.
+  TensorView* r = add(mul(u, high), mul(sub(constant(1.0, draw), u), low));
+  return castTo(r, dtype);
+}
+
+TensorView* normal(const std::vector<IntExpr>& shape, Val* mean, Val* std, Val* seed, Val* offset,
+                   DataType dtype) {
+  const DataType draw = randomDrawType("normal", mean, std, seed, offset, dtype);
+  // Box-Muller from counters 2i and 2i + 1 of element i.
+  TensorView* even = mul(iota(shape, offset, constant(1, DataType::Int)), 2);
+  TensorView* u1 = randomUniform(seed, even, draw);
+  TensorView* u2 = randomUniform(seed, add(even, 1), draw);
+  TensorView* radius = sqrt(mul(log(sub(constant(1.0, draw), u1)), -2.0));  // 1 - u1 is in (0, 1]
+  TensorView* z = mul(radius, cos(mul(u2, 2.0 * M_PI)));
+  return castTo(add(mul(z, std), mean), dtype);
 }
 
 TensorView* broadcast(TensorView* in, const std::vector<bool>& is_new_axis) {
@@ -520,14 +601,23 @@ TensorView* gather(TensorView* table, int64_t dim, TensorView* index) {
 }
 
 TensorView* iota(const IntExpr& length, Val* start, Val* step, DataType dtype) {
+  return iota(std::vector<IntExpr>{length}, start, step, dtype);
+}
+
+TensorView* iota(const std::vector<IntExpr>& shape, Val* start, Val* step, DataType dtype) {
   SMELT_CHECK(start != nullptr && step != nullptr, "iota: start or step is null");
   SMELT_CHECK(dtype != DataType::Bool, "iota: a bool sequence is not supported");
   SMELT_CHECK(start->asTensor() == nullptr && step->asTensor() == nullptr,
               "iota: start and step must be scalars");
-  const std::optional<int64_t> n = length.constant();
-  SMELT_CHECK(!n || *n >= 1, "iota: length ", length, " holds no element");
+  SMELT_CHECK(!shape.empty(), "iota: the shape has no dimension");
   Fusion* f = Fusion::current();
-  TensorView* out = f->newTensor(dtype, {f->newIterDomain(length, IterType::Iteration)});
+  std::vector<IterDomain*> axes;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const std::optional<int64_t> n = shape[d].constant();
+    SMELT_CHECK(!n || *n >= 1, "iota: dimension ", d, " of extent ", shape[d], " holds no element");
+    axes.push_back(f->newIterDomain(shape[d], IterType::Iteration));
+  }
+  TensorView* out = f->newTensor(dtype, std::move(axes));
   f->newExpr<IotaOp>(out, start, step);
   return out;
 }

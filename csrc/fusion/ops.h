@@ -56,6 +56,10 @@ TensorView* round(TensorView* in);
 TensorView* trunc(TensorView* in);
 // Bool result: in == 0.
 TensorView* logicalNot(TensorView* in);
+// torch.signbit: bool, true where the sign bit is set (-0.0 included).
+TensorView* signbit(TensorView* in);
+// torch.bitwise_not: integers (bool: logical_not); floats are refused.
+TensorView* bitwiseNot(TensorView* in);
 
 // Binary ops broadcast size-1 (broadcast) axes; other extents must agree.
 // The result type follows torch's promotion (promoteOperandTypes). div of
@@ -84,6 +88,11 @@ TensorView* gt(Val* lhs, Val* rhs);
 TensorView* ge(Val* lhs, Val* rhs);
 TensorView* logicalAnd(Val* lhs, Val* rhs);
 TensorView* logicalOr(Val* lhs, Val* rhs);
+// torch.bitwise_and/or/xor: integer or bool operands (bool ones are the
+// logical ops); floats are refused.
+TensorView* bitwiseAnd(Val* lhs, Val* rhs);
+TensorView* bitwiseOr(Val* lhs, Val* rhs);
+TensorView* bitwiseXor(Val* lhs, Val* rhs);
 // With a scalar: a whole number keeps an integral tensor integral, any other
 // value is a float scalar.
 TensorView* add(TensorView* lhs, double rhs);
@@ -106,6 +115,8 @@ TensorView* where(Val* condition, Val* if_true, Val* if_false);
 // counts from the end). The output keeps the reduced axes as reduction axes.
 TensorView* sum(TensorView* in, const std::vector<int64_t>& axes);
 TensorView* max(TensorView* in, const std::vector<int64_t>& axes);
+// torch.prod: integers and bool multiply in and return int64, as torch does.
+TensorView* prod(TensorView* in, const std::vector<int64_t>& axes);
 
 // is_new_axis has one flag per output dimension; false ones take the input's.
 TensorView* broadcast(TensorView* in, const std::vector<bool>& is_new_axis);
@@ -143,6 +154,9 @@ TensorView* indexSelect(TensorView* table, int64_t dim, TensorView* index);
 TensorView* gather(TensorView* table, int64_t dim, TensorView* index);
 // [length] tensor of start + i * step (torch.arange(start, start + length * step, step)).
 TensorView* iota(const IntExpr& length, Val* start, Val* step, DataType dtype = DataType::Int);
+// A tensor of `shape` holding start + i * step, i the row-major position.
+TensorView* iota(const std::vector<IntExpr>& shape, Val* start, Val* step,
+                 DataType dtype = DataType::Int);
 
 // [M, K] x [K, N] -> [M, N] as broadcast, multiply and a sum over K (the
 // building block a matmul schedule tiles). Half/bfloat16 operands are cast to
@@ -175,6 +189,19 @@ TensorView* unsqueeze(TensorView* in, int64_t dim);
 TensorView* reshape(TensorView* in, const std::vector<IntExpr>& shape);
 // torch.flatten: merges dimensions start_dim..end_dim into one.
 TensorView* flatten(TensorView* in, int64_t start_dim = 0, int64_t end_dim = -1);
+
+// ---- random numbers ----
+// A pseudo-random value in [0, 1) of `dtype` (Float or Double) per element
+// of `counter` (an integer tensor): a hash of (seed, counter), so equal
+// inputs draw equal values in a kernel, the simulator and a rerun.
+TensorView* randomUniform(Val* seed, TensorView* counter, DataType dtype = DataType::Float);
+// Tensors of `shape` drawn from U[low, high) and N(mean, std), element i
+// (row-major) from counter offset + i: the same (seed, offset) gives the same
+// tensor. dtype is any floating type (half/bfloat16 draw in float).
+TensorView* uniform(const std::vector<IntExpr>& shape, Val* low, Val* high, Val* seed,
+                    Val* offset, DataType dtype = DataType::Float);
+TensorView* normal(const std::vector<IntExpr>& shape, Val* mean, Val* std, Val* seed,
+                   Val* offset, DataType dtype = DataType::Float);
 
 // ---- composites ----
 // torch.nn.functional.linear: x [..., K], weight [N, K], optional bias [N]

@@ -54,6 +54,11 @@ DataType computeType(DataType dtype) {
   return dtype == DataType::Half || dtype == DataType::BFloat16 ? DataType::Float : dtype;
 }
 
+DataType blockReduceType(DataType dtype) {
+  if (isFloatingType(dtype)) return computeType(dtype);
+  return dtype == DataType::Int ? DataType::Int : DataType::Int32;
+}
+
 bool isBlockDim(ParallelType pt) {
   return pt == ParallelType::BIDx || pt == ParallelType::BIDy || pt == ParallelType::BIDz;
 }

@@ -22,6 +22,10 @@ DataType promoteTypes(DataType a, DataType b);
 // The type values of `dtype` are computed in: half and bfloat16 in float
 // (as nvFuser does), every other type in itself.
 DataType computeType(DataType dtype);
+// The type a block reduction combines in (its shuffles and shared-memory
+// workspace): floats in their compute type, integers and bool in at least 32
+// bits (a float would round integer sums past 2^24).
+DataType blockReduceType(DataType dtype);
 
 bool isBlockDim(ParallelType pt);   // BIDx/y/z
 bool isThreadDim(ParallelType pt);  // TIDx/y/z

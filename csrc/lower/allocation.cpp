@@ -117,8 +117,7 @@ void addBlockReduceWorkspaces(LoweringContext& ctx, kir::StmtList& body) {
     auto buffer = std::make_unique<kir::Buffer>();
     buffer->name = reduce->expr->output()->name() + "_workspace";
     buffer->memory = MemoryType::Shared;
-    buffer->dtype = reduce->expr->output()->dtype() == DataType::Double ? DataType::Double
-                                                                        : DataType::Float;
+    buffer->dtype = blockReduceType(reduce->expr->output()->dtype());
     const auto& block = ctx.kernel.launch.block;
     buffer->shape = {block[0] * block[1] * block[2]};
     buffer->elements = buffer->shape[0];

@@ -88,10 +88,15 @@ class Indexer {
     return access;
   }
 
-  // The logical index of the output's dimension `dim` as a value.
-  kir::Operand indexOperand(size_t dim) const {
+  // The output element's row-major position over its logical dimensions, as
+  // a value (an iota's index).
+  kir::Operand linearIndexOperand() const {
+    IntExpr position(0);
+    for (const IterDomain* id : out_->logicalNoReductions()) {
+      position = position * id->loopExtent() + logical_.at(id);
+    }
     kir::Operand op;
-    op.index = simplify(logical_.at(out_->logicalDomain().at(dim)), bounds_);
+    op.index = simplify(position, bounds_);
     return op;
   }
 
@@ -165,7 +170,7 @@ void indexBody(const LoweringContext& ctx, kir::StmtList& body) {
     } else if (auto* c = dynamic_cast<kir::Compute*>(stmt.get())) {
       Indexer indexer(ctx, c->expr->output());
       c->out = indexer.output();
-      if (c->expr->type() == ExprType::Iota) c->operands.push_back(indexer.indexOperand(0));
+      if (c->expr->type() == ExprType::Iota) c->operands.push_back(indexer.linearIndexOperand());
       for (const Val* in : c->expr->inputs()) {
         // A pad's value is an attribute, not an operand of the copy.
         if (c->expr->type() == ExprType::Pad && in->asTensor() == nullptr) continue;

@@ -7,8 +7,10 @@
 #include <unordered_map>
 
 #include <ATen/TensorUtils.h>
+#include <c10/util/accumulate.h>
 
 #include "fusion/error.h"
+#include "fusion/random_bits.h"
 #include "runtime/aten_dtype.h"
 
 namespace smelt {
@@ -24,6 +26,21 @@ std::vector<int64_t> concreteShape(const std::vector<IterDomain*>& axes, const S
     shape.push_back(id->isPlainBroadcast() ? 1 : id->loopExtent().evaluate(sizes));
   }
   return shape;
+}
+
+// random_uniform elementwise on the host (the function the kernels and the
+// simulator run), broadcasting the seed against the counter.
+at::Tensor randomUniform(const at::Tensor& seed, const at::Tensor& counter, at::ScalarType out_type) {
+  const std::vector<at::Tensor> operands = at::broadcast_tensors({seed, counter});
+  const at::Tensor seeds = operands[0].to(at::kCPU, at::kLong).contiguous();
+  const at::Tensor counters = operands[1].to(at::kCPU, at::kLong).contiguous();
+  at::Tensor out = at::empty(counters.sizes(), at::TensorOptions().dtype(at::kDouble));
+  const int64_t* s = seeds.data_ptr<int64_t>();
+  const int64_t* c = counters.data_ptr<int64_t>();
+  double* o = out.data_ptr<double>();
+  const bool is_double = out_type == at::kDouble;
+  for (int64_t i = 0; i < out.numel(); ++i) o[i] = randomUniformValue(s[i], c[i], is_double);
+  return out.to(counter.device());
 }
 
 // With `as_views`, copies alias their input and reshapes are views (an
@@ -47,8 +64,11 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
                       at::TensorOptions().dtype(out_type).device(device));
     case ExprType::Iota: {
       const at::TensorOptions options = at::TensorOptions().dtype(out_type).device(device);
-      const at::Tensor index = at::arange(concreteShape(out->logicalNoReductions(), sizes).at(0),
-                                          at::TensorOptions().dtype(at::kLong).device(device));
+      // Row-major positions over the whole shape (a 1-D iota is arange).
+      const std::vector<int64_t> shape = concreteShape(out->logicalNoReductions(), sizes);
+      const at::Tensor index =
+          at::arange(c10::multiply_integers(shape), at::TensorOptions().dtype(at::kLong).device(device))
+              .reshape(shape);
       return in(0).to(options) + index.to(options) * in(1).to(options);
     }
     case ExprType::IndexSelect: {
@@ -85,6 +105,8 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
         case UnaryOpType::Round: return at::round(x);
         case UnaryOpType::Trunc: return at::trunc(x);
         case UnaryOpType::LogicalNot: return at::logical_not(x);
+        case UnaryOpType::Signbit: return at::signbit(x);
+        case UnaryOpType::BitwiseNot: return at::bitwise_not(x);
       }
       break;
     }
@@ -112,6 +134,10 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
         case BinaryOpType::Ge: r = at::ge(a, b); break;
         case BinaryOpType::LogicalAnd: r = at::logical_and(a, b); break;
         case BinaryOpType::LogicalOr: r = at::logical_or(a, b); break;
+        case BinaryOpType::BitwiseAnd: r = at::bitwise_and(a, b); break;
+        case BinaryOpType::BitwiseOr: r = at::bitwise_or(a, b); break;
+        case BinaryOpType::BitwiseXor: r = at::bitwise_xor(a, b); break;
+        case BinaryOpType::RandomUniform: r = randomUniform(a, b, out_type); break;
       }
       return r.to(out_type);
     }
@@ -124,8 +150,14 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
         if (axes[d]->isReduction()) dims.push_back(static_cast<int64_t>(d));
       }
       at::Tensor x = in(0);
-      if (static_cast<const ReductionOp*>(expr)->op() == ReductionOpType::Sum) {
-        return at::sum(x, dims).to(out_type);
+      switch (static_cast<const ReductionOp*>(expr)->op()) {
+        case ReductionOpType::Sum: return at::sum(x, dims).to(out_type);
+        case ReductionOpType::Prod:
+          // at::prod takes one dimension: the last first keeps the others' numbers.
+          x = x.to(out_type);
+          for (auto d = dims.rbegin(); d != dims.rend(); ++d) x = at::prod(x, *d);
+          return x;
+        case ReductionOpType::Max: break;
       }
       return at::amax(x, dims).to(out_type);
     }

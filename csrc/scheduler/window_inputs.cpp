@@ -72,8 +72,9 @@ bool recomputable(const Expr* def, const Widths& widths) {
     case ExprType::Permute:
     case ExprType::Pad:
       return true;
-    case ExprType::Iota:
-      return isConstant(static_cast<const IotaOp*>(def)->start()) &&
+    case ExprType::Iota:  // shifted along its one axis
+      return def->output()->logicalNoReductions().size() == 1 &&
+             isConstant(static_cast<const IotaOp*>(def)->start()) &&
              isConstant(static_cast<const IotaOp*>(def)->step());
     case ExprType::Broadcast: {
       const std::vector<bool>& is_new = static_cast<const BroadcastOp*>(def)->isNewAxis();

@@ -120,6 +120,10 @@ void bindNodes(py::module_& m) {
 
   py::class_<Scalar, Val>(m, "Scalar")
       .def_property_readonly("is_constant", &Scalar::isConstant)
+      .def_property_readonly("value", [](const Scalar& s) -> std::optional<double> {
+        if (!s.isConstant()) return std::nullopt;
+        return s.value();
+      })
       .def_property_readonly("symbol", &Scalar::symbol);
 
   py::class_<IterDomain>(m, "IterDomain")
@@ -167,6 +171,8 @@ void bindNodes(py::module_& m) {
       .def(py::init<int64_t>())
       .def_static("symbol", &IntExpr::symbol)
       .def_property_readonly("value", [](const IntExpr& e) { return e.constant(); })
+      // Its value with every size symbol bound ({"T0.size[1]": 8, ...}).
+      .def("evaluate", &IntExpr::evaluate, py::arg("bindings"))
       .def("__mul__", [](const IntExpr& a, const IntExpr& b) { return a * b; })
       .def("__str__", &IntExpr::toString);
   py::implicitly_convertible<int64_t, IntExpr>();
@@ -181,8 +187,9 @@ void bindOps(py::module_& m) {
   m.def("define_tensor", &defineTensor, kRef);
   m.def("constant", &constant, kRef);
   m.def("symbolic_scalar", &symbolicScalar, kRef);
-  m.def("full", [](const std::vector<int64_t>& shape, Val* value, DataType dtype) {
-    return full(toIntExprs(shape), value, dtype);
+  // Shape entries are ints or extents (another input's size symbol).
+  m.def("full", [](const std::vector<IntExpr>& shape, Val* value, DataType dtype) {
+    return full(shape, value, dtype);
   }, kRef);
   using Unary = TensorView* (*)(TensorView*);
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, Unary>>{
@@ -191,7 +198,7 @@ void bindOps(py::module_& m) {
            {"log1p", &log1p}, {"exp2", &exp2}, {"expm1", &expm1}, {"sigmoid", &sigmoid},
            {"erf", &erf}, {"reciprocal", &reciprocal}, {"sin", &sin}, {"cos", &cos},
            {"floor", &floor}, {"ceil", &ceil}, {"round", &round}, {"trunc", &trunc},
-           {"logical_not", &logicalNot}}) {
+           {"logical_not", &logicalNot}, {"signbit", &signbit}, {"bitwise_not", &bitwiseNot}}) {
     m.def(name, fn, kRef);
   }
   m.def("cast", [](TensorView* in, DataType dtype) { return castOp(dtype, in); }, kRef);
@@ -200,13 +207,15 @@ void bindOps(py::module_& m) {
            {"add", &add}, {"sub", &sub}, {"mul", &mul}, {"div", &div}, {"truediv", &truediv}, {"maximum", &maximum},
            {"minimum", &minimum}, {"pow", &pow}, {"remainder", &remainder}, {"fmod", &fmod},
            {"eq", &eq}, {"ne", &ne}, {"lt", &lt}, {"le", &le}, {"gt", &gt}, {"ge", &ge},
-           {"logical_and", &logicalAnd}, {"logical_or", &logicalOr}}) {
+           {"logical_and", &logicalAnd}, {"logical_or", &logicalOr}, {"bitwise_and", &bitwiseAnd},
+           {"bitwise_or", &bitwiseOr}, {"bitwise_xor", &bitwiseXor}}) {
     m.def(name, fn, kRef);
   }
   m.def("where", &where, kRef);
   using Reduction = TensorView* (*)(TensorView*, const std::vector<int64_t>&);
   m.def("sum", static_cast<Reduction>(&sum), kRef);
   m.def("max", static_cast<Reduction>(&max), kRef);
+  m.def("prod", static_cast<Reduction>(&prod), kRef);
   m.def("broadcast", &broadcast, kRef);
   // Entries are ints (-1 keeps the dimension) or extents such as another
   // input's size symbol.
@@ -218,7 +227,12 @@ void bindOps(py::module_& m) {
   m.def("cat", &cat, py::arg("inputs"), py::arg("dim"), kRef);
   m.def("index_select", &indexSelect, py::arg("table"), py::arg("dim"), py::arg("index"), kRef);
   m.def("gather", &gather, py::arg("table"), py::arg("dim"), py::arg("index"), kRef);
-  m.def("iota", &iota, py::arg("length"), py::arg("start"), py::arg("step"), py::arg("dtype"), kRef);
+  m.def("iota", static_cast<TensorView* (*)(const IntExpr&, Val*, Val*, DataType)>(&iota),
+        py::arg("length"), py::arg("start"), py::arg("step"), py::arg("dtype"), kRef);
+  m.def("uniform", &uniform, py::arg("shape"), py::arg("low"), py::arg("high"), py::arg("seed"),
+        py::arg("offset"), py::arg("dtype"), kRef);
+  m.def("normal", &normal, py::arg("shape"), py::arg("mean"), py::arg("std"), py::arg("seed"),
+        py::arg("offset"), py::arg("dtype"), kRef);
   m.def("matmul", &matmul, kRef);
   m.def("permute", &permute, kRef);
   m.def("transpose", &transpose, kRef);

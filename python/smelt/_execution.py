@@ -38,13 +38,54 @@ def _arguments(fd, inputs: Sequence[Any]) -> List[torch.Tensor]:
         else:
             raise SmeltError(f"input {i} (scalar): expected a Python number or a 0-dim tensor, "
                              f"got {type(arg).__name__}")
-    return args
+    for k, dims in fd._empty_dims.items():
+        for d in dims:
+            if inputs[k].shape[d] != 0:
+                raise SmeltError(f"input {k} ({declared[k].name}): dimension {d} was defined with "
+                                 f"extent 0 but has {inputs[k].shape[d]}")
+    return _with_host_scalars(fd, inputs, args)
+
+
+def _with_host_scalars(fd, inputs: Sequence[Any], args: List[torch.Tensor]) -> List[torch.Tensor]:
+    """The fusion's inputs in its order: the user's, and each host scalar
+    computed for this run (see _host_scalars.py)."""
+    if len(fd._fusion_inputs) == len(args):
+        return args
+    from smelt._host_scalars import RunEnv, size_bindings
+    from smelt.fusion_definition import Scalar
+    def number(arg: Any) -> Any:  # a meta tensor (compile_for) stands for any value: 1
+        if not isinstance(arg, torch.Tensor):
+            return arg
+        return 1 if arg.is_meta else arg.item()
+    scalars = {decl.index: number(arg) for decl, arg in zip(fd.inputs, inputs)
+               if isinstance(decl, Scalar)}
+    user_tensors = [(fd._values[decl.index], arg) for decl, arg in zip(fd.inputs, args)]
+    env = RunEnv(scalars, size_bindings([v for v, _ in user_tensors], [a for _, a in user_tensors]))
+    ordered = []
+    for entry in fd._fusion_inputs:
+        if entry[0] == "user":
+            ordered.append(args[entry[1]])
+            continue
+        _, scalar, compute = entry
+        value = compute(env)
+        env.scalars[scalar.index] = value
+        ordered.append(torch.tensor(value, dtype=to_torch_dtype(scalar.dtype)))
+    return ordered
+
+
+def _write_aliases(fd, inputs: Sequence[Any], outputs: List[torch.Tensor]) -> List[torch.Tensor]:
+    """Outputs aliasing an input are copied into it and not returned."""
+    if not fd._aliases:
+        return outputs
+    for out_pos, in_pos in fd._aliases.items():
+        inputs[in_pos].copy_(outputs[out_pos])
+    return [out for i, out in enumerate(outputs) if i not in fd._aliases]
 
 
 def _device(fd, args: List[torch.Tensor]) -> torch.device:
     from smelt.fusion_definition import Tensor
-    for decl, arg in zip(fd.inputs, args):
-        if isinstance(decl, Tensor):
+    for entry, arg in zip(fd._fusion_inputs, args):
+        if entry[0] == "user" and isinstance(fd.inputs[entry[1]], Tensor):
             return arg.device
     return torch.device("cpu")
 
@@ -67,7 +108,7 @@ def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None) -> L
                for out, layout in zip(executor.run(args), fd._output_layouts)]
     entry.runs += 1
     fd._last_executor = executor
-    return outputs
+    return _write_aliases(fd, inputs, outputs)
 
 
 def compile_for(fd, inputs: Sequence[Any], device: Optional[str] = None) -> List[torch.Tensor]:

@@ -89,9 +89,11 @@ def _broadcast_in_dim(tv, shape, broadcast_dims):
     # Axes of size 1 in `out` that `shape` asks to be larger are expanded.
     target = [-1] * rank
     for d, id_ in enumerate(out.logical_no_reductions):
-        if shape[d] not in (-1, 1) and id_.iter_type == _C.IterType.Broadcast:
-            target[d] = shape[d]
-    return _C.expand(out, target) if any(t != -1 for t in target) else out
+        wanted = shape[d]
+        if (isinstance(wanted, ExtentRef) or wanted not in (-1, 1)) and \
+                id_.iter_type == _C.IterType.Broadcast:
+            target[d] = _extent(wanted)
+    return _C.expand(out, target) if any(not isinstance(t, int) or t != -1 for t in target) else out
 
 
 _SIZE_SYMBOL = re.compile(r"T\d+\.size\[\d+\]")
@@ -111,12 +113,32 @@ def _extent(entry: Any) -> Any:
     symbol of an input's size ("T0.size[1]")."""
     if isinstance(entry, ExtentRef):
         return extent_of(entry.scale, entry.factors)
+    if isinstance(entry, _C.Val):
+        raise _C.SmeltError(f"a shape entry is the scalar {entry}; sizes known at run time are "
+                            "given as Tensor.size(d) (or fd.ops.size(t, d)) of a tensor of the "
+                            "definition, not as scalar inputs")
     if isinstance(entry, str):
         if not _SIZE_SYMBOL.fullmatch(entry):
             raise _C.SmeltError(f"reshape: entry {entry!r} is not a size symbol such as "
                                 "'T0.size[1]'; pass Tensor.size(d) (products of them too)")
         return _C.IntExpr.symbol(entry)
     return _C.IntExpr(entry)
+
+
+def _pad(tv, widths, value):
+    """pad's fill is a constant when lowered; a scalar input fills through a
+    mask of the padded positions (a padded all-true tensor) and where()."""
+    if not isinstance(value, _C.Val):
+        return _C.pad(tv, list(widths), float(value))
+    if value.is_tensor:
+        raise _C.SmeltError("pad: the fill value must be a scalar, not a tensor")
+    if value.is_constant:
+        return _C.pad(tv, list(widths), float(value.value))
+    shape = [id_.size for id_ in tv.logical_no_reductions]
+    inside = _C.pad(_C.full(shape, _C.constant(1.0, DataType.Bool), DataType.Bool),
+                    list(widths), 0.0)
+    out = _C.where(inside, _C.pad(tv, list(widths), 0.0), value)
+    return out if out.dtype == tv.dtype else _C.cast(out, tv.dtype)
 
 
 def _unary(c_op):
@@ -139,24 +161,30 @@ def _binary(c_op):
 # Elementwise ops: fd.ops.<name> maps to _C.<name> (scalars allowed).
 UNARY_OPS = ("set", "neg", "exp", "tanh", "abs", "relu", "sqrt", "rsqrt", "log", "log2", "log1p",
              "exp2", "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "floor", "ceil",
-             "round", "trunc", "logical_not")
+             "round", "trunc", "logical_not", "signbit", "bitwise_not")
 BINARY_OPS = ("add", "sub", "mul", "div", "truediv", "maximum", "minimum", "pow", "remainder", "fmod", "eq",
-              "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or")
+              "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
+              "bitwise_xor")
 
 DEFINITION_OPS: Dict[str, Impl] = {
     "define_tensor": _define_tensor,
     "define_scalar": _define_scalar,
     "add_output": lambda v, stride_order=None: _C.add_output(
         _C.permute(v, list(physical_order(stride_order))) if stride_order else v),
-    "full": lambda shape, value, dtype: _C.full(list(shape), as_val(value), dtype),
+    "full": lambda shape, value, dtype: _C.full([_extent(e) for e in shape], as_val(value), dtype),
     "cast": lambda tv, dtype: _C.cast(tv, dtype),
     "where": lambda c, a, b: _C.where(*_same_rank(c, a, b)),
     "sum": lambda tv, dims, keepdim, dtype: _reduction(_C.sum, tv, dims, keepdim, dtype),
     "max": lambda tv, dims, keepdim, dtype: _reduction(_C.max, tv, dims, keepdim, dtype),
+    "prod": lambda tv, dims, keepdim, dtype: _reduction(_C.prod, tv, dims, keepdim, dtype),
+    "uniform": lambda low, high, shape, seed, offset, dtype: _C.uniform(
+        [_extent(e) for e in shape], as_val(low), as_val(high), as_val(seed), as_val(offset), dtype),
+    "normal": lambda mean, std, shape, seed, offset, dtype: _C.normal(
+        [_extent(e) for e in shape], as_val(mean), as_val(std), as_val(seed), as_val(offset), dtype),
     "broadcast": lambda tv, is_new: _C.broadcast(tv, list(is_new)),
     "broadcast_in_dim": _broadcast_in_dim,
     "expand": lambda tv, shape: _C.expand(tv, [_extent(e) for e in shape]),
-    "pad": lambda tv, widths, value: _C.pad(tv, list(widths), float(value)),
+    "pad": lambda tv, widths, value: _pad(tv, widths, value),
     "slice": lambda tv, starts, stops: _C.slice(tv, list(starts), list(stops)),
     "cat": lambda tvs, dim: _C.cat(list(tvs), dim),
     "index_select": lambda tv, index, dim: _C.index_select(tv, dim, index),

@@ -27,7 +27,7 @@ import torch
 
 from smelt import _C
 from smelt._C import DataType, MemoryType, ParallelType, SmeltError
-from smelt import _ops
+from smelt import _host_scalars, _ops
 from smelt._records import ExtentRef, Record, Ref, apply, freeze, replay
 from smelt.dtypes import to_data_type
 from smelt.fusion_cache import RecordsKey
@@ -249,14 +249,17 @@ def _operator(name: str, reflected: bool = False):
     return method
 
 
+# & | ^ ~ are torch's bitwise ops (the logical ones on bool tensors).
 for _op, _name in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "truediv"),
-                   ("pow", "pow"), ("mod", "remainder"), ("and", "logical_and"),
-                   ("or", "logical_or"), ("lt", "lt"), ("le", "le"), ("gt", "gt"), ("ge", "ge")]:
+                   ("pow", "pow"), ("mod", "remainder"), ("and", "bitwise_and"),
+                   ("or", "bitwise_or"), ("xor", "bitwise_xor"), ("lt", "lt"), ("le", "le"),
+                   ("gt", "gt"), ("ge", "ge")]:
     setattr(Value, f"__{_op}__", _operator(_name))
     if _op not in ("lt", "le", "gt", "ge"):
         setattr(Value, f"__r{_op}__", _operator(_name, reflected=True))
 Value.__neg__ = lambda self: self.fd.ops.neg(self)
 Value.__abs__ = lambda self: self.fd.ops.abs(self)
+Value.__invert__ = lambda self: self.fd.ops.bitwise_not(self)
 
 
 class Shape(list):
@@ -277,6 +280,9 @@ class Operators:
         return self._fd._define_op(name, *args)
 
     def cast(self, x: Tensor, dtype: DataType) -> Tensor:
+        """A tensor or a scalar (a scalar's cast is computed on the host)."""
+        if not isinstance(x, Tensor):
+            return self._fd._host_scalar_cast(x, to_data_type(dtype))
         return self._op("cast", x, to_data_type(dtype))
 
     def where(self, condition, a, b) -> Tensor:
@@ -291,6 +297,40 @@ class Operators:
     def max(self, x: Tensor, dims: Union[int, Sequence[int], None] = None,
             keepdim: bool = False) -> Tensor:
         return self._op("max", x, _ops.reduction_dims(dims), keepdim, None)
+
+    def prod(self, x: Tensor, dims: Union[int, Sequence[int], None] = None, keepdim: bool = False,
+             dtype: Optional[DataType] = None) -> Tensor:
+        """torch.prod over `dims` (integers and bool multiply in int64)."""
+        return self._op("prod", x, _ops.reduction_dims(dims), keepdim,
+                        None if dtype is None else to_data_type(dtype))
+
+    def size(self, x: Tensor, dim: int) -> Union[int, Size]:
+        """nvFuser's fd.ops.size: x's extent along `dim` (an int when fixed,
+        else a Size, usable in shapes and, as a number, in arithmetic)."""
+        return x.size(dim)
+
+    # random numbers
+    def uniform(self, minval: Any, maxval: Any, shape: Sequence[Any], *, rng_seed: Any = None,
+                rng_offset: Any = None, dtype: DataType = DataType.Float) -> Tensor:
+        """A tensor of `shape` drawn from U[minval, maxval) (nvFuser's form).
+        Element i draws from counter rng_offset + i of the stream rng_seed
+        picks, so equal (seed, offset) give equal tensors on every device
+        and in the simulator. Without rng_seed each run draws a fresh seed
+        from torch's default generator (torch.manual_seed repeats runs). The
+        stream is smelt's own (a splitmix64 hash), not torch's Philox."""
+        return self._random("uniform", minval, maxval, shape, rng_seed, rng_offset, dtype)
+
+    def normal(self, mean: Any, std: Any, shape: Sequence[Any], *, rng_seed: Any = None,
+               rng_offset: Any = None, dtype: DataType = DataType.Float) -> Tensor:
+        """A tensor of `shape` drawn from N(mean, std^2) (Box-Muller on two
+        uniform draws per element); seeds and offsets as in uniform()."""
+        return self._random("normal", mean, std, shape, rng_seed, rng_offset, dtype)
+
+    def _random(self, op, a, b, shape, seed, offset, dtype) -> Tensor:
+        if seed is None:
+            seed = self._fd._host_scalar(DataType.Int, _host_scalars.random_seed)
+        return self._op(op, a, b, tuple(shape), seed, 0 if offset is None else offset,
+                        to_data_type(dtype))
 
     # shape
     def broadcast(self, x: Tensor, is_broadcast_dim: Sequence[bool]) -> Tensor:
@@ -341,7 +381,9 @@ class Operators:
 
     def full(self, shape: Sequence[int], fill_value: Number,
              dtype: DataType = DataType.Float) -> Tensor:
-        return self._op("full", tuple(shape), fill_value, to_data_type(dtype))
+        """Entries of shape are ints or Tensor.size(d) values; fill_value a
+        number, a scalar or a size."""
+        return self._op("full", tuple(shape), self._fd._as_operand(fill_value), to_data_type(dtype))
 
     def matmul(self, a: Tensor, b: Tensor) -> Tensor:
         return self._op("matmul", a, b)
@@ -382,20 +424,33 @@ class Operators:
                  correction: int = 1, keepdim: bool = False):
         """(variance, mean) over `dims`, as torch.var_mean; the extents
         reduced must be known (static) to scale by them."""
+        axes, count = self._reduced_count("var_mean", x, dims)
+        mean = self.truediv(self.sum(x, axes, keepdim=True), count)
+        centered = self.sub(x, mean)
+        var = self.truediv(self.sum(self.mul(centered, centered), axes, keepdim),
+                           self.maximum(self.sub(count, correction), 0))
+        return var, (mean if keepdim else self.squeeze(mean, axes))
+
+    def welford(self, x: Tensor, dims: Union[int, Sequence[int], None] = None):
+        """nvFuser's welford: (mean, sum of squared deviations, element
+        count) over `dims`; the count is an int64 tensor shaped like the
+        others. smelt computes it in two passes over x (one kernel when the
+        reduced rows fit), which is at least as accurate."""
+        axes, count = self._reduced_count("welford", x, dims)
+        mean = self.truediv(self.sum(x, axes), count)
+        centered = self.sub(x, self.broadcast(mean, [d in axes for d in range(x.ndim)]))
+        var_sum = self.sum(self.mul(centered, centered), axes)
+        return mean, var_sum, self.full(mean.shape, count, DataType.Int)
+
+    def _reduced_count(self, op: str, x: Tensor, dims) -> tuple:
+        """The reduced axes and their element count: an int, or a host
+        scalar when an extent is known only at run time."""
         dims = _ops.reduction_dims(dims)
         axes = list(range(x.ndim)) if dims is None else [d + x.ndim if d < 0 else d for d in dims]
-        count = 1
+        count: Any = 1
         for d in axes:
-            extent = x.size(d)
-            if not isinstance(extent, int):
-                raise SmeltError(f"var_mean: dimension {d} of {x.name} has symbolic extent "
-                                 f"{extent}; the element count must be known")
-            count *= extent
-        mean = self.div(self.sum(x, axes, keepdim=True), float(count))
-        centered = self.sub(x, mean)
-        var = self.div(self.sum(self.mul(centered, centered), axes, keepdim),
-                       float(max(count - correction, 0)))
-        return var, (mean if keepdim else self.squeeze(mean, axes))
+            count = count * x.size(d)
+        return axes, count
 
     def addcmul(self, x, a, b, value=1.0) -> Tensor:
         """x + value * a * b (torch.addcmul)."""
@@ -420,7 +475,9 @@ def _elementwise_method(name: str, arity: int):
     def method(self, *args):
         if len(args) != arity:
             raise TypeError(f"fd.ops.{name} takes {arity} operand(s), got {len(args)}")
-        return self._op(name, *args)
+        if not any(isinstance(a, Tensor) for a in args):
+            return self._fd._host_scalar_op(name, args)
+        return self._op(name, *[self._fd._as_operand(a) for a in args])
     method.__name__ = name
     method.__doc__ = f"fd.ops.{name}: elementwise, {arity} operand(s) (tensors or scalars)."
     return method
@@ -452,6 +509,14 @@ class FusionDefinition:
         # Per input: its dimensions from outermost to innermost in memory when
         # defined in an order other than row-major (execute permutes to it).
         self._input_layouts: List[Optional[tuple]] = []
+        # The fusion's inputs in order: ("user", k) for self._inputs[k], or
+        # ("host", scalar, compute) for a host scalar (see _host_scalars.py).
+        self._fusion_inputs: List[tuple] = []
+        # Outputs written back into an input (add_output(alias_input=)):
+        # output position -> input position; such outputs are not returned.
+        self._aliases: Dict[int, int] = {}
+        # Inputs defined with static extents of 0: input position -> dimensions.
+        self._empty_dims: Dict[int, tuple] = {}
         self._defining = False
         self._last_executor = None
         self.ops = Operators(self)
@@ -512,13 +577,20 @@ class FusionDefinition:
         if shape is None:
             raise SmeltError("define_tensor: shape= (or sizes= and strides=) is required")
         shape = tuple(int(s) for s in shape)
+        # A static extent of 0: the kernel never runs on it (execute returns
+        # empty outputs), so the fusion keeps it symbolic and execute checks it.
+        empty_dims = tuple(d for d, n in enumerate(shape) if n == 0)
+        shape = tuple(-1 if n == 0 else n for n in shape)
         if contiguity is None or isinstance(contiguity, bool):
             flag = True if contiguity is None else contiguity
             contiguity = tuple(None if s == 1 else flag for s in shape)
         layout = InputLayout(shape, tuple(contiguity), None)
         if stride_order is not None:
             layout = _ordered_input(shape, tuple(contiguity), stride_order)
-        return self._define_input(layout, dtype)
+        t = self._define_input(layout, dtype)
+        if empty_dims:
+            self._empty_dims[len(self._inputs) - 1] = empty_dims
+        return t
 
     def _define_input(self, layout: "InputLayout", dtype: Any) -> Tensor:
         """The fusion input is the tensor as it lies in memory (dimensions
@@ -530,6 +602,7 @@ class FusionDefinition:
             shape = tuple(shape[d] for d in physical)
             contiguity = tuple(contiguity[d] for d in physical)
         t = self._define_op("define_tensor", shape, contiguity, to_data_type(dtype))
+        self._fusion_inputs.append(("user", len(self._inputs)))
         self._inputs.append(t)
         self._input_layouts.append(layout.physical)
         if layout.physical is None:
@@ -556,9 +629,65 @@ class FusionDefinition:
                 DataType.Bool if isinstance(value, bool) else DataType.Int)
         s = self._define_op("define_scalar", value, to_data_type(dtype))
         if value is None:
+            self._fusion_inputs.append(("user", len(self._inputs)))
             self._inputs.append(s)
             self._input_layouts.append(None)
         return s
+
+    # ---- host scalars (see _host_scalars.py) ----
+    def _host_scalar(self, dtype: DataType, compute) -> Scalar:
+        s = self._define_op("define_scalar", None, dtype)
+        self._fusion_inputs.append(("host", s, compute))
+        return s
+
+    def _getter(self, operand: Any):
+        """(value getter, dtype, constant value or None) of a scalar operand."""
+        if isinstance(operand, Size):
+            extent = _ops.extent_of(operand.scale, [(t._val, d) for t, d in operand.factors])
+            return _host_scalars.extent_getter(extent), DataType.Int, None
+        if isinstance(operand, Scalar):
+            if operand.fd is not self:
+                raise SmeltError(f"{operand!r} belongs to another FusionDefinition")
+            if operand.is_constant:
+                value = operand._val.value
+                value = bool(value) if operand.dtype == DataType.Bool else (
+                    int(value) if operand.dtype not in (DataType.Double, DataType.Float,
+                                                        DataType.Half, DataType.BFloat16)
+                    else value)
+                return (lambda env, v=value: v), operand.dtype, value
+            index = operand.index
+            return (lambda env: env.scalars[index]), operand.dtype, None
+        if isinstance(operand, (bool, int, float)):
+            dtype = (DataType.Bool if isinstance(operand, bool) else
+                     DataType.Int if isinstance(operand, int) else DataType.Double)
+            return (lambda env, v=operand: v), dtype, operand
+        raise SmeltError(f"expected a tensor, a scalar, a size or a Python number, got "
+                         f"{type(operand).__name__}")
+
+    def _host_scalar_op(self, name: str, operands: Sequence[Any]) -> Scalar:
+        """fd.ops.<name> on scalars alone: folded now when every operand is a
+        constant, else a host scalar computed before each run."""
+        parts = [self._getter(a) for a in operands]
+        dtypes = [p[1] for p in parts]
+        out = _host_scalars.result_dtype(name, dtypes)
+        compute = _host_scalars.compute_fn(name, [p[0] for p in parts], dtypes, out)
+        if all(p[2] is not None for p in parts):
+            return self.define_scalar(compute(None), out)
+        return self._host_scalar(out, compute)
+
+    def _host_scalar_cast(self, operand: Any, dtype: DataType) -> Scalar:
+        getter, operand_dtype, constant = self._getter(operand)
+        compute = _host_scalars.compute_fn("set", [getter], [operand_dtype], dtype)
+        if constant is not None:
+            return self.define_scalar(compute(None), dtype)
+        return self._host_scalar(dtype, compute)
+
+    def _as_operand(self, operand: Any) -> Any:
+        """A Size used as a number becomes a host scalar (its value)."""
+        if isinstance(operand, Size):
+            getter, dtype, _ = self._getter(operand)
+            return self._host_scalar(dtype, getter)
+        return operand
 
     def define_vector(self, values: Sequence[Any]) -> List[Any]:
         """nvFuser's vector of sizes: here simply the list itself (ints or
@@ -599,14 +728,25 @@ class FusionDefinition:
             layout = InputLayout(layout.shape, tuple(_contiguity(tensor)), None)
         return self._define_input(layout, tensor.dtype)
 
-    def add_output(self, tensor: Tensor, stride_order: Optional[Sequence[int]] = None) -> None:
+    def add_output(self, tensor: Tensor, stride_order: Optional[Sequence[int]] = None,
+                   alias_input: Optional[Tensor] = None) -> None:
         """Marks `tensor` as an output. stride_order (nvFuser's form): the
         output's memory layout, dimension i having the stride_order[i]-th
         smallest stride (default: row-major, [rank-1, ..., 0]); the output is
         written densely in that order and returned as a view of the logical
-        shape, with torch's strides for that layout."""
+        shape, with torch's strides for that layout. An input may be an
+        output (returned as a copy).
+
+        alias_input (nvFuser's form, e.g. batch norm's running statistics):
+        after each run the output is copied into that input tensor, in
+        place, and is not among the returned outputs. smelt computes it into
+        its own buffer first, so the fusion may still read the input."""
         if not isinstance(tensor, Tensor) or tensor.fd is not self:
             raise SmeltError("add_output: expected a tensor of this FusionDefinition")
+        if alias_input is not None:
+            self._add_alias(tensor, alias_input, stride_order)
+        if any(tensor is t for t in self._inputs):
+            tensor = self.ops.set(tensor)  # an input returned as it is: a copy
         order = _layout_order(tensor, stride_order)
         if order is None:
             self._define_op("add_output", tensor)
@@ -614,6 +754,19 @@ class FusionDefinition:
             self._define_op("add_output", tensor, tuple(stride_order))
         self._outputs.append(tensor)
         self._output_layouts.append(order)
+
+    def _add_alias(self, tensor: Tensor, alias_input: Tensor, stride_order) -> None:
+        if not isinstance(alias_input, Tensor) or not any(alias_input is t for t in self._inputs):
+            raise SmeltError("add_output: alias_input must be a tensor input of this definition")
+        if stride_order is not None:
+            raise SmeltError("add_output: an output aliasing an input takes the input's layout; "
+                             "give no stride_order")
+        if tensor.ndim != alias_input.ndim or tensor.dtype != alias_input.dtype:
+            raise SmeltError(f"add_output: {tensor.name} ({tensor.dtype}, rank {tensor.ndim}) "
+                             f"cannot be written into input {alias_input.name} "
+                             f"({alias_input.dtype}, rank {alias_input.ndim})")
+        self._aliases[len(self._outputs)] = next(
+            k for k, t in enumerate(self._inputs) if t is alias_input)
 
     def inline_all(self) -> None:
         """Schedule: inlines every computed tensor as deep as legal."""

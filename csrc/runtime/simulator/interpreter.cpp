@@ -1,5 +1,7 @@
 #include "runtime/simulator/interpreter.h"
 
+#include "fusion/random_bits.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,6 +13,7 @@
 
 #include "fusion/error.h"
 #include "fusion/mma_fragment.h"
+#include "fusion/random_bits.h"
 #include "runtime/simulator/findings.h"
 #include "runtime/simulator/program.h"
 #include "runtime/simulator/shadow.h"
@@ -190,6 +193,7 @@ int64_t integerDivide(int64_t a, int64_t b) {
 
 double combine(Fn fn, double a, double b) {
   if (fn == Fn::Sum) return a + b;
+  if (fn == Fn::Prod) return a * b;
   // max propagates NaN, as torch.max and the CUDA reduction do.
   if (std::isnan(a) || std::isnan(b)) return kNaN;
   return a > b ? a : b;
@@ -594,6 +598,7 @@ class BlockRunner {
       case Fn::Copy: case Fn::Neg: case Fn::Abs: case Fn::Add: case Fn::Sub: case Fn::Mul:
       case Fn::IntDiv: case Fn::Maximum: case Fn::Minimum: case Fn::IntPow:
       case Fn::Remainder: case Fn::Fmod: case Fn::Where: case Fn::Iota: case Fn::Gather:
+      case Fn::BitwiseNot: case Fn::BitwiseAnd: case Fn::BitwiseOr: case Fn::BitwiseXor:
         break;
       default:
         return false;
@@ -646,6 +651,10 @@ class BlockRunner {
       case Fn::Where: r = a[0] != 0 ? a[1] : a[2]; break;
       case Fn::Iota: r = static_cast<int64_t>(static_cast<uint64_t>(a[1]) + x * static_cast<uint64_t>(a[2])); break;
       case Fn::Gather: r = a[0]; break;
+      case Fn::BitwiseNot: r = static_cast<int64_t>(~x); break;
+      case Fn::BitwiseAnd: r = static_cast<int64_t>(x & y); break;
+      case Fn::BitwiseOr: r = static_cast<int64_t>(x | y); break;
+      case Fn::BitwiseXor: r = static_cast<int64_t>(x ^ y); break;
       default: SMELT_INTERNAL_CHECK(false, "not an integer fn"); break;
     }
     if (uint8_t* e = element(in.out.buffer, p_.code.eval(in.out.index, slotsOf(t)), t, pc, true)) {
@@ -671,6 +680,13 @@ class BlockRunner {
   void compute(const Instr& in, int32_t t, int32_t pc) {
     if (in.fn == Fn::Gather && !bindGatheredIndex(in, t, pc)) return;
     if (integerCompute(in)) return computeInteger(in, t, pc);
+    if (in.fn == Fn::RandomUniform) {  // integer operands, exact past 2^53
+      const int64_t seed = intOperand(p_.operands[in.operand_begin], t, pc);
+      const int64_t counter = intOperand(p_.operands[in.operand_begin + 1], t, pc);
+      store(in.out, t, pc,
+            randomUniformValue(seed, counter, L_.memory[in.out.buffer].dtype == DataType::Double));
+      return;
+    }
     double a[3] = {0, 0, 0};
     for (uint32_t i = in.operand_begin; i < in.operand_end; ++i) {
       a[i - in.operand_begin] = operand(p_.operands[i], t, pc);
@@ -700,6 +716,7 @@ class BlockRunner {
       case Fn::Round: r = std::nearbyint(a[0]); break;  // half to even
       case Fn::Trunc: r = std::trunc(a[0]); break;
       case Fn::LogicalNot: r = a[0] == 0 ? 1.0 : 0.0; break;
+      case Fn::Signbit: r = std::signbit(a[0]) ? 1.0 : 0.0; break;
       case Fn::Add: r = a[0] + a[1]; break;
       case Fn::Sub: r = a[0] - a[1]; break;
       case Fn::Mul: r = a[0] * a[1]; break;
@@ -730,8 +747,11 @@ class BlockRunner {
       case Fn::Iota: r = a[1] + a[0] * a[2]; break;
       case Fn::Gather: r = a[0]; break;
       case Fn::Where: r = a[0] != 0 ? a[1] : a[2]; break;
+      case Fn::BitwiseNot: case Fn::BitwiseAnd: case Fn::BitwiseOr: case Fn::BitwiseXor:
+      case Fn::RandomUniform:  // integer paths above
       case Fn::Sum:
-      case Fn::Max: SMELT_INTERNAL_CHECK(false, "reduction fn in a Compute"); break;
+      case Fn::Max:
+      case Fn::Prod: SMELT_INTERNAL_CHECK(false, "fn ", static_cast<int>(in.fn), " in the float path"); break;
     }
     store(in.out, t, pc, r);
   }

@@ -215,6 +215,8 @@ class Compiler {
           case UnaryOpType::Round: return {Fn::Round, 1};
           case UnaryOpType::Trunc: return {Fn::Trunc, 1};
           case UnaryOpType::LogicalNot: return {Fn::LogicalNot, 1};
+          case UnaryOpType::Signbit: return {Fn::Signbit, 1};
+          case UnaryOpType::BitwiseNot: return {Fn::BitwiseNot, 1};
         }
         break;
       case ExprType::Binary:
@@ -238,6 +240,10 @@ class Compiler {
           case BinaryOpType::Ge: return {Fn::Ge, 2};
           case BinaryOpType::LogicalAnd: return {Fn::LogicalAnd, 2};
           case BinaryOpType::LogicalOr: return {Fn::LogicalOr, 2};
+          case BinaryOpType::BitwiseAnd: return {Fn::BitwiseAnd, 2};
+          case BinaryOpType::BitwiseOr: return {Fn::BitwiseOr, 2};
+          case BinaryOpType::BitwiseXor: return {Fn::BitwiseXor, 2};
+          case BinaryOpType::RandomUniform: return {Fn::RandomUniform, 2};
         }
         break;
       case ExprType::Where: return {Fn::Where, 3};
@@ -264,6 +270,7 @@ class Compiler {
     if (const auto* b = dynamic_cast<const BinaryOp*>(expr)) {
       if (isLogical(b->op())) return DataType::Bool;
       if (isComparison(b->op())) return computeType(b->operandDtype());
+      if (b->op() == BinaryOpType::RandomUniform) return DataType::Int;  // seed and counter
     }
     return computeType(expr->output()->dtype());
   }
@@ -276,7 +283,12 @@ class Compiler {
   }
 
   static Fn reductionFn(const ReductionOp* r) {
-    return r->op() == ReductionOpType::Sum ? Fn::Sum : Fn::Max;
+    switch (r->op()) {
+      case ReductionOpType::Sum: return Fn::Sum;
+      case ReductionOpType::Prod: return Fn::Prod;
+      case ReductionOpType::Max: break;
+    }
+    return Fn::Max;
   }
 
   void compileList(const kir::StmtList& list) {

@@ -43,17 +43,19 @@ enum class Fn : uint8_t {
   Copy,  // set, cast, layout ops, pad, full: the value, rounded on store
   Neg, Exp, Tanh, Abs, Relu,
   Sqrt, Rsqrt, Log, Log2, Log1p, Exp2, Expm1, Sigmoid, Erf, Reciprocal, Sin, Cos,
-  Floor, Ceil, Round, Trunc, LogicalNot,
+  Floor, Ceil, Round, Trunc, LogicalNot, Signbit, BitwiseNot,
   Add, Sub, Mul, Div, Maximum, Minimum,
   Pow, IntPow, Remainder, Fmod,  // IntPow: pow of integers (torch's rules for negative exponents)
   IntDiv,  // division of integers with an integer result: truncates toward zero
   Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
+  BitwiseAnd, BitwiseOr, BitwiseXor,
+  RandomUniform,  // operands: seed, counter (read as integers)
   Where,
   Iota,  // operands: index, start, step -> start + index * step
   // index_select: operand 1 (range-checked against Instr::extent) binds
   // Instr::slot, which operand 0's index reads; the value is operand 0
   Gather,
-  Sum, Max,  // reductions
+  Sum, Max, Prod,  // reductions
 };
 
 struct RtAccess {
