@@ -203,7 +203,14 @@ Sizes sizesOf(const Fusion& fusion, const std::vector<at::Tensor>& inputs) {
   Sizes sizes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorView* tv = fusion.inputs()[i]->asTensor();
-    if (tv == nullptr) continue;
+    if (tv == nullptr) {
+      // An integer scalar input may be an extent (full() of a scalar's size).
+      const auto* s = static_cast<const Scalar*>(fusion.inputs()[i]);
+      if (!s->isConstant() && isIntegralType(s->dtype())) {
+        sizes[s->symbol()] = inputs[i].item<int64_t>();
+      }
+      continue;
+    }
     for (int64_t d = 0; d < inputs[i].dim(); ++d) {
       sizes["T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]"] = inputs[i].size(d);
     }

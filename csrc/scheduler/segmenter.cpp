@@ -436,7 +436,8 @@ class Segmenter {
   // rewrite to `inputs`' symbols, though none of `inputs` carries them: a
   // reshape that splits a merged extent back into an input's sizes, in a
   // segment that reads only the merged tensor. The segment takes such an
-  // input too, for its sizes (it reads no element of it).
+  // input too, for its sizes (it reads no element of it). Likewise an integer
+  // scalar input that an extent names (a full() sized by a defined scalar).
   std::vector<const Val*> sizeOnlyInputs(const std::vector<const Expr*>& exprs,
                                          const std::vector<const Val*>& inputs) const {
     const ExtentRewrite rewrite = extentRewrite(inputs);
@@ -445,12 +446,14 @@ class Segmenter {
       if (const TensorView* tv = in->asTensor()) available.insert(tv->number());
     }
     std::set<int64_t> needed;
+    std::set<std::string> named;
     auto note = [&](const IterDomain* id) {
       std::set<std::string> symbols;
       collectSymbols(rewrite(id->loopExtent()), symbols);
       for (const std::string& s : symbols) {
         int64_t owner = tensorOfSymbol(s);
         if (owner >= 0 && !available.count(owner)) needed.insert(owner);
+        named.insert(s);
       }
     };
     for (const Expr* expr : exprs) {
@@ -462,6 +465,11 @@ class Segmenter {
     for (const Val* in : fusion_.inputs()) {
       const TensorView* tv = in->asTensor();
       if (tv != nullptr && needed.count(tv->number())) result.push_back(in);
+      const auto* scalar = tv == nullptr ? static_cast<const Scalar*>(in) : nullptr;
+      if (scalar != nullptr && named.count(scalar->symbol()) &&
+          std::find(inputs.begin(), inputs.end(), in) == inputs.end()) {
+        result.push_back(in);
+      }
     }
     return result;
   }

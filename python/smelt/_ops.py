@@ -96,6 +96,7 @@ def _broadcast_in_dim(tv, shape, broadcast_dims):
     return _C.expand(out, target) if any(not isinstance(t, int) or t != -1 for t in target) else out
 
 
+_INTEGER_TYPES = (DataType.Int, DataType.Int32, DataType.Int16, DataType.Int8, DataType.UInt8)
 _SIZE_SYMBOL = re.compile(r"T\d+\.size\[\d+\]")
 
 
@@ -114,9 +115,12 @@ def _extent(entry: Any) -> Any:
     if isinstance(entry, ExtentRef):
         return extent_of(entry.scale, entry.factors)
     if isinstance(entry, _C.Val):
-        raise _C.SmeltError(f"a shape entry is the scalar {entry}; sizes known at run time are "
-                            "given as Tensor.size(d) (or fd.ops.size(t, d)) of a tensor of the "
-                            "definition, not as scalar inputs")
+        # An integer scalar: a constant, or an input whose value is the extent
+        # (bound by the executor like a tensor's size symbol).
+        if entry.is_tensor or entry.dtype not in _INTEGER_TYPES:
+            raise _C.SmeltError(f"a shape entry is {entry} ({entry.dtype}); extents are ints, "
+                                "Tensor.size(d) or integer scalars")
+        return _C.IntExpr(int(entry.value)) if entry.is_constant else _C.IntExpr.symbol(entry.symbol)
     if isinstance(entry, str):
         if not _SIZE_SYMBOL.fullmatch(entry):
             raise _C.SmeltError(f"reshape: entry {entry!r} is not a size symbol such as "

@@ -96,3 +96,24 @@ def test_scalar_tensor_and_lift_fresh_copy_are_fused():
     assert report.fused_ops()["scalar_tensor.default"] == 2, str(report)
     assert report.fused_ops()["lift_fresh_copy.default"] == 1, str(report)
     assert report.fused_node_count == report.total_nodes, str(report)
+
+
+def test_prod_bitwise_and_signbit_are_fused():
+    def f(x, m, n):
+        masked = (m & n) ^ ~(m | 3)
+        return x.prod(1), x.prod(0, keepdim=True), masked, torch.signbit(x) & (m > 0), \
+            torch.prod(m, dtype=torch.float64)
+    x = 1 + 0.1 * torch.randn(4, 300, generator=gen(7))
+    m = torch.randint(-50, 50, (4, 300), generator=gen(8), dtype=torch.int32)
+    n = torch.randint(-50, 50, (4, 300), generator=gen(9), dtype=torch.int32)
+    m[m == 0] = 1
+    m = m.clamp(-2, 2)
+    actual = torch.compile(f, backend="smelt")(x, m, n)
+    for a, e in zip(actual, f(x, m, n)):
+        assert a.dtype == e.dtype and a.shape == e.shape and a.stride() == e.stride()
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=0)
+    report = smelt.backend.last_report()
+    fused = report.fused_ops()
+    assert fused["prod.dim_int"] == 2 and fused["prod.default"] == 1, str(report)
+    assert fused["bitwise_and.Tensor"] == 2 and fused["signbit.default"] == 1, str(report)
+    assert report.fused_node_count == report.total_nodes, str(report)

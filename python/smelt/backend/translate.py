@@ -242,7 +242,12 @@ _ELEMENTWISE = {
     "pow": [aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, prims.pow.default],
     "remainder": [aten.remainder.Tensor, aten.remainder.Scalar],
     "fmod": [aten.fmod.Tensor, aten.fmod.Scalar],
+    "bitwise_not": [aten.bitwise_not.default, prims.bitwise_not.default],
+    "signbit": [aten.signbit.default, prims.signbit.default],
 }
+for _name in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
+    _ELEMENTWISE[_name] = [getattr(aten, _name).Tensor, getattr(aten, _name).Scalar,
+                           getattr(prims, _name).default]
 for _name in ["neg", "exp", "tanh", "abs", "sqrt", "rsqrt", "log", "log2", "log1p", "exp2",
               "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "floor", "ceil", "round",
               "trunc"]:
@@ -329,6 +334,17 @@ def _sum(t, node, x, dims=None, keepdim=False, dtype=None):
 @translates(prims.sum.default)
 def _prims_sum(t, node, x, dims, output_dtype=None):
     return t.sum(t.arg(x), _reduced_dims(x, dims))
+
+
+@translates(aten.prod.dim_int, aten.prod.default)
+def _prod(t, node, x, dim=None, keepdim=False, dtype=None):
+    dims = _reduced_dims(x, None if dim is None else [dim])
+    return t.fd.ops.prod(t.arg(x), dims, keepdim, None if dtype is None else to_data_type(dtype))
+
+
+@translates(prims.prod.default)
+def _prims_prod(t, node, x, dims, output_dtype=None):
+    return t.fd.ops.prod(t.arg(x), _reduced_dims(x, dims))
 
 
 @translates(aten.amax.default)

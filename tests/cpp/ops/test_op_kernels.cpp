@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
 #include "ops/pointwise_kernel_checks.h"
+#include "runtime/aten_dtype.h"
 #include "simulator/expect_kernel_correct.h"
 
 namespace smelt {
@@ -96,6 +98,7 @@ const UnaryCase kUnaryCases[] = {
     {"floor", floor, Values::Any},       {"ceil", ceil, Values::Any},
     {"round", round, Values::Halves},    {"trunc", trunc, Values::Any},
     {"logical_not", logicalNot, Values::Whole},
+    {"signbit", signbit, Values::Any},
 };
 
 const DataType kUnaryDtypes[] = {DataType::Float, DataType::Half, DataType::BFloat16,
@@ -239,6 +242,44 @@ TEST_P(BinaryOpsWithScalars, SimulatedMatchATen) {
 INSTANTIATE_TEST_SUITE_P(Ops, BinaryOpsWithScalars,
                          ::testing::Values(DataType::Float, DataType::Half, DataType::Int),
                          [](const auto& info) { return dtypeName(info.param); });
+
+// Bitwise ops on integers (wide random bit patterns) and bool (the logical
+// ops), simulated against ATen, then compiled by NVRTC.
+TEST(BitwiseOpKernels, SimulatedMatchATenAndCompile) {
+  for (DataType dtype : {DataType::Int, DataType::Int32, DataType::Bool}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor(kShape, dtype);
+    TensorView* b = makeConcreteTensor(kShape, dtype);
+    fusion.addInput(a);
+    fusion.addInput(b);
+    for (TensorView* out : {bitwiseAnd(a, b), bitwiseOr(a, b), bitwiseXor(a, b), bitwiseNot(a),
+                            bitwiseXor(bitwiseAnd(a, constant(12, dtype == DataType::Bool
+                                                                        ? DataType::Bool
+                                                                        : dtype)),
+                                       b)}) {
+      EXPECT_EQ(out->dtype(), dtype);
+      fusion.addOutput(out);
+    }
+    schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+    const auto options = at::TensorOptions().dtype(toAtenType(dtype));
+    at::Tensor x = dtype == DataType::Bool ? at::rand(kShape).gt(0.5)
+                                           : at::randint(-(int64_t{1} << 30), int64_t{1} << 30, kShape, options);
+    at::Tensor y = dtype == DataType::Bool ? at::rand(kShape).gt(0.5)
+                                           : at::randint(-(int64_t{1} << 30), int64_t{1} << 30, kShape, options);
+    sim::testing::expectKernelCorrect(fusion, {x, y}, 0, 0);
+    expectCompiles(fusion, "bitwise_" + dtypeName(dtype));
+  }
+}
+
+TEST(BitwiseOpKernels, FloatOperandsAreRefused) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor(kShape, DataType::Float);
+  EXPECT_SMELT_ERROR(bitwiseAnd(a, a), "bitwise ops need integer or bool operands");
+  EXPECT_SMELT_ERROR(bitwiseNot(a), "bitwise ops need integer or bool tensors");
+}
 
 TEST(BoolOperands, LogicalComparisonAndArithmeticOnBool) {
   Fusion fusion;

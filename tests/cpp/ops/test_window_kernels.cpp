@@ -148,7 +148,7 @@ TEST(WindowKernels, ErrorsNameTheTensorAndDimension) {
   EXPECT_SMELT_ERROR(slice(a, {0, 3}, {2, kEnd}), "slice: dimension 1 of T0 (extent 3) takes [3, ");
   EXPECT_SMELT_ERROR(slice(s, {0, 1}, {kEnd, kEnd}), "slice: dimension 1 of T2 has the symbolic extent");
   EXPECT_SMELT_ERROR(pad(a, {-2, -1}), "pad: dimension 1 of T0 (extent 3) with widths {-2, -1} leaves no element");
-  EXPECT_SMELT_ERROR(iota(0, constant(0, DataType::Int), constant(1, DataType::Int)), "iota: length 0");
+  EXPECT_SMELT_ERROR(iota(0, constant(0, DataType::Int), constant(1, DataType::Int)), "iota: dimension 0 of extent 0");
 }
 
 }  // namespace

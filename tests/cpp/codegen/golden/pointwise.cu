@@ -91,6 +91,24 @@ struct Max {
   template <typename T>
   __device__ T operator()(T a, T b) const { return maximum(a, b); }
 };
+struct Prod {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a * b; }
+};
+
+// random_uniform: a value in [0, 1) from the top 24 (float) or 53 (double)
+// bits of randomBits(seed, counter), the same function the simulator runs.
+__device__ inline unsigned long long randomMix(unsigned long long z) { z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL; z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL; return z ^ (z >> 31); } __device__ inline unsigned long long randomBits(long long seed, long long counter) { const unsigned long long key = randomMix(static_cast<unsigned long long>(seed) * 0x9e3779b97f4a7c15ULL + 1ULL); return randomMix(key + static_cast<unsigned long long>(counter) * 0x9e3779b97f4a7c15ULL); }
+template <typename T>
+__device__ inline T randomUniform(long long seed, long long counter);
+template <>
+__device__ inline float randomUniform<float>(long long seed, long long counter) {
+  return static_cast<float>(randomBits(seed, counter) >> 40) * 5.9604644775390625e-08f;
+}
+template <>
+__device__ inline double randomUniform<double>(long long seed, long long counter) {
+  return static_cast<double>(randomBits(seed, counter) >> 11) * 1.1102230246251565e-16;
+}
 
 // Threads with equal indices on the axes not flagged (X, Y, Z) form a group;
 // `lane` is the position in the group (x fastest), `group` the group's number.
