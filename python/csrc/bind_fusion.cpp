@@ -99,6 +99,7 @@ void bindNodes(py::module_& m) {
       .def("inputs", &Fusion::inputs, kRef)
       .def("outputs", &Fusion::outputs, kRef)
       .def("all_tensors", &Fusion::allTensors, kRef)
+      .def("clone", [](const Fusion& f) { return std::shared_ptr<Fusion>(f.clone()); })
       .def("math_string", &Fusion::mathString)
       .def("transforms_string", &Fusion::transformsString)
       .def("__str__", &Fusion::toString);
@@ -142,6 +143,7 @@ void bindNodes(py::module_& m) {
 
   py::class_<TensorView, Val>(m, "TensorView")
       .def_property_readonly("name", &TensorView::name)
+      .def_property_readonly("number", &TensorView::number)  // its size symbols' T<n>
       .def("set_name", &TensorView::setName, kRef)
       .def_property_readonly("ndim", &TensorView::nDims)
       .def_property_readonly("logical_domain", &TensorView::logicalDomain, kRef)

@@ -144,6 +144,35 @@ void bindRuntime(py::module_& m) {
         return views;
       })
       .def_property_readonly("last_run", [](const FusionExecutorCache& c) { return c.lastRun().toString(); })
+      // How the latest run's inputs were segmented: per segment (execution
+      // order) a copy of its unscheduled fusion, its scheduler, and the values
+      // of the complete fusion it reads and writes ("T<n>" for a tensor, the
+      // symbol for a scalar), in the order of the segment fusion's inputs and
+      // outputs. Empty when no kernel ran (an input with an empty dimension).
+      .def("last_segments", [](const FusionExecutorCache& c) {
+        const FusionRun& run = c.lastRun();
+        SMELT_CHECK(!run.signature.empty(), "last_segments: the fusion has not run");
+        py::list segments;
+        if (run.empty_input) return segments;
+        auto keys = [](const std::vector<const Val*>& vals) {
+          std::vector<std::string> out;
+          for (const Val* v : vals) {
+            const TensorView* tv = v->asTensor();
+            out.push_back(tv ? "T" + std::to_string(tv->number())
+                             : static_cast<const Scalar*>(v)->symbol());
+          }
+          return out;
+        };
+        for (const Segment& segment : c.segmentation(run.signature).segments) {
+          py::dict d;
+          d["fusion"] = std::shared_ptr<Fusion>(segment.fusion->clone());
+          d["scheduler"] = toString(segment.scheduler);
+          d["inputs"] = keys(segment.inputs);
+          d["outputs"] = keys(segment.outputs);
+          segments.append(d);
+        }
+        return segments;
+      })
       .def_property_readonly("num_signatures", &FusionExecutorCache::numSignatures)
       .def_property_readonly("num_compiled_kernels", &FusionExecutorCache::numCompiledKernels);
 }

@@ -888,6 +888,15 @@ class FusionDefinition:
                              "compiled automatically (execute() or compile_for())")
         return self._last_executor.compile_cost()
 
+    def segment(self, inputs: Sequence[Any]) -> list:
+        """nvFuser's segmentation entry point: the FusionDefinitions of the
+        kernels this (unscheduled) fusion becomes for inputs like `inputs`,
+        in execution order; [] when it is one kernel. Each runs alone
+        (smelt.segmentation.SegmentDefinition: input_names, output_names);
+        execute() still runs the whole fusion, through the same kernels."""
+        from smelt.segmentation import segment
+        return segment(self, inputs)
+
     def last_kernels(self) -> list:
         """The kernels the latest execute() ran (smelt.inspection.Kernel)."""
         if self._last_executor is None:

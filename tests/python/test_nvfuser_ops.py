@@ -342,3 +342,37 @@ def test_dtype_conversion_takes_python_scalar_types():
         DataType.Double, DataType.Int, DataType.Bool, DataType.Half]
     with pytest.raises(SmeltError, match="expected a smelt DataType"):
         to_data_type(complex)
+
+
+# ---- segmentation entry point ----
+def test_segment_returns_runnable_segment_definitions():
+    from smelt.segmentation import value_name
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1])
+        w = fd.define_tensor([-1])
+        scaled = fd.ops.mul(x, fd.ops.broadcast_in_dim(w, [x.size(0), x.size(1)], [1]))
+        colsum = fd.ops.sum(scaled, [0])
+        z = fd.ops.add(fd.ops.exp(x), fd.ops.broadcast_in_dim(colsum, [x.size(0), x.size(1)], [1]))
+        fd.add_output(z)
+        fd.add_output(fd.ops.max(z, [1]))
+    X, W = torch.randn(6, 5, generator=gen(31)), torch.randn(5, generator=gen(32))
+    segments = fd.segment([X, W])
+    assert [s.scheduler for s in segments] == ["persistent", "reduction"]
+    assert segments[1].input_names == segments[0].output_names
+    # Chained by their names, the segments compute what the whole fusion does.
+    values = {value_name(v._val): a for v, a in zip(fd.inputs, [X, W])}
+    for s in segments:
+        values.update(zip(s.output_names, s.execute([values[n] for n in s.input_names])))
+    z_ref = X.exp() + (X * W).sum(0)
+    torch.testing.assert_close(values[value_name(fd.outputs[0]._val)], z_ref)
+    torch.testing.assert_close(values[value_name(fd.outputs[1]._val)], z_ref.amax(1))
+    for got, whole in zip([values[value_name(o._val)] for o in fd.outputs], fd.execute([X, W])):
+        assert torch.equal(got, whole)
+    # One kernel: no segments (nvFuser's convention).
+    with FusionDefinition() as one:
+        a = one.define_tensor([-1, -1])
+        one.add_output(one.ops.sum(one.ops.exp(a), [1]))
+    assert one.segment([X]) == []
+    with pytest.raises(SmeltError, match="cannot be extended"):
+        with segments[0]:
+            pass
