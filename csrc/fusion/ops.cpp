@@ -685,23 +685,38 @@ TensorView* cat(const std::vector<TensorView*>& inputs, int64_t dim) {
 namespace {
 
 // a [M, K] and b [K, N] (K equal where both are constants), for `op`.
-void checkMatmulOperands(const char* op, const TensorView* a, const TensorView* b) {
+void checkMatmulOperands(const char* op, const TensorView* a, const TensorView* b,
+                         bool batch_allowed) {
   SMELT_CHECK(a != nullptr && b != nullptr, op, ": an operand is null");
   auto a_axes = a->logicalNoReductions();
   auto b_axes = b->logicalNoReductions();
-  SMELT_CHECK(a_axes.size() == 2 && b_axes.size() == 2, op, ": expects [M, K] x [K, N]; ",
-              a->name(), " has rank ", a_axes.size(), " and ", b->name(), " has rank ",
+  const size_t max_rank = batch_allowed ? 3 : 2;
+  SMELT_CHECK(a_axes.size() == b_axes.size() && a_axes.size() >= 2 && a_axes.size() <= max_rank,
+              op, ": expects [M, K] x [K, N]", max_rank == 3 ? " or [B, M, K] x [B, K, N]" : "",
+              "; ", a->name(), " has rank ", a_axes.size(), " and ", b->name(), " has rank ",
               b_axes.size());
-  auto ka = a_axes[1]->extent().constant();
-  auto kb = b_axes[0]->extent().constant();
+  const size_t batch = a_axes.size() - 2;
+  auto ka = a_axes[batch + 1]->extent().constant();
+  auto kb = b_axes[batch]->extent().constant();
   SMELT_CHECK(!ka || !kb || *ka == *kb, op, ": K of ", a->name(), " (", *ka,
               ") does not match K of ", b->name(), " (", *kb, ")");
+  if (batch == 1) {
+    // Batches pair one to one (torch.bmm); a broadcast batch is expanded
+    // by the caller first.
+    SMELT_CHECK(!a_axes[0]->isPlainBroadcast() && !b_axes[0]->isPlainBroadcast(), op,
+                ": the batch axis of ", a_axes[0]->isPlainBroadcast() ? a->name() : b->name(),
+                " is a broadcast; expand it to the other operand's batch first");
+    auto ba = a_axes[0]->extent().constant();
+    auto bb = b_axes[0]->extent().constant();
+    SMELT_CHECK(!ba || !bb || *ba == *bb, op, ": batch of ", a->name(), " (", *ba,
+                ") does not match batch of ", b->name(), " (", *bb, ")");
+  }
 }
 
 }  // namespace
 
 TensorView* matmul(TensorView* a, TensorView* b) {
-  checkMatmulOperands("matmul", a, b);
+  checkMatmulOperands("matmul", a, b, /*batch_allowed=*/true);
   // Half and bfloat16 operands multiply and accumulate in float (as
   // torch.matmul does); the result is rounded back to the operands' type.
   DataType out_type = promoteTypes(a->dtype(), b->dtype());
@@ -710,14 +725,21 @@ TensorView* matmul(TensorView* a, TensorView* b) {
     a = castOp(DataType::Float, a);
     b = castOp(DataType::Float, b);
   }
-  TensorView* a3 = broadcast(a, {false, false, true});  // [M, K, 1]
-  TensorView* b3 = broadcast(b, {true, false, false});  // [1, K, N]
-  TensorView* c = sum(mul(a3, b3), {1});                // [M, rK, N]
+  TensorView* c = nullptr;
+  if (a->logicalNoReductions().size() == 2) {
+    TensorView* a3 = broadcast(a, {false, false, true});  // [M, K, 1]
+    TensorView* b3 = broadcast(b, {true, false, false});  // [1, K, N]
+    c = sum(mul(a3, b3), {1});                            // [M, rK, N]
+  } else {
+    TensorView* a4 = broadcast(a, {false, false, false, true});  // [B, M, K, 1]
+    TensorView* b4 = broadcast(b, {false, true, false, false});  // [B, 1, K, N]
+    c = sum(mul(a4, b4), {2});                                   // [B, M, rK, N]
+  }
   return low_precision ? castOp(out_type, c) : c;
 }
 
 TensorView* tensorCoreMma(TensorView* a, TensorView* b, const TensorCoreMatmulParams& params) {
-  checkMatmulOperands("mma", a, b);
+  checkMatmulOperands("mma", a, b, /*batch_allowed=*/false);
   for (const TensorView* operand : {a, b}) {
     SMELT_CHECK(operand->dtype() == DataType::Half || operand->dtype() == DataType::BFloat16,
                 "mma: operand ", operand->name(), " is ", operand->dtype(),

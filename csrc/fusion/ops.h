@@ -159,7 +159,8 @@ TensorView* iota(const std::vector<IntExpr>& shape, Val* start, Val* step,
                  DataType dtype = DataType::Int);
 
 // [M, K] x [K, N] -> [M, N] as broadcast, multiply and a sum over K (the
-// building block a matmul schedule tiles). Half/bfloat16 operands are cast to
+// building block a matmul schedule tiles); [B, M, K] x [B, K, N] -> [B, M, N]
+// likewise over [B, M, rK, N] (torch.bmm). Half/bfloat16 operands are cast to
 // float first (fp32 accumulation) and the sum is cast back to their type.
 TensorView* matmul(TensorView* a, TensorView* b);
 // [M, K] x [K, N] -> [M, rK, N] Float on tensor cores (MmaOp): the

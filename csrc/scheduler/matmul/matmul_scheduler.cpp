@@ -82,19 +82,31 @@ std::string analyze(const Fusion& fusion, Analysis& result) {
   if (reduction == nullptr) return std::string("the fusion has no matmul") + pattern_help;
   p.sum = reduction->output();
   const Expr* product = reduction->input(0)->definition();
+  const size_t rank = p.sum->logicalDomain().size();
+  p.batched = rank == 4;
+  const size_t batch = p.batched ? 1 : 0;
   bool is_product = reduction->op() == ReductionOpType::Sum && product != nullptr &&
                     product->type() == ExprType::Binary &&
                     static_cast<const BinaryOp*>(product)->op() == BinaryOpType::Mul &&
-                    p.sum->logicalDomain().size() == 3 && p.sum->axis(1)->isReduction() &&
-                    !p.sum->axis(0)->isReduction() && !p.sum->axis(2)->isReduction();
+                    (rank == 3 || rank == 4);
+  for (size_t d = 0; is_product && d < rank; ++d) {
+    is_product = p.sum->axis(d)->isReduction() == (d == batch + 1);
+  }
   if (!is_product) return "reduction " + p.sum->name() + " is not a matmul" + pattern_help;
   TensorView* lhs = product->input(0)->asTensor();
   TensorView* rhs = product->input(1)->asTensor();
   if (!lhs || !rhs) return product->toString() + " multiplies by a scalar";
-  if (isBroadcastLike(lhs, {true, false, false})) std::swap(lhs, rhs);
-  if (!isBroadcastLike(lhs, {false, false, true}) || !isBroadcastLike(rhs, {true, false, false})) {
-    return product->toString() + " does not multiply an [M, K, 1] by a [1, K, N] broadcast" +
-           pattern_help;
+  // [(B,) M, K, 1] x [(B,) 1, K, N]
+  std::vector<bool> a_flags{false, false, true};
+  std::vector<bool> b_flags{true, false, false};
+  if (p.batched) {
+    a_flags.insert(a_flags.begin(), false);
+    b_flags.insert(b_flags.begin(), false);
+  }
+  if (isBroadcastLike(lhs, b_flags)) std::swap(lhs, rhs);
+  if (!isBroadcastLike(lhs, a_flags) || !isBroadcastLike(rhs, b_flags)) {
+    return product->toString() + " does not multiply an [(B,) M, K, 1] by a [(B,) 1, K, N] " +
+           "broadcast" + pattern_help;
   }
   for (auto [side, chain] : {std::pair{lhs, &result.a}, std::pair{rhs, &result.b}}) {
     std::string reason = operandChain(side, chain == &result.a ? "A" : "B", *chain);
@@ -113,9 +125,10 @@ std::string analyze(const Fusion& fusion, Analysis& result) {
                         " outputs; the matmul scheduler writes exactly one tensor");
   }
   p.output = fusion.outputs()[0]->asTensor();
-  if (p.output->logicalNoReductions().size() != 2) {
+  if (p.output->logicalNoReductions().size() != 2 + batch) {
     return errorMessage("output ", p.output->name(), " has rank ",
-                        p.output->logicalNoReductions().size(), ", not the [M, N] of the matmul");
+                        p.output->logicalNoReductions().size(), ", not the ",
+                        p.batched ? "[B, M, N]" : "[M, N]", " of the matmul");
   }
   return "";
 }
@@ -144,23 +157,32 @@ void checkParams(const MatmulParams& p) {
 // [M, rK, N] with its K loop: [Mo, No, (rKo,) BMt (TIDy), BNt (TIDx), (rKi,)
 // TM, TN]. Thread (ty, tx) owns rows ty + i * BM/TM and columns tx + j *
 // BN/TN of the block tile, so consecutive threads touch consecutive columns.
-void scheduleOutputTile(TensorView* tv, const MatmulParams& p) {
-  const bool has_k = tv->nDims() == 3;
-  const int64_t n = has_k ? 2 : 1;
+//
+// A batched tensor keeps its batch axis outermost, on BIDz; every axis
+// position below then shifts by `b` = 1.
+void scheduleOutputTile(TensorView* tv, const MatmulParams& p, bool batched) {
+  const int64_t b = batched ? 1 : 0;
+  const bool has_k = tv->nDims() == 3 + b;
+  const int64_t n = b + (has_k ? 2 : 1);
   tv->split(n, p.block_n);                           // [M, (rK,) No, BN]
   tv->split(n + 1, p.thread_n, /*inner_split=*/false);  // [M, (rK,) No, TN, BNt]
-  tv->split(0, p.block_m);                           // [Mo, BM, (rK,) No, TN, BNt]
-  tv->split(1, p.thread_m, /*inner_split=*/false);   // [Mo, TM, BMt, (rK,) No, TN, BNt]
+  tv->split(b, p.block_m);                           // [Mo, BM, (rK,) No, TN, BNt]
+  tv->split(b + 1, p.thread_m, /*inner_split=*/false);  // [Mo, TM, BMt, (rK,) No, TN, BNt]
+  std::unordered_map<int64_t, int64_t> order;
   if (has_k) {
-    tv->split(3, p.block_k);  // [Mo, TM, BMt, rKo, rKi, No, TN, BNt]
-    tv->reorder({{5, 1}, {3, 2}, {2, 3}, {7, 4}, {4, 5}, {1, 6}, {6, 7}});
+    tv->split(b + 3, p.block_k);  // [Mo, TM, BMt, rKo, rKi, No, TN, BNt]
+    order = {{5, 1}, {3, 2}, {2, 3}, {7, 4}, {4, 5}, {1, 6}, {6, 7}};
   } else {
-    tv->reorder({{3, 1}, {2, 2}, {5, 3}, {1, 4}, {4, 5}});  // [Mo, No, BMt, BNt, TM, TN]
+    order = {{3, 1}, {2, 2}, {5, 3}, {1, 4}, {4, 5}};  // [Mo, No, BMt, BNt, TM, TN]
   }
-  tv->axis(0)->parallelize(ParallelType::BIDy);
-  tv->axis(1)->parallelize(ParallelType::BIDx);
-  tv->axis(has_k ? 3 : 2)->parallelize(ParallelType::TIDy);
-  tv->axis(has_k ? 4 : 3)->parallelize(ParallelType::TIDx);
+  std::unordered_map<int64_t, int64_t> shifted;
+  for (auto [from, to] : order) shifted[from + b] = to + b;
+  tv->reorder(shifted);
+  if (batched) tv->axis(0)->parallelize(ParallelType::BIDz);
+  tv->axis(b)->parallelize(ParallelType::BIDy);
+  tv->axis(b + 1)->parallelize(ParallelType::BIDx);
+  tv->axis(b + (has_k ? 3 : 2))->parallelize(ParallelType::TIDy);
+  tv->axis(b + (has_k ? 4 : 3))->parallelize(ParallelType::TIDx);
 }
 
 // Gives each producer in `chain` (producers first) its consumer's schedule.
@@ -173,16 +195,18 @@ void replayBackwards(const std::vector<TensorView*>& chain) {
 // An operand tile as replayed from the accumulator, [Outer, Ko, Bt, Ki, T]
 // (Outer the block axis, Bt x T the tile's M or N), becomes one axis in the
 // storage order of the operand (`k_inner`: K contiguous) spread over threads.
-void scheduleOperandLoad(TensorView* tile, bool k_inner, const MatmulParams& p) {
-  SMELT_INTERNAL_CHECK(tile->nDims() == 5, "unexpected operand schedule ", tile->toString());
-  tile->reorder({{4, 2}, {2, 3}, {3, 4}});  // [Outer, Ko, T, Bt, Ki]
-  tile->merge(2);                           // [Outer, Ko, MN, Ki]
-  if (!k_inner) tile->reorder({{2, 3}, {3, 2}});
-  tile->merge(2);  // [Outer, Ko, tile element]
-  tile->split(2, p.threads());
-  tile->split(3, p.threadsX());  // [Outer, Ko, iterations, TIDy, TIDx]
-  tile->axis(3)->parallelize(ParallelType::TIDy);
-  tile->axis(4)->parallelize(ParallelType::TIDx);
+// A batched tile has its batch axis in front ([B, Outer, Ko, Bt, Ki, T]).
+void scheduleOperandLoad(TensorView* tile, bool k_inner, const MatmulParams& p, bool batched) {
+  const int64_t b = batched ? 1 : 0;
+  SMELT_INTERNAL_CHECK(tile->nDims() == 5 + b, "unexpected operand schedule ", tile->toString());
+  tile->reorder({{b + 4, b + 2}, {b + 2, b + 3}, {b + 3, b + 4}});  // [Outer, Ko, T, Bt, Ki]
+  tile->merge(b + 2);                                             // [Outer, Ko, MN, Ki]
+  if (!k_inner) tile->reorder({{b + 2, b + 3}, {b + 3, b + 2}});
+  tile->merge(b + 2);  // [Outer, Ko, tile element]
+  tile->split(b + 2, p.threads());
+  tile->split(b + 3, p.threadsX());  // [Outer, Ko, iterations, TIDy, TIDx]
+  tile->axis(b + 3)->parallelize(ParallelType::TIDy);
+  tile->axis(b + 4)->parallelize(ParallelType::TIDx);
 }
 
 // The output tile [Mo, No, BMt, BNt, TM, TN] (scheduleOutputTile) re-tiled
@@ -190,12 +214,14 @@ void scheduleOperandLoad(TensorView* tile, bool k_inner, const MatmulParams& p) 
 // thread_n consecutive columns from tx * thread_n, innermost (one vector per
 // row). M and N are not merged, so a broadcast epilogue input (a bias) keeps
 // its own indexing.
-void scheduleTileStore(TensorView* out, const MatmulParams& p) {
-  out->reorder({{4, 2}, {2, 3}, {5, 4}, {3, 5}});  // [Mo, No, TM, BMt, TN, BNt]
-  out->merge(4);                                   // [Mo, No, TM, BMt, n]
-  out->split(4, p.thread_n);                       // [Mo, No, TM, BMt, BNt, TN]
-  out->axis(3)->parallelize(ParallelType::TIDy);
-  out->axis(4)->parallelize(ParallelType::TIDx);
+void scheduleTileStore(TensorView* out, const MatmulParams& p, bool batched) {
+  const int64_t b = batched ? 1 : 0;
+  out->reorder({{b + 4, b + 2}, {b + 2, b + 3}, {b + 5, b + 4}, {b + 3, b + 5}});
+  // [Mo, No, TM, BMt, TN, BNt]
+  out->merge(b + 4);              // [Mo, No, TM, BMt, n]
+  out->split(b + 4, p.thread_n);  // [Mo, No, TM, BMt, BNt, TN]
+  out->axis(b + 3)->parallelize(ParallelType::TIDy);
+  out->axis(b + 4)->parallelize(ParallelType::TIDx);
 }
 
 // set(tv) read by `use` only (cacheAfter redirects every use).
@@ -225,6 +251,9 @@ std::string tensorCoreBlocker(const MatmulPattern& pattern, const RuntimeInfo& r
   }
   if (device.arch < 80) {
     return errorMessage("sm_", device.arch, " has no mma.sync m16n8k16 (sm_80 or newer)");
+  }
+  if (pattern.batched) {
+    return "a batched matmul runs on CUDA cores (the tensor-core tiles take one [M, N] result)";
   }
   // A broadcast M or N (A of shape [1, K] with contiguity None, B [K, 1])
   // makes the result a broadcast row or column, which the tensor-core
@@ -309,9 +338,10 @@ MatmulPattern findMatmul(const Fusion& fusion) { return analyzeOrThrow(fusion).p
 MatmulLayout matmulLayout(const Fusion& fusion, const RuntimeInfo& runtime) {
   const MatmulPattern pattern = findMatmul(fusion);
   // An operand whose inner stride is 1 is stored row-major.
+  const size_t inner = pattern.batched ? 2 : 1;
   auto row_major = [&](const TensorView* tv) {
     const InputInfo* info = runtime.inputInfo(tv);
-    return info == nullptr || info->sizes.at(1) == 1 || info->strides.at(1) == 1;
+    return info == nullptr || info->sizes.at(inner) == 1 || info->strides.at(inner) == 1;
   };
   const bool a_t = row_major(pattern.a);
   const bool b_t = row_major(pattern.b);
@@ -322,9 +352,10 @@ MatmulLayout matmulLayout(const Fusion& fusion, const RuntimeInfo& runtime) {
 MatmulParams matmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime,
                               const DeviceLimits& device) {
   const MatmulPattern pattern = findMatmul(fusion);
-  const int64_t m = runtime.extent(pattern.a->logicalNoReductions().at(0));
-  const int64_t k = runtime.extent(pattern.a->logicalNoReductions().at(1));
-  const int64_t n = runtime.extent(pattern.b->logicalNoReductions().at(1));
+  const size_t batch = pattern.batched ? 1 : 0;
+  const int64_t m = runtime.extent(pattern.a->logicalNoReductions().at(batch));
+  const int64_t k = runtime.extent(pattern.a->logicalNoReductions().at(batch + 1));
+  const int64_t n = runtime.extent(pattern.b->logicalNoReductions().at(batch + 1));
   MatmulParams p;
   p.layout = matmulLayout(fusion, runtime);
   // 16 x 16 threads, each with a register tile of up to 8 x 8.
@@ -393,7 +424,8 @@ MatmulSchedule scheduleMatmul(Fusion* fusion, const MatmulParams& params) {
   TensorView* b_frag = s.b_smem->cacheAfter();
 
   // The K loop: the accumulator's schedule, replayed up the operand chains.
-  scheduleOutputTile(s.acc, params);
+  const bool batched = pattern.batched;
+  scheduleOutputTile(s.acc, params, batched);
   for (const OperandChain* chain : {&analysis.a, &analysis.b}) {
     const bool is_a = chain == &analysis.a;
     std::vector<TensorView*> tensors{is_a ? s.a_smem : s.b_smem, is_a ? a_frag : b_frag};
@@ -402,8 +434,8 @@ MatmulSchedule scheduleMatmul(Fusion* fusion, const MatmulParams& params) {
     tensors.push_back(s.acc);
     replayBackwards(tensors);
   }
-  scheduleOperandLoad(s.a_smem, aIsKContiguous(params.layout), params);
-  scheduleOperandLoad(s.b_smem, !bIsNContiguous(params.layout), params);
+  scheduleOperandLoad(s.a_smem, aIsKContiguous(params.layout), params, batched);
+  scheduleOperandLoad(s.b_smem, !bIsNContiguous(params.layout), params, batched);
 
   // The epilogue: the output tile, and every other op in its loops.
   std::unordered_set<const TensorView*> scheduled{s.a_smem, s.b_smem, a_frag, b_frag,
@@ -411,19 +443,19 @@ MatmulSchedule scheduleMatmul(Fusion* fusion, const MatmulParams& params) {
   for (const OperandChain* chain : {&analysis.a, &analysis.b}) {
     scheduled.insert(chain->tensors.begin(), chain->tensors.end());
   }
-  scheduleOutputTile(s.output, params);
+  scheduleOutputTile(s.output, params, batched);
   if (s.c_smem != nullptr) {
     replayLike(s.c_smem, s.acc, pairwiseLogicalMap(s.acc, s.c_smem));
     scheduled.insert(s.c_smem);
-    scheduleTileStore(s.output, params);
+    scheduleTileStore(s.output, params, batched);
   }
   for (TensorView* tv : fusion->allTensors()) {
     if (!tv->isFusionInput() && !scheduled.count(tv)) tv->computeAt(s.output, -1);
   }
   inlineMost(fusion);
-  // [Outer, Ko, Bt, Ki | T]: a fragment per K step, T registers.
-  a_frag->inlineAt(4);
-  b_frag->inlineAt(4);
+  // [(B,) Outer, Ko, Bt, Ki | T]: a fragment per K step, T registers.
+  a_frag->inlineAt(batched ? 5 : 4);
+  b_frag->inlineAt(batched ? 5 : 4);
   if (params.stages > 1) {
     s.a_smem->circularBuffer(params.stages);
     s.b_smem->circularBuffer(params.stages);

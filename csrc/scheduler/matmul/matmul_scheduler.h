@@ -32,6 +32,9 @@ namespace smelt {
 // The matmul of a fusion, as matmul() builds it: out = sum(a3 * b3, K) with
 // a3/b3 broadcasts of the fusion inputs a [M, K] and b [K, N] (through casts
 // to float for half types).
+// A batched matmul (torch.bmm) has a leading batch axis B everywhere: A
+// [B, M, K], B [B, K, N], sum [B, M, rK, N], output [B, M, N]; each batch
+// is a grid z index.
 struct MatmulPattern {
   TensorView* a = nullptr;    // fusion input [M, K]
   TensorView* b = nullptr;    // fusion input [K, N]
@@ -39,6 +42,7 @@ struct MatmulPattern {
   Expr* b_use = nullptr;
   TensorView* sum = nullptr;  // [M, rK, N]
   TensorView* output = nullptr;  // the fusion's output, [M, N]
+  bool batched = false;
   // An operand (a or b) also read outside the matmul (`a @ b + a`), or null.
   const TensorView* operand_used_elsewhere = nullptr;
 };

@@ -33,7 +33,7 @@ aten = torch.ops.aten
 # Composite ops lowered to the ATen/prims ops smelt translates: forward
 # normalizations and activations, and their backward ops (training graphs).
 DECOMPOSITIONS = get_decompositions([
-    aten._softmax, aten._log_softmax, aten.addmm, aten.linear, aten.mean,
+    aten._softmax, aten._log_softmax, aten.addmm, aten.baddbmm, aten.linear, aten.mean,
     aten.native_layer_norm, aten.silu, aten.var_mean,
     aten._native_batch_norm_legit_no_training, aten._native_batch_norm_legit,
     aten._native_batch_norm_legit_functional,

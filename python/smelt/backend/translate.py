@@ -98,7 +98,7 @@ def _feeds_matmul(node: torch.fx.Node) -> bool:
     """Whether `node` is a matmul operand, directly or through dtype casts
     (the operand chain the matmul scheduler takes)."""
     for user in node.users:
-        if user.target == aten.mm.default:
+        if user.target in (aten.mm.default, aten.bmm.default):
             return True
         if user.target in (aten._to_copy.default, prims.convert_element_type.default) and \
                 _feeds_matmul(user):
@@ -744,7 +744,7 @@ def _lift_fresh_copy(t, node, x):
 
 
 # ---- matmul ----
-@translates(aten.mm.default)
+@translates(aten.mm.default, aten.bmm.default)
 def _mm(t, node, a, b):
     return t.fd.ops.matmul(t.arg(a), t.arg(b))
 

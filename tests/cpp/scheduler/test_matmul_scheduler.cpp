@@ -298,6 +298,57 @@ TEST(MatmulScheduler, OddShapesAndStageCounts) {
   }
 }
 
+// A batched matmul ([B, M, K] x [B, K, N], torch.bmm) with a per-batch
+// epilogue input: the batch on grid z, both operand layouts, one and three
+// stages, with and without the shared epilogue tile; the selection takes it
+// to the matmul scheduler.
+TEST(MatmulScheduler, BatchedOnGridZ) {
+  for (bool smem_epilogue : {false, true}) {
+    for (int64_t stages : {1, 3}) {
+      Fusion fusion;
+      FusionGuard guard(&fusion);
+      TensorView* a = makeConcreteTensor({3, 21, 13});
+      TensorView* b = makeConcreteTensor({3, 13, 37});
+      TensorView* c = makeConcreteTensor({3, 21, 37});
+      fusion.addInput(a);
+      fusion.addInput(b);
+      fusion.addInput(c);
+      fusion.addOutput(relu(add(matmul(a, b), c)));
+      at::manual_seed(5);
+      const std::vector<at::Tensor> inputs = {at::randn({3, 13, 21}).transpose(1, 2),
+                                              at::randn({3, 13, 37}), at::randn({3, 21, 37})};
+      RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
+      ASSERT_EQ(selectScheduler(fusion, runtime), SchedulerType::Matmul);
+      MatmulParams params = smallParams(matmulLayout(fusion, runtime), smem_epilogue);
+      EXPECT_EQ(params.layout, MatmulLayout::NT);
+      params.stages = stages;
+      scheduleMatmul(&fusion, params);
+      SCOPED_TRACE(::testing::Message() << "smem epilogue " << smem_epilogue << ", " << stages
+                                        << " stages");
+      expectKernelCorrect(fusion, inputs, 1e-4, 1e-4);
+      GpuLower lower(&fusion);
+      const kir::Kernel& kernel = lower.run();
+      EXPECT_NE(generateCuda(kernel, "bmm").find("blockIdx.z"), std::string::npos);
+      expectCompilesWithPlannedSharedMemory(kernel, "bmm");
+    }
+  }
+  // Half operands stay on CUDA cores, saying why.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor({2, 16, 32}, DataType::Half);
+  TensorView* b = makeConcreteTensor({2, 32, 16}, DataType::Half);
+  fusion.addInput(a);
+  fusion.addInput(b);
+  fusion.addOutput(matmul(a, b));
+  const std::vector<at::Tensor> inputs = {at::randn({2, 16, 32}).to(at::kHalf),
+                                          at::randn({2, 32, 16}).to(at::kHalf)};
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
+  const MatmulParams params = matmulHeuristics(fusion, runtime, DeviceLimits::sm90());
+  EXPECT_FALSE(params.use_tensor_cores);
+  EXPECT_NE(params.tensor_core_blocker.find("batched matmul runs on CUDA cores"),
+            std::string::npos) << params.tensor_core_blocker;
+}
+
 // A pointwise epilogue with its own input runs in the output's loops.
 TEST(MatmulScheduler, BiasReluEpilogue) {
   for (bool smem_epilogue : {false, true}) {
