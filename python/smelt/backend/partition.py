@@ -24,6 +24,7 @@ from torch.fx.passes.operator_support import OperatorSupport
 from smelt._C import SmeltError
 from smelt.backend.compile_ahead import compile_all, compile_jobs
 from smelt.backend.layout import OutputLayout, traced_layout
+from smelt.backend.view_sinking import sink_views_after_matmuls
 from smelt.backend.translate import (Translation, Unsupported, _as_output, define_input,
                                      drop_empty_cat_operands, meta_tensor, node_support)
 from smelt.fusion_definition import FusionDefinition
@@ -398,6 +399,7 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
     become fusions keep their torch code under the name torch_partition_N."""
     start = time.perf_counter()
     drop_empty_cat_operands(gm.graph)
+    sink_views_after_matmuls(gm.graph)
     support = _SmeltSupport()
     support.split_off_torch_pieces(gm.graph)
     gm.recompile()
