@@ -739,7 +739,7 @@ TensorView* matmul(TensorView* a, TensorView* b) {
 }
 
 TensorView* tensorCoreMma(TensorView* a, TensorView* b, const TensorCoreMatmulParams& params) {
-  checkMatmulOperands("mma", a, b, /*batch_allowed=*/false);
+  checkMatmulOperands("mma", a, b, /*batch_allowed=*/true);
   for (const TensorView* operand : {a, b}) {
     SMELT_CHECK(operand->dtype() == DataType::Half || operand->dtype() == DataType::BFloat16,
                 "mma: operand ", operand->name(), " is ", operand->dtype(),
@@ -750,10 +750,13 @@ TensorView* tensorCoreMma(TensorView* a, TensorView* b, const TensorCoreMatmulPa
   checkTensorCoreParams(params);
   Fusion* f = Fusion::current();
   const auto a_axes = a->logicalNoReductions();
-  TensorView* out = f->newTensor(
-      DataType::Float, {elementwiseAxis(f, a_axes[0]),
-                        f->newIterDomain(a_axes[1]->loopExtent(), IterType::Reduction),
-                        elementwiseAxis(f, b->logicalNoReductions()[1])});
+  const size_t batch = a_axes.size() - 2;
+  std::vector<IterDomain*> axes;
+  if (batch == 1) axes.push_back(elementwiseAxis(f, a_axes[0]));
+  axes.push_back(elementwiseAxis(f, a_axes[batch]));
+  axes.push_back(f->newIterDomain(a_axes[batch + 1]->loopExtent(), IterType::Reduction));
+  axes.push_back(elementwiseAxis(f, b->logicalNoReductions()[batch + 1]));
+  TensorView* out = f->newTensor(DataType::Float, std::move(axes));
   f->newExpr<MmaOp>(out, a, b, params);
   return out;
 }

@@ -163,7 +163,7 @@ TensorView* iota(const std::vector<IntExpr>& shape, Val* start, Val* step,
 // likewise over [B, M, rK, N] (torch.bmm). Half/bfloat16 operands are cast to
 // float first (fp32 accumulation) and the sum is cast back to their type.
 TensorView* matmul(TensorView* a, TensorView* b);
-// [M, K] x [K, N] -> [M, rK, N] Float on tensor cores (MmaOp): the
+// [(B,) M, K] x [(B,) K, N] -> [(B,) M, rK, N] Float on tensor cores (MmaOp): the
 // accumulator of matmul(a, b) for Half/BFloat16 operands of one type, tiled
 // as `params` says. The matmul scheduler creates it; a fusion holding one is
 // lowered by the tensor-core lowering only.

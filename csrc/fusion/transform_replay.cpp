@@ -41,10 +41,12 @@ IdMap pairwiseLogicalMap(const TensorView* producer, const TensorView* consumer)
     }
     return map;
   }
-  if (def->type() == ExprType::Mma) {  // a [M, K] and b [K, N] onto [M, rK, N]
+  if (def->type() == ExprType::Mma) {  // a [(B,) M, K] and b [(B,) K, N] onto [(B,) M, rK, N]
     const bool is_a = producer == static_cast<const MmaOp*>(def)->a();
-    map[p_axes.at(0)] = c_axes.at(is_a ? 0 : 1);
-    map[p_axes.at(1)] = c_axes.at(is_a ? 1 : 2);
+    const size_t b = p_axes.size() - 2;
+    if (b == 1) map[p_axes.at(0)] = c_axes.at(0);
+    map[p_axes.at(b)] = c_axes.at(b + (is_a ? 0 : 1));
+    map[p_axes.at(b + 1)] = c_axes.at(b + (is_a ? 1 : 2));
     return map;
   }
   if (def->type() == ExprType::IndexSelect) {

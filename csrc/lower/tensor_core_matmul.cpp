@@ -28,8 +28,9 @@ kir::Operand accessOperand(const kir::Access& access) {
   return op;
 }
 
-// Which output coordinate a logical dimension of an epilogue tensor follows.
-enum class Coord { Row, Col, Zero };
+// Which output coordinate a logical dimension of an epilogue tensor follows
+// (Batch: the batch of a batched matmul, blockIdx.z).
+enum class Coord { Batch, Row, Col, Zero };
 
 class Builder {
  public:
@@ -68,9 +69,13 @@ class Builder {
     SMELT_CHECK(ops_.a->isFusionInput() && ops_.b->isFusionInput(),
                 "tensor-core matmul: operands ", ops_.a->name(), " and ", ops_.b->name(),
                 " must be fusion inputs (they are loaded with cp.async)");
-    m_ = ops_.a->logicalNoReductions().at(0)->extent();
-    k_ = ops_.a->logicalNoReductions().at(1)->extent();
-    n_ = ops_.b->logicalNoReductions().at(1)->extent();
+    // A batched matmul ([B, M, K] x [B, K, N]) runs batch blockIdx.z; its
+    // operands' logical dimensions shift by one.
+    batch_ = ops_.a->logicalNoReductions().size() == 3 ? 1 : 0;
+    m_ = ops_.a->logicalNoReductions().at(batch_)->extent();
+    k_ = ops_.a->logicalNoReductions().at(batch_ + 1)->extent();
+    n_ = ops_.b->logicalNoReductions().at(batch_ + 1)->extent();
+    if (batch_ == 1) batches_ = ops_.a->logicalNoReductions().at(0)->extent();
   }
 
   // The fusion's ops other than the matmul (casts and broadcasts of the
@@ -89,7 +94,7 @@ class Builder {
     for (Expr* e : fusion_->exprs()) {
       if (!matmul_exprs.count(e)) epilogue_.push_back(e);
     }
-    coords_[ops_.output] = {Coord::Row, Coord::Col};
+    coords_[ops_.output] = outputCoords();
     for (auto it = epilogue_.rbegin(); it != epilogue_.rend(); ++it) {
       const Expr* e = *it;
       SMELT_CHECK(e->type() == ExprType::Unary || e->type() == ExprType::Binary ||
@@ -119,10 +124,14 @@ class Builder {
         coords_[in] = c;
       }
     }
-    const std::vector<Coord> row_col{Coord::Row, Coord::Col};
-    SMELT_CHECK(coords_.count(ops_.sum) && coords_.at(ops_.sum) == row_col,
+    SMELT_CHECK(coords_.count(ops_.sum) && coords_.at(ops_.sum) == outputCoords(),
                 "tensor-core matmul: the output ", ops_.output->name(),
                 " is not an element-wise function of the matmul result ", ops_.sum->name());
+  }
+
+  std::vector<Coord> outputCoords() const {
+    if (batch_ == 1) return {Coord::Batch, Coord::Row, Coord::Col};
+    return {Coord::Row, Coord::Col};
   }
 
   // ---- buffers ----
@@ -172,6 +181,7 @@ class Builder {
     }
     kernel_.launch.grid[0] = ceilDiv(n_, p_.block_n);
     kernel_.launch.grid[1] = ceilDiv(m_, p_.block_m);
+    kernel_.launch.grid[2] = batches_;
     kernel_.launch.block[0] = p_.threads();
   }
 
@@ -212,7 +222,11 @@ class Builder {
   }
 
   kir::StmtList& threadLoops() {
-    kir::ForLoop* by = loop(kernel_.body, "blockIdx.y", kernel_.launch.grid[1], ParallelType::BIDy);
+    kir::StmtList* outer = &kernel_.body;
+    if (batch_ == 1) {
+      outer = &loop(kernel_.body, "blockIdx.z", kernel_.launch.grid[2], ParallelType::BIDz)->body;
+    }
+    kir::ForLoop* by = loop(*outer, "blockIdx.y", kernel_.launch.grid[1], ParallelType::BIDy);
     kir::ForLoop* bx = loop(by->body, "blockIdx.x", kernel_.launch.grid[0], ParallelType::BIDx);
     return loop(bx->body, "threadIdx.x", p_.threads(), ParallelType::TIDx)->body;
   }
@@ -253,18 +267,25 @@ class Builder {
 
   TileSpec aTile(const IntExpr& k0) const {
     const IntExpr m0 = sym("blockIdx.y") * p_.block_m;
+    const int m = batch_, k = batch_ + 1;
     if (p_.a_k_contiguous) {
-      return {a_smem_, globals_.at(ops_.a), p_.block_m, p_.block_k, m0, m_, 0, k0, k_, 1};
+      return {a_smem_, globals_.at(ops_.a), p_.block_m, p_.block_k, m0, m_, m, k0, k_, k};
     }
-    return {a_smem_, globals_.at(ops_.a), p_.block_k, p_.block_m, k0, k_, 1, m0, m_, 0};
+    return {a_smem_, globals_.at(ops_.a), p_.block_k, p_.block_m, k0, k_, k, m0, m_, m};
   }
 
   TileSpec bTile(const IntExpr& k0) const {
     const IntExpr n0 = sym("blockIdx.x") * p_.block_n;
+    const int k = batch_, n = batch_ + 1;
     if (p_.b_k_contiguous) {
-      return {b_smem_, globals_.at(ops_.b), p_.block_n, p_.block_k, n0, n_, 1, k0, k_, 0};
+      return {b_smem_, globals_.at(ops_.b), p_.block_n, p_.block_k, n0, n_, n, k0, k_, k};
     }
-    return {b_smem_, globals_.at(ops_.b), p_.block_k, p_.block_n, k0, k_, 0, n0, n_, 1};
+    return {b_smem_, globals_.at(ops_.b), p_.block_k, p_.block_n, k0, k_, k, n0, n_, n};
+  }
+
+  // Where batch blockIdx.z of a batched operand starts (0 unbatched).
+  IntExpr batchOffset(const kir::Buffer* gmem) const {
+    return batch_ == 1 ? sym("blockIdx.z") * stride(gmem, 0) : IntExpr(0);
   }
 
   static IntExpr stride(const kir::Buffer* b, int d) {
@@ -284,13 +305,14 @@ class Builder {
     auto copy = std::make_unique<kir::CpAsync>();
     copy->bytes = 16;
     copy->dst = {t.smem, stage * (t.rows * t.cols) + operandTileIndex(row, col, t.cols, p_.swizzle)};
-    copy->src = {t.gmem, (t.row_base + row) * stride(t.gmem, t.row_dim) +
+    copy->src = {t.gmem, batchOffset(t.gmem) + (t.row_base + row) * stride(t.gmem, t.row_dim) +
                              (t.col_base + col) * stride(t.gmem, t.col_dim)};
     copy->predicate.terms = {{t.row_base + row, kir::Predicate::Term::Kind::LessThan, t.row_extent},
                              {t.col_base + col, kir::Predicate::Term::Kind::LessThan, t.col_extent}};
-    // Whole chunks: a row's last chunk ends at its end, and every row starts
-    // 16-byte aligned.
+    // Whole chunks: a row's last chunk ends at its end, and every row (of
+    // every batch) starts 16-byte aligned.
     copy->src_multiples = {t.col_extent, stride(t.gmem, t.row_dim)};
+    if (batch_ == 1) copy->src_multiples.push_back(stride(t.gmem, 0));
     copy->src_unit_stride = stride(t.gmem, t.col_dim);
     append(l->body, std::move(copy));
   }
@@ -422,7 +444,8 @@ class Builder {
       const std::vector<Coord>& c = coords_.at(tv);
       for (size_t d = 0; d < c.size(); ++d) {
         if (c[d] == Coord::Zero) continue;
-        index = index + (c[d] == Coord::Row ? row : col) * stride(g, static_cast<int>(d));
+        const IntExpr coord = c[d] == Coord::Batch ? sym("blockIdx.z") : c[d] == Coord::Row ? row : col;
+        index = index + coord * stride(g, static_cast<int>(d));
       }
       return {g, index};
     };
@@ -500,6 +523,8 @@ class Builder {
   TensorCoreMatmulParams p_;
   kir::Kernel kernel_;
   IntExpr m_, n_, k_;
+  int batch_ = 0;        // 1: a batched matmul, the batch in blockIdx.z
+  IntExpr batches_ = 1;  // the batch extent
   int64_t m_tiles_ = 0, n_tiles_ = 0;
   std::vector<const Expr*> epilogue_;
   std::map<const TensorView*, std::vector<Coord>> coords_;

@@ -54,10 +54,6 @@ TensorView* defineTensor(const std::vector<int64_t>& shape,
   return tv;
 }
 
-std::vector<IntExpr> toIntExprs(const std::vector<int64_t>& values) {
-  return {values.begin(), values.end()};
-}
-
 void bindEnums(py::module_& m) {
   py::enum_<DataType>(m, "DataType")
       .value("Float", DataType::Float)

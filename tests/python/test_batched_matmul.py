@@ -56,11 +56,38 @@ def test_bmm_matches_torch(shape, dtype, a_t, b_t, epilogue):
     report = fd.last_run_report()
     assert report.startswith("0 matmul") and "\n1 " not in report, report  # one kernel
     assert f"grid(1, 1, {batch})" in report or f", {batch})" in report, report
-    if dtype != torch.float32:
-        assert "a batched matmul runs on CUDA cores" in report, report
+    # fp16/bf16 with 8-element-aligned extents and strides: mma.sync.
+    assert ("tensor cores: yes" in report) == (dtype != torch.float32), report
     (kernel,) = fd.last_kernels()
     assert "blockIdx.z" in kernel.cuda
     assert kernel.ptxas.registers > 0  # NVRTC compiled it
+
+
+def test_batched_tensor_cores_with_a_batch_broadcast_bias_and_unaligned_batches():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([-1, -1, -1], dtype=DataType.Half)
+        b = fd.define_tensor([-1, -1, -1], dtype=DataType.Half)
+        bias = fd.define_tensor([-1], dtype=DataType.Half)
+        c = fd.ops.matmul(a, b)
+        fd.add_output(fd.ops.add(c, fd.ops.broadcast_in_dim(bias, [a.size(0), a.size(1), b.size(2)],
+                                                            [2])))
+    A = torch.randn(3, 40, 64, generator=gen(11)).half()
+    B = torch.randn(3, 64, 24, generator=gen(12)).half()
+    bias = torch.randn(24, generator=gen(13)).half()
+    expected = (torch.bmm(A.float(), B.float()) + bias.float()).half()
+    (out,) = fd.execute([A, B, bias])
+    torch.testing.assert_close(out, expected, rtol=2e-2, atol=2e-2)
+    assert "tensor cores: yes" in fd.last_run_report()
+    # Batches 516 elements apart: each batch's rows would not start 16-byte
+    # aligned, so the kernel is the CUDA-core one, saying why.
+    storage = torch.randn(3 * 516, generator=gen(14)).half()
+    A_odd = storage.as_strided((3, 16, 32), (516, 32, 1))
+    (out,) = fd.execute([A_odd, B[:, :32, :].contiguous(), bias])
+    torch.testing.assert_close(
+        out, (torch.bmm(A_odd.float(), B[:, :32, :].float()) + bias.float()).half(),
+        rtol=2e-2, atol=2e-2)
+    report = fd.last_run_report()
+    assert "axis 0 (batch) has stride 516, not a multiple of 8" in report, report
 
 
 def test_bmm_operand_errors_name_the_tensor():

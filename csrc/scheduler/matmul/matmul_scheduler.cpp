@@ -252,9 +252,6 @@ std::string tensorCoreBlocker(const MatmulPattern& pattern, const RuntimeInfo& r
   if (device.arch < 80) {
     return errorMessage("sm_", device.arch, " has no mma.sync m16n8k16 (sm_80 or newer)");
   }
-  if (pattern.batched) {
-    return "a batched matmul runs on CUDA cores (the tensor-core tiles take one [M, N] result)";
-  }
   // A broadcast M or N (A of shape [1, K] with contiguity None, B [K, 1])
   // makes the result a broadcast row or column, which the tensor-core
   // schedule's [M, N] tiles and epilogue do not map; the CUDA-core schedule
@@ -281,24 +278,31 @@ std::string tensorCoreBlocker(const MatmulPattern& pattern, const RuntimeInfo& r
       {"B", pattern.b, {"K", "N"}, bIsNContiguous(layout) ? 1 : 0},
   };
   constexpr int64_t kChunk = 8;  // elements of 16 bytes
+  // A batched operand's [rows, cols] follow its batch axis.
+  const int b = pattern.batched ? 1 : 0;
   for (const Operand& op : operands) {
     const InputInfo* info = runtime.inputInfo(op.tv);
     SMELT_INTERNAL_CHECK(info != nullptr, "no input info for ", op.tv->name());
-    const int c = op.contiguous_axis;
-    const int other = 1 - c;
+    const int c = b + op.contiguous_axis;
+    const int other = b + 1 - op.contiguous_axis;
     const std::string operand = errorMessage("operand ", op.which, " (", op.tv->name(), ")");
     if (info->sizes[c] % kChunk != 0) {
-      return errorMessage(op.axis_names[c], "=", info->sizes[c], " is not a multiple of 8 (",
+      return errorMessage(op.axis_names[c - b], "=", info->sizes[c], " is not a multiple of 8 (",
                           operand, " axis ", c, ", its contiguous one: cp.async copies whole "
                           "16-byte chunks)");
     }
     if (info->sizes[c] > 1 && info->strides[c] != 1) {
-      return errorMessage(operand, " has no unit-stride axis (strides ", info->strides[0], ", ",
-                          info->strides[1], ")");
+      return errorMessage(operand, " has no unit-stride axis (strides ", info->strides[b], ", ",
+                          info->strides[b + 1], ")");
     }
     if (info->sizes[other] > 1 && info->strides[other] % kChunk != 0) {
-      return errorMessage(operand, " axis ", other, " (", op.axis_names[other], ") has stride ",
-                          info->strides[other], ", not a multiple of 8 (rows of 16-byte chunks)");
+      return errorMessage(operand, " axis ", other, " (", op.axis_names[other - b],
+                          ") has stride ", info->strides[other],
+                          ", not a multiple of 8 (rows of 16-byte chunks)");
+    }
+    if (b == 1 && info->sizes[0] > 1 && info->strides[0] % kChunk != 0) {
+      return errorMessage(operand, " axis 0 (batch) has stride ", info->strides[0],
+                          ", not a multiple of 8 (each batch's rows start 16-byte aligned)");
     }
     if (info->alignment < 16) {
       return errorMessage(operand, " data is ", info->alignment,

@@ -332,21 +332,37 @@ TEST(MatmulScheduler, BatchedOnGridZ) {
       expectCompilesWithPlannedSharedMemory(kernel, "bmm");
     }
   }
-  // Half operands stay on CUDA cores, saying why.
-  Fusion fusion;
-  FusionGuard guard(&fusion);
-  TensorView* a = makeConcreteTensor({2, 16, 32}, DataType::Half);
-  TensorView* b = makeConcreteTensor({2, 32, 16}, DataType::Half);
-  fusion.addInput(a);
-  fusion.addInput(b);
-  fusion.addOutput(matmul(a, b));
-  const std::vector<at::Tensor> inputs = {at::randn({2, 16, 32}).to(at::kHalf),
-                                          at::randn({2, 32, 16}).to(at::kHalf)};
-  RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
-  const MatmulParams params = matmulHeuristics(fusion, runtime, DeviceLimits::sm90());
-  EXPECT_FALSE(params.use_tensor_cores);
-  EXPECT_NE(params.tensor_core_blocker.find("batched matmul runs on CUDA cores"),
-            std::string::npos) << params.tensor_core_blocker;
+}
+
+// Half operands of a batched matmul on tensor cores: blockIdx.z picks the
+// batch of A, B and the epilogue input; register and shared epilogues.
+TEST(MatmulScheduler, BatchedOnTensorCores) {
+  for (bool smem_epilogue : {false, true}) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor({2, 48, 32}, DataType::Half);
+    TensorView* b = makeConcreteTensor({2, 32, 40}, DataType::Half);
+    TensorView* c = makeConcreteTensor({2, 48, 40}, DataType::Half);
+    fusion.addInput(a);
+    fusion.addInput(b);
+    fusion.addInput(c);
+    fusion.addOutput(relu(add(matmul(a, b), c)));
+    at::manual_seed(6);
+    const std::vector<at::Tensor> inputs = {at::randn({2, 48, 32}).to(at::kHalf),
+                                            at::randn({2, 40, 32}).to(at::kHalf).transpose(1, 2),
+                                            at::randn({2, 48, 40}).to(at::kHalf)};
+    RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
+    MatmulParams params = matmulHeuristics(fusion, runtime, DeviceLimits::sm90());
+    ASSERT_TRUE(params.use_tensor_cores) << params.tensor_core_blocker;
+    params.tensor_core.smem_epilogue = smem_epilogue;
+    scheduleMatmul(&fusion, params);
+    SCOPED_TRACE(::testing::Message() << "smem epilogue " << smem_epilogue);
+    expectKernelCorrect(fusion, inputs, 2e-2, 2e-2);
+    GpuLower lower(&fusion);
+    const kir::Kernel& kernel = lower.run();
+    EXPECT_EQ(kernel.launch.grid[2].toString(), "2");
+    expectCompilesWithPlannedSharedMemory(kernel, "bmm_tc");
+  }
 }
 
 // A pointwise epilogue with its own input runs in the output's loops.
