@@ -372,6 +372,14 @@ def test_fuzz_program_matches_eager(seed):
     _check(program, outcome, KNOWN_OPEN.get(seed))
 
 
+@pytest.mark.parametrize("seed", range(2000, 2040))
+def test_fuzz_models_profile_matches_eager(seed):
+    """Programs with linear layers (the "models" profile): the views after
+    their matmuls move below the elementwise ops (backend/view_sinking.py)."""
+    program, outcome = fuzz.run_seed(seed, profile="models")
+    _check(program, outcome)
+
+
 @pytest.mark.parametrize("bug", [pytest.param(k, marks=pytest.mark.xfail(
     strict=True, raises=KnownOpenFailure, reason=v.description))
     for k, v in KNOWN_BUGS.items() if k not in FIXED])

@@ -138,6 +138,16 @@ PROFILES: Dict[str, Dict[str, Any]] = {
                     "squeeze": 1, "expand": 1, "slice": 3, "cat": 2, "contiguous": 2},
         "steps": (4, 9), "noncontig": 0.15, "size1": 0.06,
     },
+    # Linear layers as models write them (rows flattened, a matmul with a
+    # weight, viewed back) between elementwise ops, residual adds and
+    # normalizations: the views the backend moves below matmul epilogues.
+    "models": {
+        "weights": {"unary": 16, "binary": 24, "where": 3, "reduce": 6, "softmax": 4,
+                    "layer_norm": 6, "var_mean": 2, "reshape": 6, "permute": 4, "unsqueeze": 2,
+                    "squeeze": 1, "expand": 2, "slice": 2, "cat": 2, "contiguous": 1,
+                    "linear": 14},
+        "steps": (3, 8), "noncontig": 0.2, "size1": 0.1,
+    },
     # No size-1 dimensions from inputs, unsqueeze or expand (only keepdim
     # reductions make them): away from every known open bug's trigger.
     "clean": {
@@ -334,6 +344,24 @@ class Generator:
         if op == "div":
             return self._emit(f"{a.name} / ({b.name}.abs() + 1)", a.mag, True)
         return self._emit(f"torch.maximum({a.name}, {b.name})", max(a.mag, b.mag), True)
+
+    def _op_linear(self, x: Value) -> Value:
+        """x @ w over x's last dimension, as nn.Linear and GPT-2's Conv1D
+        compute it: rows flattened, a matmul (addmm with a bias input half
+        the time), the result viewed back to x's leading dimensions."""
+        rng = self.rng
+        if len(x.shape) < 2 or x.mag > 1e2:
+            raise _Reject("rank < 2 or too large")
+        k, n = x.shape[-1], rng.randint(2, MAX_EXTENT)
+        w = self._add_input((k, n), allow_noncontig=False, prefix="w")
+        rows = f"{x.name}.reshape(-1, {k})"
+        if rng.random() < 0.5:
+            b = self._add_input((n,), allow_noncontig=False, prefix="b")
+            product = f"torch.addmm({b.name}, {rows}, {w.name})"
+        else:
+            product = f"({rows} @ {w.name})"
+        shape = _shape_str(tuple(x.shape[:-1]) + (n,))
+        return self._emit(f"{product}.view({shape})", x.mag * 2.0 * k + 2.0, True)
 
     def _op_where(self, x: Value) -> Value:
         rng = self.rng
