@@ -97,11 +97,13 @@ class Builder {
     coords_[ops_.output] = outputCoords();
     for (auto it = epilogue_.rbegin(); it != epilogue_.rend(); ++it) {
       const Expr* e = *it;
+      // An expand reads its input's element at the same coordinates (its
+      // broadcast dimensions, plain broadcasts in the input, read index 0).
       SMELT_CHECK(e->type() == ExprType::Unary || e->type() == ExprType::Binary ||
                       e->type() == ExprType::Where || e->type() == ExprType::Broadcast ||
-                      e->type() == ExprType::Set,
+                      e->type() == ExprType::Set || e->type() == ExprType::Expand,
                   "tensor-core matmul: epilogue op ", e->toString(),
-                  " is not pointwise (unary, binary, where, broadcast or set)");
+                  " is not pointwise (unary, binary, where, broadcast, expand or set)");
       auto out = coords_.find(e->output());
       SMELT_CHECK(out != coords_.end(), "tensor-core matmul: ", e->output()->name(),
                   " is not on the way to the output ", ops_.output->name());

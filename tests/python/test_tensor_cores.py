@@ -150,3 +150,25 @@ def test_matmul_result_and_its_epilogue_as_two_outputs_keep_tensor_cores():
     torch.testing.assert_close(r.float(), torch.relu(want), rtol=2e-2, atol=2e-2)
     report = fd.last_run_report()
     assert report.count("tensor cores: yes") == 1 and " reduction " not in report, report
+
+
+def test_bias_through_broadcast_in_dim_stays_in_the_tensor_core_epilogue():
+    # broadcast_in_dim to a concrete [M, N] shape is a broadcast and an
+    # expand; the expand was refused in the tensor-core epilogue, so the
+    # expanded bias became a kernel of its own writing M x N elements.
+    with FusionDefinition() as fd:
+        a = fd.define_tensor([-1, -1], dtype=DataType.Half)
+        b = fd.define_tensor([-1, -1], dtype=DataType.Half)
+        bias = fd.define_tensor([-1], dtype=DataType.Half)
+        c = fd.ops.matmul(a, b)
+        fd.add_output(fd.ops.relu(fd.ops.add(
+            c, fd.ops.broadcast_in_dim(bias, [a.size(0), b.size(1)], [1]))))
+    g = torch.Generator().manual_seed(3)
+    A, B = torch.randn(48, 32, generator=g).half(), torch.randn(32, 40, generator=g).half()
+    bias = torch.randn(40, generator=g).half()
+    (out,) = fd.execute([A, B, bias])
+    torch.testing.assert_close(out, reference("relu", A, B, bias), rtol=2e-2, atol=2e-2)
+    report = fd.last_run_report()
+    assert report.startswith("0 matmul") and "\n1 " not in report and "refused" not in report, \
+        report
+    assert "tensor cores: yes" in report, report
