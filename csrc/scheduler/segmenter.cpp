@@ -253,8 +253,19 @@ class Segmenter {
   }
 
   // Bytes of the tensors `producer` computes that only `consumer` (and
-  // `producer` itself) reads and that are not fusion outputs.
+  // `producer` itself) reads and that are not fusion outputs. None when
+  // `consumer` only regroups axes (reshape, squeeze, size-1 broadcast): it
+  // runs as a view of the contiguous tensor the producer writes (no kernel,
+  // no bytes), so merging it early would only bind the producer to the
+  // reshape's loops, which a merge of expanded and iterated axes refuses
+  // (repeat_kv's expand().clone().view(): the clone and its view became a
+  // kernel of their own).
   int64_t savedBytes(int producer, int consumer) const {
+    const auto regroups = [&](int e) {
+      const ExprType type = exprs_[e]->type();
+      return type == ExprType::Reshape || type == ExprType::Squeeze || type == ExprType::Broadcast;
+    };
+    if (std::all_of(groups_[consumer].begin(), groups_[consumer].end(), regroups)) return 0;
     int64_t bytes = 0;
     for (int m : groups_[producer]) {
       const TensorView* tv = exprs_[m]->output();

@@ -458,7 +458,9 @@ FusionRun expectCacheMatchesATen(std::unique_ptr<Fusion> owned, const std::vecto
 // pointwise one replayed the flatten's merge onto the broadcast of the
 // row sums, whose merged loop dropped the broadcast dimension, and read the
 // row sums at the flat index: every row after the first was garbage.
-// Symbolic and static extents (torch.compile defines static ones).
+// Symbolic and static extents (torch.compile defines static ones). Now the
+// product runs in the persistent kernel of the sums (the flatten is left as
+// a view of its output).
 TEST(FuzzRegression, ReductionBroadcastThenFlattenMatchesATenThroughTheCache) {
   for (const bool symbolic : {true, false}) {
     auto owned = std::make_unique<Fusion>();
@@ -469,7 +471,8 @@ TEST(FuzzRegression, ReductionBroadcastThenFlattenMatchesATenThroughTheCache) {
     owned->addOutput(reshape(scaled, {-1}));
     const FusionRun run = expectCacheMatchesATen(std::move(owned), {at::rand({4, 3})});
     ASSERT_EQ(run.segments.size(), 2u) << run.toString();
-    EXPECT_EQ(run.segments[0].scheduler, SchedulerType::Reduction) << run.toString();
+    EXPECT_EQ(run.segments[0].scheduler, SchedulerType::Persistent) << run.toString();
+    EXPECT_TRUE(run.segments[1].view) << run.toString();
   }
 }
 

@@ -607,6 +607,41 @@ TEST(Segmentation, ReshapeMergingABroadcastDimensionWithAnIteratedOne) {
   }
 }
 
+// GQA's repeat_kv after a projection: k.view(S, H, D).transpose(0, 1)
+// [:, None].expand(H, R, S, D).clone().view(H * R, S, D). The reshape merges
+// the repeat (expanded before the copy) with the heads, so no kernel runs
+// its loops with the copy's producers; the copy is the last thing a kernel
+// writes and the reshape a view of it. The copy and the reshape took one
+// kernel of their own (merged first, as if a view cost bytes), after a
+// kernel writing the un-repeated transpose: two kernels, not one.
+TEST(Segmentation, RepeatedHeadsAreCopiedByTheirProducersKernelAndViewed) {
+  const int64_t s = 8, h = 2, r = 3, d = 4;
+  auto owned = std::make_unique<Fusion>();
+  Fusion& fusion = *owned;
+  FusionGuard guard(&fusion);
+  TensorView* projected = makeConcreteTensor({s, h * d});
+  fusion.addInput(projected);
+  TensorView* heads = permute(reshape(mul(projected, 2.0), {s, h, d}), {1, 0, 2});
+  TensorView* repeated = set(expand(broadcast(heads, {false, true, false, false}), {-1, r, -1, -1}));
+  fusion.addOutput(heads);
+  fusion.addOutput(reshape(repeated, {h * r, s, d}));
+  const std::vector<at::Tensor> inputs = {randn({s, h * d})};
+  EXPECT_EQ(segmentAndCheck(fusion, inputs).toString(),
+            "segment 0 (pointwise): T0 -> T3, T6\n"
+            "segment 1 (pointwise): T6 -> T7\n");
+  FusionExecutorCache cache(std::move(owned));
+  const std::vector<at::Tensor> outputs = cache.runFusionWithInputs(inputs);
+  const at::Tensor want_heads = (inputs[0] * 2.0).view({s, h, d}).transpose(0, 1);
+  EXPECT_TRUE(at::allclose(outputs[0], want_heads));
+  const at::Tensor want = want_heads.unsqueeze(1).expand({h, r, s, d}).reshape({h * r, s, d});
+  EXPECT_TRUE(at::allclose(outputs[1], want));
+  EXPECT_EQ(outputs[1].strides(), want.strides());
+  const FusionRun& run = cache.lastRun();
+  ASSERT_EQ(run.segments.size(), 2u);
+  EXPECT_FALSE(run.segments[0].view);
+  EXPECT_TRUE(run.segments[1].view);
+}
+
 // Issue 17, class 4: the attention softmax of GPT-2, BERT, T5 and BART,
 // softmax(s * 0.25 + mask, -1).view(B * H, T, T) with the mask broadcast
 // over the heads. The view takes a pointwise segment; the persistent one
@@ -641,11 +676,11 @@ TEST(Segmentation, AttentionSoftmaxWithAMaskBroadcastOverHeads) {
       EXPECT_EQ(got.strides(), want.strides());
       const FusionRun& run = cache.lastRun();
       // The mask broadcasts the heads, so no loop merges batch and heads as
-      // the view does: the masked scores are one segment, and the softmax
-      // with the view (whose rows merge batch and heads) the other.
+      // the view does: the softmax takes the masked scores, and the view
+      // (whose rows merge batch and heads) runs as a view of its output.
       ASSERT_EQ(run.segments.size(), 2u) << run.toString();
-      EXPECT_EQ(run.segments[0].scheduler, SchedulerType::Pointwise) << run.toString();
-      EXPECT_EQ(run.segments[1].scheduler, SchedulerType::Persistent) << run.toString();
+      EXPECT_EQ(run.segments[0].scheduler, SchedulerType::Persistent) << run.toString();
+      EXPECT_TRUE(run.segments[1].view) << run.toString();
     }
   }
 }
