@@ -6,7 +6,8 @@ torch.compile(backend="smelt"), model by model, against eager.
 Per model (forward, eval, static shapes, CPU tensors so smelt's kernels run
 in its simulator): ATen nodes fused / all nodes of the compiled graphs,
 the fused fraction (fused / all but convolution, attention and
-data-dependent ops, which libraries run: GraphReport.library_nodes),
+data-dependent ops, which libraries run: GraphReport.library_nodes, and the
+views left in torch, which launch nothing: GraphReport.free_view_nodes),
 fusions, run-time fallbacks (partitions smelt failed on), the largest
 absolute difference from eager over every output, and the wall time of the
 first call (Dynamo, AOTAutograd, partitioning, smelt lowering + NVRTC, the
@@ -72,6 +73,7 @@ def measure(name: str) -> Dict[str, object]:
         "nodes_fused": sum(r.fused_node_count for r in reports),
         "nodes_total": sum(r.total_nodes for r in reports),
         "library_nodes": sum(r.library_nodes for r in reports),
+        "free_view_nodes": sum(r.free_view_nodes for r in reports),
         "fusions": sum(len(r.partitions) for r in reports),
         "fallback_partitions": sum(p.failed for r in reports for p in r.partitions),
         "max_abs_error": max_error,
@@ -171,7 +173,7 @@ def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
         sass = str(r["sass_non_matmul"])
         if "total_sass_instructions" in peer:
             sass += f" ({peer['total_sass_instructions']})"
-        candidates = r["nodes_total"] - r.get("library_nodes", 0)
+        candidates = r["nodes_total"] - r.get("library_nodes", 0) - r.get("free_view_nodes", 0)
         fraction = f"{100 * r['nodes_fused'] / candidates:.1f}%" if candidates else "-"
         lines.append(f"| {r['model']} | {r['nodes_fused']} / {r['nodes_total']} | {fraction} | "
                      f"{r['fusions']} | "

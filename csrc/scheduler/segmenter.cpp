@@ -150,11 +150,16 @@ class Segmenter {
     int producer;
     int consumer;
     int64_t saved_bytes;
+    // Two groups reading a common tensor, neither reading the other's: one
+    // segment reads it once and launches once (q's and k's rotary embedding
+    // reading cos and sin).
+    bool siblings = false;
   };
 
   // Merges the pair of groups that saves the most bytes among those a
   // scheduler still takes (ties: a matmul's group first, then the later
-  // consumer first); false when no pair can merge.
+  // consumer first), siblings only when no producer-consumer pair merges;
+  // false when no pair can merge.
   bool mergeBestEdge() {
     std::vector<Edge> edges;
     for (size_t c = 0; c < groups_.size(); ++c) {
@@ -184,8 +189,13 @@ class Segmenter {
       if (touchesMatmul(a) != touchesMatmul(b)) return touchesMatmul(a);
       return groups_[a.consumer].front() > groups_[b.consumer].front();
     });
+    std::vector<Edge> siblings = siblingEdges();
+    std::stable_sort(siblings.begin(), siblings.end(),
+                     [](const Edge& a, const Edge& b) { return a.saved_bytes > b.saved_bytes; });
+    edges.insert(edges.end(), siblings.begin(), siblings.end());
     for (const Edge& edge : edges) {
       if (mergeMakesCycle(edge.producer, edge.consumer)) continue;
+      if (edge.siblings && mergeMakesCycle(edge.consumer, edge.producer)) continue;
       std::vector<int> candidate = groups_[edge.producer];
       candidate.insert(candidate.end(), groups_[edge.consumer].begin(),
                        groups_[edge.consumer].end());
@@ -202,6 +212,51 @@ class Segmenter {
       return true;
     }
     return false;
+  }
+
+  // Pairs of groups that read a common tensor (an input or another group's)
+  // and do not read each other's; saved_bytes is what the common tensors
+  // weigh (read once instead of twice).
+  std::vector<Edge> siblingEdges() const {
+    std::map<std::pair<int, int>, int64_t> shared;
+    std::map<const Val*, std::set<int>> readers;
+    for (size_t e = 0; e < exprs_.size(); ++e) {
+      for (const Val* in : exprs_[e]->inputs()) {
+        if (in->asTensor() != nullptr && producedOutside(in, group_of_[e])) readers[in].insert(group_of_[e]);
+      }
+    }
+    for (const auto& [tensor, groups] : readers) {
+      for (auto a = groups.begin(); a != groups.end(); ++a) {
+        for (auto b = std::next(a); b != groups.end(); ++b) {
+          shared[{*a, *b}] += bytesOf(tensor->asTensor());
+        }
+      }
+    }
+    std::vector<Edge> edges;
+    for (const auto& [pair, bytes] : shared) {
+      const std::vector<int> after_first = successors(pair.first);
+      const std::vector<int> after_second = successors(pair.second);
+      if (std::count(after_first.begin(), after_first.end(), pair.second) ||
+          std::count(after_second.begin(), after_second.end(), pair.first)) {
+        continue;  // a producer-consumer pair
+      }
+      edges.push_back({pair.first, pair.second, bytes, /*siblings=*/true});
+    }
+    return edges;
+  }
+
+  // Whether `v` is a fusion input or computed outside group `g`.
+  bool producedOutside(const Val* v, int g) const {
+    auto p = producer_.find(v);
+    return p == producer_.end() || group_of_[p->second] != g;
+  }
+
+  int64_t bytesOf(const TensorView* tv) const {
+    int64_t numel = 1;
+    for (const IterDomain* id : tv->logicalNoReductions()) {
+      if (!id->isBroadcast() || id->hasExpandedExtent()) numel *= runtime_.extent(id);
+    }
+    return numel * dataTypeSize(tv->dtype());
   }
 
   // The expressions of each matmul that the matmul scheduler takes as a
@@ -282,11 +337,7 @@ class Segmenter {
         }
       }
       if (!read_by_consumer || read_elsewhere) continue;
-      int64_t numel = 1;
-      for (const IterDomain* id : tv->logicalNoReductions()) {
-        if (!id->isBroadcast() || id->hasExpandedExtent()) numel *= runtime_.extent(id);
-      }
-      bytes += numel * dataTypeSize(tv->dtype());
+      bytes += bytesOf(tv);
     }
     return bytes;
   }

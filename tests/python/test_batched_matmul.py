@@ -110,13 +110,14 @@ def test_bmm_operand_errors_name_the_tensor():
 
 @pytest.mark.usefixtures("fresh_dynamo")
 def test_torch_compile_bmm_and_baddbmm_fuse_their_epilogues():
-    def f(a, b, c):
-        return torch.relu(torch.bmm(a, b) * 2.0 + c), torch.baddbmm(c, a, b, beta=0.5, alpha=1.5)
+    def f(a, b, b2, c):
+        return torch.relu(torch.bmm(a, b) * 2.0 + c), torch.baddbmm(c, a, b2, beta=0.5, alpha=1.5)
     a = torch.randn(4, 12, 20, generator=gen(4))
     b = torch.randn(4, 20, 9, generator=gen(5))
+    b2 = torch.randn(4, 20, 9, generator=gen(11))
     c = torch.randn(4, 12, 9, generator=gen(6))
-    actual = torch.compile(f, backend="smelt")(a, b, c)
-    for got, want in zip(actual, f(a, b, c)):
+    actual = torch.compile(f, backend="smelt")(a, b, b2, c)
+    for got, want in zip(actual, f(a, b, b2, c)):
         torch.testing.assert_close(got, want)
         assert got.shape == want.shape and got.stride() == want.stride()
     report = smelt.backend.last_report()

@@ -172,3 +172,54 @@ def test_fused_fraction_leaves_out_attention_and_its_tuple_indexing():
     # tanh and mul fused; attention and the getitem of its result are a library's
     assert report.library_nodes == 2, str(report)
     assert report.fused_fraction == report.fused_node_count / (report.total_nodes - 2) == 1.0, str(report)
+
+
+def _kernel_tensor_parameters(kernel) -> int:
+    source = kernel.cuda
+    signature = source[source.index("__global__"):]
+    return signature[:signature.index(") {")].count("smelt::Tensor<")
+
+
+def test_equal_nodes_are_computed_once():
+    # Three projections of one normalized input, each through its own view
+    # (as a transformer's q/k/v linears are traced): one view node feeds the
+    # three matmuls, so the normalization's kernel writes its result once
+    # (it wrote it three times, once per view). Two equal bmms are one.
+    def fn(x, wq, wk, wv, a, b):
+        h = F.layer_norm(x, (8,))
+        q, k, v = (h.view(-1, 8) @ w for w in (wq, wk, wv))
+        return q, k, v, torch.bmm(a, b) + torch.bmm(a, b).relu()
+
+    x = torch.randn(2, 3, 8, generator=gen(30))
+    ws = [torch.randn(8, 8, generator=gen(31 + i)) for i in range(3)]
+    a, b = torch.randn(2, 3, 5, generator=gen(34)), torch.randn(2, 5, 4, generator=gen(35))
+    smelt.backend.reset_reports()
+    actual = torch.compile(fn, backend="smelt")(x, *ws, a, b)
+    for got, want in zip(actual, fn(x, *ws, a, b)):
+        torch.testing.assert_close(got, want)
+        assert got.stride() == want.stride()
+    (report,) = smelt.backend.reports()
+    ops = report.fused_ops()
+    assert ops["view.default"] == 1 and ops["bmm.default"] == 1, str(report)
+    runs = "\n".join(p.last_run for p in report.partitions)
+    schedulers = [line.split()[1] for line in runs.splitlines() if line[:1].isdigit()]
+    assert sorted(schedulers) == ["matmul"] * 4 + ["persistent"], runs
+    (norm,) = [k for p in report.partitions for k, s in zip(p.kernels, schedulers) if s == "persistent"]
+    assert _kernel_tensor_parameters(norm) == 2, norm.cuda  # x in, the normalized rows out
+
+
+def test_fused_fraction_leaves_out_views_left_in_torch():
+    # A transposed weight used by the forward's matmul and returned (as
+    # AOTAutograd saves it for the backward) stays a view in torch, which
+    # launches nothing: not counted as work left unfused.
+    def fn(x, w):
+        t = w.t()
+        return x @ t, t
+
+    x, w = torch.randn(4, 8, generator=gen(40)), torch.randn(6, 8, generator=gen(41))
+    smelt.backend.reset_reports()
+    torch.compile(fn, backend="smelt")(x, w)
+    (report,) = smelt.backend.reports()
+    assert report.free_view_nodes == report.torch_ops["t.default"] == 1, str(report)
+    assert report.torch_launches() == 0, str(report)
+    assert report.fused_fraction == 1.0, str(report)

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set
 
 import torch
 import torch.fx
+from torch.fx.passes.dialect.common.cse_pass import CSEPass, get_CSE_banned_ops
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
@@ -87,6 +88,10 @@ class GraphReport:
     # Nodes of ops smelt leaves to libraries by design (convolution,
     # attention, data-dependent ops) and their tuple indexing.
     library_nodes: int = 0
+    # Views (and other metadata-only ops) of the graph left in torch, which
+    # launch nothing: a weight's transpose that the backward also saves, a
+    # view between two ops torch runs.
+    free_view_nodes: int = 0
     partition_ms: float = 0.0     # partitioning and translating the graph
     compile_ahead_ms: float = 0.0  # compiling every fusion before the first call (wall)
     compile_ahead_errors: List[str] = field(default_factory=list)
@@ -135,8 +140,9 @@ class GraphReport:
 
     @property
     def fused_fraction(self) -> float:
-        """Nodes smelt computes / the nodes it could: all but library_nodes."""
-        candidates = self.total_nodes - self.library_nodes
+        """Nodes smelt computes / the nodes that do work: all but
+        library_nodes and free_view_nodes."""
+        candidates = self.total_nodes - self.library_nodes - self.free_view_nodes
         return self.fused_node_count / candidates if candidates else 1.0
 
     def fused_ops(self) -> Counter:
@@ -393,11 +399,31 @@ def _rename(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str) -> None:
     node.target = name
 
 
+def eliminate_common_subexpressions(gm: torch.fx.GraphModule) -> None:
+    """One node for each set of equal pure nodes (same op, same operands), in
+    place: a model's q, k and v projections each view the normalized input
+    alike, and as three nodes they became three outputs of the norm's kernel,
+    each written. Ops that mutate, draw random numbers or are not ATen ops
+    stay as they are."""
+    banned = set(get_CSE_banned_ops())
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        target = node.target
+        if not isinstance(target, torch._ops.OpOverload) or target._schema.is_mutable:
+            banned.add(getattr(target, "overloadpacket", target))
+    result = CSEPass(banned_ops=banned)(gm)
+    if result.modified:
+        gm.graph = result.graph_module.graph
+        gm.recompile()
+
+
 def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
     """Replaces each supported partition of `gm` by a SmeltPartition (gm is
     modified in place); returns gm and the report. Partitions that do not
     become fusions keep their torch code under the name torch_partition_N."""
     start = time.perf_counter()
+    eliminate_common_subexpressions(gm)
     drop_empty_cat_operands(gm.graph)
     sink_views_after_matmuls(gm.graph)
     support = _SmeltSupport()
@@ -409,6 +435,10 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
     report = GraphReport(graph_name,
                          total_nodes=sum(n.op == "call_function" for n in gm.graph.nodes),
                          library_nodes=sum(_is_library_node(n) for n in gm.graph.nodes))
+    in_partitions = {n for p in partitions for n in p.nodes}
+    report.free_view_nodes = sum(
+        n.op == "call_function" and n not in in_partitions and not _is_library_node(n) and
+        _op_name(n) in METADATA_OPS for n in gm.graph.nodes)
     fused = partitioner.fuse_partitions(partitions, prefix="smelt_partition_")
     fusions = torch_parts = 0
     for node in list(fused.graph.nodes):
@@ -427,6 +457,7 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
                 reason = f"not translatable as one fusion: {e}"
         if reason is not None:
             report.torch_ops.update(_op_name(n) for n in calls)
+            report.free_view_nodes += sum(_op_name(n) in METADATA_OPS for n in calls)
             name = f"torch_partition_{torch_parts}"
             torch_parts += 1
             _rename(fused, node, name)
