@@ -642,6 +642,34 @@ TEST(Segmentation, RepeatedHeadsAreCopiedByTheirProducersKernelAndViewed) {
   EXPECT_TRUE(run.segments[1].view);
 }
 
+// Two matmuls' rows normalized and weighted by one input, q / q.sum(1) * c
+// for q = x @ wq and k = x @ wk. The matmul scheduler takes neither
+// normalization, so each is a group of its own; they read the same c and
+// neither reads the other: one persistent kernel for both.
+TEST(Segmentation, SiblingsReadingACommonInputShareAKernel) {
+  const int64_t m = 8, k = 16, n = 12;
+  auto owned = std::make_unique<Fusion>();
+  Fusion& fusion = *owned;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor({m, k});
+  TensorView* wq = makeConcreteTensor({k, n});
+  TensorView* wk = makeConcreteTensor({k, n});
+  TensorView* c = makeConcreteTensor({m, n});
+  for (TensorView* in : {x, wq, wk, c}) fusion.addInput(in);
+  auto normalized = [&](TensorView* t) {
+    return mul(div(t, broadcast(sum(t, {1}), {false, true})), c);
+  };
+  fusion.addOutput(normalized(matmul(x, wq)));
+  fusion.addOutput(normalized(matmul(x, wk)));
+  const std::vector<at::Tensor> inputs = {randn({m, k}), randn({k, n}), randn({k, n}), randn({m, n})};
+  const SegmentedFusion segmented = segmentAndCheck(fusion, inputs);
+  std::vector<SchedulerType> schedulers;
+  for (const Segment& segment : segmented.segments) schedulers.push_back(segment.scheduler);
+  EXPECT_EQ(schedulers, (std::vector<SchedulerType>{SchedulerType::Matmul, SchedulerType::Matmul,
+                                                    SchedulerType::Persistent}))
+      << segmented.toString();
+}
+
 // Issue 17, class 4: the attention softmax of GPT-2, BERT, T5 and BART,
 // softmax(s * 0.25 + mask, -1).view(B * H, T, T) with the mask broadcast
 // over the heads. The view takes a pointwise segment; the persistent one
