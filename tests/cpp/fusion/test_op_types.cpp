@@ -111,7 +111,7 @@ TEST(OpPrinting, NewOpsPrintByName) {
   TensorView* c = le(z, x);
   TensorView* not_c = logicalNot(c);
   TensorView* n = logicalOr(not_c, gt(x, 0.0));
-  fusion.addOutput(pow(where(n, x, y), 3.0));
+  fusion.addOutput(pow(where(n, x, y), 1.5));
   EXPECT_EQ(fusion.mathString(),
             "Fusion inputs: (T0_g_float[i0{4}])\n"
             "  T1_l_float[i1{4}] = rsqrt(T0)\n"
@@ -121,7 +121,7 @@ TEST(OpPrinting, NewOpsPrintByName) {
             "  T5_l_bool[i5{4}] = gt(T0, 0.0)\n"
             "  T6_l_bool[i6{4}] = logical_or(T4, T5)\n"
             "  T7_l_float[i7{4}] = where(T6, T0, T1)\n"
-            "  T8_g_float[i8{4}] = pow(T7, 3.0)\n"
+            "  T8_g_float[i8{4}] = pow(T7, 1.5)\n"
             "Fusion outputs: (T8)\n");
 }
 

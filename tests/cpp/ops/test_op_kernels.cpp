@@ -243,6 +243,39 @@ INSTANTIATE_TEST_SUITE_P(Ops, BinaryOpsWithScalars,
                          ::testing::Values(DataType::Float, DataType::Half, DataType::Int),
                          [](const auto& info) { return dtypeName(info.param); });
 
+// A floating base to the constant exponents ATen's pow computes without pow
+// is built as those ops (x.pow(2) of RMS norm is a multiply, not powf, in
+// the kernel), with ATen's values (simulated, positive bases, float and
+// half); other exponents stay pow.
+TEST(PowWithConstantExponent, BuiltAsATenComputesIt) {
+  const std::vector<std::pair<double, std::string>> cases = {
+      {2.0, "mul"}, {3.0, "mul"}, {0.5, "sqrt"}, {-0.5, "rsqrt"}, {-1.0, "reciprocal"},
+      {-2.0, "reciprocal"}, {1.5, "pow"}, {4.0, "pow"}};
+  for (DataType dtype : {DataType::Float, DataType::Half}) {
+    for (const auto& [exponent, op] : cases) {
+      SCOPED_TRACE(dtypeName(dtype) + " ** " + std::to_string(exponent));
+      Fusion fusion;
+      FusionGuard guard(&fusion);
+      TensorView* x = makeConcreteTensor(kShape, dtype);
+      fusion.addInput(x);
+      TensorView* y = pow(x, exponent);
+      fusion.addOutput(y);
+      EXPECT_EQ(y->definition()->opName(), op);
+      EXPECT_EQ(y->dtype(), dtype);
+      schedulePointwise(fusion, y);
+      const Tolerance tol = toleranceFor(dtype);
+      sim::testing::expectKernelCorrect(fusion, {sample(dtype, Values::Positive, 17)}, tol.rtol, tol.atol);
+    }
+  }
+  // An integer base keeps pow (integer pow), and so does a promoting exponent.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* i = makeConcreteTensor(kShape, DataType::Int);
+  fusion.addInput(i);
+  EXPECT_EQ(pow(i, constant(2.0, DataType::Int))->definition()->opName(), "pow");
+  EXPECT_EQ(pow(i, 2.0)->definition()->opName(), "pow");
+}
+
 // Bitwise ops on integers (wide random bit patterns) and bool (the logical
 // ops), simulated against ATen, then compiled by NVRTC.
 TEST(BitwiseOpKernels, SimulatedMatchATenAndCompile) {
