@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -305,10 +303,11 @@ int64_t paddedSectionBound(const Sections& sections) {
 // taken in address order, every buffer sits at its lowest feasible offset
 // given the buffers before it: at 0 or right above (aligned) a conflicting
 // one. The search builds exactly those sequences (offsets non-decreasing,
-// ties by index) under a capacity: first the target (p.lower_bound), where
-// the section bounds prune hardest; when that is proved infeasible, every
-// layout found lowers the capacity below itself (branch and bound), so an
-// exhausted search proves the best layout optimal.
+// ties by index) under a capacity, iterative deepening: first the target
+// (p.lower_bound), where the section bounds prune hardest; when no layout
+// fits, the least bound among the pruned branches is a proved lower bound
+// and the next capacity. The first layout found is therefore optimal, and so
+// is the incumbent once the capacity reaches it.
 // Pruning, all valid for every completion of a partial layout:
 // - a buffer that fits entirely below the last offset can never be placed in
 //   address order (its spot stays free): the branch duplicates another;
@@ -332,16 +331,17 @@ class ExactSearch {
 
   // True when the search finished within its budget: best() is optimal.
   bool run() {
-    if (best_.total <= p_.lower_bound) return true;
     capacity_ = p_.lower_bound;
-    search(0, -1, -1);
-    if (budget_exhausted_ || best_.total <= p_.lower_bound) return !budget_exhausted_;
-    capacity_ = best_.total - 1;
-    search(0, -1, -1);
-    return !budget_exhausted_;
+    while (capacity_ < best_.total) {
+      next_capacity_ = std::numeric_limits<int64_t>::max();
+      search(0, -1, -1);
+      if (budget_exhausted_) return false;
+      if (found_) return true;
+      capacity_ = next_capacity_;  // no layout is below it
+    }
+    return true;
   }
   const Layout& best() const { return best_; }
-  int64_t nodes() const { return nodes_; }
 
  private:
   int64_t lowestFeasible(int i) const {
@@ -375,20 +375,24 @@ class ExactSearch {
     }
   }
 
-  // False when some completion bound exceeds the capacity.
-  bool feasible(const std::vector<int64_t>& lowest, uint64_t unplaced, int64_t last_offset) const {
+  // Notes the least total of a pruned branch: the next capacity to try.
+  bool fits(int64_t bound) {
+    if (bound <= capacity_) return true;
+    next_capacity_ = std::min(next_capacity_, bound);
+    return false;
+  }
+
+  // False when some completion bound exceeds the capacity (or a buffer is
+  // stranded).
+  bool feasible(const std::vector<int64_t>& lowest, uint64_t unplaced, int64_t last_offset) {
     for (uint64_t bits = unplaced; bits != 0; bits &= bits - 1) {
       const int i = __builtin_ctzll(bits);
       if (lowest[i] + p_.bytes[i] <= last_offset) return false;
-      if (std::max(lowest[i], alignUpConstant(last_offset, p_.align[i])) + p_.bytes[i] > capacity_) {
-        return false;
-      }
+      if (!fits(std::max(lowest[i], alignUpConstant(last_offset, p_.align[i])) + p_.bytes[i])) return false;
     }
     for (size_t s = 0; s < sections_.size(); ++s) {
       if ((sections_.members[s] & unplaced) == 0) continue;
-      if (sections_.stackBound(s, std::max(floor_[s], last_offset), open_padded_[s]) > capacity_) {
-        return false;
-      }
+      if (!fits(sections_.stackBound(s, std::max(floor_[s], last_offset), open_padded_[s]))) return false;
     }
     return true;
   }
@@ -417,7 +421,7 @@ class ExactSearch {
       int64_t total = 0;
       for (size_t i = 0; i < p_.size(); ++i) total = std::max(total, offsets_[i] + p_.bytes[i]);
       best_ = Layout{offsets_, total};
-      capacity_ = total - 1;
+      found_ = true;
       return;
     }
     uint64_t unplaced = 0;
@@ -452,7 +456,7 @@ class ExactSearch {
       if (offset < last_offset || (offset == last_offset && c < last_index)) continue;
       if ((lower_twins_[c] & unplaced) != 0) continue;
       if (offset >= (c == first_top_index ? second_top : first_top)) continue;
-      if (offset + p_.bytes[c] > capacity_) continue;
+      if (!fits(offset + p_.bytes[c])) continue;
       candidates.push_back({offset, c});
     }
     // Lowest first; at one offset the largest buffer first.
@@ -462,14 +466,13 @@ class ExactSearch {
       return a.index < b.index;
     });
     for (const Candidate& c : candidates) {
-      if (c.offset + p_.bytes[c.index] > capacity_) continue;  // the capacity fell meanwhile
       const std::vector<int64_t> saved_floor = floor_, saved_open = open_padded_;
       place(c.index, c.offset, placed);
       search(placed + 1, c.offset, c.index);
       offsets_[c.index] = -1;
       floor_ = saved_floor;
       open_padded_ = saved_open;
-      if (budget_exhausted_ || best_.total <= p_.lower_bound) return;
+      if (budget_exhausted_ || found_) return;
     }
   }
 
@@ -478,6 +481,8 @@ class ExactSearch {
   const Sections& sections_;
   Layout best_;
   int64_t capacity_ = 0;  // only layouts of at most this total are sought
+  int64_t next_capacity_ = 0;
+  bool found_ = false;
   std::vector<uint64_t> lower_twins_;  // bit j of lower_twins_[i]: j < i is i's twin
   std::vector<std::vector<int64_t>> lowest_;  // lowest_[placed][i]: i's lowest feasible offset
   std::vector<int64_t> offsets_;
@@ -699,9 +704,7 @@ ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
     if (!proved && q.size() <= exact_limit) {
       ExactSearch exact(q, part.adjacency, part.sections, layout, options.exact_search_node_budget,
                         deadline);
-      const int64_t before_exact = layout.total;
       const bool complete = exact.run();
-      if (std::getenv("SMELT_PLAN_DEBUG")) fprintf(stderr, "exact n=%zu sections=%zu target=%ld incumbent=%ld -> %ld complete=%d nodes=%ld\n", q.size(), part.sections.size(), (long)q.lower_bound, (long)before_exact, (long)exact.best().total, (int)complete, (long)exact.nodes());
       exact_ran = true;
       exact_complete = exact_complete && complete;
       layout = exact.best();
