@@ -21,7 +21,7 @@
 #include <random>
 #include <string>
 
-#include "baseline_planners.h"
+#include "lower/alloc_reuse/baseline_planners.h"
 #include "kernel_like_sets.h"
 #include "lower/alloc_reuse/address_planner.h"
 #include "lower/alloc_reuse/stack_allocator.h"

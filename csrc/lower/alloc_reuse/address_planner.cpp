@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "fusion/error.h"
+#include "lower/alloc_reuse/baseline_planners.h"
 #include "lower/alloc_reuse/verify.h"
 
 namespace smelt::alloc_reuse {
@@ -605,11 +606,29 @@ void perturbGreedy(const Problem& q, GreedyResult& best, int64_t rounds,
   }
 }
 
-// `baseline`, when given, is a valid layout the result must not exceed.
-// p.lower_bound is raised to the padded section bound where that is higher.
+// A valid layout from another planner, with the name it is reported under.
+struct Incumbent {
+  std::string name;
+  Layout layout;
+};
+
+// The layout of `offsets` (input order) restricted to the problem's buffers.
+Layout localLayout(const Problem& p, const std::vector<int64_t>& offsets) {
+  Layout layout;
+  for (size_t k = 0; k < p.size(); ++k) {
+    layout.offsets.push_back(offsets[p.global[k]]);
+    layout.total = std::max(layout.total, layout.offsets.back() + p.bytes[k]);
+  }
+  return layout;
+}
+
+// `baseline`, when given, is tried first; `textbook()` gives more incumbents,
+// asked for only when the greedy orderings miss the target. The result is
+// never larger than any of them. p.lower_bound is raised to the padded
+// section bound where that is higher.
 ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
-                               const std::optional<PlanAttempt>& baseline_attempt,
-                               const Layout& baseline) {
+                               const std::optional<Incumbent>& baseline,
+                               const std::function<std::vector<Incumbent>()>& textbook) {
   ConstantPlan plan;
   if (p.size() == 0) {
     plan.strategy = "empty";
@@ -653,7 +672,7 @@ ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
     }
     return options.stop_at_lower_bound && plan.layout.total <= p.lower_bound;
   };
-  if (baseline_attempt && consider(baseline_attempt->strategy, baseline)) {
+  if (baseline && consider(baseline->name, baseline->layout)) {
     plan.optimal = true;
     return plan;
   }
@@ -666,6 +685,12 @@ ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
   if (options.stop_at_lower_bound && plan.layout.total <= p.lower_bound) {
     plan.optimal = true;
     return plan;
+  }
+  for (Incumbent& incumbent : textbook()) {
+    if (consider(incumbent.name, std::move(incumbent.layout))) {
+      plan.optimal = true;
+      return plan;
+    }
   }
 
   // Per component: greedy (when there are several), iterated greedy, then
@@ -828,23 +853,27 @@ AddressPlan planAddresses(const std::vector<Buffer>& buffers, const ConflictGrap
   plan.no_reuse_bytes = noReuseBytes(buffers);
 
   Problem problem = makeProblem(buffers, conflicts, plan.lower_bound_bytes);
-  std::optional<PlanAttempt> baseline_attempt;
-  Layout baseline;
+  std::optional<Incumbent> baseline;
   const bool all_constant = std::all_of(buffers.begin(), buffers.end(),
                                         [](const Buffer& b) { return b.bytes.isConstant(); });
   if (options.baseline != nullptr) {
     if (all_constant) {
       verifyPlan(buffers, conflicts, *options.baseline, std::numeric_limits<int64_t>::max());
-      for (size_t k = 0; k < problem.size(); ++k) {
-        baseline.offsets.push_back(*options.baseline->addresses[problem.global[k]].constant());
-        baseline.total = std::max(baseline.total, baseline.offsets.back() + problem.bytes[k]);
-      }
-      baseline_attempt = PlanAttempt{"baseline:" + options.baseline->strategy, baseline.total};
+      std::vector<int64_t> offsets;
+      for (const IntExpr& address : options.baseline->addresses) offsets.push_back(*address.constant());
+      baseline = Incumbent{"baseline:" + options.baseline->strategy, localLayout(problem, offsets)};
     } else {
       plan.notes.push_back("baseline plan ignored: some sizes are symbolic");
     }
   }
-  ConstantPlan constant = planConstantSizes(problem, options, baseline_attempt, baseline);
+  // The textbook planners (constant sizes only) as incumbents: the plan is
+  // never worse than either of them.
+  auto textbook = [&]() -> std::vector<Incumbent> {
+    if (!all_constant) return {};
+    return {{"free list", localLayout(problem, baselines::freeListOffsets(buffers, conflicts))},
+            {"linear scan", localLayout(problem, baselines::linearScanOffsets(buffers, conflicts))}};
+  };
+  ConstantPlan constant = planConstantSizes(problem, options, baseline, textbook);
   for (size_t k = 0; k < problem.size(); ++k) {
     plan.addresses[problem.global[k]] = constant.layout.offsets[k];
   }
