@@ -498,6 +498,7 @@ struct ConstantPlan {
   Layout layout;
   std::string strategy;
   std::vector<PlanAttempt> attempts;
+  int64_t target = 0;    // max-live or, above it, the padded section bound
   bool optimal = false;  // proved: target reached or exhaustive search
 };
 
@@ -660,6 +661,7 @@ ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
     parts.push_back(std::move(part));
   }
   for (Part& part : parts) part.q.lower_bound = p.lower_bound;
+  plan.target = p.lower_bound;
 
   bool have = false;
   // Records a candidate; true when the search may stop (target reached).
@@ -881,6 +883,12 @@ AddressPlan planAddresses(const std::vector<Buffer>& buffers, const ConflictGrap
   plan.attempts = std::move(constant.attempts);
   plan.lower_bound_reached = constant.layout.total <= plan.lower_bound_bytes;
   plan.optimal = constant.optimal;
+  if (!plan.lower_bound_reached && constant.layout.total <= constant.target) {
+    plan.notes.push_back("optimal by alignment padding: no layout is below " + std::to_string(constant.target) +
+                         " B (a clique of conflicting buffers, each under another rounded up to the "
+                         "clique's smallest alignment; max live " +
+                         std::to_string(plan.lower_bound_bytes) + " B)");
+  }
 
   if (!all_constant) {
     const size_t symbolic_count = static_cast<size_t>(std::count_if(

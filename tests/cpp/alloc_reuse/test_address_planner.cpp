@@ -143,6 +143,8 @@ TEST(AddressPlanner, AlignmentPaddingProvesAnOptimumAboveMaxLive) {
   EXPECT_TRUE(plan.optimal);
   EXPECT_EQ(planStatusName(plan), "optimal");
   for (const PlanAttempt& attempt : plan.attempts) EXPECT_NE(attempt.strategy, "exact");
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_NE(plan.notes[0].find("no layout is below 100 B"), std::string::npos) << plan.notes[0];
 }
 
 // Max live 228 B and the padded bound 228 B are infeasible: y and z need
