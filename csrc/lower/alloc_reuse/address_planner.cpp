@@ -331,16 +331,30 @@ class ExactSearch {
   }
 
   // True when the search finished within its budget: best() is optimal.
+  // Half the budget goes to the deepening from below; if that runs out, the
+  // rest to branch and bound from above (each layout found lowers the
+  // capacity below itself), which at least improves the incumbent.
   bool run() {
+    const int64_t budget = nodes_left_;
+    const auto final_deadline = deadline_;
+    nodes_left_ = budget / 2;
+    deadline_ = std::chrono::steady_clock::now() + (final_deadline - std::chrono::steady_clock::now()) / 2;
     capacity_ = p_.lower_bound;
     while (capacity_ < best_.total) {
       next_capacity_ = std::numeric_limits<int64_t>::max();
       search(0, -1, -1);
-      if (budget_exhausted_) return false;
       if (found_) return true;
+      if (budget_exhausted_) break;
       capacity_ = next_capacity_;  // no layout is below it
     }
-    return true;
+    if (!budget_exhausted_) return true;
+    budget_exhausted_ = false;
+    nodes_left_ = budget - nodes_;
+    deadline_ = final_deadline;
+    descending_ = true;
+    capacity_ = best_.total - 1;
+    search(0, -1, -1);
+    return !budget_exhausted_;
   }
   const Layout& best() const { return best_; }
 
@@ -422,7 +436,11 @@ class ExactSearch {
       int64_t total = 0;
       for (size_t i = 0; i < p_.size(); ++i) total = std::max(total, offsets_[i] + p_.bytes[i]);
       best_ = Layout{offsets_, total};
-      found_ = true;
+      if (descending_) {
+        capacity_ = total - 1;
+      } else {
+        found_ = true;
+      }
       return;
     }
     uint64_t unplaced = 0;
@@ -484,6 +502,7 @@ class ExactSearch {
   int64_t capacity_ = 0;  // only layouts of at most this total are sought
   int64_t next_capacity_ = 0;
   bool found_ = false;
+  bool descending_ = false;  // branch and bound: keep searching below each layout
   std::vector<uint64_t> lower_twins_;  // bit j of lower_twins_[i]: j < i is i's twin
   std::vector<std::vector<int64_t>> lowest_;  // lowest_[placed][i]: i's lowest feasible offset
   std::vector<int64_t> offsets_;
