@@ -21,7 +21,7 @@
 #include <random>
 #include <string>
 
-#include "baseline_planners.h"
+#include "lower/alloc_reuse/baseline_planners.h"
 #include "kernel_like_sets.h"
 #include "lower/alloc_reuse/address_planner.h"
 #include "lower/alloc_reuse/stack_allocator.h"
@@ -202,16 +202,24 @@ double msSince(std::chrono::steady_clock::time_point start) {
 
 // The default planner as the kernel planner runs it: stack plan as baseline;
 // in Precise mode (interval conflicts) the Conservative plan as well.
+// `ms`: the time of the mode's own planAddresses call (the Conservative plan
+// a Precise plan starts from is a plan of its own, timed in its row).
 AddressPlan planChain(const smelt::bench::KernelLikeSet& set, bool precise, const PlannerOptions& base,
-                      const AddressPlan& stack) {
+                      const AddressPlan& stack, double* ms = nullptr) {
   PlannerOptions options = base;
   options.baseline = &stack;
   ConflictGraph strict = smelt::alloc_reuse::conflictsFromBarriers(set.buffers, set.barriers);
-  if (!precise) return smelt::alloc_reuse::planAddresses(set.buffers, strict, options);
-  AddressPlan conservative = smelt::alloc_reuse::planAddresses(set.buffers, strict, options);
-  options.baseline = &conservative;
-  return smelt::alloc_reuse::planAddresses(
-      set.buffers, smelt::alloc_reuse::conflictsFromIntervals(set.buffers), options);
+  ConflictGraph conflicts = strict;
+  AddressPlan conservative;
+  if (precise) {
+    conservative = smelt::alloc_reuse::planAddresses(set.buffers, strict, options);
+    options.baseline = &conservative;
+    conflicts = smelt::alloc_reuse::conflictsFromIntervals(set.buffers);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  AddressPlan plan = smelt::alloc_reuse::planAddresses(set.buffers, conflicts, options);
+  if (ms != nullptr) *ms = msSince(start);
+  return plan;
 }
 
 Row qualityRow(size_t lo, size_t hi, bool phased, bool aligned, bool precise, int sets) {
@@ -224,14 +232,11 @@ Row qualityRow(size_t lo, size_t hi, bool phased, bool aligned, bool precise, in
                                       : smelt::alloc_reuse::conflictsFromBarriers(set.buffers, set.barriers);
     AddressPlan stack = smelt::alloc_reuse::planStackAddresses(set.buffers, set.barriers, set.end);
 
-    auto start = std::chrono::steady_clock::now();
-    AddressPlan plan = planChain(set, precise, PlannerOptions{}, stack);
-    const double ms = msSince(start);
+    double ms = 0, heuristic_ms = 0;
+    AddressPlan plan = planChain(set, precise, PlannerOptions{}, stack, &ms);
     PlannerOptions heuristic_options;
     heuristic_options.exact_search_max_buffers = 0;
-    start = std::chrono::steady_clock::now();
-    AddressPlan heuristic = planChain(set, precise, heuristic_options, stack);
-    const double heuristic_ms = msSince(start);
+    AddressPlan heuristic = planChain(set, precise, heuristic_options, stack, &heuristic_ms);
 
     AddressPlan free_list = smelt::baselines::planFreeListAddresses(set.buffers, conflicts);
     AddressPlan linear = smelt::baselines::planLinearScanAddresses(set.buffers, conflicts);

@@ -15,7 +15,7 @@
 #include <map>
 #include <string>
 
-#include "baseline_planners.h"
+#include "lower/alloc_reuse/baseline_planners.h"
 #include "common/case_corpus.h"
 #include "fusion/error.h"
 #include "lower/alloc_reuse/kernel_plan.h"

@@ -2,7 +2,7 @@
 // layouts on small buffer sets that show where each loses bytes, the release
 // rule under hazard conflicts, and validity (verifyPlan) on random conflict
 // graphs and on every case kernel in both hazard modes.
-#include "baseline_planners.h"
+#include "lower/alloc_reuse/baseline_planners.h"
 
 #include <gtest/gtest.h>
 

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "fusion/error.h"
+#include "lower/alloc_reuse/baseline_planners.h"
 #include "lower/alloc_reuse/verify.h"
 
 namespace smelt::alloc_reuse {
@@ -95,8 +96,9 @@ Problem makeProblem(const std::vector<Buffer>& buffers, const ConflictGraph& con
   Problem p;
   std::vector<int> local(buffers.size(), -1);
   for (size_t i = 0; i < buffers.size(); ++i) {
+    // Empty buffers overlap nothing: they stay at offset 0, outside the search.
     auto bytes = buffers[i].bytes.constant();
-    if (!bytes) continue;
+    if (!bytes || *bytes == 0) continue;
     local[i] = static_cast<int>(p.global.size());
     p.global.push_back(i);
     p.bytes.push_back(*bytes);
@@ -205,34 +207,153 @@ std::vector<Ordering> heuristicOrderings(const Problem& p) {
   return orderings;
 }
 
-// Exact branch-and-bound. Any layout can be pushed down until every buffer
-// sits at 0 or right above (aligned) a conflicting buffer; such a layout is
-// built by placing buffers in increasing address order, each at its lowest
-// feasible offset given those already placed. The search enumerates exactly
-// those sequences (offsets non-decreasing, ties by index), so it is complete.
-// Bounds: every unplaced buffer ends at or above its lowest feasible offset
-// plus its size, and the unplaced members of any clique of conflicting buffers
-// are stacked above the last placed offset.
+// Sections: cliques of pairwise-conflicting buffers, one per buffer: the
+// buffer and its conflicting neighbours that start no later than it (first
+// write, then index), largest first, each kept while it conflicts with every
+// member kept so far. For interval conflicts these are the buffers live at
+// each first write, which include every maximal clique: the sections' bounds
+// are then the max-live cut at every program point. A section contained in
+// another is dropped (its bound is never the larger one).
+struct Sections {
+  std::vector<uint64_t> members;
+  // Every start is a multiple of the smallest alignment `granule` of the
+  // section, so a member stacked under another occupies its size rounded up
+  // to it: `top_slack` is the most rounding the topmost member can save.
+  std::vector<int64_t> granule, top_slack, padded_bytes;
+  std::vector<std::vector<int>> of_buffer;  // the sections holding each buffer
+
+  size_t size() const { return members.size(); }
+  int64_t padded(size_t s, int64_t bytes) const { return alignUpConstant(bytes, granule[s]); }
+  // Lowest total of a stack of the members `open` (pairwise conflicting)
+  // above `base`, of `open_padded` padded bytes.
+  int64_t stackBound(size_t s, int64_t base, int64_t open_padded) const {
+    return alignUpConstant(base, granule[s]) + open_padded - top_slack[s];
+  }
+};
+
+constexpr size_t kMaxSearchBuffers = 64;  // buffer sets are bit masks
+
+std::vector<uint64_t> adjacencyMasks(const Problem& q) {
+  SMELT_INTERNAL_CHECK(q.size() <= kMaxSearchBuffers);
+  std::vector<uint64_t> adjacency(q.size(), 0);
+  for (size_t i = 0; i < q.size(); ++i) {
+    for (int j : q.neighbors[i]) adjacency[i] |= uint64_t{1} << j;
+  }
+  return adjacency;
+}
+
+Sections sectionCliques(const Problem& q, const std::vector<uint64_t>& adjacency) {
+  const size_t n = q.size();
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return q.first_write[a] < q.first_write[b]; });
+  std::vector<uint64_t> cliques;
+  uint64_t seen = 0;
+  for (int i : order) {
+    std::vector<int> earlier;
+    for (uint64_t bits = adjacency[i] & seen; bits != 0; bits &= bits - 1) {
+      earlier.push_back(__builtin_ctzll(bits));
+    }
+    std::stable_sort(earlier.begin(), earlier.end(), [&](int a, int b) { return q.bytes[a] > q.bytes[b]; });
+    uint64_t clique = uint64_t{1} << i;
+    for (int j : earlier) {
+      if ((adjacency[j] & clique) == (clique & ~(uint64_t{1} << j))) clique |= uint64_t{1} << j;
+    }
+    cliques.push_back(clique);
+    seen |= uint64_t{1} << i;
+  }
+  Sections sections;
+  sections.of_buffer.resize(n);
+  for (size_t c = 0; c < cliques.size(); ++c) {
+    bool contained = false;
+    for (size_t d = 0; d < cliques.size() && !contained; ++d) {
+      contained = d != c && (cliques[c] & ~cliques[d]) == 0 && (cliques[c] != cliques[d] || d < c);
+    }
+    if (contained) continue;
+    int64_t granule = std::numeric_limits<int64_t>::max();
+    for (uint64_t bits = cliques[c]; bits != 0; bits &= bits - 1) {
+      granule = std::min(granule, q.align[__builtin_ctzll(bits)]);
+    }
+    int64_t padded = 0, slack = 0;
+    for (uint64_t bits = cliques[c]; bits != 0; bits &= bits - 1) {
+      const int64_t bytes = q.bytes[__builtin_ctzll(bits)];
+      padded += alignUpConstant(bytes, granule);
+      slack = std::max(slack, alignUpConstant(bytes, granule) - bytes);
+      sections.of_buffer[__builtin_ctzll(bits)].push_back(static_cast<int>(sections.size()));
+    }
+    sections.members.push_back(cliques[c]);
+    sections.granule.push_back(granule);
+    sections.top_slack.push_back(slack);
+    sections.padded_bytes.push_back(padded);
+  }
+  return sections;
+}
+
+// The largest section stacked from 0: a lower bound that counts alignment
+// padding, so above the max-live bound when sizes are not multiples of it.
+int64_t paddedSectionBound(const Sections& sections) {
+  int64_t bound = 0;
+  for (size_t s = 0; s < sections.size(); ++s) {
+    bound = std::max(bound, sections.stackBound(s, 0, sections.padded_bytes[s]));
+  }
+  return bound;
+}
+
+// Exact search over canonical layouts. Any layout can be pushed down until,
+// taken in address order, every buffer sits at its lowest feasible offset
+// given the buffers before it: at 0 or right above (aligned) a conflicting
+// one. The search builds exactly those sequences (offsets non-decreasing,
+// ties by index) under a capacity, iterative deepening: first the target
+// (p.lower_bound), where the section bounds prune hardest; when no layout
+// fits, the least bound among the pruned branches is a proved lower bound
+// and the next capacity. The first layout found is therefore optimal, and so
+// is the incumbent once the capacity reaches it.
+// Pruning, all valid for every completion of a partial layout:
+// - a buffer that fits entirely below the last offset can never be placed in
+//   address order (its spot stays free): the branch duplicates another;
+// - every unplaced buffer ends at or above max(its lowest offset, the last
+//   offset) plus its size;
+// - the unplaced members of a section are stacked above its floor (the
+//   highest end of its placed members) and the last offset;
+// - twins (same size, alignment and conflicts) are placed in index order.
 class ExactSearch {
  public:
-  static constexpr size_t kMaxBuffers = 64;  // buffer sets are bit masks
-
-  // `p.lower_bound` is the target: the search stops once a layout reaches it
-  // and treats every layout at or below it as equally good.
-  ExactSearch(const Problem& p, Layout incumbent, int64_t node_budget,
-              std::chrono::steady_clock::time_point deadline)
-      : p_(p), best_(std::move(incumbent)), nodes_left_(node_budget), deadline_(deadline) {
-    SMELT_INTERNAL_CHECK(p.size() <= kMaxBuffers);
+  ExactSearch(const Problem& p, const std::vector<uint64_t>& adjacency, const Sections& sections,
+              Layout incumbent, int64_t node_budget, std::chrono::steady_clock::time_point deadline)
+      : p_(p), adjacency_(adjacency), sections_(sections), best_(std::move(incumbent)),
+        nodes_left_(node_budget), deadline_(deadline) {
     offsets_.assign(p.size(), -1);
     lowest_.assign(p.size() + 1, std::vector<int64_t>(p.size(), 0));
-    collectCliques();
+    floor_.assign(sections.size(), 0);
+    open_padded_ = sections.padded_bytes;
     collectTwins();
   }
-  int64_t nodes() const { return nodes_; }
 
-  // Returns true when the search space was exhausted within the budget.
+  // True when the search finished within its budget: best() is optimal.
+  // Half the budget goes to the deepening from below; if that runs out, the
+  // rest to branch and bound from above (each layout found lowers the
+  // capacity below itself), which at least improves the incumbent.
   bool run() {
-    search(0, -1, -1, 0);
+    const int64_t budget = nodes_left_;
+    const auto final_deadline = deadline_;
+    nodes_left_ = budget / 2;
+    deadline_ = std::chrono::steady_clock::now() + (final_deadline - std::chrono::steady_clock::now()) / 2;
+    capacity_ = p_.lower_bound;
+    while (capacity_ < best_.total) {
+      next_capacity_ = std::numeric_limits<int64_t>::max();
+      search(0, -1, -1);
+      if (found_) return true;
+      if (budget_exhausted_) break;
+      capacity_ = next_capacity_;  // no layout is below it
+    }
+    if (!budget_exhausted_) return true;
+    budget_exhausted_ = false;
+    nodes_left_ = budget - nodes_;
+    deadline_ = final_deadline;
+    descending_ = true;
+    capacity_ = best_.total - 1;
+    search(0, -1, -1);
     return !budget_exhausted_;
   }
   const Layout& best() const { return best_; }
@@ -255,9 +376,7 @@ class ExactSearch {
     return offset;
   }
 
-  // Twins: same size, alignment and conflicts (each other aside). Swapping
-  // two twins maps a layout onto another, so the search places twins in
-  // index order only.
+  // Swapping two twins maps a layout onto another.
   void collectTwins() {
     lower_twins_.assign(p_.size(), 0);
     for (size_t i = 0; i < p_.size(); ++i) {
@@ -271,90 +390,80 @@ class ExactSearch {
     }
   }
 
-  // One greedy clique per buffer: the buffer, then repeatedly its heaviest
-  // conflicting neighbour adjacent to everything chosen so far.
-  void collectCliques() {
-    adjacency_.assign(p_.size(), 0);
-    for (size_t i = 0; i < p_.size(); ++i) {
-      for (int j : p_.neighbors[i]) adjacency_[i] |= uint64_t{1} << j;
+  // Notes the least total of a pruned branch: the next capacity to try.
+  bool fits(int64_t bound) {
+    if (bound <= capacity_) return true;
+    next_capacity_ = std::min(next_capacity_, bound);
+    return false;
+  }
+
+  // False when some completion bound exceeds the capacity (or a buffer is
+  // stranded).
+  bool feasible(const std::vector<int64_t>& lowest, uint64_t unplaced, int64_t last_offset) {
+    for (uint64_t bits = unplaced; bits != 0; bits &= bits - 1) {
+      const int i = __builtin_ctzll(bits);
+      if (lowest[i] + p_.bytes[i] <= last_offset) return false;
+      if (!fits(std::max(lowest[i], alignUpConstant(last_offset, p_.align[i])) + p_.bytes[i])) return false;
     }
-    for (size_t i = 0; i < p_.size(); ++i) {
-      uint64_t clique = uint64_t{1} << i;
-      for (uint64_t candidates = adjacency_[i]; candidates != 0;) {
-        int heaviest = -1;
-        for (uint64_t bits = candidates; bits != 0; bits &= bits - 1) {
-          int v = __builtin_ctzll(bits);
-          if (heaviest < 0 || p_.bytes[v] > p_.bytes[heaviest]) heaviest = v;
-        }
-        clique |= uint64_t{1} << heaviest;
-        candidates &= adjacency_[heaviest];
-      }
-      if (std::find(cliques_.begin(), cliques_.end(), clique) == cliques_.end()) {
-        cliques_.push_back(clique);
-      }
+    for (size_t s = 0; s < sections_.size(); ++s) {
+      if ((sections_.members[s] & unplaced) == 0) continue;
+      if (!fits(sections_.stackBound(s, std::max(floor_[s], last_offset), open_padded_[s]))) return false;
+    }
+    return true;
+  }
+
+  void place(int c, int64_t offset, size_t placed) {
+    offsets_[c] = offset;
+    std::vector<int64_t>& next = lowest_[placed + 1];
+    next = lowest_[placed];
+    const int64_t end = offset + p_.bytes[c];
+    for (int i : p_.neighbors[c]) {
+      if (offsets_[i] < 0 && next[i] < end && offset < next[i] + p_.bytes[i]) next[i] = lowestFeasible(i);
+    }
+    for (int s : sections_.of_buffer[c]) {
+      floor_[s] = std::max(floor_[s], end);
+      open_padded_[s] -= sections_.padded(s, p_.bytes[c]);
     }
   }
 
-  // Unplaced members of a clique start at or above last_offset, so above the
-  // end of every placed member (placed members start at or below it), and
-  // are stacked disjointly, each at a multiple of its alignment.
-  int64_t cliqueBound(uint64_t unplaced, int64_t last_offset) const {
-    int64_t bound = 0;
-    for (uint64_t clique : cliques_) {
-      const uint64_t open = clique & unplaced;
-      if (open == 0) continue;
-      int64_t base = std::max<int64_t>(last_offset, 0);
-      for (uint64_t bits = clique & ~unplaced; bits != 0; bits &= bits - 1) {
-        const int j = __builtin_ctzll(bits);
-        base = std::max(base, offsets_[j] + p_.bytes[j]);
-      }
-      // Every start is a multiple of the smallest alignment g, so each member
-      // but the topmost occupies its size rounded up to g.
-      int64_t g = std::numeric_limits<int64_t>::max();
-      for (uint64_t bits = open; bits != 0; bits &= bits - 1) {
-        g = std::min(g, p_.align[__builtin_ctzll(bits)]);
-      }
-      int64_t padded_sum = 0;
-      int64_t top_slack = 0;
-      for (uint64_t bits = open; bits != 0; bits &= bits - 1) {
-        const int64_t size = p_.bytes[__builtin_ctzll(bits)];
-        padded_sum += alignUpConstant(size, g);
-        top_slack = std::max(top_slack, alignUpConstant(size, g) - size);
-      }
-      bound = std::max(bound, alignUpConstant(base, g) + padded_sum - top_slack);
-    }
-    return bound;
-  }
-
-  // lowest_[placed][i]: buffer i's lowest feasible offset given the buffers
-  // placed so far; only neighbours of a newly placed buffer can move up.
-  void search(size_t placed, int64_t last_offset, int last_index, int64_t total) {
-    if (best_.total <= p_.lower_bound) return;  // optimal already
+  void search(size_t placed, int64_t last_offset, int last_index) {
     ++nodes_;
-    if (nodes_left_-- <= 0 ||
-        ((nodes_ & 255) == 0 && std::chrono::steady_clock::now() > deadline_)) {
+    if (nodes_left_-- <= 0 || ((nodes_ & 255) == 0 && std::chrono::steady_clock::now() > deadline_)) {
       budget_exhausted_ = true;
       return;
     }
     if (placed == p_.size()) {
-      if (total < best_.total) best_ = Layout{offsets_, total};
+      int64_t total = 0;
+      for (size_t i = 0; i < p_.size(); ++i) total = std::max(total, offsets_[i] + p_.bytes[i]);
+      best_ = Layout{offsets_, total};
+      if (descending_) {
+        capacity_ = total - 1;
+      } else {
+        found_ = true;
+      }
       return;
     }
-    const std::vector<int64_t>& lowest = lowest_[placed];
     uint64_t unplaced = 0;
     for (size_t k = 0; k < p_.size(); ++k) {
       if (offsets_[k] < 0) unplaced |= uint64_t{1} << k;
     }
-    int64_t bound = std::max({total, p_.lower_bound, cliqueBound(unplaced, last_offset)});
+    const std::vector<int64_t>& lowest = lowest_[placed];
+    if (!feasible(lowest, unplaced, last_offset)) return;
+    // A candidate must start below the top of every other unplaced buffer's
+    // lowest spot, or that buffer would be left entirely below it.
+    int64_t first_top = std::numeric_limits<int64_t>::max(), second_top = first_top;
+    int first_top_index = -1;
     for (uint64_t bits = unplaced; bits != 0; bits &= bits - 1) {
       const int i = __builtin_ctzll(bits);
-      // Later buffers start at or above last_offset, so a buffer that fits
-      // entirely below it keeps that spot forever and can never be placed in
-      // address order: this branch duplicates another one.
-      if (lowest[i] + p_.bytes[i] <= last_offset) return;
-      bound = std::max(bound, std::max(lowest[i], last_offset) + p_.bytes[i]);
+      const int64_t top = lowest[i] + p_.bytes[i];
+      if (top < first_top) {
+        second_top = first_top;
+        first_top = top;
+        first_top_index = i;
+      } else {
+        second_top = std::min(second_top, top);
+      }
     }
-    if (bound >= best_.total) return;
     struct Candidate {
       int64_t offset;
       int index;
@@ -365,45 +474,39 @@ class ExactSearch {
       const int64_t offset = lowest[c];
       if (offset < last_offset || (offset == last_offset && c < last_index)) continue;
       if ((lower_twins_[c] & unplaced) != 0) continue;
-      // Placing c must not leave a non-conflicting buffer entirely below it.
-      bool strands_one = false;
-      for (uint64_t others = unplaced & ~adjacency_[c] & ~(uint64_t{1} << c); others != 0;
-           others &= others - 1) {
-        const int i = __builtin_ctzll(others);
-        if (lowest[i] + p_.bytes[i] <= offset) {
-          strands_one = true;
-          break;
-        }
-      }
-      if (!strands_one) candidates.push_back({offset, c});
+      if (offset >= (c == first_top_index ? second_top : first_top)) continue;
+      if (!fits(offset + p_.bytes[c])) continue;
+      candidates.push_back({offset, c});
     }
+    // Lowest first; at one offset the largest buffer first.
     std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
       if (a.offset != b.offset) return a.offset < b.offset;
-      return p_.bytes[a.index] > p_.bytes[b.index];
+      if (p_.bytes[a.index] != p_.bytes[b.index]) return p_.bytes[a.index] > p_.bytes[b.index];
+      return a.index < b.index;
     });
     for (const Candidate& c : candidates) {
-      offsets_[c.index] = c.offset;
-      std::vector<int64_t>& next = lowest_[placed + 1];
-      next = lowest;
-      const int64_t end = c.offset + p_.bytes[c.index];
-      for (int i : p_.neighbors[c.index]) {
-        if (offsets_[i] < 0 && next[i] < end && c.offset < next[i] + p_.bytes[i]) {
-          next[i] = lowestFeasible(i);
-        }
-      }
-      search(placed + 1, c.offset, c.index, std::max(total, end));
+      const std::vector<int64_t> saved_floor = floor_, saved_open = open_padded_;
+      place(c.index, c.offset, placed);
+      search(placed + 1, c.offset, c.index);
       offsets_[c.index] = -1;
-      if (budget_exhausted_ || best_.total <= p_.lower_bound) return;
+      floor_ = saved_floor;
+      open_padded_ = saved_open;
+      if (budget_exhausted_ || found_) return;
     }
   }
 
   const Problem& p_;
+  const std::vector<uint64_t>& adjacency_;  // bit j of adjacency_[i]: i and j conflict
+  const Sections& sections_;
   Layout best_;
-  std::vector<uint64_t> adjacency_;  // bit j of adjacency_[i]: i and j conflict
-  std::vector<uint64_t> cliques_;
+  int64_t capacity_ = 0;  // only layouts of at most this total are sought
+  int64_t next_capacity_ = 0;
+  bool found_ = false;
+  bool descending_ = false;  // branch and bound: keep searching below each layout
   std::vector<uint64_t> lower_twins_;  // bit j of lower_twins_[i]: j < i is i's twin
-  std::vector<std::vector<int64_t>> lowest_;
+  std::vector<std::vector<int64_t>> lowest_;  // lowest_[placed][i]: i's lowest feasible offset
   std::vector<int64_t> offsets_;
+  std::vector<int64_t> floor_, open_padded_;  // per section
   int64_t nodes_left_;
   int64_t nodes_ = 0;
   std::chrono::steady_clock::time_point deadline_;
@@ -414,7 +517,8 @@ struct ConstantPlan {
   Layout layout;
   std::string strategy;
   std::vector<PlanAttempt> attempts;
-  bool optimal = false;  // proved: lower bound reached or exhaustive search
+  int64_t target = 0;    // max-live or, above it, the padded section bound
+  bool optimal = false;  // proved: target reached or exhaustive search
 };
 
 // Connected components of the conflict graph, each sorted, in order of their
@@ -522,10 +626,29 @@ void perturbGreedy(const Problem& q, GreedyResult& best, int64_t rounds,
   }
 }
 
-// `baseline`, when given, is a valid layout the result must not exceed.
-ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options,
-                               const std::optional<PlanAttempt>& baseline_attempt,
-                               const Layout& baseline) {
+// A valid layout from another planner, with the name it is reported under.
+struct Incumbent {
+  std::string name;
+  Layout layout;
+};
+
+// The layout of `offsets` (input order) restricted to the problem's buffers.
+Layout localLayout(const Problem& p, const std::vector<int64_t>& offsets) {
+  Layout layout;
+  for (size_t k = 0; k < p.size(); ++k) {
+    layout.offsets.push_back(offsets[p.global[k]]);
+    layout.total = std::max(layout.total, layout.offsets.back() + p.bytes[k]);
+  }
+  return layout;
+}
+
+// `baseline`, when given, is tried first; `textbook()` gives more incumbents,
+// asked for only when the greedy orderings miss the target. The result is
+// never larger than any of them. p.lower_bound is raised to the padded
+// section bound where that is higher.
+ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
+                               const std::optional<Incumbent>& baseline,
+                               const std::function<std::vector<Incumbent>()>& textbook) {
   ConstantPlan plan;
   if (p.size() == 0) {
     plan.strategy = "empty";
@@ -535,8 +658,32 @@ ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options,
   const auto deadline =
       std::chrono::steady_clock::now() +
       std::chrono::microseconds(static_cast<int64_t>(options.search_time_limit_ms * 1000.0));
+
+  // Connected components (buffers of different ones never conflict), each
+  // with its sections where it is small enough for bit masks; the padded
+  // section bounds can only raise the target every stage stops at.
+  struct Part {
+    std::vector<int> members;
+    Problem q;
+    std::vector<uint64_t> adjacency;
+    Sections sections;
+  };
+  std::vector<Part> parts;
+  for (std::vector<int>& members : components(p)) {
+    Part part{std::move(members), {}, {}, {}};
+    part.q = subProblem(p, part.members, 0);
+    if (part.q.size() <= kMaxSearchBuffers) {
+      part.adjacency = adjacencyMasks(part.q);
+      part.sections = sectionCliques(part.q, part.adjacency);
+      p.lower_bound = std::max(p.lower_bound, paddedSectionBound(part.sections));
+    }
+    parts.push_back(std::move(part));
+  }
+  for (Part& part : parts) part.q.lower_bound = p.lower_bound;
+  plan.target = p.lower_bound;
+
   bool have = false;
-  // Records a candidate; true when the search may stop (lower bound reached).
+  // Records a candidate; true when the search may stop (target reached).
   auto consider = [&](const std::string& name, Layout layout) {
     plan.attempts.push_back({name, layout.total});
     if (!have || layout.total < plan.layout.total) {
@@ -546,7 +693,7 @@ ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options,
     }
     return options.stop_at_lower_bound && plan.layout.total <= p.lower_bound;
   };
-  if (baseline_attempt && consider(baseline_attempt->strategy, baseline)) {
+  if (baseline && consider(baseline->name, baseline->layout)) {
     plan.optimal = true;
     return plan;
   }
@@ -560,11 +707,16 @@ ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options,
     plan.optimal = true;
     return plan;
   }
+  for (Incumbent& incumbent : textbook()) {
+    if (consider(incumbent.name, std::move(incumbent.layout))) {
+      plan.optimal = true;
+      return plan;
+    }
+  }
 
   // Per component: greedy (when there are several), iterated greedy, then
   // the exact search where the component is small enough.
-  const std::vector<std::vector<int>> parts = components(p);
-  const size_t exact_limit = std::min(options.exact_search_max_buffers, ExactSearch::kMaxBuffers);
+  const size_t exact_limit = std::min(options.exact_search_max_buffers, kMaxSearchBuffers);
   Layout composed;
   composed.offsets.assign(p.size(), 0);
   struct Outcome {
@@ -573,8 +725,9 @@ ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options,
   };
   std::vector<Outcome> outcomes;
   bool exact_ran = false, exact_complete = true, perturbed = false;
-  for (const std::vector<int>& members : parts) {
-    Problem q = subProblem(p, members, p.lower_bound);
+  for (const Part& part : parts) {
+    const Problem& q = part.q;
+    const std::vector<int>& members = part.members;
     GreedyResult greedy;
     if (parts.size() == 1) {
       greedy = whole;
@@ -595,7 +748,8 @@ ConstantPlan planConstantSizes(const Problem& p, const PlannerOptions& options,
       proved = layout.total <= q.lower_bound;
     }
     if (!proved && q.size() <= exact_limit) {
-      ExactSearch exact(q, layout, options.exact_search_node_budget, deadline);
+      ExactSearch exact(q, part.adjacency, part.sections, layout, options.exact_search_node_budget,
+                        deadline);
       const bool complete = exact.run();
       exact_ran = true;
       exact_complete = exact_complete && complete;
@@ -720,21 +874,27 @@ AddressPlan planAddresses(const std::vector<Buffer>& buffers, const ConflictGrap
   plan.no_reuse_bytes = noReuseBytes(buffers);
 
   Problem problem = makeProblem(buffers, conflicts, plan.lower_bound_bytes);
-  std::optional<PlanAttempt> baseline_attempt;
-  Layout baseline;
+  std::optional<Incumbent> baseline;
+  const bool all_constant = std::all_of(buffers.begin(), buffers.end(),
+                                        [](const Buffer& b) { return b.bytes.isConstant(); });
   if (options.baseline != nullptr) {
-    if (problem.size() == buffers.size()) {
+    if (all_constant) {
       verifyPlan(buffers, conflicts, *options.baseline, std::numeric_limits<int64_t>::max());
-      for (const IntExpr& address : options.baseline->addresses) {
-        baseline.offsets.push_back(*address.constant());
-      }
-      baseline.total = *options.baseline->total_bytes.constant();
-      baseline_attempt = PlanAttempt{"baseline:" + options.baseline->strategy, baseline.total};
+      std::vector<int64_t> offsets;
+      for (const IntExpr& address : options.baseline->addresses) offsets.push_back(*address.constant());
+      baseline = Incumbent{"baseline:" + options.baseline->strategy, localLayout(problem, offsets)};
     } else {
       plan.notes.push_back("baseline plan ignored: some sizes are symbolic");
     }
   }
-  ConstantPlan constant = planConstantSizes(problem, options, baseline_attempt, baseline);
+  // The textbook planners (constant sizes only) as incumbents: the plan is
+  // never worse than either of them.
+  auto textbook = [&]() -> std::vector<Incumbent> {
+    if (!all_constant) return {};
+    return {{"free list", localLayout(problem, baselines::freeListOffsets(buffers, conflicts))},
+            {"linear scan", localLayout(problem, baselines::linearScanOffsets(buffers, conflicts))}};
+  };
+  ConstantPlan constant = planConstantSizes(problem, options, baseline, textbook);
   for (size_t k = 0; k < problem.size(); ++k) {
     plan.addresses[problem.global[k]] = constant.layout.offsets[k];
   }
@@ -742,9 +902,16 @@ AddressPlan planAddresses(const std::vector<Buffer>& buffers, const ConflictGrap
   plan.attempts = std::move(constant.attempts);
   plan.lower_bound_reached = constant.layout.total <= plan.lower_bound_bytes;
   plan.optimal = constant.optimal;
+  if (!plan.lower_bound_reached && constant.layout.total <= constant.target) {
+    plan.notes.push_back("optimal by alignment padding: no layout is below " + std::to_string(constant.target) +
+                         " B (a clique of conflicting buffers, each under another rounded up to the "
+                         "clique's smallest alignment; max live " +
+                         std::to_string(plan.lower_bound_bytes) + " B)");
+  }
 
-  const size_t symbolic_count = buffers.size() - problem.size();
-  if (symbolic_count > 0) {
+  if (!all_constant) {
+    const size_t symbolic_count = static_cast<size_t>(std::count_if(
+        buffers.begin(), buffers.end(), [](const Buffer& b) { return !b.bytes.isConstant(); }));
     size_t shared = stackSymbolicBuffers(buffers, conflicts, constant.layout.total, plan);
     plan.symbolic = true;
     plan.optimal = false;

@@ -4,16 +4,19 @@
 // - planAddresses() never places two conflicting buffers on overlapping bytes
 //   and honours every buffer's alignment; its total is never below
 //   lowerBoundBytes() and never above the best heuristic layout it tried, nor
-//   above the caller's baseline plan (e.g. the stack allocator's) when given.
+//   above the caller's baseline plan (e.g. the stack allocator's) when given,
+//   nor (constant sizes) above the free-list and linear-scan planners'.
 // - Constant sizes: best-fit and first-fit gap placement over several
 //   orderings on the whole set; when that misses the lower bound, each
 //   connected component of the conflict graph is planned on its own from
 //   offset 0 (greedy, iterated greedy, then for components of at most
-//   exact_search_max_buffers buffers an exact branch-and-bound over canonical
-//   placements in address order, bounded by a node budget and a time limit,
-//   so it always terminates). It stops as soon as a layout reaches the lower
-//   bound. `optimal` is set only when proved: the lower bound is reached, or
-//   the search exhausted the component that sets the total.
+//   exact_search_max_buffers buffers an exact search over canonical
+//   placements in address order, iterative deepening on the capacity from the
+//   target, bounded by a node budget and a time limit, so it always
+//   terminates). It stops as soon as a layout reaches the target: the lower
+//   bound, or the alignment-padded bound of a clique where that is higher.
+//   `optimal` is set only when proved: the target is reached, or the search
+//   exhausted the component that sets the total.
 // - Symbolic sizes: constant-size buffers are planned as above at the bottom;
 //   the symbolic ones are stacked above them in first-write order with address
 //   expressions, sharing a slot only when trivially safe (identical size

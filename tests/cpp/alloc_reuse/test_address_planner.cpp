@@ -97,9 +97,43 @@ TEST(AddressPlanner, StopsAtTheLowerBound) {
   EXPECT_TRUE(plan.optimal);
 }
 
-TEST(AddressPlanner, ExactSearchRunsWhenHeuristicsMissTheBound) {
-  // Three pairwise-conflicting buffers with padding: the bound (sum of sizes)
-  // is unreachable, so every heuristic runs and the exact search proves 100.
+// Every greedy ordering ends at 224 B; the exact search places the six
+// buffers at the max-live bound (t=3: b, a, f; t=5: b, a, e; t=6: b, c, e).
+std::vector<Buffer> greedyMissesTheBound() {
+  return {makeBuffer("a", 48, 3, 5, 0), makeBuffer("b", 64, 3, 6, 1), makeBuffer("c", 96, 6, 6, 2),
+          makeBuffer("d", 80, 0, 2, 3), makeBuffer("e", 48, 5, 6, 4), makeBuffer("f", 96, 2, 3, 5)};
+}
+
+TEST(AddressPlanner, ExactSearchReachesTheBoundTheHeuristicsMiss) {
+  const std::vector<Buffer> buffers = greedyMissesTheBound();
+  AddressPlan plan = planChecked(buffers, conflictsFromIntervals(buffers));
+  EXPECT_EQ(constantTotal(plan), 208);
+  EXPECT_EQ(constantAddresses(plan), (std::vector<int64_t>{64, 0, 64, 0, 160, 112}));
+  EXPECT_EQ(plan.lower_bound_bytes, 208);
+  EXPECT_TRUE(plan.lower_bound_reached);
+  EXPECT_TRUE(plan.optimal);
+  EXPECT_EQ(planStatusName(plan), "bound reached");
+  EXPECT_EQ(plan.strategy, "exact");
+  for (const PlanAttempt& attempt : plan.attempts) {
+    if (attempt.strategy != "exact") EXPECT_GE(attempt.total_bytes, 224) << attempt.strategy;
+  }
+}
+
+TEST(AddressPlanner, ExactSearchCanBeDisabled) {
+  const std::vector<Buffer> buffers = greedyMissesTheBound();
+  PlannerOptions options;
+  options.exact_search_max_buffers = 0;
+  AddressPlan plan = planChecked(buffers, conflictsFromIntervals(buffers), options);
+  for (const PlanAttempt& attempt : plan.attempts) EXPECT_NE(attempt.strategy, "exact");
+  EXPECT_EQ(constantTotal(plan), 224);
+  EXPECT_FALSE(plan.optimal);
+  EXPECT_EQ(planStatusName(plan), "heuristic");
+}
+
+TEST(AddressPlanner, AlignmentPaddingProvesAnOptimumAboveMaxLive) {
+  // Pairwise conflicting, 16-byte aligned: every buffer under another takes
+  // its size rounded up to 16 B, so no layout is below 32 + 32 + 36 = 100 B
+  // (max live: 96 B); a greedy layout reaches it, no search needed.
   std::vector<Buffer> buffers = {makeBuffer("a", 28, 0, 5, 0), makeBuffer("b", 32, 0, 5, 1),
                                  makeBuffer("c", 36, 0, 5, 2)};
   AddressPlan plan = planChecked(buffers, conflictsFromIntervals(buffers));
@@ -107,17 +141,50 @@ TEST(AddressPlanner, ExactSearchRunsWhenHeuristicsMissTheBound) {
   EXPECT_EQ(plan.lower_bound_bytes, 96);
   EXPECT_FALSE(plan.lower_bound_reached);
   EXPECT_TRUE(plan.optimal);
+  EXPECT_EQ(planStatusName(plan), "optimal");
+  for (const PlanAttempt& attempt : plan.attempts) EXPECT_NE(attempt.strategy, "exact");
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_NE(plan.notes[0].find("no layout is below 100 B"), std::string::npos) << plan.notes[0];
+}
+
+// Max live 228 B and the padded bound 228 B are infeasible: y and z need
+// 128-byte-aligned starts, x (100 B) does not fit between them, so the best
+// is y at 0, z at 128, x on top: 292 B, which only the exhausted search proves.
+std::vector<Buffer> boundInfeasible() {
+  return {makeBuffer("x", 100, 0, 5, 0), makeBuffer("y", 64, 0, 5, 1, 128),
+          makeBuffer("z", 64, 0, 5, 2, 128)};
+}
+
+TEST(AddressPlanner, ExactSearchProvesTheOptimumAboveAnInfeasibleBound) {
+  const std::vector<Buffer> buffers = boundInfeasible();
+  AddressPlan plan = planChecked(buffers, conflictsFromIntervals(buffers));
+  EXPECT_EQ(constantTotal(plan), 292);
+  EXPECT_EQ(constantAddresses(plan), (std::vector<int64_t>{192, 0, 128}));
+  EXPECT_EQ(plan.lower_bound_bytes, 228);
+  EXPECT_FALSE(plan.lower_bound_reached);
+  EXPECT_TRUE(plan.optimal);
+  EXPECT_EQ(planStatusName(plan), "optimal");
   EXPECT_EQ(plan.attempts.back().strategy, "exact");
 }
 
-TEST(AddressPlanner, ExactSearchCanBeDisabled) {
-  std::vector<Buffer> buffers = {makeBuffer("a", 28, 0, 5, 0), makeBuffer("b", 32, 0, 5, 1),
-                                 makeBuffer("c", 36, 0, 5, 2)};
+TEST(AddressPlanner, SearchOutOfBudgetIsReportedHeuristic) {
+  const std::vector<Buffer> buffers = boundInfeasible();
   PlannerOptions options;
-  options.exact_search_max_buffers = 0;
+  options.exact_search_node_budget = 2;
   AddressPlan plan = planChecked(buffers, conflictsFromIntervals(buffers), options);
-  for (const PlanAttempt& attempt : plan.attempts) EXPECT_NE(attempt.strategy, "exact");
+  EXPECT_EQ(constantTotal(plan), 292);  // found, but not proved
   EXPECT_FALSE(plan.optimal);
+  EXPECT_EQ(planStatusName(plan), "heuristic");
+  EXPECT_EQ(plan.attempts.back().strategy, "exact (budget spent)");
+}
+
+TEST(AddressPlanner, EmptyBuffersStayAtZero) {
+  std::vector<Buffer> buffers = {makeBuffer("a", 64, 0, 5, 0), makeBuffer("empty", 0, 0, 5, 1, 128),
+                                 makeBuffer("b", 48, 2, 7, 2)};
+  AddressPlan plan = planChecked(buffers, conflictsFromIntervals(buffers));
+  EXPECT_EQ(constantTotal(plan), 112);
+  EXPECT_EQ(plan.addresses[1].constant(), 0);
+  EXPECT_TRUE(plan.lower_bound_reached);
 }
 
 TEST(AddressPlanner, SymbolicSizesStackAboveTheConstantRegion) {

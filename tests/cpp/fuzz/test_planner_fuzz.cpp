@@ -21,7 +21,11 @@
 //     (interval overlap) <= under Conservative ones (barriers) <= the stack
 //     allocator, the planner chained as the kernel planner chains it; also on
 //     kernel-like sets (benchmarks/kernel_like_sets.h), where Precise plans
-//     must also verify and respect the bound.
+//     must also verify and respect the bound;
+//   * in both modes never above the free-list and linear-scan baselines,
+//     never below the lower bound, and `optimal` only with the lower bound
+//     reached or above it (kernel-like sets: also the status is one of the
+//     three the report shows).
 // SMELT_FUZZ_ITERS (default 1500 sets) and SMELT_FUZZ_SEED run it longer.
 #include <gtest/gtest.h>
 
@@ -36,6 +40,7 @@
 #include "kernel_like_sets.h"
 #include "common/expect_error.h"
 #include "lower/alloc_reuse/address_planner.h"
+#include "lower/alloc_reuse/baseline_planners.h"
 #include "lower/alloc_reuse/stack_allocator.h"
 #include "lower/alloc_reuse/verify.h"
 
@@ -148,12 +153,27 @@ int64_t liveBytesBound(const BufferSet& set, const std::map<std::string, int64_t
   return ::testing::AssertionSuccess();
 }
 
+// The plan is at least the lower bound and at most each textbook baseline
+// planned on the same conflicts.
+void checkAgainstBaselines(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts,
+                           const AddressPlan& plan) {
+  const int64_t total = *plan.total_bytes.constant();
+  ASSERT_GE(total, plan.lower_bound_bytes);
+  ASSERT_EQ(plan.lower_bound_reached, total == plan.lower_bound_bytes);
+  ASSERT_TRUE(!plan.lower_bound_reached || plan.optimal);
+  const AddressPlan free_list = baselines::planFreeListAddresses(buffers, conflicts);
+  const AddressPlan linear = baselines::planLinearScanAddresses(buffers, conflicts);
+  ASSERT_LE(total, *free_list.total_bytes.constant()) << plan.strategy;
+  ASSERT_LE(total, *linear.total_bytes.constant()) << plan.strategy;
+}
+
 // Plans the set under Conservative conflicts (the stack plan as baseline)
-// and under Precise ones (the Conservative plan as baseline), checks both and
-// the chain precise <= conservative <= stack.
+// and under Precise ones (the Conservative plan as baseline), checks both,
+// each against the textbook baselines, and the chain
+// precise <= conservative <= stack.
 void checkMonotone(const std::vector<Buffer>& buffers, const std::vector<int64_t>& barriers,
                    const AddressPlan& stack, int64_t* precise_total = nullptr,
-                   int64_t* conservative_total = nullptr) {
+                   int64_t* conservative_total = nullptr, std::string* precise_status = nullptr) {
   const ConflictGraph strict = conflictsFromBarriers(buffers, barriers);
   const ConflictGraph relaxed = conflictsFromIntervals(buffers);
   PlannerOptions options;
@@ -172,8 +192,11 @@ void checkMonotone(const std::vector<Buffer>& buffers, const std::vector<int64_t
   ASSERT_GE(c, conservative.lower_bound_bytes);
   ASSERT_LE(precise.lower_bound_bytes, conservative.lower_bound_bytes);
   ASSERT_EQ(precise.lower_bound_reached, p == precise.lower_bound_bytes);
+  ASSERT_NO_FATAL_FAILURE(checkAgainstBaselines(buffers, strict, conservative));
+  ASSERT_NO_FATAL_FAILURE(checkAgainstBaselines(buffers, relaxed, precise));
   if (precise_total != nullptr) *precise_total = p;
   if (conservative_total != nullptr) *conservative_total = c;
+  if (precise_status != nullptr) *precise_status = planStatusName(precise);
 }
 
 TEST(PlannerFuzz, EveryPlanVerifiesAndRespectsTheBound) {
@@ -221,6 +244,7 @@ TEST(PlannerFuzz, KernelLikeSetsAreMonotoneAcrossModes) {
   const int64_t iterations = envInt("SMELT_FUZZ_ITERS", 1500) / 5;
   std::mt19937_64 rng(static_cast<uint64_t>(envInt("SMELT_FUZZ_SEED", 1)) + 17);
   int64_t sets = 0, precise_below = 0;
+  std::map<std::string, int64_t> statuses;
   for (int64_t k = 0; k < iterations; ++k) {
     const size_t n = std::uniform_int_distribution<size_t>(5, 40)(rng);
     const bool phased = k % 2 == 0;
@@ -229,12 +253,21 @@ TEST(PlannerFuzz, KernelLikeSetsAreMonotoneAcrossModes) {
     SCOPED_TRACE("kernel-like set " + std::to_string(k));
     const AddressPlan stack = planStackAddresses(set.buffers, set.barriers, set.end);
     int64_t precise = 0, conservative = 0;
-    ASSERT_NO_FATAL_FAILURE(checkMonotone(set.buffers, set.barriers, stack, &precise, &conservative));
+    std::string status;
+    ASSERT_NO_FATAL_FAILURE(
+        checkMonotone(set.buffers, set.barriers, stack, &precise, &conservative, &status));
     precise_below += precise < conservative;
+    ++statuses[status];
     ++sets;
   }
   std::cout << "kernel-like sets: " << sets << " checked precise <= conservative <= stack ("
-            << precise_below << " with precise strictly below conservative)\n";
+            << precise_below << " with precise strictly below conservative) and <= free list, linear scan;"
+            << " precise status:";
+  for (const auto& [status, count] : statuses) {
+    EXPECT_TRUE(status == "bound reached" || status == "optimal" || status == "heuristic") << status;
+    std::cout << " " << status << " " << count;
+  }
+  std::cout << "\n";
 }
 
 // Malformed sets are rejected by name, never planned.

@@ -1,4 +1,4 @@
-#include "baseline_planners.h"
+#include "lower/alloc_reuse/baseline_planners.h"
 
 #include <algorithm>
 #include <map>
@@ -150,6 +150,10 @@ std::vector<std::vector<size_t>> releaseOrder(const std::vector<size_t>& order,
 
 AddressPlan planFreeListAddresses(const std::vector<Buffer>& buffers,
                                   const ConflictGraph& conflicts) {
+  return finishPlan(buffers, conflicts, freeListOffsets(buffers, conflicts), "free list (TVM-style)");
+}
+
+std::vector<int64_t> freeListOffsets(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts) {
   alloc_reuse::validateBuffers(buffers);
   int64_t unit = 1;  // every block is a multiple of the largest alignment
   for (const Buffer& b : buffers) unit = std::max(unit, b.alignment);
@@ -166,11 +170,16 @@ AddressPlan planFreeListAddresses(const std::vector<Buffer>& buffers,
   for (size_t i = 0; i < buffers.size(); ++i) {
     addresses[i] = block_address[static_cast<size_t>(block_of[i])];
   }
-  return finishPlan(buffers, conflicts, std::move(addresses), "free list (TVM-style)");
+  return addresses;
 }
 
 AddressPlan planLinearScanAddresses(const std::vector<Buffer>& buffers,
                                     const ConflictGraph& conflicts) {
+  return finishPlan(buffers, conflicts, linearScanOffsets(buffers, conflicts),
+                    "linear scan (program order)");
+}
+
+std::vector<int64_t> linearScanOffsets(const std::vector<Buffer>& buffers, const ConflictGraph& conflicts) {
   alloc_reuse::validateBuffers(buffers);
   const std::vector<size_t> order = programOrder(buffers);
   const std::vector<std::vector<size_t>> released_before = releaseOrder(order, conflicts);
@@ -193,7 +202,7 @@ AddressPlan planLinearScanAddresses(const std::vector<Buffer>& buffers,
     addresses[i] = offset;
     live[i] = true;
   }
-  return finishPlan(buffers, conflicts, std::move(addresses), "linear scan (program order)");
+  return addresses;
 }
 
 }  // namespace smelt::baselines

@@ -1,6 +1,7 @@
-// Two textbook shared-memory planners, kept in benchmarks/ as baselines for
-// the planner comparison table (bench_case_plans) and the planning-time
-// benchmark (bench_alloc_plan). They are not used by the compiler.
+// Two textbook shared-memory planners: baselines for the planner comparison
+// table (bench_case_plans) and the planning-time benchmark (bench_alloc_plan),
+// and incumbents inside planAddresses(), which is therefore never worse than
+// either of them on constant sizes.
 //
 // Both walk the buffers in program order (first write, then creation order)
 // and run on the same abstract input as the real planner: the buffers and the
@@ -51,11 +52,16 @@ std::vector<std::vector<size_t>> releaseOrder(const std::vector<size_t>& order,
 inline constexpr int64_t kMatchRange = 16;
 alloc_reuse::AddressPlan planFreeListAddresses(const std::vector<alloc_reuse::Buffer>& buffers,
                                                const alloc_reuse::ConflictGraph& conflicts);
+// The free list's byte offsets only (input order), without the plan figures.
+std::vector<int64_t> freeListOffsets(const std::vector<alloc_reuse::Buffer>& buffers,
+                                     const alloc_reuse::ConflictGraph& conflicts);
 
 // Linear scan in program order: each buffer goes to the lowest aligned
 // address that overlaps no buffer still unreleased (first fit over the live
 // set; it never moves a placed buffer).
 alloc_reuse::AddressPlan planLinearScanAddresses(const std::vector<alloc_reuse::Buffer>& buffers,
                                                  const alloc_reuse::ConflictGraph& conflicts);
+std::vector<int64_t> linearScanOffsets(const std::vector<alloc_reuse::Buffer>& buffers,
+                                       const alloc_reuse::ConflictGraph& conflicts);
 
 }  // namespace smelt::baselines
