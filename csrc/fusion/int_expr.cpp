@@ -273,6 +273,27 @@ std::optional<IntExpr> splitMultiple(const IntExpr& a, const IntExpr& d, IntExpr
   return std::nullopt;
 }
 
+// For `a` = u * c + v (either order) with constants c > 0 and d, c dividing
+// d: u, with v. A vector's elements (thread * 4 + i) divided by a row of
+// 16: (thread * 4 + i) / 16 is thread / 4 when 0 <= i < 4.
+std::optional<IntExpr> splitFactorOf(const IntExpr& a, const IntExpr& d, IntExpr* u_out,
+                                     int64_t* c_out) {
+  if (a.kind() != IntExpr::Kind::Add || !d.constant() || *d.constant() <= 0) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    const IntExpr& m = side == 0 ? a.lhs() : a.rhs();
+    const IntExpr& v = side == 0 ? a.rhs() : a.lhs();
+    if (m.kind() != IntExpr::Kind::Mul) continue;
+    for (int factor_side = 0; factor_side < 2; ++factor_side) {
+      auto c = (factor_side == 0 ? m.rhs() : m.lhs()).constant();
+      if (!c || *c <= 0 || *d.constant() % *c != 0) continue;
+      *u_out = factor_side == 0 ? m.lhs() : m.rhs();
+      *c_out = *c;
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<IntExpr> upperBound(const IntExpr& e, const IntBounds& bounds) {
@@ -338,6 +359,13 @@ IntExpr simplify(const IntExpr& e, const IntBounds& bounds) {
         if (auto v = splitMultiple(a, b, &u); v && nonNegative(*v, bounds)) {
           return simplify(u + *v / b, bounds);
         }
+        // (u * c + v) / d -> u / (d / c) when c divides d and 0 <= v < c.
+        int64_t c = 0;
+        if (auto v = splitFactorOf(a, b, &u, &c); v && nonNegative(u, bounds) && nonNegative(*v, bounds)) {
+          if (auto ub = upperBound(*v, bounds); ub && provablyLe(*ub, IntExpr(c))) {
+            return simplify(u / IntExpr(*b.constant() / c), bounds);
+          }
+        }
       }
       return a / b;
     }
@@ -352,6 +380,13 @@ IntExpr simplify(const IntExpr& e, const IntBounds& bounds) {
         IntExpr u;
         if (auto v = splitMultiple(a, b, &u); v && nonNegative(*v, bounds)) {
           return simplify(*v % b, bounds);
+        }
+        // (u * c + v) % d -> (u % (d / c)) * c + v when c divides d and 0 <= v < c.
+        int64_t c = 0;
+        if (auto v = splitFactorOf(a, b, &u, &c); v && nonNegative(u, bounds) && nonNegative(*v, bounds)) {
+          if (auto ub = upperBound(*v, bounds); ub && provablyLe(*ub, IntExpr(c))) {
+            return simplify(u % IntExpr(*b.constant() / c), bounds) * IntExpr(c) + *v;
+          }
         }
       }
       return a % b;

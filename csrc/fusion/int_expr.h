@@ -75,7 +75,10 @@ using IntBounds = std::map<std::string, IntExpr>;
 // [0, bound): `x / d -> 0` and `x % d -> x` when 0 <= x < d is provable,
 // `(u * d + v) / d -> u + v / d` and `(u * d + v) % d -> v % d` (d constant
 // or symbolic, v >= 0), `(x % m) % d -> x % d` (constants, d divides m),
-// applied bottom-up. The result equals `e` wherever the
+// `(u * c + v) / d -> u / (d / c)` and `(u * c + v) % d -> (u % (d / c)) *
+// c + v` (constants, c divides d, 0 <= v < c: a vector's lanes), applied
+// bottom-up. (x / m) / d stays: codegen's vectorizer recognizes a
+// contiguous row-major index by its chain of quotients and remainders. The result equals `e` wherever the
 // symbols lie in their bounds.
 IntExpr simplify(const IntExpr& e, const IntBounds& bounds);
 

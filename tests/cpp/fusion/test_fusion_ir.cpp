@@ -51,6 +51,37 @@ TEST(IntExpr, ModuloOfAModuloByAMultipleSimplifies) {
   EXPECT_NE(simplify(flat % 4100 % 8, bounds).toString(), "i3");
 }
 
+// A vector's lanes divided and taken modulo a row whose length the vector
+// width divides (GPT-2's k/v transpose: (t * 4 + i) / 16 / 8 and
+// (t * 4 + i) % 16): the lane drops out of the quotient and is added to the
+// remainder, so the lanes' addresses are one base plus constants. Checked
+// against evaluation over every value in the bounds, and refused where the
+// lane may reach the factor or the factor does not divide the divisor.
+TEST(IntExpr, VectorLanesDivideOutOfARowTheWidthDivides) {
+  const IntExpr t = IntExpr::symbol("threadIdx.x");
+  const IntExpr i = IntExpr::symbol("i0");
+  const IntBounds bounds = {{"threadIdx.x", IntExpr(128)}, {"i0", IntExpr(4)}};
+  const IntExpr lane = t * 4 + i;
+  EXPECT_EQ(simplify(lane / 16, bounds).toString(), "(threadIdx.x / 4)");
+  EXPECT_EQ(simplify(lane / 16 / 8, bounds).toString(), "((threadIdx.x / 4) / 8)");
+  EXPECT_EQ(simplify(lane % 16, bounds).toString(), "(((threadIdx.x % 4) * 4) + i0)");
+  for (const IntExpr& e : {lane / 16 / 8 % 2, lane % 16, lane / 8, lane % 8, (i + t * 4) / 12}) {
+    const IntExpr simple = simplify(e, bounds);
+    for (int64_t tv = 0; tv < 128; ++tv) {
+      for (int64_t iv = 0; iv < 4; ++iv) {
+        ASSERT_EQ(simple.evaluate({{"threadIdx.x", tv}, {"i0", iv}}),
+                  e.evaluate({{"threadIdx.x", tv}, {"i0", iv}}))
+            << e.toString() << " -> " << simple.toString();
+      }
+    }
+  }
+  // i0 may reach 4 (bound 5): the lane can carry into the next row.
+  EXPECT_NE(simplify(lane / 16, {{"threadIdx.x", IntExpr(128)}, {"i0", IntExpr(5)}}).toString(),
+            "(threadIdx.x / 4)");
+  // 4 does not divide 18.
+  EXPECT_NE(simplify(lane / 18, bounds).toString().find("18"), std::string::npos);
+}
+
 TEST(FusionConstruction, InputsOutputsAndTopologicalOrder) {
   Fusion fusion;
   FusionGuard guard(&fusion);
