@@ -139,9 +139,13 @@ def _schedulers(last_run: str) -> List[str]:
 def machine_code(reports) -> Dict[str, object]:
     """The machine code of the kernels of the latest forward (sm_90, from the
     disassembler: smelt.kernel_quality): static SASS instructions of the
-    non-matmul kernels (the matmul scheduler's apart, as Inductor's matmuls
-    are cuBLAS calls), the most registers, and stack frame bytes summed."""
-    sass = matmul_sass = stack = registers = 0
+    distinct non-matmul kernels (the matmul scheduler's apart, as Inductor's
+    matmuls are cuBLAS calls), each counted once however often it launches,
+    as the peer tool counts Inductor's (sass_non_matmul_per_launch counts
+    every launch); the most registers, and stack frame bytes summed over the
+    distinct kernels."""
+    sass = per_launch = matmul_sass = stack = registers = 0
+    seen = set()
     for r in reports:
         for p in r.partitions:
             if p.failed:
@@ -149,21 +153,28 @@ def machine_code(reports) -> Dict[str, object]:
             schedulers = _schedulers(p.last_run)
             for i, kernel in enumerate(p.kernels):
                 q = kernel.quality
-                if i < len(schedulers) and schedulers[i] == "matmul":
+                matmul = i < len(schedulers) and schedulers[i] == "matmul"
+                if not matmul:
+                    per_launch += q.sass.instructions
+                if kernel.cuda in seen:
+                    continue
+                seen.add(kernel.cuda)
+                if matmul:
                     matmul_sass += q.sass.instructions
                 else:
                     sass += q.sass.instructions
                 stack += q.stack_frame_bytes
                 registers = max(registers, q.registers)
-    return {"sass_non_matmul": sass, "sass_matmul": matmul_sass, "stack_frame_bytes": stack,
-            "max_registers": registers}
+    return {"sass_non_matmul": sass, "sass_non_matmul_per_launch": per_launch,
+            "sass_matmul": matmul_sass, "stack_frame_bytes": stack, "max_registers": registers,
+            "distinct_kernels": len(seen)}
 
 
 def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
     lines = [] if not any("nodes_fused" in r for r in rows) else [
              "| model | nodes fused / total | fused fraction | fusions | run-time fallbacks | "
              "max abs error | first call | second call | launches per forward: smelt + torch "
-             "(Inductor) | SASS non-matmul (Inductor) | stack frames |",
+             "(Inductor) | SASS non-matmul, distinct kernels (Inductor) | stack frames |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in (r for r in rows if "nodes_fused" in r):
         peer = peers.get(r["model"], {})

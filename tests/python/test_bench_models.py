@@ -48,10 +48,39 @@ def test_launches_and_machine_code_per_forward():
     # Only cumsum launches a kernel in torch (views and getitems do not).
     assert sum(r.torch_launches() for r in reports) == 1, torch_ops
     code = _bench().machine_code(reports)
-    assert code["sass_non_matmul"] == sum(k.quality.sass.instructions for k in kernels)
+    assert code["sass_non_matmul"] == code["sass_non_matmul_per_launch"] == \
+        sum(k.quality.sass.instructions for k in kernels)
+    assert code["distinct_kernels"] == len(kernels)
     assert code["sass_matmul"] == 0
     assert code["stack_frame_bytes"] == 0
     assert code["max_registers"] == max(k.quality.registers for k in kernels)
+
+
+class TwoNorms(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norms = torch.nn.ModuleList([torch.nn.LayerNorm(32), torch.nn.LayerNorm(32)])
+
+    def forward(self, x):
+        for norm in self.norms:  # cumsum (in torch) between: one fusion each
+            x = torch.cumsum(norm(x), 1)
+        return x
+
+
+def test_a_kernel_launched_twice_counts_its_machine_code_once():
+    # As the peer tool counts Inductor's kernels: the two layer norms are
+    # one compiled kernel, launched twice.
+    model = TwoNorms().eval()
+    x = torch.randn(8, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(model, backend="smelt")(x), model(x))
+    reports = smelt.backend.reports()
+    kernels = [k for r in reports for p in r.partitions for k in p.kernels]
+    assert len(kernels) == 2 and kernels[0].cuda == kernels[1].cuda
+    code = _bench().machine_code(reports)
+    assert code["distinct_kernels"] == 1
+    assert code["sass_non_matmul"] == kernels[0].quality.sass.instructions
+    assert code["sass_non_matmul_per_launch"] == 2 * code["sass_non_matmul"]
 
 
 def test_markdown_puts_inductor_beside_smelt(tmp_path):
