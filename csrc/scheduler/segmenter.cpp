@@ -220,9 +220,13 @@ class Segmenter {
   std::vector<Edge> siblingEdges() const {
     std::map<std::pair<int, int>, int64_t> shared;
     std::map<const Val*, std::set<int>> readers;
+    std::set<std::pair<int, int>> reads;  // (producer group, consumer group)
     for (size_t e = 0; e < exprs_.size(); ++e) {
       for (const Val* in : exprs_[e]->inputs()) {
-        if (in->asTensor() != nullptr && producedOutside(in, group_of_[e])) readers[in].insert(group_of_[e]);
+        if (in->asTensor() == nullptr || !producedOutside(in, group_of_[e])) continue;
+        readers[in].insert(group_of_[e]);
+        auto p = producer_.find(in);
+        if (p != producer_.end()) reads.insert({group_of_[p->second], group_of_[e]});
       }
     }
     for (const auto& [tensor, groups] : readers) {
@@ -234,13 +238,9 @@ class Segmenter {
     }
     std::vector<Edge> edges;
     for (const auto& [pair, bytes] : shared) {
-      const std::vector<int> after_first = successors(pair.first);
-      const std::vector<int> after_second = successors(pair.second);
-      if (std::count(after_first.begin(), after_first.end(), pair.second) ||
-          std::count(after_second.begin(), after_second.end(), pair.first)) {
-        continue;  // a producer-consumer pair
-      }
-      edges.push_back({pair.first, pair.second, bytes, /*siblings=*/true});
+      const auto [a, b] = pair;
+      if (reads.count({a, b}) || reads.count({b, a})) continue;  // a producer-consumer pair
+      edges.push_back({a, b, bytes, /*siblings=*/true});
     }
     return edges;
   }
