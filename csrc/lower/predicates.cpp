@@ -139,11 +139,24 @@ class Predicator {
       // trivial thread loops, as a reduction's init does, and still use the
       // thread index).
       const kir::ForLoop* bound = nullptr;
+      const IterDomain* own_axis = nullptr;
       for (int64_t k = 0; k < tv->nDims(); ++k) {
-        if (ctx_.loopOf(tv, k, stmt)->parallel_type == dim.pt) bound = ctx_.loopOf(tv, k, stmt);
+        if (ctx_.loopOf(tv, k, stmt)->parallel_type == dim.pt) {
+          bound = ctx_.loopOf(tv, k, stmt);
+          own_axis = tv->axis(k);
+        }
       }
       const bool writes_shared_state = tv->memoryType() == MemoryType::Global ||
                                        (tv->memoryType() == MemoryType::Shared && !dim.is_block);
+      // The tensor's own axis is a plain broadcast but the loop it shares
+      // (inlined into a consumer's) runs the whole launch extent: every
+      // thread along it stores the same element (a matmul's C_s with M = 1:
+      // a write-write race), so one thread writes.
+      if (bound != nullptr && own_axis->isPlainBroadcast() && single_writer && writes_shared_state &&
+          !bound->extent.sameAs(own_axis->extent()) && launch_extent.constant() != 1) {
+        pred.terms.push_back({dim.index(), Term::Kind::Equal, 0});
+        continue;
+      }
       if (bound != nullptr) {
         // A broadcast axis bound to a thread index is computed by every
         // thread alike: no guard (a Local value must exist in each thread),

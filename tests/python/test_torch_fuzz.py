@@ -291,6 +291,17 @@ KNOWN_BUGS = {
                 "v4 = torch.relu(v2)", "v5 = -v4", "v6 = v2.transpose(2, 1)",
                 "v7 = torch.maximum(v6, torch.tensor(0.1))", "v8 = v7.transpose(2, 1)"],
                ["v8", "v5", "v3"])),
+    # Found by scripts/torch_fuzz.py --profile models --start 14300 (seed 14587).
+    "matmul-one-row-smem-epilogue-race": KnownBug(
+        "a matmul of one row (M = 1, a static broadcast) whose epilogue broadcasts it to 3 rows: "
+        "every threadIdx.y stored the same C_s element (the simulator's write-write race; the "
+        "partition ran in torch)",
+        "fallback: the CPU simulator found errors",
+        _repro([("x1", "r(3, 1)"), ("w2", "r(1, 4)"), ("b3", "r(4)")],
+               ["v1 = torch.tanh(x1)", "v4 = torch.sigmoid(x1)",
+                "v5, v6 = torch.var_mean(v4, dim=(0, 1), correction=0, keepdim=True)",
+                "v7 = torch.addmm(b3, v6.reshape(-1, 1), w2).view(1, 4)", "v8 = v7 + v1"],
+               ["v8"])),
 }
 
 # seed -> KNOWN_BUGS key, for seeds of SEEDS that fail with that bug.
@@ -298,6 +309,8 @@ KNOWN_OPEN = {}
 
 # Bugs of KNOWN_BUGS fixed since they were found: key -> where.
 FIXED = {
+    "matmul-one-row-smem-epilogue-race": "predicates: a plain broadcast axis inlined into a "
+                                         "thread loop of the launch's extent stores from thread 0",
     "fake-strides-differ-from-eager": "not smelt's: the runner accepts the traced strides "
                                       "(torch.compile's contract; Inductor returns them too)",
     "view-size1-strides-steer-broadcast": "not smelt's: the runner takes the traced strides "
