@@ -18,13 +18,12 @@
 #include <utility>
 
 #include "fusion/error.h"
+#include "runtime/byte_record.h"
 
 namespace smelt {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr char kMagic[] = "smelt-kernel-cache 1\n";
 
 // FNV-1a: a stable 64-bit hash (std::hash may differ between builds).
 uint64_t fnv1a(const char* data, size_t size, uint64_t hash = 0xcbf29ce484222325ull) {
@@ -45,41 +44,8 @@ void warnOnce(const fs::path& dir, const std::string& message) {
   if (warned.insert(dir.string()).second) warn(message);
 }
 
-void putU64(std::string& out, uint64_t value) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
-}
-void putBytes(std::string& out, const char* data, size_t size) {
-  putU64(out, size);
-  out.append(data, size);
-}
-
-// Reads an entry's fields in order; any read past the end makes it corrupt.
-class EntryReader {
- public:
-  explicit EntryReader(std::string data) : data_(std::move(data)) {}
-  uint64_t u64() {
-    need(8);
-    uint64_t value = 0;
-    for (int i = 0; i < 8; ++i) value |= uint64_t(static_cast<unsigned char>(data_[pos_ + i])) << (8 * i);
-    pos_ += 8;
-    return value;
-  }
-  std::string bytes() {
-    const uint64_t size = u64();
-    need(size);
-    std::string value = data_.substr(pos_, size);
-    pos_ += size;
-    return value;
-  }
-  size_t position() const { return pos_; }
-
- private:
-  void need(uint64_t size) const {
-    SMELT_CHECK(size <= data_.size() - pos_, "truncated (", data_.size(), " bytes)");
-  }
-  std::string data_;
-  size_t pos_ = 0;
-};
+// The first line of an entry of `kind` ("smelt-kernel-cache 1").
+std::string magicOf(const std::string& kind) { return "smelt-" + kind + "-cache 1\n"; }
 
 std::string nvrtcVersionText() {
   int major = 0, minor = 0;
@@ -88,6 +54,11 @@ std::string nvrtcVersionText() {
 }
 
 }  // namespace
+
+void warnCorrupt(const fs::path& path, const std::string& kind, const std::string& why) {
+  warn(errorMessage("ignoring the corrupt ", kind, " cache entry ", path.string(), ": ",
+                    why.substr(0, 200)));
+}
 
 std::optional<fs::path> kernelCacheDir() {
   if (const char* dir = std::getenv("SMELT_KERNEL_CACHE_DIR")) {
@@ -114,54 +85,56 @@ std::string kernelCacheKey(const std::string& source, const std::string& kernel_
   return key.str();
 }
 
-fs::path kernelCacheEntryPath(const fs::path& dir, const std::string& key) {
+fs::path cacheEntryPath(const fs::path& dir, const std::string& kind, const std::string& key) {
   std::ostringstream name;
-  name << std::hex << std::setw(16) << std::setfill('0') << fnv1a(key.data(), key.size()) << ".kernel";
+  name << std::hex << std::setw(16) << std::setfill('0') << fnv1a(key.data(), key.size()) << "." << kind;
   return dir / name.str();
 }
 
-std::optional<CompiledKernel> loadCachedKernel(const fs::path& dir, const std::string& key) {
-  const fs::path path = kernelCacheEntryPath(dir, key);
+fs::path kernelCacheEntryPath(const fs::path& dir, const std::string& key) {
+  return cacheEntryPath(dir, "kernel", key);
+}
+
+// An entry: the magic line, the key (length-prefixed), the payload, and an
+// FNV-1a checksum of everything before it.
+std::optional<std::string> loadCacheEntry(const fs::path& dir, const std::string& kind,
+                                          const std::string& key) {
+  const fs::path path = cacheEntryPath(dir, kind, key);
   std::ifstream file(path, std::ios::binary);
   if (!file) return std::nullopt;
   std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string magic = magicOf(kind);
   try {
-    const size_t magic = sizeof(kMagic) - 1;
-    SMELT_CHECK(data.compare(0, magic, kMagic) == 0, "not a smelt kernel cache entry");
-    SMELT_CHECK(data.size() >= magic + 8, "truncated (", data.size(), " bytes)");
+    SMELT_CHECK(data.compare(0, magic.size(), magic) == 0, "not a smelt ", kind, " cache entry");
+    SMELT_CHECK(data.size() >= magic.size() + 16, "truncated (", data.size(), " bytes)");
     const size_t body_end = data.size() - 8;
-    EntryReader checksum_reader(data.substr(body_end));
-    SMELT_CHECK(checksum_reader.u64() == fnv1a(data.data(), body_end), "its checksum does not match");
-    EntryReader reader(data.substr(magic, body_end - magic));
-    if (reader.bytes() != key) return std::nullopt;  // another key with the same hash
-    CompiledKernel compiled;
-    compiled.kernel_name = reader.bytes();
-    compiled.arch = static_cast<int>(reader.u64());
-    compiled.log = reader.bytes();
-    const std::string cubin = reader.bytes();
-    compiled.cubin.assign(cubin.begin(), cubin.end());
-    compiled.ptxas = parsePtxasInfo(compiled.log, compiled.kernel_name);
-    compiled.from_disk_cache = true;
-    return compiled;
+    ByteReader checksum(data.substr(body_end));
+    SMELT_CHECK(checksum.u64() == fnv1a(data.data(), body_end), "its checksum does not match");
+    ByteReader reader(data.substr(magic.size(), body_end - magic.size()));
+    const std::string stored_key = reader.bytes();
+    if (stored_key != key) return std::nullopt;  // another key with the same hash
+    const size_t payload_start = magic.size() + 8 + stored_key.size();
+    return data.substr(payload_start, body_end - payload_start);
   } catch (const Error& e) {
-    warn(errorMessage("ignoring the corrupt kernel cache entry ", path.string(), ": ",
-                      std::string(e.what()).substr(0, 200)));
+    warnCorrupt(path, kind, e.what());
     return std::nullopt;
   }
 }
 
-bool storeCachedKernel(const fs::path& dir, const std::string& key, const CompiledKernel& compiled) {
-  std::string data = kMagic;
-  putBytes(data, key.data(), key.size());
-  putBytes(data, compiled.kernel_name.data(), compiled.kernel_name.size());
-  putU64(data, static_cast<uint64_t>(compiled.arch));
-  putBytes(data, compiled.log.data(), compiled.log.size());
-  putBytes(data, compiled.cubin.data(), compiled.cubin.size());
-  putU64(data, fnv1a(data.data(), data.size()));
+bool storeCacheEntry(const fs::path& dir, const std::string& kind, const std::string& key,
+                     const std::string& payload) {
+  std::string data = magicOf(kind);
+  ByteWriter key_field;
+  key_field.bytes(key);
+  data += key_field.data();
+  data += payload;
+  ByteWriter checksum;
+  checksum.u64(fnv1a(data.data(), data.size()));
+  data += checksum.data();
 
   // A name no other writer uses: this process, this thread, a counter.
   static std::atomic<uint64_t> counter{0};
-  const fs::path final_path = kernelCacheEntryPath(dir, key);
+  const fs::path final_path = cacheEntryPath(dir, kind, key);
   std::ostringstream temp_name;
   temp_name << final_path.filename().string() << ".tmp." << ::getpid() << "."
             << std::hash<std::thread::id>{}(std::this_thread::get_id()) << "." << counter++;
@@ -187,6 +160,35 @@ bool storeCachedKernel(const fs::path& dir, const std::string& key, const Compil
     return false;
   }
   return true;
+}
+
+std::optional<CompiledKernel> loadCachedKernel(const fs::path& dir, const std::string& key) {
+  std::optional<std::string> payload = loadCacheEntry(dir, "kernel", key);
+  if (!payload) return std::nullopt;
+  try {
+    ByteReader reader(*std::move(payload));
+    CompiledKernel compiled;
+    compiled.kernel_name = reader.bytes();
+    compiled.arch = static_cast<int>(reader.u64());
+    compiled.log = reader.bytes();
+    const std::string cubin = reader.bytes();
+    compiled.cubin.assign(cubin.begin(), cubin.end());
+    compiled.ptxas = parsePtxasInfo(compiled.log, compiled.kernel_name);
+    compiled.from_disk_cache = true;
+    return compiled;
+  } catch (const Error& e) {
+    warnCorrupt(kernelCacheEntryPath(dir, key), "kernel", e.what());
+    return std::nullopt;
+  }
+}
+
+bool storeCachedKernel(const fs::path& dir, const std::string& key, const CompiledKernel& compiled) {
+  ByteWriter payload;
+  payload.bytes(compiled.kernel_name);
+  payload.u64(static_cast<uint64_t>(compiled.arch));
+  payload.bytes(compiled.log);
+  payload.bytes(compiled.cubin.data(), compiled.cubin.size());
+  return storeCacheEntry(dir, "kernel", key, payload.data());
 }
 
 CompiledKernel compileCudaCached(const std::string& source, const std::string& kernel_name,

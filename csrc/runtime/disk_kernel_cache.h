@@ -49,6 +49,23 @@ std::optional<CompiledKernel> loadCachedKernel(const std::filesystem::path& dir,
 bool storeCachedKernel(const std::filesystem::path& dir, const std::string& key,
                        const CompiledKernel& compiled);
 
+// Entries of other kinds share the directory, the file format (a magic line
+// naming the kind, the whole key, the payload, a checksum), the atomic writes
+// and the corrupt-entry warning: launch descriptions and segmentations
+// (executor.h, fusion_executor_cache.h) are kept as kinds "launch" and
+// "segments", keyed by what decides them and by buildId().
+std::filesystem::path cacheEntryPath(const std::filesystem::path& dir, const std::string& kind,
+                                     const std::string& key);
+// The payload stored under `key`, or nullopt (none, another key, or corrupt:
+// then with a warning).
+std::optional<std::string> loadCacheEntry(const std::filesystem::path& dir, const std::string& kind,
+                                          const std::string& key);
+bool storeCacheEntry(const std::filesystem::path& dir, const std::string& kind,
+                     const std::string& key, const std::string& payload);
+// Warns that the entry at `path` is ignored because of `why` (a payload that
+// did not parse).
+void warnCorrupt(const std::filesystem::path& path, const std::string& kind, const std::string& why);
+
 // compileCuda through the disk cache of kernelCacheDir(): a hit returns the
 // stored kernel (compile_ms: the time to read it), a miss compiles and stores.
 CompiledKernel compileCudaCached(const std::string& source, const std::string& kernel_name,

@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include "codegen/cuda_codegen.h"
@@ -19,6 +21,7 @@
 #include "lower/alloc_reuse/kernel_plan.h"
 #include "lower/lower.h"
 #include "runtime/aten_evaluator.h"
+#include "runtime/build_id.h"
 #include "runtime/disk_kernel_cache.h"
 #include "runtime/fusion_key.h"
 #include "runtime/index_type.h"
@@ -34,12 +37,16 @@ constexpr int64_t kStaticSharedMemoryLimit = 48 * 1024;
 // Blocks at least this large ask ptxas for full occupancy (compileKernel).
 constexpr int64_t kFullOccupancyMinThreads = 256;
 
+}  // namespace
+
 std::string optionsKey(const ExecutorOptions& options, int arch) {
   const LowerOptions& lower = options.lower;
   return errorMessage("sm_", arch, " smem_limit=", lower.max_shared_memory_bytes, " hazards=",
                       lower.smem_hazards == SmemHazards::Precise ? "precise" : "conservative",
                       " allocator=", lower.smem_allocator == SmemAllocator::Best ? "best" : "stack");
 }
+
+namespace {
 
 // A readable, stable kernel name derived from the cache key.
 std::string kernelNameFor(const std::string& key) {
@@ -101,6 +108,44 @@ KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, in
     info.block[i] = kernel.launch.block[i];
   }
   return KernelEntry(std::move(compiled), std::move(info));
+}
+
+// What a kernel's launch description is kept under in the disk cache: its
+// executor key (the scheduled fusion, options, arch, index type) and the
+// build that lowered it.
+std::string launchEntryKey(const std::string& key) {
+  return errorMessage("smelt build ", buildId(), "\n", key);
+}
+
+// The kernel a process of this build compiled for `key` before: its launch
+// description and its cubin from the disk cache, with no lowering and no
+// NVRTC; nullopt when either is missing (or the cache is off).
+std::optional<KernelEntry> loadStoredKernel(const std::string& key, const std::string& name, int arch) {
+  const std::optional<std::filesystem::path> dir = kernelCacheDir();
+  if (!dir) return std::nullopt;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string launch_key = launchEntryKey(key);
+  std::optional<std::string> payload = loadCacheEntry(*dir, "launch", launch_key);
+  if (!payload) return std::nullopt;
+  KernelLaunchInfo info;
+  try {
+    info = parseLaunchInfo(*payload);
+  } catch (const Error& e) {
+    warnCorrupt(cacheEntryPath(*dir, "launch", launch_key), "launch", e.what());
+    return std::nullopt;
+  }
+  NvrtcOptions nvrtc;
+  nvrtc.arch = arch;
+  std::optional<CompiledKernel> compiled = loadCachedKernel(*dir, kernelCacheKey(info.cuda_source, name, nvrtc));
+  if (!compiled) return std::nullopt;
+  compiled->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return KernelEntry(*std::move(compiled), std::move(info));
+}
+
+void storeKernel(const std::string& key, const KernelEntry& entry) {
+  if (const std::optional<std::filesystem::path> dir = kernelCacheDir()) {
+    storeCacheEntry(*dir, "launch", launchEntryKey(key), serializeLaunchInfo(entry.launch));
+  }
 }
 
 std::string sizeSymbol(const std::string& tensor, size_t d) {
@@ -244,7 +289,13 @@ std::shared_ptr<CachedKernel> FusionExecutor::variant(DataType index_type, bool*
     KernelCache& cache = options_.cache != nullptr ? *options_.cache : globalCache();
     variants_[slot] = cache.getOrCompile(keys_[slot], [&] {
       if (compiled_here != nullptr) *compiled_here = true;
-      return compileKernel(lowered(), kernelNameFor(keys_[slot]), arch_, index_type);
+      const std::string name = kernelNameFor(keys_[slot]);
+      if (std::optional<KernelEntry> stored = loadStoredKernel(keys_[slot], name, arch_)) {
+        return *std::move(stored);
+      }
+      KernelEntry entry = compileKernel(lowered(), name, arch_, index_type);
+      storeKernel(keys_[slot], entry);
+      return entry;
     });
   }
   return variants_[slot];

@@ -37,7 +37,11 @@
 // lowering options and the index type, and looks it up in a KernelCache
 // (process-wide unless ExecutorOptions::cache says otherwise). A hit neither
 // lowers nor compiles for CUDA inputs (CPU inputs still lower: the simulator
-// runs the kernel IR).
+// runs the kernel IR). A miss looks in the disk cache (disk_kernel_cache.h)
+// for the launch description a process of the same build stored under that
+// key, and for its cubin: found, nothing is lowered or compiled either (a
+// second process compiling a model pays neither); otherwise the fusion is
+// lowered and compiled, and both are stored.
 //
 // Lifetime: the fusion must outlive the executor and stay unchanged while it
 // is used (the kernel IR refers to its tensors and expressions).
@@ -91,6 +95,10 @@ struct ExecutorOptions {
 // options.arch when set, else the device's (device 0 for CPU inputs), else
 // sm_90 when there is no GPU. The schedulers' heuristics target it too.
 int targetArch(const ExecutorOptions& options, c10::Device device);
+
+// What of `options` and the target architecture decides a kernel, as text
+// for cache keys ("sm_90 smem_limit=... hazards=precise allocator=best").
+std::string optionsKey(const ExecutorOptions& options, int arch);
 
 // The launch configuration for given inputs, evaluated from the kernel's
 // symbolic launch dimensions and shared-memory plan.
@@ -168,7 +176,8 @@ class FusionExecutor {
   const std::string& cacheKey() const;
   // The index type a launch on `inputs` uses (validated like run()'s).
   DataType indexTypeFor(const std::vector<at::Tensor>& inputs) const;
-  // True when compile() found the kernel in the cache.
+  // True when compile() found the kernel in the process's KernelCache (not
+  // the disk cache: compiledKernel().from_disk_cache says that).
   bool compiledFromCache() const { return from_cache_; }
   // True once this executor holds the kernel IR: compile() lowered the
   // fusion (a cache miss), a CPU run needed it, or kernel() was asked for.

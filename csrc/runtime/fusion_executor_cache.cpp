@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
@@ -15,6 +16,9 @@
 #include "lower/lower.h"
 #include "runtime/aten_dtype.h"
 #include "runtime/aten_evaluator.h"
+#include "runtime/build_id.h"
+#include "runtime/byte_record.h"
+#include "runtime/disk_kernel_cache.h"
 #include "runtime/fusion_key.h"
 #include "runtime/input_validation.h"
 #include "scheduler/registry.h"
@@ -61,6 +65,58 @@ std::string checkedScheduleKey(const Segment& segment, const std::string& params
   return fusionCacheKey(*segment.fusion) + "\n" + toString(segment.scheduler) + " " + params;
 }
 
+// What a signature's segmentation is kept under in the disk cache.
+std::string segmentationKey(const Fusion& fusion, const std::string& signature,
+                            const ExecutorOptions& options, int arch) {
+  return errorMessage("smelt build ", buildId(), "\nsignature ", signature, "\n",
+                      optionsKey(options, arch), "\n", fusionCacheKey(fusion));
+}
+
+// The groups a process of this build segmented the fusion into for `key`,
+// and what the check refused then; nullopt when none is stored (or the
+// cache is off).
+std::optional<SegmentedFusion> loadSegmentation(const std::string& key, const Fusion& fusion,
+                                                const RuntimeInfo& runtime) {
+  const std::optional<std::filesystem::path> dir = kernelCacheDir();
+  if (!dir) return std::nullopt;
+  std::optional<std::string> payload = loadCacheEntry(*dir, "segments", key);
+  if (!payload) return std::nullopt;
+  std::vector<std::vector<int>> groups;
+  std::vector<std::string> refused;
+  try {
+    ByteReader in(*std::move(payload));
+    const uint64_t exprs = fusion.exprs().size();
+    groups.resize(in.below(exprs + 1, "group count"));
+    for (std::vector<int>& group : groups) {
+      group.resize(in.below(exprs + 1, "group size"));
+      for (int& e : group) e = static_cast<int>(in.below(exprs, "expression"));
+    }
+    refused.resize(in.below(1 << 20, "refusal count"));
+    for (std::string& r : refused) r = in.bytes();
+    SMELT_CHECK(in.atEnd(), "bytes after the segmentation");
+  } catch (const Error& e) {
+    warnCorrupt(cacheEntryPath(*dir, "segments", key), "segments", e.what());
+    return std::nullopt;
+  }
+  std::optional<SegmentedFusion> segmented = segmentFusionAs(fusion, runtime, groups);
+  if (segmented) segmented->refused = std::move(refused);
+  return segmented;
+}
+
+void storeSegmentation(const std::string& key, const SegmentedFusion& segmented) {
+  const std::optional<std::filesystem::path> dir = kernelCacheDir();
+  if (!dir) return;
+  ByteWriter out;
+  out.u64(segmented.groups.size());
+  for (const std::vector<int>& group : segmented.groups) {
+    out.u64(group.size());
+    for (int e : group) out.u64(static_cast<uint64_t>(e));
+  }
+  out.u64(segmented.refused.size());
+  for (const std::string& r : segmented.refused) out.bytes(r);
+  storeCacheEntry(*dir, "segments", key, out.data());
+}
+
 double msSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
@@ -74,6 +130,7 @@ CompileCost& CompileCost::operator+=(const CompileCost& other) {
   nvrtc_ms += other.nvrtc_ms;
   nvrtc_compiles += other.nvrtc_compiles;
   disk_cache_hits += other.disk_cache_hits;
+  segmentations_from_disk += other.segmentations_from_disk;
   return *this;
 }
 
@@ -274,7 +331,15 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
       tv->setContiguity(contiguityOf(inputs[i]));
     }
   }
-  RuntimeInfo runtime(*entry.fusion, inputInfosOf(*entry.fusion, inputs), targetArch(options_, device));
+  const int arch = targetArch(options_, device);
+  RuntimeInfo runtime(*entry.fusion, inputInfosOf(*entry.fusion, inputs), arch);
+  const std::string stored_key = segmentationKey(*entry.fusion, signature, options_, arch);
+  if (!override_) {
+    if (std::optional<SegmentedFusion> stored = loadSegmentation(stored_key, *entry.fusion, runtime)) {
+      entry.segmented = *std::move(stored);
+      last_run_.segmentation.segmentations_from_disk = 1;
+    }
+  }
   // A segment whose schedule does not lower becomes smaller segments, not a
   // failure at run time (segmentation.refused names it: a scheduler defect).
   // The scheduler's own parameters are checked: what an override forces
@@ -301,7 +366,10 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
     }
     return std::string();
   };
-  entry.segmented = segmentFusion(*entry.fusion, runtime, override_, lowers);
+  if (last_run_.segmentation.segmentations_from_disk == 0) {
+    entry.segmented = segmentFusion(*entry.fusion, runtime, override_, lowers);
+    if (!override_) storeSegmentation(stored_key, entry.segmented);
+  }
   entry.kernels.resize(entry.segmented.segments.size());
   entry.choices.resize(entry.segmented.segments.size());
   entry.may_view = segmentsThatMayBeViews(*entry.fusion, entry.segmented);

@@ -17,6 +17,16 @@
 // with divisibility). Segments run in order; the tensors passed between them
 // are the executors' outputs, on the inputs' device. CPU inputs run in the
 // simulator with race detection, CUDA inputs on the GPU.
+//
+// Across processes: a signature's segmentation (its groups of expressions)
+// is kept in the disk cache (disk_kernel_cache.h, kind "segments"), keyed by
+// the fusion with the signature's contiguity (fusionCacheKey), the
+// signature, the target architecture, the lowering options and buildId();
+// a later process segments the same fusion for the same signature by
+// rebuilding those segments (segmentFusionAs), without the search and the
+// checks' lowerings, and its kernels' launch descriptions come from the disk
+// cache too (executor.h): a warm process lowers nothing for CUDA or meta
+// inputs. Not while a heuristic override is set (it may change the groups).
 #pragma once
 
 #include <cstdint>
@@ -71,6 +81,9 @@ struct CompileCost {
   double nvrtc_ms = 0;     // NVRTC, or reading the disk cache (disk_kernel_cache.h)
   int64_t nvrtc_compiles = 0;   // kernels NVRTC compiled
   int64_t disk_cache_hits = 0;  // kernels read from the disk cache instead
+  // Signatures whose segmentation was read from the disk cache (no search,
+  // no checks: see above).
+  int64_t segmentations_from_disk = 0;
   double totalMs() const { return segment_ms + schedule_ms + lower_ms + nvrtc_ms; }
   CompileCost& operator+=(const CompileCost& other);
 };

@@ -58,4 +58,10 @@ struct KernelLaunchInfo {
   std::string smem_report;
 };
 
+// The launch description as bytes (byte_record.h) and back, for the disk
+// cache: a compiled kernel's launch needs no lowering in a later process.
+// parseLaunchInfo throws smelt::Error on bytes it did not write.
+std::string serializeLaunchInfo(const KernelLaunchInfo& info);
+KernelLaunchInfo parseLaunchInfo(const std::string& bytes);
+
 }  // namespace smelt

@@ -131,8 +131,41 @@ class Segmenter {
     return result;
   }
 
+ public:
+  // The segments of `groups` (SegmentedFusion::groups of an earlier
+  // segmentation of this fusion), made without searching or checking;
+  // nullopt when they do not partition this fusion's expressions in an
+  // order producers first, or some group no scheduler takes.
+  std::optional<SegmentedFusion> replay(const std::vector<std::vector<int>>& groups) {
+    std::vector<int> group_of(exprs_.size(), -1);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (groups[g].empty() || !std::is_sorted(groups[g].begin(), groups[g].end())) return std::nullopt;
+      for (int e : groups[g]) {
+        if (e < 0 || e >= static_cast<int>(exprs_.size()) || group_of[e] >= 0) return std::nullopt;
+        group_of[e] = static_cast<int>(g);
+      }
+    }
+    if (std::count(group_of.begin(), group_of.end(), -1) > 0) return std::nullopt;
+    for (size_t e = 0; e < exprs_.size(); ++e) {
+      for (const Val* in : exprs_[e]->inputs()) {
+        auto p = producer_.find(in);
+        if (p != producer_.end() && group_of[p->second] > group_of[e]) return std::nullopt;
+      }
+    }
+    SegmentedFusion result;
+    for (const std::vector<int>& members : groups) {
+      std::optional<Segment> segment = trySegment(members);
+      if (!segment) return std::nullopt;
+      result.groups.push_back(members);
+      appendSegments(std::move(*segment), members, result);
+    }
+    return result;
+  }
+
+ private:
   void choose(Segment segment, const std::vector<int>& members, SegmentedFusion& result) {
     const size_t first = result.segments.size();
+    result.groups.push_back(members);
     appendSegments(std::move(segment), members, result);
     // The pieces of a grid split are checked as what runs.
     for (size_t s = first; s < result.segments.size() && !refusal_; ++s) {
@@ -653,6 +686,12 @@ std::string SegmentedFusion::toString() const {
 SegmentedFusion segmentFusion(const Fusion& fusion, const RuntimeInfo& runtime,
                               const ParamsOverride& override_params, const SegmentCheck& check) {
   return Segmenter(fusion, runtime, override_params, check).run();
+}
+
+std::optional<SegmentedFusion> segmentFusionAs(const Fusion& fusion, const RuntimeInfo& runtime,
+                                               const std::vector<std::vector<int>>& groups,
+                                               const ParamsOverride& override_params) {
+  return Segmenter(fusion, runtime, override_params, {}).replay(groups);
 }
 
 int64_t gridSplitChunksOf(const Segment& segment, const RuntimeInfo& whole) {

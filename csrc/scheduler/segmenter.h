@@ -33,6 +33,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,11 @@ struct SegmentedFusion {
   // why ("T3, T5 (persistent): tensor T4 is in Local memory ..."); the
   // segmentation was redone without them. Each is a scheduler defect.
   std::vector<std::string> refused;
+  // The expressions (indices into the complete fusion's exprs()) of each
+  // group the segments were made from, in execution order; a grid split
+  // makes two segments of one group. segmentFusionAs makes the segments
+  // again from them (the runtime keeps them across processes).
+  std::vector<std::vector<int>> groups;
   // "segment 0 (reduction): T0 -> T2\nsegment 1 (pointwise): T0, T2 -> T5\n"
   std::string toString() const;
 };
@@ -102,6 +108,16 @@ using SegmentCheck = std::function<std::string(const Segment&, const RuntimeInfo
 SegmentedFusion segmentFusion(const Fusion& fusion, const RuntimeInfo& runtime,
                               const ParamsOverride& override_params = {},
                               const SegmentCheck& check = {});
+
+// The segments of `groups` (SegmentedFusion::groups of an earlier
+// segmentFusion of an identical fusion for the same inputs), made without the
+// search or the checks: a scheduler must still take each group, and grid
+// splits are decided again from the heuristics. nullopt when the groups do
+// not fit `fusion` (not a partition of its expressions in an order that runs
+// producers first, or a group no scheduler takes): then segment it afresh.
+std::optional<SegmentedFusion> segmentFusionAs(const Fusion& fusion, const RuntimeInfo& runtime,
+                                               const std::vector<std::vector<int>>& groups,
+                                               const ParamsOverride& override_params = {});
 
 // The chunks P of a grid-split segment for a launch of the complete fusion
 // with `whole`; 1 for other segments.

@@ -47,6 +47,7 @@ py::dict costDict(const CompileCost& cost) {
   d["nvrtc_ms"] = cost.nvrtc_ms;
   d["nvrtc_compiles"] = cost.nvrtc_compiles;
   d["disk_cache_hits"] = cost.disk_cache_hits;
+  d["segmentations_from_disk"] = cost.segmentations_from_disk;
   return d;
 }
 

@@ -53,7 +53,10 @@ def _cost(fd):
     return fd.compile_cost()
 
 
-def test_compile_for_makes_the_first_execute_compile_nothing():
+def test_compile_for_makes_the_first_execute_compile_nothing(tmp_path, monkeypatch):
+    # A cold disk cache: a warm one holds the segmentation and launches, and
+    # compile_for would lower nothing (tests/python/test_kernel_disk_cache.py).
+    monkeypatch.setenv("SMELT_KERNEL_CACHE_DIR", str(tmp_path))
     # A fusion no other test defines: its executor (shared by equal
     # definitions) has compiled nothing before.
     fd = FusionDefinition()

@@ -93,6 +93,53 @@ def test_processes_writing_at_once_leave_whole_entries(tmp_path):
     assert after["nvrtc_compiles"] == 0 and "corrupt" not in stderr
 
 
+# Compiles the same fusion for a shape (meta inputs, nothing runs), then runs
+# it on CPU; prints the compile's cost, then the run's.
+COMPILE_SCRIPT = """
+import json, sys, torch
+from smelt import DataType, FusionDefinition
+fd = FusionDefinition()
+with fd:
+    x = fd.define_tensor([-1, -1], [True, True], DataType.Float)
+    s = fd.ops.sum(x, [1], True)
+    fd.add_output(fd.ops.sum(fd.ops.mul(x, s), [0]))
+    fd.add_output(fd.ops.relu(fd.ops.sub(x, s)))
+x = torch.randn(24, 40, generator=torch.Generator().manual_seed(0))
+fd.compile_for([x.to("meta")], device="cpu")
+ahead = fd.compile_cost()
+out = fd.execute([x])
+s = x.sum(1, keepdim=True)
+torch.testing.assert_close(out[0], (x * s).sum(0))
+torch.testing.assert_close(out[1], torch.relu(x - s))
+print(json.dumps({"ahead": ahead, "segments": fd.last_run_report().count("compiled")}))
+"""
+
+
+def test_a_second_process_lowers_nothing_to_compile(tmp_path):
+    """The segmentation and each kernel's launch description are on disk
+    too: a second process compiling for a shape neither searches segments
+    nor lowers; only running on CPU (the simulator) lowers."""
+    env = dict(os.environ, SMELT_KERNEL_CACHE_DIR=str(tmp_path))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+
+    def compile_in_a_process():
+        done = subprocess.run([sys.executable, "-c", COMPILE_SCRIPT], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert "corrupt" not in done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])["ahead"]
+
+    cold = compile_in_a_process()
+    assert cold["segmentations_from_disk"] == 0 and cold["lower_ms"] > 0
+    assert cold["nvrtc_compiles"] >= 2
+    assert len(list(tmp_path.glob("*.segments"))) == 1
+    assert len(list(tmp_path.glob("*.launch"))) == cold["nvrtc_compiles"]
+    warm = compile_in_a_process()
+    assert warm["segmentations_from_disk"] == 1
+    assert warm["lower_ms"] == 0 and warm["nvrtc_compiles"] == 0
+    assert warm["disk_cache_hits"] == cold["nvrtc_compiles"]
+
+
 def test_cache_off_writes_nothing(tmp_path):
     cost, _ = run_process("off")
     assert cost["disk_cache_hits"] == 0 and cost["nvrtc_compiles"] >= 2

@@ -7,6 +7,12 @@
 
 #include <ATen/ATen.h>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +23,55 @@
 #include "fusion/transform_replay.h"
 
 namespace smelt::testing {
+
+// Points SMELT_KERNEL_CACHE_DIR at a fresh, empty directory for as long as it
+// lives (then removes it and restores the variable), so a test that asserts
+// what a cold disk cache does, or what a second process finds in it, does
+// not depend on what earlier runs left in the user's cache.
+class ScopedKernelCacheDir {
+ public:
+  ScopedKernelCacheDir() {
+    static std::atomic<int> counter{0};
+    path_ = std::filesystem::temp_directory_path() /
+            ("smelt_test_cache_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    removeDirectory();
+    if (const char* old = std::getenv("SMELT_KERNEL_CACHE_DIR")) saved_ = old;
+    setenv("SMELT_KERNEL_CACHE_DIR", path_.c_str(), 1);
+  }
+  ~ScopedKernelCacheDir() {
+    removeDirectory();
+    if (saved_) {
+      setenv("SMELT_KERNEL_CACHE_DIR", saved_->c_str(), 1);
+    } else {
+      unsetenv("SMELT_KERNEL_CACHE_DIR");
+    }
+  }
+  ScopedKernelCacheDir(const ScopedKernelCacheDir&) = delete;
+  ScopedKernelCacheDir& operator=(const ScopedKernelCacheDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  // The entries of `kind` ("kernel", "launch", "segments"; "": every file)
+  // in the directory.
+  std::vector<std::filesystem::path> entries(const std::string& kind) const {
+    std::vector<std::filesystem::path> found;
+    if (!std::filesystem::exists(path_)) return found;
+    for (const auto& entry : std::filesystem::directory_iterator(path_)) {
+      if (kind.empty() || entry.path().extension() == "." + kind) found.push_back(entry.path());
+    }
+    return found;
+  }
+
+ private:
+  // The cache directory is flat. (Not std::filesystem::remove_all: the
+  // symbol resolves into libtorch's copy, which crashes here.)
+  void removeDirectory() const {
+    std::error_code error;
+    for (const std::filesystem::path& entry : entries("")) std::filesystem::remove(entry, error);
+    std::filesystem::remove(path_, error);
+  }
+
+  std::filesystem::path path_;
+  std::optional<std::string> saved_;
+};
 
 // {rtol, atol}: float results differ from ATen's by summation order, half
 // types by their 11 (half) or 8 (bfloat16) significant bits.

@@ -8,6 +8,8 @@
 
 #include <sys/mman.h>
 
+#include <filesystem>
+#include <memory>
 #include <set>
 #include <string>
 
@@ -20,6 +22,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
 #include "runtime/executor_test_util.h"
+#include "runtime/launch_info.h"
 #include "runtime/simulator/simulator.h"
 
 namespace smelt {
@@ -279,7 +282,56 @@ TEST(Executor, SimulatorFindingIsAnError) {
 // The kernel cache
 // ---------------------------------------------------------------------------
 
+// A second process (a fresh KernelCache over the same disk cache) finds the
+// launch description and the cubin the first one stored: nothing is lowered
+// or compiled, the launch is the same and the kernel runs as the first did.
+// A corrupt launch entry is warned about and the kernel lowered again.
+TEST(ExecutorCache, ASecondProcessFindsTheKernelOnDisk) {
+  testing::ScopedKernelCacheDir disk;
+  auto compileIn = [](KernelCache& process_cache, Fusion& fusion) {
+    FusionGuard guard(&fusion);
+    cases::buildTiledGemm();
+    ExecutorOptions options;
+    options.cache = &process_cache;
+    auto fe = std::make_unique<FusionExecutor>();
+    fe->compile(&fusion, randomInputs(fusion), options);
+    return fe;
+  };
+  KernelCache first_process;
+  Fusion first_fusion;
+  auto first = compileIn(first_process, first_fusion);
+  EXPECT_TRUE(first->isLowered());
+  EXPECT_FALSE(first->compiledKernel().from_disk_cache);
+  ASSERT_EQ(disk.entries("launch").size(), 1u);
+  EXPECT_EQ(disk.entries("kernel").size(), 1u);
+
+  KernelCache second_process;
+  Fusion fusion;
+  auto second = compileIn(second_process, fusion);
+  EXPECT_FALSE(second->compiledFromCache());  // not in this process's cache
+  EXPECT_FALSE(second->isLowered());
+  EXPECT_TRUE(second->compiledKernel().from_disk_cache);
+  EXPECT_EQ(second->cudaSource(), first->cudaSource());
+  EXPECT_EQ(second->launchParams().toString(), first->launchParams().toString());
+  EXPECT_EQ(serializeLaunchInfo(second->launchInfo()), serializeLaunchInfo(first->launchInfo()));
+  const std::vector<at::Tensor> inputs = randomInputs(fusion, 3);
+  expectOutputsMatch(fusion, second->run(inputs), evaluateWithATen(fusion, inputs));
+
+  const std::filesystem::path entry = disk.entries("launch").front();
+  std::filesystem::resize_file(entry, 40);
+  KernelCache third_process;
+  Fusion third_fusion;
+  ::testing::internal::CaptureStderr();
+  auto third = compileIn(third_process, third_fusion);
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find("ignoring the corrupt launch cache entry " + entry.string()), std::string::npos)
+      << warning;
+  EXPECT_TRUE(third->isLowered());
+  EXPECT_EQ(third->cudaSource(), first->cudaSource());
+}
+
 TEST(ExecutorCache, HitNeitherLowersNorCompiles) {
+  testing::ScopedKernelCacheDir cold_disk;
   KernelCache cache;
   ExecutorOptions options;
   options.cache = &cache;

@@ -3,6 +3,8 @@
 // reused when they repeat, and match ATen.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <ATen/ATen.h>
 
 #include "common/aten_reference.h"
@@ -11,6 +13,7 @@
 #include "fusion/ops.h"
 #include "runtime/executor_test_util.h"
 #include "runtime/fusion_executor_cache.h"
+#include "runtime/launch_info.h"
 #include "scheduler/pointwise.h"
 
 namespace smelt {
@@ -286,7 +289,72 @@ TEST(FusionExecutorCache, TwoReductionsRunAsTwoKernels) {
 // compileFor on meta stand-ins segments, schedules, lowers and compiles every
 // segment, each lowered once (by the segmentation's check); the run of real inputs of those sizes and strides then compiles
 // nothing and matches ATen. Other strides are another signature.
+// A second process (its own caches, the same disk cache) finds the first
+// one's segmentation and kernels on disk: no search, no check, no lowering,
+// no NVRTC for compileFor; the same segments and launches; the run's values
+// match ATen (the simulator lowers then). A heuristic override, which may
+// change the groups, segments afresh; a corrupt entry is warned about and
+// the fusion segmented again.
+TEST(FusionExecutorCache, ASecondProcessReadsTheSegmentationAndKernelsFromDisk) {
+  testing::ScopedKernelCacheDir disk;
+  const at::Tensor x = randn({9, 21});
+  const std::vector<at::Tensor> meta{x.to(at::kMeta)};
+  KernelCache first_kernels;
+  ExecutorOptions first_options;
+  first_options.cache = &first_kernels;
+  FusionExecutorCache first(twoReductions(), first_options);
+  first.compileFor(meta, c10::Device(c10::kCPU));
+  const FusionRun cold = first.lastRun();
+  EXPECT_EQ(cold.segmentation.segmentations_from_disk, 0);
+  EXPECT_GT(cold.cost().lower_ms, 0);
+  EXPECT_EQ(cold.cost().nvrtc_compiles + cold.cost().disk_cache_hits, 2);
+  EXPECT_EQ(disk.entries("segments").size(), 1u);
+  EXPECT_EQ(disk.entries("launch").size(), 2u);
+
+  auto second_process = [&](FusionExecutorCache::HeuristicOverride override_params) {
+    auto kernels = std::make_unique<KernelCache>();
+    ExecutorOptions options;
+    options.cache = kernels.get();
+    auto cache = std::make_unique<FusionExecutorCache>(twoReductions(), options);
+    if (override_params) cache->setHeuristicOverride(override_params);
+    cache->compileFor(meta, c10::Device(c10::kCPU));
+    return std::make_pair(std::move(kernels), std::move(cache));
+  };
+  auto [kernels, second] = second_process({});
+  const FusionRun warm = second->lastRun();
+  EXPECT_EQ(warm.segmentation.segmentations_from_disk, 1);
+  EXPECT_EQ(warm.cost().lower_ms, 0);
+  EXPECT_EQ(warm.cost().nvrtc_compiles, 0);
+  EXPECT_EQ(warm.cost().disk_cache_hits, 2);
+  EXPECT_EQ(second->segmentation(warm.signature).toString(), first.segmentation(cold.signature).toString());
+  ASSERT_EQ(warm.segments.size(), cold.segments.size());
+  for (size_t s = 0; s < warm.segments.size(); ++s) {
+    const KernelLaunchInfo& stored = second->lastExecutor(s).launchInfo();
+    const std::string bytes = serializeLaunchInfo(first.lastExecutor(s).launchInfo());
+    EXPECT_EQ(serializeLaunchInfo(stored), bytes);
+    EXPECT_EQ(serializeLaunchInfo(parseLaunchInfo(bytes)), bytes);
+    EXPECT_FALSE(second->lastExecutor(s).isLowered());
+    EXPECT_EQ(warm.segments[s].launch.toString(), cold.segments[s].launch.toString());
+  }
+  runAndCheck(*second, {x});
+
+  auto [override_kernels, overridden] = second_process([](HeuristicParams&) {});
+  EXPECT_EQ(overridden->lastRun().segmentation.segmentations_from_disk, 0);
+
+  const std::filesystem::path entry = disk.entries("segments").front();
+  std::filesystem::resize_file(entry, std::filesystem::file_size(entry) - 3);
+  ::testing::internal::CaptureStderr();
+  auto [again_kernels, again] = second_process({});
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find("ignoring the corrupt segments cache entry " + entry.string()), std::string::npos)
+      << warning;
+  EXPECT_EQ(again->lastRun().segmentation.segmentations_from_disk, 0);
+  EXPECT_GT(again->lastRun().segmentation.lower_ms, 0);  // the checks' lowerings
+  runAndCheck(*again, {x});
+}
+
 TEST(FusionExecutorCache, CompileForMakesTheFirstRunCompileNothing) {
+  testing::ScopedKernelCacheDir cold_disk;
   KernelCache kernels;  // not the process's: other tests compile these kernels too
   ExecutorOptions options;
   options.cache = &kernels;

@@ -25,6 +25,10 @@ SegmentedFusion segmentAndCheck(Fusion& fusion, const std::vector<at::Tensor>& i
                                 const ParamsOverride& override_params = {}) {
   RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
   SegmentedFusion segmented = segmentFusion(fusion, runtime, override_params);
+  // What a later process makes of the groups (the runtime keeps them on disk).
+  std::optional<SegmentedFusion> again = segmentFusionAs(fusion, runtime, segmented.groups, override_params);
+  EXPECT_TRUE(again.has_value()) << segmented.toString();
+  if (again) EXPECT_EQ(again->toString(), segmented.toString());
   std::vector<at::Tensor> got = runSegmentsInSimulator(fusion, segmented, inputs);
   std::vector<at::Tensor> want = evaluateWithATen(fusion, inputs);
   for (size_t i = 0; i < want.size(); ++i) {
@@ -127,6 +131,36 @@ TEST(Segmentation, ASegmentTheCheckRefusesIsSplitFurther) {
   };
   EXPECT_SMELT_ERROR(segmentFusion(fusion, runtime, {}, no_reduction), "cannot segment the fusion",
                      "sum", "no reduction");
+}
+
+// Groups that do not partition the fusion's expressions producers first,
+// or that no scheduler takes, are not made into segments: the runtime then
+// segments afresh.
+TEST(Segmentation, GroupsThatDoNotFitTheFusionAreRefused) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(2);
+  fusion.addInput(x);
+  // Rows normalized by their sums, then summed over columns: the column
+  // sum's segment reads the row segment's output.
+  TensorView* normalized = div(x, broadcast(sum(x, {1}), {false, true}));
+  fusion.addOutput(sum(normalized, {0}));
+  const std::vector<at::Tensor> inputs{randn({6, 10})};
+  RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
+  const SegmentedFusion segmented = segmentAndCheck(fusion, inputs);
+  ASSERT_GE(segmented.groups.size(), 2u) << segmented.toString();
+  const int n = static_cast<int>(fusion.exprs().size());
+  std::vector<int> all(n);
+  for (int i = 0; i < n; ++i) all[i] = i;
+  std::vector<std::vector<int>> reversed(segmented.groups.rbegin(), segmented.groups.rend());
+  std::vector<std::vector<int>> missing = segmented.groups;
+  missing.back().pop_back();
+  if (missing.back().empty()) missing.pop_back();
+  std::vector<std::vector<int>> twice = segmented.groups;
+  twice.push_back({segmented.groups.front().front()});
+  for (const auto& groups : {reversed, missing, twice, {{n}}, {all}}) {
+    EXPECT_FALSE(segmentFusionAs(fusion, runtime, groups).has_value());
+  }
 }
 
 TEST(Segmentation, ReductionsOverDifferentAxes) {
