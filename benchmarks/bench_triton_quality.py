@@ -7,9 +7,10 @@
 For every op and shape, the same computation is compiled twice without a GPU:
 
 - smelt: a FusionDefinition left unscheduled (the automatic schedulers and
-  the segmenter choose), executed on meta tensors of the shape, which
-  segments, schedules, lowers and NVRTC-compiles the kernels smelt would run;
-  the report comes from each kernel's `.quality` (smelt.kernel_quality).
+  the segmenter choose), compiled for meta tensors of the shape and each
+  architecture (fd.compile_for(..., arch=)), which segments, schedules,
+  lowers and NVRTC-compiles the kernels smelt would run on that GPU; the
+  report comes from each kernel's `.quality` (smelt.kernel_quality).
 - Triton: the kernel a Triton user writes for it (below; one row per program
   for the row ops, a tiled tl.dot matmul), compiled with triton.compile on an
   ASTSource for GPUTarget("cuda", arch, 32). Its cubin goes through the same
@@ -24,16 +25,14 @@ spills, barriers) or taken at their worst (registers, stack frame, shared
 memory: the maximum; occupancy: the minimum); the kernel count is reported
 and every kernel's own figures are in the JSON.
 
-Architectures: smelt compiles for the GPU it runs on, sm_90 when there is
-none, and fd.execute has no way to pick another (ExecutorOptions.arch is not
-bound to Python), so smelt is reported at sm_90 only and the side-by-side
-ratios are at sm_90; Triton is compiled for every --archs entry (its sm_80
-figures are in a table of their own).
+Architectures: both sides are compiled for every --archs entry (default
+sm_80 and sm_90), and each architecture has its side-by-side table.
 
 Compile time, same run, median of --repeats: smelt's wall time of
-fd.execute on meta tensors (segmentation, scheduling, lowering, NVRTC; plus
-NVRTC's own share) against triton.compile's wall time at sm_90 (AST to
-cubin, Triton's disk cache bypassed). smelt keeps compiled kernels in a
+fd.compile_for on meta tensors (segmentation, scheduling, lowering, NVRTC;
+plus NVRTC's own share) against triton.compile's wall time (AST to cubin),
+both cold: Triton's disk cache is bypassed and smelt's is turned off
+(SMELT_KERNEL_CACHE_DIR=off). smelt keeps compiled kernels in a
 process-wide C++ cache that Python cannot clear (smelt.fusion_cache().clear()
 empties only the FusionDefinition cache), so every repeat runs in a fresh
 worker process (one per repeat and shape, so no op meets its own kernel
@@ -68,7 +67,6 @@ except ImportError:  # the benchmark reports it; the test skips
 
 ROW_SHAPES = [(8192, 4096), (8192, 8192)]
 MATMUL_SHAPES = [(4096, 4096, 4096)]
-SMELT_ARCH = 90  # what fd.execute compiles for without a GPU (see the docstring)
 EPS = 1e-5
 LN_BWD_ROWS_PER_PROGRAM = 64
 
@@ -300,6 +298,7 @@ class Op:
 # and Triton's kernels are specialized on the row length too); "symbolic":
 # one kernel for all sizes. Workers inherit it through the environment.
 SIZES_ENV = "SMELT_BENCH_SIZES"
+SMELT_CACHE_ENV = "SMELT_KERNEL_CACHE_DIR"
 
 
 def _dims(*extents):
@@ -687,15 +686,15 @@ def measure_triton(job: TritonJob, arch: int, quality: bool = True) -> dict:
         "constexprs": job.constexprs, "compile_s": compile_s})
 
 
-def measure_smelt(op: Op, shape: tuple, quality: bool = True) -> dict:
-    """Compiles the op's fusion for `shape` through meta tensors (a fresh
-    FusionDefinition, the Python fusion cache cleared)."""
+def measure_smelt(op: Op, shape: tuple, arch: int, quality: bool = True) -> dict:
+    """Compiles the op's fusion for `shape` through meta tensors for sm_<arch>
+    (a fresh FusionDefinition, the Python fusion cache cleared)."""
     from smelt import fusion_cache
     from smelt.kernel_quality import disassemble
     fusion_cache().clear()
     fd, inputs = op.smelt(shape)
     start = time.perf_counter()
-    fd.execute(inputs)
+    fd.compile_for(inputs, arch=arch)
     compile_s = time.perf_counter() - start
     kernels = []
     nvrtc_ms = 0.0
@@ -719,7 +718,7 @@ def _warm_up(archs: Sequence[int]) -> None:
     fd = FusionDefinition()
     with fd:
         fd.add_output(fd.ops.add(fd.define_tensor([-1], True, DataType.Float), 1.0))
-    fd.execute([torch.empty(1000, device="meta")])
+    fd.compile_for([torch.empty(1000, device="meta")])
     if triton is not None:
         for arch in archs:
             job = _job("warm_up", warm_up_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
@@ -729,19 +728,35 @@ def _warm_up(archs: Sequence[int]) -> None:
 
 def run_jobs(jobs: Sequence[Tuple[str, tuple]], archs: Sequence[int],
              quality: bool = True) -> List[dict]:
-    """Measures (op, shape) jobs in this process: smelt once, Triton once per
-    arch. A failure of either side is recorded with its reason."""
+    """Measures (op, shape) jobs in this process: each side once per arch,
+    cold (no disk cache on either side). A failure of either side is
+    recorded with its reason."""
     if triton is not None:
         triton.knobs.compilation.always_compile = True  # no disk-cache hits
+    saved_cache_dir = os.environ.get(SMELT_CACHE_ENV)
+    os.environ[SMELT_CACHE_ENV] = "off"
+    try:
+        return _measure_jobs(jobs, archs, quality)
+    finally:
+        if saved_cache_dir is None:
+            del os.environ[SMELT_CACHE_ENV]
+        else:
+            os.environ[SMELT_CACHE_ENV] = saved_cache_dir
+
+
+def _measure_jobs(jobs: Sequence[Tuple[str, tuple]], archs: Sequence[int],
+                  quality: bool) -> List[dict]:
     _warm_up(archs)
     results = []
     for name, shape in jobs:
         op = OPS[name]
-        entry: Dict[str, Any] = {"op": name, "shape": list(shape)}
-        try:
-            entry["smelt"] = measure_smelt(op, shape, quality)
-        except Exception as e:  # a refusal or failure is a result
-            entry["smelt"] = {"error": f"{type(e).__name__}: {str(e).strip()[:2000]}"}
+        entry: Dict[str, Any] = {"op": name, "shape": list(shape), "smelt": {}}
+        for arch in archs:
+            try:
+                entry["smelt"][f"sm_{arch}"] = measure_smelt(op, shape, arch, quality)
+            except Exception as e:  # a refusal or failure is a result
+                entry["smelt"][f"sm_{arch}"] = {
+                    "error": f"{type(e).__name__}: {str(e).strip()[:2000]}"}
         entry["triton"] = {}
         for arch in archs:
             try:
@@ -801,39 +816,35 @@ RATIO_KEYS = ["kernels", "sass_instructions", "registers", "stack_frame_bytes", 
 
 
 def combine(op: str, shape: tuple, repeats: List[dict], archs: Sequence[int]) -> dict:
-    """One table entry from the repeats of (op, shape): the first repeat's
-    figures, the median compile times of all."""
+    """One table entry from the repeats of (op, shape): per side and arch the
+    first repeat's figures and the median compile times of all; per arch the
+    ratios smelt/Triton (None where a side failed)."""
     first = repeats[0]
     entry: Dict[str, Any] = {"op": op, "shape": list(shape),
-                             "description": OPS[op].description}
-    smelt = dict(first["smelt"])
-    if "error" not in smelt:
-        samples = [r["smelt"]["compile_s"] for r in repeats if "error" not in r["smelt"]]
-        nvrtc = [r["smelt"]["nvrtc_s"] for r in repeats if "error" not in r["smelt"]]
-        smelt["compile_s"] = {"median": statistics.median(samples), "samples": samples}
-        smelt["nvrtc_s"] = {"median": statistics.median(nvrtc), "samples": nvrtc}
-        smelt["arch"] = SMELT_ARCH
-        smelt["summary"] = summarize(smelt["kernels"], SMELT_ARCH)
-    entry["smelt"] = smelt
-    entry["triton"] = {}
+                             "description": OPS[op].description, "smelt": {}, "triton": {},
+                             "ratios": {}}
     for arch in archs:
         key = f"sm_{arch}"
-        side = dict(first["triton"][key])
-        if "error" not in side:
-            samples = [r["triton"][key]["compile_s"] for r in repeats
-                       if "error" not in r["triton"][key]]
-            side["compile_s"] = {"median": statistics.median(samples), "samples": samples}
-            side["summary"] = summarize(side["kernels"], arch)
-        entry["triton"][key] = side
-    triton90 = entry["triton"].get(f"sm_{SMELT_ARCH}", {})
-    if "summary" in smelt and "summary" in triton90:
-        s, t = smelt["summary"], triton90["summary"]
-        entry["ratios"] = {k: _ratio(s[k], t[k]) for k in RATIO_KEYS}
-        entry["ratios"]["ldl_stl"] = _ratio(s["ldl"] + s["stl"], t["ldl"] + t["stl"])
-        entry["ratios"]["compile_time"] = _ratio(smelt["compile_s"]["median"],
-                                                 triton90["compile_s"]["median"])
-    else:
-        entry["ratios"] = None
+        for side_name in ("smelt", "triton"):
+            side = dict(first[side_name][key])
+            if "error" not in side:
+                ok = [r[side_name][key] for r in repeats if "error" not in r[side_name][key]]
+                for timing in ("compile_s", "nvrtc_s"):
+                    if timing in side:
+                        samples = [r[timing] for r in ok]
+                        side[timing] = {"median": statistics.median(samples), "samples": samples}
+                side["summary"] = summarize(side["kernels"], arch)
+            entry[side_name][key] = side
+        s_side, t_side = entry["smelt"][key], entry["triton"][key]
+        if "summary" in s_side and "summary" in t_side:
+            s, t = s_side["summary"], t_side["summary"]
+            ratios = {k: _ratio(s[k], t[k]) for k in RATIO_KEYS}
+            ratios["ldl_stl"] = _ratio(s["ldl"] + s["stl"], t["ldl"] + t["stl"])
+            ratios["compile_time"] = _ratio(s_side["compile_s"]["median"],
+                                            t_side["compile_s"]["median"])
+            entry["ratios"][key] = ratios
+        else:
+            entry["ratios"][key] = None
     return entry
 
 
@@ -849,39 +860,24 @@ def _shape_text(shape: Sequence[int]) -> str:
     return "x".join(str(d) for d in shape)
 
 
-def markdown(report: dict) -> str:
-    meta = report["meta"]
+def _side_by_side(report: dict, arch: int, notes: List[str]) -> List[str]:
+    """The table of one architecture: smelt / Triton (ratio) per figure."""
+    key = f"sm_{arch}"
     lines = [
-        "# smelt vs Triton: machine code, side by side",
-        "",
-        f"smelt {meta['smelt_commit']} (sm_{SMELT_ARCH}, {meta.get('sizes', 'symbolic')} sizes: "
-        f"fd.execute on meta tensors; smelt "
-        f"cannot be pointed at another architecture from Python), Triton {meta['triton_version']} "
-        f"(triton.compile for {', '.join('sm_' + str(a) for a in meta['archs'])}), "
-        f"torch {meta['torch_version']}; compile times: median of {meta['repeats']} fresh "
-        f"processes, on {meta['host']}. No GPU: static figures only.",
-        "",
-        f"Cells: smelt / Triton (ratio smelt/Triton), both at sm_{SMELT_ARCH}. Several kernels "
-        "on a side: instructions, LDL/STL, CALLs summed; registers, stack frame the maximum; "
-        "occupancy the minimum. idiv CALL: CALLs of the integer-division routine; inline "
-        "idiv: integer divisions emulated in line. LDG bits: widest / most common global "
-        "load width (async copies, LDGSTS, are not LDG: see the JSON).",
-        "",
+        f"## sm_{arch}", "",
         "| op | shape | kernels | SASS instr | registers | stack B | LDL+STL | idiv CALLs "
         "| inline idiv | widest LDG | common LDG | occupancy | compile ms |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    notes = []
-    key90 = f"sm_{SMELT_ARCH}"
     for e in report["results"]:
-        s, t = e["smelt"], e["triton"].get(key90, {})
+        s, t = e["smelt"][key], e["triton"][key]
         head = f"| {e['op']} | {_shape_text(e['shape'])} "
         if "summary" not in s or "summary" not in t:
             why = "; ".join(f"{side}: {d['error'].splitlines()[0][:200]}"
                             for side, d in (("smelt", s), ("Triton", t)) if "error" in d)
             lines.append(head + f"| failed: {why} |" + " |" * 10)
             continue
-        a, b, r = s["summary"], t["summary"], e["ratios"]
+        a, b, r = s["summary"], t["summary"], e["ratios"][key]
         pct = lambda x: f"{x:.0%}"
         ms = lambda x: f"{x * 1000:.0f}"
         lines.append(head + "| " + " | ".join([
@@ -901,11 +897,12 @@ def markdown(report: dict) -> str:
             _pair(a["occupancy"], b["occupancy"], r["occupancy"], pct),
             _pair(s["compile_s"]["median"], t["compile_s"]["median"], r["compile_time"], ms),
         ]) + " |")
+        where = f"{e['op']} {_shape_text(e['shape'])} (sm_{arch})"
         if a["async_copies"] or b["async_copies"] or a["tma_loads"] or b["tma_loads"] or \
                 a["tensor_core_instructions"] or b["tensor_core_instructions"]:
             mma = lambda d: ", ".join(f"{n} {m}" for m, n in sorted(d.items())) or "none"
             notes.append(
-                f"- {e['op']} {_shape_text(e['shape'])}: operands reach shared memory by async "
+                f"- {where}: operands reach shared memory by async "
                 f"copy (LDGSTS, widest {a['widest_async_copy_bits']} / "
                 f"{b['widest_async_copy_bits']} bits): {a['async_copies']} / {b['async_copies']} "
                 f"instructions, TMA loads {a['tma_loads']} / {b['tma_loads']}; tensor-core "
@@ -913,51 +910,58 @@ def markdown(report: dict) -> str:
                 f"{mma(b['tensor_core_instructions'])} (smelt / Triton); global stores widest "
                 f"{a['widest_global_store_bits']} / {b['widest_global_store_bits']} bits")
         if a["kernels"] > 1:
-            notes.append(f"- {e['op']} {_shape_text(e['shape'])}: smelt segments into "
+            notes.append(f"- {where}: smelt segments into "
                          f"{a['kernels']} kernels: "
                          + "; ".join(f"{k['name']} ({k['sass_instructions']} instr, "
                                      f"{k['registers']} regs, grid {k['grid']}, block {k['block']})"
                                      for k in s["kernels"]))
-    lines += ["", "## Compile time (ms, median)", "",
-              "smelt: wall of fd.execute on meta tensors (segmentation, scheduling, lowering, "
-              "NVRTC; NVRTC's share apart). Triton: wall of triton.compile (AST to cubin, disk "
-              "cache bypassed).", "",
-              "| op | shape | smelt wall | smelt NVRTC | Triton sm_90 | ratio | "
-              + " | ".join(f"Triton sm_{a}" for a in report["meta"]["archs"] if a != SMELT_ARCH)
-              + " |",
-              "|---|---|---|---|---|---|" + "---|" * (len(report["meta"]["archs"]) - 1)]
+    return lines + [""]
+
+
+def markdown(report: dict) -> str:
+    meta = report["meta"]
+    archs = meta["archs"]
+    lines = [
+        "# smelt vs Triton: machine code, side by side",
+        "",
+        f"smelt {meta['smelt_commit']} ({meta.get('sizes', 'symbolic')} sizes: fd.compile_for on "
+        f"meta tensors for each architecture), Triton {meta['triton_version']} "
+        f"(triton.compile), both for {', '.join('sm_' + str(a) for a in archs)}; "
+        f"torch {meta['torch_version']}; compile times: median of {meta['repeats']} fresh "
+        f"processes, no disk cache on either side, on {meta['host']}. No GPU: static figures "
+        "only.",
+        "",
+        "Cells: smelt / Triton (ratio smelt/Triton), both for the table's architecture. Several "
+        "kernels on a side: instructions, LDL/STL, CALLs summed; registers, stack frame the "
+        "maximum; occupancy the minimum. idiv CALL: CALLs of the integer-division routine; "
+        "inline idiv: integer divisions emulated in line. LDG bits: widest / most common global "
+        "load width (async copies, LDGSTS, are not LDG: see the JSON).",
+        "",
+    ]
+    notes: List[str] = []
+    for arch in archs:
+        lines += _side_by_side(report, arch, notes)
+    lines += ["## Compile time (ms, median)", "",
+              "smelt: wall of fd.compile_for on meta tensors (segmentation, scheduling, "
+              "lowering, NVRTC; NVRTC's share apart). Triton: wall of triton.compile (AST to "
+              "cubin, disk cache bypassed).", "",
+              "| op | shape | " + " | ".join(
+                  f"smelt sm_{a} | smelt NVRTC | Triton sm_{a} | ratio" for a in archs) + " |",
+              "|---|---|" + "---|---|---|---|" * len(archs)]
     for e in report["results"]:
-        s = e["smelt"]
-        cell = lambda d: f"{d['compile_s']['median'] * 1000:.0f}" if "compile_s" in d else "failed"
-        nvrtc = f"{s['nvrtc_s']['median'] * 1000:.0f}" if "nvrtc_s" in s else "failed"
-        t90 = e["triton"].get(key90, {})
-        ratio = _fmt_ratio(e["ratios"]["compile_time"]) if e["ratios"] else "–"
-        others = [cell(e["triton"][f"sm_{a}"]) for a in report["meta"]["archs"] if a != SMELT_ARCH]
-        lines.append("| " + " | ".join([e["op"], _shape_text(e["shape"]), cell(s), nvrtc,
-                                        cell(t90), ratio] + others) + " |")
-    other_archs = [a for a in report["meta"]["archs"] if a != SMELT_ARCH]
-    for arch in other_archs:
-        key = f"sm_{arch}"
-        lines += ["", f"## Triton at sm_{arch} (smelt cannot target it from fd.execute)", "",
-                  "| op | shape | kernels | SASS instr | registers | stack B | LDL+STL "
-                  "| inline idiv | widest LDG | common LDG | occupancy |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
-        for e in report["results"]:
-            t = e["triton"][key]
-            if "summary" not in t:
-                lines.append(f"| {e['op']} | {_shape_text(e['shape'])} | failed: "
-                             f"{t['error'].splitlines()[0][:200]} |" + " |" * 8)
-                continue
-            b = t["summary"]
-            lines.append(f"| {e['op']} | {_shape_text(e['shape'])} | {b['kernels']} | "
-                         f"{b['sass_instructions']} | {b['registers']} | {b['stack_frame_bytes']} "
-                         f"| {b['ldl'] + b['stl']} | {b['inline_integer_divisions']} | "
-                         f"{b['widest_global_load_bits']} | {b['common_global_load_bits']} | "
-                         f"{b['occupancy']:.0%} |")
-    errors = [f"- {e['op']} {_shape_text(e['shape'])} ({side}): {d['error']}"
+        cells = [e["op"], _shape_text(e["shape"])]
+        for arch in archs:
+            key = f"sm_{arch}"
+            s, t = e["smelt"][key], e["triton"][key]
+            timing = lambda d, k: f"{d[k]['median'] * 1000:.0f}" if k in d else "failed"
+            ratios = e["ratios"][key]
+            cells += [timing(s, "compile_s"), timing(s, "nvrtc_s"), timing(t, "compile_s"),
+                      _fmt_ratio(ratios["compile_time"]) if ratios else "–"]
+        lines.append("| " + " | ".join(cells) + " |")
+    errors = [f"- {e['op']} {_shape_text(e['shape'])} ({side} {key}): {d['error']}"
               for e in report["results"]
-              for side, d in [("smelt", e["smelt"])] + [(f"Triton {k}", v)
-                                                         for k, v in e["triton"].items()]
+              for side in ("smelt", "triton")
+              for key, d in e[side].items()
               if "error" in d]
     lines += ["", "## Notes", ""] + notes
     lines += [f"- {e['op']}: {e['description']}" for e in _unique_ops(report["results"])]
@@ -978,7 +982,8 @@ def _unique_ops(results: List[dict]) -> List[dict]:
 
 
 def plot(report: dict, path: Path) -> bool:
-    """A bar chart of the sm_90 ratios, when matplotlib is installed."""
+    """A bar chart of the ratios at the newest architecture, when matplotlib
+    is installed."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -986,18 +991,19 @@ def plot(report: dict, path: Path) -> bool:
     except ImportError:
         return False
     keys = ["sass_instructions", "registers", "occupancy", "compile_time"]
-    rows = [e for e in report["results"] if e.get("ratios")]
+    arch_key = f"sm_{max(report['meta']['archs'])}"
+    rows = [e for e in report["results"] if e["ratios"].get(arch_key)]
     if not rows:
         return False
     fig, ax = plt.subplots(figsize=(max(6, len(rows) * 0.9), 4))
     width = 0.8 / len(keys)
     for i, k in enumerate(keys):
         ax.bar([j + i * width for j in range(len(rows))],
-               [e["ratios"][k] or 0 for e in rows], width, label=k)
+               [e["ratios"][arch_key][k] or 0 for e in rows], width, label=k)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
     ax.set_xticklabels([f"{e['op']}\n{_shape_text(e['shape'])}" for e in rows], fontsize=7)
-    ax.set_ylabel("smelt / Triton (sm_90)")
+    ax.set_ylabel(f"smelt / Triton ({arch_key})")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -1043,7 +1049,7 @@ def run(ops: Sequence[str], shapes: Optional[Sequence[tuple]], archs: Sequence[i
     import smelt
     if triton is None:
         raise RuntimeError("triton is not installed (pip install triton)")
-    archs = sorted(set(archs) | {SMELT_ARCH})
+    archs = sorted(set(archs))
     if in_process and repeats != 1:
         raise ValueError("--in-process measures one repeat (smelt's kernel cache would serve "
                          "the others)")
@@ -1067,7 +1073,7 @@ def run(ops: Sequence[str], shapes: Optional[Sequence[tuple]], archs: Sequence[i
         "meta": {
             "smelt_commit": _git_commit(Path(smelt.__file__).resolve().parent),
             "triton_version": triton.__version__, "torch_version": torch.__version__,
-            "archs": archs, "smelt_arch": SMELT_ARCH, "repeats": repeats,
+            "archs": archs, "repeats": repeats,
             "sizes": os.environ.get(SIZES_ENV, "static"),
             "host": f"{os.cpu_count()} CPUs", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         },
@@ -1090,7 +1096,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help="comma-separated AxB (row ops) and MxNxK (matmul); an op without a "
                         "shape of its rank keeps its defaults")
     p.add_argument("--archs", default="80,90",
-                   help="Triton targets (sm_90 is always compiled: smelt's target)")
+                   help="compute capabilities both sides compile for")
     p.add_argument("--repeats", type=int, default=3, help="compile-time repeats (median)")
     p.add_argument("--in-process", action="store_true",
                    help="no worker processes (one repeat only)")

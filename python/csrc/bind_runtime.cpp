@@ -109,9 +109,10 @@ void bindRuntime(py::module_& m) {
 
   py::class_<FusionExecutorCache, std::shared_ptr<FusionExecutorCache>>(m, "FusionExecutorCache")
       .def(py::init([](const Fusion& fusion, const std::string& device, SmemHazards hazards,
-                       SmemAllocator allocator, std::optional<bool> tensor_cores) {
-        auto cache = std::make_shared<FusionExecutorCache>(fusion.clone(),
-                                                           executorOptions(device, hazards, allocator));
+                       SmemAllocator allocator, std::optional<bool> tensor_cores, int arch) {
+        ExecutorOptions options = executorOptions(device, hazards, allocator);
+        options.arch = arch;  // 0: the device's
+        auto cache = std::make_shared<FusionExecutorCache>(fusion.clone(), options);
         // None: the matmul heuristics choose; True/False: forced either way
         // (scheduleMatmul refuses a forced choice the inputs cannot take).
         if (tensor_cores) {
@@ -121,7 +122,8 @@ void bindRuntime(py::module_& m) {
         }
         return cache;
       }), py::arg("fusion"), py::arg("device") = "cpu", py::arg("hazards") = defaults.smem_hazards,
-          py::arg("allocator") = defaults.smem_allocator, py::arg("tensor_cores") = std::nullopt)
+          py::arg("allocator") = defaults.smem_allocator, py::arg("tensor_cores") = std::nullopt,
+          py::arg("arch") = 0)
       .def("run", [](FusionExecutorCache& c, const std::vector<at::Tensor>& inputs) {
         py::gil_scoped_release release;
         return c.runFusionWithInputs(inputs);

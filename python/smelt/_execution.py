@@ -111,7 +111,8 @@ def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None) -> L
     return _write_aliases(fd, inputs, outputs)
 
 
-def compile_for(fd, inputs: Sequence[Any], device: Optional[str] = None) -> List[torch.Tensor]:
+def compile_for(fd, inputs: Sequence[Any], device: Optional[str] = None,
+                arch: Optional[int] = None) -> List[torch.Tensor]:
     args = _arguments(fd, inputs)
     if fd.is_scheduled:
         raise SmeltError("compile_for: this fusion is scheduled by hand; FusionExecutor compiles "
@@ -119,8 +120,12 @@ def compile_for(fd, inputs: Sequence[Any], device: Optional[str] = None) -> List
     target = torch.device(device) if device is not None else _device(fd, args)
     if target.type == "meta":
         target = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if arch is not None and (not isinstance(arch, int) or arch < 50 or arch % 10 > 9):
+        raise SmeltError(f"compile_for: arch must be a compute capability as major*10+minor "
+                         f"(80 for sm_80), got {arch!r}")
     entry = fusion_cache().entry(fd._records_key())
-    executor = fusion_cache().executor(entry, "auto", lambda: AutoExecutor(fd))
+    kind = "auto" if arch is None else f"auto:arch={arch}"
+    executor = fusion_cache().executor(entry, kind, lambda: AutoExecutor(fd, arch=arch))
     from smelt.fusion_definition import logical_view
     outputs = executor.compile_for(args, str(target))
     fd._last_executor = executor
@@ -150,8 +155,9 @@ class AutoExecutor:
     """An unscheduled fusion: segmented, scheduled and compiled per input
     signature by FusionExecutorCache (new shapes may bring new kernels)."""
 
-    def __init__(self, fd, tensor_cores: Optional[bool] = None):
-        self._impl = _C.FusionExecutorCache(fd.build_fusion(), tensor_cores=tensor_cores)
+    def __init__(self, fd, tensor_cores: Optional[bool] = None, arch: Optional[int] = None):
+        self._impl = _C.FusionExecutorCache(fd.build_fusion(), tensor_cores=tensor_cores,
+                                            arch=arch or 0)
 
     def run(self, args: List[torch.Tensor]) -> List[torch.Tensor]:
         return self._impl.run(args)

@@ -865,7 +865,8 @@ class FusionDefinition:
         from smelt._execution import execute
         return execute(self, inputs, tensor_cores)
 
-    def compile_for(self, inputs: Sequence[Any], device: Optional[str] = None) -> List[torch.Tensor]:
+    def compile_for(self, inputs: Sequence[Any], device: Optional[str] = None, *,
+                    arch: Optional[int] = None) -> List[torch.Tensor]:
         """Segments, schedules, lowers and compiles the (unscheduled) fusion
         for inputs like `inputs`, running nothing; a later execute() of such
         inputs on `device` finds every kernel ready. Tensors of any device,
@@ -874,9 +875,13 @@ class FusionDefinition:
         the real inputs will be (default: the inputs' device; for meta
         inputs CUDA when available, else the CPU). Returns the outputs as
         meta tensors. The C++ work releases the GIL, so fusions compile in
-        parallel on threads."""
+        parallel on threads.
+        arch: a compute capability as major*10+minor (80 for sm_80) to
+        schedule and compile for instead of the device's: the kernels are for
+        inspection (last_kernels(), smelt.kernel_quality); a later execute()
+        compiles for the device it runs on."""
         from smelt._execution import compile_for
-        return compile_for(self, inputs, device)
+        return compile_for(self, inputs, device, arch)
 
     def compile_cost(self) -> dict:
         """What compiling this fusion has cost so far, over every execute()

@@ -31,22 +31,27 @@ def test_plan_gives_each_op_the_shapes_of_its_rank(bench):
 
 
 def test_softmax_small_shape_has_both_sides_and_ratios(bench, tmp_path):
-    assert bench.main(["--ops", "softmax", "--shapes", "64x256", "--archs", "90",
+    assert bench.main(["--ops", "softmax", "--shapes", "64x256", "--archs", "80,90",
                        "--repeats", "1", "--in-process", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "triton_quality.json").read_text())
     (entry,) = report["results"]
     assert entry["op"] == "softmax" and entry["shape"] == [64, 256]
-    assert "error" not in entry["smelt"], entry["smelt"].get("error")
-    assert "error" not in entry["triton"]["sm_90"], entry["triton"]["sm_90"].get("error")
-    for side in (entry["smelt"]["summary"], entry["triton"]["sm_90"]["summary"]):
-        assert side["kernels"] >= 1
-        assert side["sass_instructions"] > 0 and side["registers"] > 0
-        assert side["widest_global_load_bits"] >= 16
-        assert 0 < side["occupancy"] <= 1
-    assert entry["smelt"]["compile_s"]["median"] > 0
-    assert entry["triton"]["sm_90"]["compile_s"]["median"] > 0
-    ratios = entry["ratios"]
-    assert ratios["sass_instructions"] > 0 and ratios["registers"] > 0
-    assert ratios["compile_time"] > 0 and ratios["occupancy"] > 0
+    for arch in ("sm_80", "sm_90"):
+        smelt, triton = entry["smelt"][arch], entry["triton"][arch]
+        assert "error" not in smelt, smelt.get("error")
+        assert "error" not in triton, triton.get("error")
+        for side in (smelt["summary"], triton["summary"]):
+            assert side["kernels"] >= 1
+            assert side["sass_instructions"] > 0 and side["registers"] > 0
+            assert side["widest_global_load_bits"] >= 16
+            assert 0 < side["occupancy"] <= 1
+        assert smelt["compile_s"]["median"] > 0 and triton["compile_s"]["median"] > 0
+        ratios = entry["ratios"][arch]
+        assert ratios["sass_instructions"] > 0 and ratios["registers"] > 0
+        assert ratios["compile_time"] > 0 and ratios["occupancy"] > 0
+    # smelt compiled a kernel of its own for each architecture.
+    names = {arch: [k["name"] for k in entry["smelt"][arch]["kernels"]] for arch in ("sm_80", "sm_90")}
+    assert names["sm_80"] != names["sm_90"]
     markdown = (tmp_path / "triton_quality.md").read_text()
-    assert "| softmax | 64x256 |" in markdown
+    assert "## sm_80" in markdown and "## sm_90" in markdown
+    assert markdown.count("| softmax | 64x256 |") == 3  # two architectures' tables and compile times

@@ -2,9 +2,10 @@
 scheduling, segmentation, lowering and NVRTC; nothing runs, the launch is
 evaluated (limits checked) and the outputs are meta tensors of the right
 sizes, so the kernel smelt would run on [8192, 4096] can be inspected."""
+import pytest
 import torch
 
-from smelt import DataType, FusionDefinition
+from smelt import DataType, FusionDefinition, SmeltError
 
 
 def softmax_fp16():
@@ -110,3 +111,24 @@ def test_compile_for_refuses_a_fusion_scheduled_by_hand():
 
     with pytest.raises(SmeltError, match="scheduled by hand"):
         Scheduled().compile_for([torch.empty(256, device="meta")])
+
+
+def test_compile_for_another_architecture():
+    """arch= schedules and compiles for that GPU instead of the device's: the
+    kernels (for inspection) are sm_80 cubins; a later execute compiles for
+    the device it runs on."""
+    fd = softmax_fp16()
+    meta = [torch.empty(128, 512, dtype=torch.half, device="meta")]
+    fd.compile_for(meta, arch=80)
+    (kernel,) = fd.last_kernels()
+    assert kernel.compiled.arch == 80
+    assert kernel.quality.stack_frame_bytes == 0
+    fd.compile_for(meta, arch=90)
+    (kernel90,) = fd.last_kernels()
+    assert kernel90.compiled.arch == 90
+    assert kernel90.compiled.kernel_name != kernel.compiled.kernel_name
+    x = torch.randn(128, 512).half()
+    (out,) = fd.execute([x])
+    torch.testing.assert_close(out, torch.softmax(x.float(), -1).half(), rtol=1e-3, atol=1e-3)
+    with pytest.raises(SmeltError, match="arch must be a compute capability"):
+        fd.compile_for(meta, arch=8)
