@@ -4,15 +4,19 @@
 
 Per model, two fresh Python processes compile the model's forward with
 torch.compile(backend="smelt") against one new, empty kernel cache directory
-(SMELT_KERNEL_CACHE_DIR): the first is cold (NVRTC compiles every kernel and
-fills the cache), the second warm (a second process: the kernels come from
-the disk cache). Reported per process, from the backend's GraphReports:
+(SMELT_KERNEL_CACHE_DIR): the first is cold (it segments, lowers and
+NVRTC-compiles every kernel and fills the cache), the second warm (a second
+process: each fusion's segmentation, each kernel's launch description and
+cubin come from the disk cache, so it neither searches, lowers nor compiles).
+Reported per process, from the backend's GraphReports:
   - compile wall: smelt's compile of every fusion of the graphs, ahead of the
     first call on SMELT_COMPILE_THREADS threads (segmentation with its trial
     lowering, scheduling, lowering, NVRTC or the disk cache): the "lowering +
     NVRTC" cost, the simulator excluded;
   - the same work summed over fusions in thread-milliseconds (segment,
-    lower, NVRTC), kernels compiled and read from the disk cache;
+    lower, NVRTC), kernels compiled and read from the disk cache; "lower"
+    includes the first call's lowerings for the CPU simulator (all of it in
+    a warm process);
   - partitioning (Python: partitioning and translating the graphs);
   - the first call's wall time (Dynamo and AOTAutograd included, and the
     simulator running every kernel on CPU tensors), for context.
