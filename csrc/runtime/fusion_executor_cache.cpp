@@ -7,11 +7,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
 
 #include "fusion/clone.h"
+#include "fusion/dump.h"
 #include "fusion/error.h"
 #include "lower/lower.h"
 #include "runtime/aten_dtype.h"
@@ -369,6 +371,11 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
   if (last_run_.segmentation.segmentations_from_disk == 0) {
     entry.segmented = segmentFusion(*entry.fusion, runtime, override_, lowers);
     if (!override_) storeSegmentation(stored_key, entry.segmented);
+  }
+  if (dumpEnabled("segments")) {
+    std::cout << "segmentation of " << signature
+              << (last_run_.segmentation.segmentations_from_disk ? " (from the disk cache)" : "")
+              << ":\n" << entry.segmented.toString() << std::flush;
   }
   entry.kernels.resize(entry.segmented.segments.size());
   entry.choices.resize(entry.segmented.segments.size());
