@@ -209,9 +209,11 @@ IntExpr substitute(const IntExpr& e, const std::map<std::string, IntExpr>& repla
     }
     default: break;
   }
-  IntExpr a = substitute(e.lhs(), replacements);
-  IntExpr b = substitute(e.rhs(), replacements);
-  switch (e.kind()) {
+  return combine(e.kind(), substitute(e.lhs(), replacements), substitute(e.rhs(), replacements));
+}
+
+IntExpr combine(IntExpr::Kind kind, const IntExpr& a, const IntExpr& b) {
+  switch (kind) {
     case IntExpr::Kind::Add: return a + b;
     case IntExpr::Kind::Sub: return a - b;
     case IntExpr::Kind::Mul: return a * b;
@@ -220,9 +222,9 @@ IntExpr substitute(const IntExpr& e, const std::map<std::string, IntExpr>& repla
     case IntExpr::Kind::Mod: return a % b;
     case IntExpr::Kind::Min: return min(a, b);
     case IntExpr::Kind::Max: return max(a, b);
-    default: SMELT_INTERNAL_CHECK(false, "unhandled IntExpr kind");
+    default: SMELT_INTERNAL_CHECK(false, "combine: ", static_cast<int>(kind), " is not a binary kind");
   }
-  return e;
+  return a;
 }
 
 namespace {

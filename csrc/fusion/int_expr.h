@@ -62,6 +62,9 @@ IntExpr min(const IntExpr& a, const IntExpr& b);
 IntExpr max(const IntExpr& a, const IntExpr& b);
 // Rounds `value` up to a multiple of `alignment` (a positive constant).
 IntExpr alignUp(const IntExpr& value, int64_t alignment);
+// The binary expression of `kind` (Add .. Max) of `a` and `b`, built with the
+// operators above (constants fold).
+IntExpr combine(IntExpr::Kind kind, const IntExpr& a, const IntExpr& b);
 // `e` with each symbol named in `replacements` replaced by its expression
 // (constants fold again); other symbols stay.
 IntExpr substitute(const IntExpr& e, const std::map<std::string, IntExpr>& replacements);

@@ -32,16 +32,7 @@ IntExpr readIntExpr(ByteReader& in, int depth = 0) {
   if (kind == IntExpr::Kind::Symbol) return IntExpr::symbol(in.bytes());
   const IntExpr a = readIntExpr(in, depth + 1);
   const IntExpr b = readIntExpr(in, depth + 1);
-  switch (kind) {
-    case IntExpr::Kind::Add: return a + b;
-    case IntExpr::Kind::Sub: return a - b;
-    case IntExpr::Kind::Mul: return a * b;
-    case IntExpr::Kind::Div: return a / b;
-    case IntExpr::Kind::CeilDiv: return ceilDiv(a, b);
-    case IntExpr::Kind::Mod: return a % b;
-    case IntExpr::Kind::Min: return min(a, b);
-    default: return max(a, b);
-  }
+  return combine(kind, a, b);
 }
 
 void writeTensorParam(ByteWriter& out, const TensorParam& p) {

@@ -9,12 +9,15 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/expect_error.h"
 #include "runtime/disk_kernel_cache.h"
+#include "runtime/launch_info.h"
 #include "runtime/nvrtc_compiler.h"
 
 namespace smelt {
@@ -213,6 +216,57 @@ TEST_F(DiskKernelCache, AnUnwritableDirectoryWarnsOnceAndCompilingGoesOn) {
   const std::string expected = "cannot write the kernel cache directory";
   ASSERT_NE(warnings.find(expected), std::string::npos) << warnings;
   EXPECT_EQ(warnings.find(expected, warnings.find(expected) + 1), std::string::npos) << warnings;
+}
+
+// A launch description survives the bytes unchanged: every field, and
+// expressions of every kind (symbolic, so nothing folds), evaluate the same;
+// bytes cut short or naming an unknown kind are an error, not a description.
+TEST(LaunchInfo, RoundTripsEveryFieldAndExpressionKind) {
+  const IntExpr n = IntExpr::symbol("T0.size[0]");
+  const IntExpr m = IntExpr::symbol("T0.size[1]");
+  const IntExpr s = IntExpr::symbol("T1.stride[0]");
+  KernelLaunchInfo info;
+  info.cuda_source = "extern \"C\" __global__ void k() {}\n";
+  info.inputs.push_back(TensorParam{"T0", DataType::Half, {n, m}, 16, {false, false}});
+  info.outputs.push_back(TensorParam{"T1", DataType::Float, {n, IntExpr(1)}, 0, {false, true}});
+  info.scalars.push_back(ScalarParam{"s0", DataType::Int32});
+  info.grid[0] = ceilDiv(n, 4) + min(m, s) - max(n % 3, IntExpr(2));
+  info.grid[1] = (n * m) / 7;
+  info.block[0] = 128;
+  info.shared_memory_bytes = alignUp(m * 4, 16);
+  info.static_shared_memory = true;
+  info.vector_conditions.push_back(VectorCondition::equal("T1", s, m));
+  info.vector_conditions.push_back(VectorCondition::multiple("T0", m, 8));
+  info.smem_report = "plan: 64 B\n";
+
+  const std::string bytes = serializeLaunchInfo(info);
+  const KernelLaunchInfo back = parseLaunchInfo(bytes);
+  EXPECT_EQ(serializeLaunchInfo(back), bytes);
+  EXPECT_EQ(back.cuda_source, info.cuda_source);
+  ASSERT_EQ(back.inputs.size(), 1u);
+  EXPECT_EQ(back.inputs[0].dtype, DataType::Half);
+  EXPECT_EQ(back.inputs[0].vector_bytes, 16);
+  EXPECT_EQ(back.outputs[0].expanded, (std::vector<bool>{false, true}));
+  EXPECT_EQ(back.scalars[0].dtype, DataType::Int32);
+  EXPECT_TRUE(back.static_shared_memory);
+  EXPECT_EQ(back.vector_conditions, info.vector_conditions);
+  EXPECT_EQ(back.smem_report, info.smem_report);
+  for (int64_t rows : {1, 5, 1000}) {
+    const std::map<std::string, int64_t> bindings{{"T0.size[0]", rows}, {"T0.size[1]", 24},
+                                                  {"T1.stride[0]", 20}};
+    for (int d = 0; d < 3; ++d) {
+      EXPECT_EQ(back.grid[d].evaluate(bindings), info.grid[d].evaluate(bindings));
+      EXPECT_EQ(back.block[d].evaluate(bindings), info.block[d].evaluate(bindings));
+    }
+    EXPECT_EQ(back.shared_memory_bytes.evaluate(bindings), info.shared_memory_bytes.evaluate(bindings));
+  }
+  EXPECT_SMELT_ERROR(parseLaunchInfo(bytes.substr(0, bytes.size() - 3)), "truncated");
+  EXPECT_SMELT_ERROR(parseLaunchInfo(bytes + "x"), "bytes after the launch description");
+  std::string bad_kind = serializeLaunchInfo(KernelLaunchInfo{});
+  // The grid's first expression starts after the empty source, the three
+  // empty parameter lists: its kind is the next u64.
+  bad_kind[8 + 8 + 8 + 8] = 99;
+  EXPECT_SMELT_ERROR(parseLaunchInfo(bad_kind), "bad expression kind 99");
 }
 
 }  // namespace
