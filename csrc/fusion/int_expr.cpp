@@ -336,6 +336,11 @@ std::optional<IntExpr> upperBound(const IntExpr& e, const IntBounds& bounds) {
   }
 }
 
+bool provablyBelow(const IntExpr& e, const IntExpr& limit, const IntBounds& bounds) {
+  const std::optional<IntExpr> bound = upperBound(e, bounds);
+  return bound.has_value() && provablyLe(*bound, limit);
+}
+
 IntExpr simplify(const IntExpr& e, const IntBounds& bounds) {
   using K = IntExpr::Kind;
   if (e.kind() == K::Constant || e.kind() == K::Symbol) return e;

@@ -89,6 +89,10 @@ IntExpr simplify(const IntExpr& e, const IntBounds& bounds);
 // when `e` may be negative or is unbounded.
 std::optional<IntExpr> upperBound(const IntExpr& e, const IntBounds& bounds);
 
+// Whether e < limit for every value of the symbols within `bounds`
+// (upperBound(e) provably at most limit: constants, or the same expression).
+bool provablyBelow(const IntExpr& e, const IntExpr& limit, const IntBounds& bounds);
+
 std::ostream& operator<<(std::ostream& os, const IntExpr& e);
 
 }  // namespace smelt

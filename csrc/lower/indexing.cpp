@@ -33,24 +33,10 @@ IntExpr rowMajor(const std::vector<IntExpr>& shape, const std::vector<IntExpr>& 
 IntExpr globalIndex(const TensorView* tv, const IndexMap& logical) {
   IntExpr index = 0;
   std::vector<IterDomain*> dims = tv->logicalNoReductions();
-  // The innermost stepped dimension has stride 1 when a fusion input declares
-  // it contiguous (the runtime checks it) or for an output (allocated
-  // contiguously, expanded dimensions aside): the literal 1, not the argument.
-  int64_t unit_stride_dim = -1;
-  for (int64_t d = static_cast<int64_t>(dims.size()) - 1; d >= 0; --d) {
-    if (dims[d]->isBroadcast()) continue;
-    const bool contiguous = d >= static_cast<int64_t>(tv->contiguity().size()) || tv->contiguity()[d];
-    if ((tv->isFusionInput() || tv->isFusionOutput()) && contiguous) unit_stride_dim = d;
-    break;
-  }
   for (size_t d = 0; d < dims.size(); ++d) {
     auto it = logical.find(dims[d]);
     if (dims[d]->isBroadcast() || it == logical.end()) continue;
-    IntExpr stride =
-        static_cast<int64_t>(d) == unit_stride_dim
-            ? IntExpr(1)
-            : IntExpr::symbol("T" + std::to_string(tv->number()) + ".stride[" + std::to_string(d) + "]");
-    index = index + it->second * stride;
+    index = index + it->second * globalStride(tv, static_cast<int64_t>(d));
   }
   return index;
 }

@@ -10,6 +10,15 @@
 
 namespace smelt {
 
+const std::vector<LoweringPass>& tensorCorePasses() {
+  static const std::vector<LoweringPass> passes = {
+      {"tensor_core_matmul", buildTensorCoreMatmul},
+      {"simplify_predicates", simplifyPredicates},
+      {"smem_addresses", assignSharedAddresses},
+  };
+  return passes;
+}
+
 const std::vector<LoweringPass>& loweringPasses(const Fusion& fusion) {
   // A fusion holding an MmaOp (the matmul scheduler chose tensor cores) has
   // no loop-domain schedule to lower: which lane holds which element of a
@@ -17,11 +26,7 @@ const std::vector<LoweringPass>& loweringPasses(const Fusion& fusion) {
   // pass builds its whole kernel IR (cp.async pipeline, ldmatrix, mma,
   // epilogue, barriers) from the MmaOp's tiles, and the shared-memory
   // planner then runs on it as on any kernel.
-  static const std::vector<LoweringPass> tensor_core_passes = {
-      {"tensor_core_matmul", buildTensorCoreMatmul},
-      {"smem_addresses", assignSharedAddresses},
-  };
-  if (findMmaOp(fusion) != nullptr) return tensor_core_passes;
+  if (findMmaOp(fusion) != nullptr) return tensorCorePasses();
   static const std::vector<LoweringPass> passes = {
       {"validate_schedule", validateSchedule},
       {"loop_nest", buildLoopNest},
@@ -29,6 +34,7 @@ const std::vector<LoweringPass>& loweringPasses(const Fusion& fusion) {
       {"indexing", computeIndices},
       {"predicates", insertPredicates},
       {"circular_buffer", insertCircularBuffers},
+      {"simplify_predicates", simplifyPredicates},
       {"syncs", insertSyncs},
       {"smem_addresses", assignSharedAddresses},
   };

@@ -20,6 +20,9 @@ struct LoweringPass {
 // The passes that lower `fusion`, in the order they run: the loop-domain
 // pipeline, or for a fusion holding an MmaOp the tensor-core one.
 const std::vector<LoweringPass>& loweringPasses(const Fusion& fusion);
+// The passes of a fusion holding an MmaOp: tensor_core_matmul builds the
+// whole kernel IR, the others refine it.
+const std::vector<LoweringPass>& tensorCorePasses();
 
 // Each pass (documented in its own file).
 void validateSchedule(LoweringContext& ctx);
@@ -28,6 +31,7 @@ void insertAllocations(LoweringContext& ctx);
 void computeIndices(LoweringContext& ctx);
 void insertPredicates(LoweringContext& ctx);
 void insertCircularBuffers(LoweringContext& ctx);
+void simplifyPredicates(LoweringContext& ctx);
 void insertSyncs(LoweringContext& ctx);
 void assignSharedAddresses(LoweringContext& ctx);
 // The tensor-core pipeline's first pass, buildTensorCoreMatmul, is in

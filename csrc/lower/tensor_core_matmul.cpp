@@ -1,5 +1,6 @@
 #include "lower/tensor_core_matmul.h"
 
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -8,6 +9,7 @@
 #include "fusion/mma_fragment.h"
 #include "fusion/ops.h"
 #include "lower/passes.h"
+#include "lower/transform_index.h"
 
 namespace smelt {
 
@@ -291,7 +293,7 @@ class Builder {
   }
 
   static IntExpr stride(const kir::Buffer* b, int d) {
-    return sym(b->name + ".stride[" + std::to_string(d) + "]");
+    return b->tv != nullptr ? globalStride(b->tv, d) : sym(b->name + ".stride[" + std::to_string(d) + "]");
   }
 
   // Every thread copies chunks tid, tid + threads, ... of the tile.
@@ -597,7 +599,9 @@ kir::Kernel lowerTensorCoreMatmul(Fusion* fusion, const TensorCoreMatmulOperands
   ctx.options = options;
   ctx.kernel = Builder(fusion, operands, params).build();
   FusionGuard guard(fusion);
-  assignSharedAddresses(ctx);
+  // The passes that refine what tensor_core_matmul built, as GpuLower runs them.
+  const std::vector<LoweringPass>& passes = tensorCorePasses();
+  for (auto pass = std::next(passes.begin()); pass != passes.end(); ++pass) pass->run(ctx);
   return std::move(ctx.kernel);
 }
 

@@ -1,6 +1,8 @@
 #include "lower/transform_index.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
@@ -98,6 +100,24 @@ bool needsBoundsCheck(const TensorView* tv, const IterDomain* id) {
     frontier.insert(frontier.end(), t->outputs.begin(), t->outputs.end());
   }
   return false;
+}
+
+IntExpr globalStride(const TensorView* tv, int64_t d) {
+  const IntExpr parameter = IntExpr::symbol("T" + std::to_string(tv->number()) + ".stride[" + std::to_string(d) + "]");
+  if (!tv->isFusionInput() && !tv->isFusionOutput()) return parameter;
+  const std::vector<IterDomain*> dims = tv->logicalNoReductions();
+  const std::vector<bool>& contiguity = tv->contiguity();
+  auto declared = [&](int64_t e) { return e >= static_cast<int64_t>(contiguity.size()) || contiguity[e]; };
+  // A broadcast dimension keeps the argument (an expanded one has stride 0).
+  if (d >= static_cast<int64_t>(dims.size()) || dims[d]->isBroadcast() || !declared(d)) return parameter;
+  int64_t stride = 1;
+  for (int64_t e = static_cast<int64_t>(dims.size()) - 1; e > d; --e) {
+    if (dims[e]->isBroadcast()) continue;
+    const std::optional<int64_t> extent = dims[e]->extent().constant();
+    if (!declared(e) || !extent) return parameter;
+    stride *= *extent;
+  }
+  return stride;
 }
 
 }  // namespace smelt

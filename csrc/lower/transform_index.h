@@ -35,4 +35,15 @@ std::vector<IntExpr> loopIndicesFromLogical(const TensorView* tv, const IndexMap
 // need a bounds predicate on it.
 bool needsBoundsCheck(const TensorView* tv, const IterDomain* id);
 
+// The stride of dimension `d` of tv->logicalNoReductions() of a Global
+// tensor, as index math uses it: a constant where the runtime guarantees it,
+// else the kernel parameter "T<n>.stride[d]". Constant for a fusion input or
+// output when `d` and every stepped (non-broadcast) dimension inside it are
+// declared contiguous and those inner dimensions have constant extents: the
+// product of those extents (1 for the innermost stepped dimension, whatever
+// the extents). The runtime checks an input's strides against its declared
+// contiguity and allocates outputs contiguously (an expanded dimension is
+// stored once, stride 0, and never stepped).
+IntExpr globalStride(const TensorView* tv, int64_t d);
+
 }  // namespace smelt

@@ -13,6 +13,7 @@
 #include "fusion/fusion.h"
 #include "fusion/ops.h"
 #include "lower/tensor_core_matmul.h"
+#include "runtime/input_validation.h"
 #include "scheduler/matmul/matmul_scheduler.h"
 
 namespace smelt::testing::tensor_core {
@@ -26,6 +27,7 @@ struct Case {
   bool b_k_contiguous = false;
   int64_t m = 40, n = 24, k = 48;  // none a multiple of the 32 x 32 x 32 tile
   Epilogue epilogue = Epilogue::None;
+  bool static_sizes = false;  // extents fixed in the fusion, not symbolic
 };
 
 // Half and BFloat16 for tensor cores; Float for the cases that must keep CUDA cores.
@@ -43,8 +45,8 @@ struct TcFusion {
 inline TcFusion makeFusion(const Case& c, c10::Device device = c10::kCPU) {
   TcFusion f;
   FusionGuard guard(f.fusion.get());
-  TensorView* a = makeContigTensor(2, c.dtype);
-  TensorView* b = makeContigTensor(2, c.dtype);
+  TensorView* a = c.static_sizes ? makeConcreteTensor({c.m, c.k}, c.dtype) : makeContigTensor(2, c.dtype);
+  TensorView* b = c.static_sizes ? makeConcreteTensor({c.k, c.n}, c.dtype) : makeContigTensor(2, c.dtype);
   f.fusion->addInput(a);
   f.fusion->addInput(b);
   TensorView* out = matmul(a, b);
@@ -54,8 +56,12 @@ inline TcFusion makeFusion(const Case& c, c10::Device device = c10::kCPU) {
   at::Tensor ta = c.a_k_contiguous ? at::randn({c.m, c.k}, opts) : at::randn({c.k, c.m}, opts).t();
   at::Tensor tb = c.b_k_contiguous ? at::randn({c.n, c.k}, opts).t() : at::randn({c.k, c.n}, opts);
   f.inputs = {ta, tb};
+  // Declared as the runtime declares them (a transposed view is no
+  // contiguous tensor): index math takes a contiguous stride as a constant.
+  a->setContiguity(contiguityOf(ta));
+  b->setContiguity(contiguityOf(tb));
   if (c.epilogue == Epilogue::BiasRelu) {
-    TensorView* bias = makeContigTensor(1, c.dtype);
+    TensorView* bias = c.static_sizes ? makeConcreteTensor({c.n}, c.dtype) : makeContigTensor(1, c.dtype);
     f.fusion->addInput(bias);
     out = relu(add(out, broadcast(bias, {true, false})));
     f.inputs.push_back(at::randn({c.n}, opts));

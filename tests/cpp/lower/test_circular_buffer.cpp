@@ -58,7 +58,7 @@ TEST(CircularBuffer, GemmKernelIr) {
   cases::buildTiledGemm(64, 64, 96, 0, 3);
   GpuLower lower(&fusion);
   const kir::Kernel& kernel = lower.run();
-  const std::string load_a = "Asub[((i0 * 1024) + ((threadIdx.y * 32) + threadIdx.x))] = set(T0[((((blockIdx.y * 32) + threadIdx.y) * T0.stride[0]) + ((i0 * 32) + threadIdx.x))])";
+  const std::string load_a = "Asub[((i0 * 1024) + ((threadIdx.y * 32) + threadIdx.x))] = set(T0[((((blockIdx.y * 32) + threadIdx.y) * 96) + ((i0 * 32) + threadIdx.x))])";
   EXPECT_EQ(kernel.toString(),
             "0: for blockIdx.y in 0..2 (BIDy) trivial\n"
             "1:   for blockIdx.x in 0..2 (BIDx) trivial\n"
@@ -73,16 +73,16 @@ TEST(CircularBuffer, GemmKernelIr) {
             "10:       for threadIdx.y in 0..32 (TIDy) trivial\n"
             "11:         for threadIdx.x in 0..32 (TIDx) trivial\n"
             "12:           for threadIdx.y in 0..32 (TIDy) trivial\n"
-            "13:             Bsub[((i0 * 1024) + ((threadIdx.x * 32) + threadIdx.y))] = set(T1[((((i0 * 32) + threadIdx.y) * T1.stride[0]) + ((blockIdx.x * 32) + threadIdx.x))])\n"
+            "13:             Bsub[((i0 * 1024) + ((threadIdx.x * 32) + threadIdx.y))] = set(T1[((((i0 * 32) + threadIdx.y) * 64) + ((blockIdx.x * 32) + threadIdx.x))])\n"
             "14:     end for i0\n"
             "15:     for i1 in 0..3\n"
             "16:       __syncthreads()  // RAW/WAR Asub, Bsub (circular buffer, 3 stages)\n"
             "17:       for threadIdx.y in 0..32 (TIDy) trivial\n"
             "18:         for threadIdx.x in 0..32 (TIDx) trivial\n"
-            "19:           if ((i1 + 2) < 3) Asub[((((i1 + 2) % 3) * 1024) + ((threadIdx.y * 32) + threadIdx.x))] = set(T0[((((blockIdx.y * 32) + threadIdx.y) * T0.stride[0]) + (((i1 + 2) * 32) + threadIdx.x))])\n"
+            "19:           if ((i1 + 2) < 3) Asub[((((i1 + 2) % 3) * 1024) + ((threadIdx.y * 32) + threadIdx.x))] = set(T0[((((blockIdx.y * 32) + threadIdx.y) * 96) + (((i1 + 2) * 32) + threadIdx.x))])\n"
             "20:         for threadIdx.x in 0..32 (TIDx) trivial\n"
             "21:           for threadIdx.y in 0..32 (TIDy) trivial\n"
-            "22:             if ((i1 + 2) < 3) Bsub[((((i1 + 2) % 3) * 1024) + ((threadIdx.x * 32) + threadIdx.y))] = set(T1[(((((i1 + 2) * 32) + threadIdx.y) * T1.stride[0]) + ((blockIdx.x * 32) + threadIdx.x))])\n"
+            "22:             if ((i1 + 2) < 3) Bsub[((((i1 + 2) % 3) * 1024) + ((threadIdx.x * 32) + threadIdx.y))] = set(T1[(((((i1 + 2) * 32) + threadIdx.y) * 64) + ((blockIdx.x * 32) + threadIdx.x))])\n"
             "23:           for i2 in 0..32\n"
             "24:             alloc T3 Local float[1]\n"
             "25:             T3[0] = broadcast(Asub[(((i1 % 3) * 1024) + ((threadIdx.y * 32) + i2))])\n"
@@ -97,7 +97,7 @@ TEST(CircularBuffer, GemmKernelIr) {
             "34:       for threadIdx.x in 0..32 (TIDx) trivial\n"
             "35:         alloc Csub Shared float[1024]\n"
             "36:         Csub[((threadIdx.y * 32) + threadIdx.x)] = set(T6[0])\n"
-            "37:         T5[((((blockIdx.y * 32) + threadIdx.y) * T5.stride[0]) + ((blockIdx.x * 32) + threadIdx.x))] = set(Csub[((threadIdx.y * 32) + threadIdx.x)])\n");
+            "37:         T5[((((blockIdx.y * 32) + threadIdx.y) * 64) + ((blockIdx.x * 32) + threadIdx.x))] = set(Csub[((threadIdx.y * 32) + threadIdx.x)])\n");
   const kir::Buffer* a_sub = bufferNamed(kernel, "Asub");
   ASSERT_EQ(a_sub->shape.size(), 3u);
   EXPECT_EQ(a_sub->shape[0].constant(), 3);
@@ -247,7 +247,7 @@ TEST(ReductionInitNest, RegisterTileInsideTheReductionLoop) {
             "4:   end for i0\n"
             "5:   for i1 in 0..10\n"
             "6:     for i2 in 0..3\n"
-            "7:       T2[i2] = sum(T2[i2], T0[((((threadIdx.x * 3) + i2) * T0.stride[0]) + i1)])\n"
+            "7:       T2[i2] = sum(T2[i2], T0[((((threadIdx.x * 3) + i2) * 10) + i1)])\n"
             "8:     end for i2\n"
             "9:   end for i1\n"
             "10:   for i3 in 0..3\n"

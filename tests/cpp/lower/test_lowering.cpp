@@ -46,8 +46,8 @@ TEST(LoweringGolden, PointwiseWithNonDivisibleSplit) {
             "0: for blockIdx.x in 0..8 (BIDx) trivial\n"
             "1:   for threadIdx.x in 0..128 (TIDx) trivial\n"
             "2:     alloc T2 Local float[1]\n"
-            "3:     if ((((blockIdx.x * 128) + threadIdx.x) / 100) < 10) T2[0] = add(T0[(((((blockIdx.x * 128) + threadIdx.x) / 100) * T0.stride[0]) + (((blockIdx.x * 128) + threadIdx.x) % 100))], T1[(((((blockIdx.x * 128) + threadIdx.x) / 100) * T1.stride[0]) + (((blockIdx.x * 128) + threadIdx.x) % 100))])\n"
-            "4:     if ((((blockIdx.x * 128) + threadIdx.x) / 100) < 10) T3[(((((blockIdx.x * 128) + threadIdx.x) / 100) * T3.stride[0]) + (((blockIdx.x * 128) + threadIdx.x) % 100))] = relu(T2[0])\n");
+            "3:     if ((((blockIdx.x * 128) + threadIdx.x) / 100) < 10) T2[0] = add(T0[((blockIdx.x * 128) + threadIdx.x)], T1[((blockIdx.x * 128) + threadIdx.x)])\n"
+            "4:     if ((((blockIdx.x * 128) + threadIdx.x) / 100) < 10) T3[((blockIdx.x * 128) + threadIdx.x)] = relu(T2[0])\n");
 }
 
 TEST(LoweringGolden, InnerReductionWithBlockReduce) {
@@ -60,7 +60,7 @@ TEST(LoweringGolden, InnerReductionWithBlockReduce) {
             "2:   T2[0] = 0.0\n"
             "3:   for i0 in 0..4\n"
             "4:     for threadIdx.x in 0..128 (TIDx) trivial\n"
-            "5:       if (((i0 * 128) + threadIdx.x) < 500) T2[0] = sum(T2[0], T0[((blockIdx.x * T0.stride[0]) + ((i0 * 128) + threadIdx.x))])\n"
+            "5:       if (((i0 * 128) + threadIdx.x) < 500) T2[0] = sum(T2[0], T0[((blockIdx.x * 500) + ((i0 * 128) + threadIdx.x))])\n"
             "6:   end for i0\n"
             "7:   T2[0] = block_sum<TIDx>(T2[0])\n"
             "8:   if (threadIdx.x == 0) T1[blockIdx.x] = set(T2[0])\n");
@@ -74,7 +74,7 @@ TEST(LoweringGolden, OuterReductionAcrossThreads) {
             "0: T1[threadIdx.x] = 0.0\n"
             "1: for i0 in 0..64\n"
             "2:   for threadIdx.x in 0..32 (TIDx) trivial\n"
-            "3:     T1[threadIdx.x] = sum(T1[threadIdx.x], T0[((i0 * T0.stride[0]) + threadIdx.x)])\n"
+            "3:     T1[threadIdx.x] = sum(T1[threadIdx.x], T0[((i0 * 32) + threadIdx.x)])\n"
             "4: end for i0\n");
 }
 
@@ -87,14 +87,14 @@ TEST(LoweringGolden, BroadcastAndPad) {
             "1:   alloc T1 Local float[1]\n"
             "2:   T1[0] = 0.0\n"
             "3:   for i1 in 0..6\n"
-            "4:     T1[0] = sum(T1[0], T0[((i0 * T0.stride[0]) + i1)])\n"
+            "4:     T1[0] = sum(T1[0], T0[((i0 * 6) + i1)])\n"
             "5:   end for i1\n"
             "6:   for i2 in 0..8\n"
             "7:     alloc T3 Local float[1]\n"
-            "8:     T3[0] = pad((i2 >= 1 && i2 < 7 ? T0[((i0 * T0.stride[0]) + (i2 - 1))] : 2.0))\n"
+            "8:     T3[0] = pad((i2 >= 1 && i2 < 7 ? T0[((i0 * 6) + (i2 - 1))] : 2.0))\n"
             "9:     alloc T2 Local float[1]\n"
             "10:     T2[0] = broadcast(T1[0])\n"
-            "11:     T4[((i0 * T4.stride[0]) + i2)] = add(T3[0], T2[0])\n"
+            "11:     T4[((i0 * 8) + i2)] = add(T3[0], T2[0])\n"
             "12:   end for i2\n"
             "13: end for i0\n");
 }
@@ -107,11 +107,11 @@ TEST(LoweringGolden, TiledCopyWithTransposedRead) {
             "0: alloc T1 Shared float[1024]\n"
             "1: for threadIdx.y in 0..32 (TIDy) trivial\n"
             "2:   for threadIdx.x in 0..32 (TIDx) trivial\n"
-            "3:     T1[((threadIdx.y * 32) + threadIdx.x)] = set(T0[((threadIdx.y * T0.stride[0]) + threadIdx.x)])\n"
+            "3:     T1[((threadIdx.y * 32) + threadIdx.x)] = set(T0[((threadIdx.y * 32) + threadIdx.x)])\n"
             "4: __syncthreads()  // RAW T1\n"
             "5: for threadIdx.y in 0..32 (TIDy) trivial\n"
             "6:   for threadIdx.x in 0..32 (TIDx) trivial\n"
-            "7:     T2[((threadIdx.x * T2.stride[0]) + threadIdx.y)] = set(T1[((threadIdx.x * 32) + threadIdx.y)])\n");
+            "7:     T2[((threadIdx.x * 32) + threadIdx.y)] = set(T1[((threadIdx.x * 32) + threadIdx.y)])\n");
 }
 
 TEST(LoweringLoops, TrivialFlags) {

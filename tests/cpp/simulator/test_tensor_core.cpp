@@ -96,6 +96,46 @@ TEST(TensorCoreMatmul, BiasReluEpilogue) {
   EXPECT_EQ(simulateCase(f, kernel), "");
 }
 
+// Guards that hold for every index are dropped (simplify_predicates): with
+// static sizes the tiles divide, the epilogue computes and stores without
+// compares, and only the copies of tiles past K (the pipeline's prefetch)
+// keep theirs. Sizes the tiles do not divide keep the epilogue's guards.
+TEST(TensorCoreMatmul, StaticSizesTheTilesDivideNeedNoEpilogueGuards) {
+  auto guards = [](const kir::Kernel& kernel, bool divides) {
+    std::pair<int, int> computes_and_copies{0, 0};
+    kir::forEachStmt(kernel.body, [&](const kir::Stmt* s, int) {
+      if (auto* c = dynamic_cast<const kir::Compute*>(s); c && !c->predicate.alwaysTrue()) {
+        ++computes_and_copies.first;
+      }
+      if (auto* copy = dynamic_cast<const kir::CpAsync*>(s); copy && !copy->predicate.alwaysTrue()) {
+        if (divides) EXPECT_EQ(copy->predicate.terms.size(), 1u) << copy->predicate.toString();
+        ++computes_and_copies.second;
+      }
+    });
+    return computes_and_copies;
+  };
+  Case c;
+  c.epilogue = Epilogue::BiasRelu;
+  c.m = 64;
+  c.n = 64;
+  c.k = 96;
+  c.static_sizes = true;
+  TcFusion f = makeFusion(c);
+  kir::Kernel kernel = lowerTensorCoreMatmul(f.fusion.get(), f.operands, smallParams(c));
+  EXPECT_EQ(simulateCase(f, kernel), "");
+  const auto [computes, copies] = guards(kernel, true);
+  EXPECT_EQ(computes, 0) << kernel.toString();
+  EXPECT_GT(copies, 0) << kernel.toString();  // the K tiles the main loop prefetches past the end
+
+  Case ragged = c;
+  ragged.m = 40;
+  ragged.n = 24;
+  TcFusion g = makeFusion(ragged);
+  kir::Kernel guarded = lowerTensorCoreMatmul(g.fusion.get(), g.operands, smallParams(ragged));
+  EXPECT_EQ(simulateCase(g, guarded), "");
+  EXPECT_GT(guards(guarded, false).first, 0) << guarded.toString();
+}
+
 TEST(TensorCoreMatmul, GeluEpilogueBFloat16) {
   Case c;
   c.dtype = DataType::BFloat16;
