@@ -347,13 +347,24 @@ IntExpr simplify(const IntExpr& e, const IntBounds& bounds) {
   IntExpr a = simplify(e.lhs(), bounds);
   IntExpr b = simplify(e.rhs(), bounds);
   switch (e.kind()) {
-    case K::Add:
+    case K::Add: {
       // (x / d) * d + x % d -> x
       if (a.kind() == K::Mul && a.lhs().kind() == K::Div && b.kind() == K::Mod &&
           a.lhs().rhs().sameAs(a.rhs()) && b.rhs().sameAs(a.rhs()) && a.lhs().lhs().sameAs(b.lhs())) {
         return b.lhs();
       }
+      // (x / d) * (d * c) + (x % d) * c -> x * c (constants d, c): a row-major
+      // index over constant strides, a dimension split back into two.
+      if (a.kind() == K::Mul && a.lhs().kind() == K::Div && b.kind() == K::Mul &&
+          b.lhs().kind() == K::Mod && a.lhs().lhs().sameAs(b.lhs().lhs()) &&
+          a.lhs().rhs().sameAs(b.lhs().rhs())) {
+        const auto d = a.lhs().rhs().constant();
+        const auto dc = a.rhs().constant();
+        const auto c = b.rhs().constant();
+        if (d && dc && c && *d * *c == *dc) return b.lhs().lhs() * *c;
+      }
       return a + b;
+    }
     case K::Sub: return a - b;
     case K::Mul: return a * b;
     case K::CeilDiv: return ceilDiv(a, b);

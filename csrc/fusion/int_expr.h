@@ -79,7 +79,8 @@ using IntBounds = std::map<std::string, IntExpr>;
 // `(u * d + v) / d -> u + v / d` and `(u * d + v) % d -> v % d` (d constant
 // or symbolic, v >= 0), `(x % m) % d -> x % d` (constants, d divides m),
 // `(u * c + v) / d -> u / (d / c)` and `(u * c + v) % d -> (u % (d / c)) *
-// c + v` (constants, c divides d, 0 <= v < c: a vector's lanes), applied
+// c + v` (constants, c divides d, 0 <= v < c: a vector's lanes),
+// `(x / d) * (d * c) + (x % d) * c -> x * c` (constants), applied
 // bottom-up. (x / m) / d stays: codegen's vectorizer recognizes a
 // contiguous row-major index by its chain of quotients and remainders. The result equals `e` wherever the
 // symbols lie in their bounds.

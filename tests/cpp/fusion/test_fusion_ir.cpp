@@ -82,6 +82,22 @@ TEST(IntExpr, VectorLanesDivideOutOfARowTheWidthDivides) {
   EXPECT_NE(simplify(lane / 18, bounds).toString().find("18"), std::string::npos);
 }
 
+// A dimension split in two and indexed back through constant strides folds
+// to one term: (y / 8) * 256 + (y % 8) * 32 -> y * 32, for every y; strides
+// that do not match keep both terms.
+TEST(IntExpr, ASplitDimensionOverConstantStridesFoldsBack) {
+  const IntExpr y = IntExpr::symbol("threadIdx.y");
+  const IntExpr x = IntExpr::symbol("threadIdx.x");
+  const IntBounds bounds = {{"threadIdx.y", IntExpr(16)}, {"threadIdx.x", IntExpr(8)}};
+  const IntExpr index = y / 8 * 256 + y % 8 * 32 + x * 4;
+  EXPECT_EQ(simplify(index, bounds).toString(), "((threadIdx.y * 32) + (threadIdx.x * 4))");
+  for (int64_t yv = 0; yv < 64; ++yv) {
+    ASSERT_EQ(simplify(index, bounds).evaluate({{"threadIdx.y", yv}, {"threadIdx.x", 3}}),
+              index.evaluate({{"threadIdx.y", yv}, {"threadIdx.x", 3}}));
+  }
+  EXPECT_NE(simplify(y / 8 * 250 + y % 8 * 32, bounds).toString().find("250"), std::string::npos);
+}
+
 TEST(FusionConstruction, InputsOutputsAndTopologicalOrder) {
   Fusion fusion;
   FusionGuard guard(&fusion);
