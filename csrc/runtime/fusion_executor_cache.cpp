@@ -76,7 +76,9 @@ std::string segmentationKey(const Fusion& fusion, const std::string& signature,
 
 // The groups a process of this build segmented the fusion into for `key`,
 // and what the check refused then; nullopt when none is stored (or the
-// cache is off).
+// cache is off), or when these inputs make other segments of the groups
+// (another scheduler, or another grid-split decision, for sizes of the same
+// signature): those were never checked, so the fusion is segmented afresh.
 std::optional<SegmentedFusion> loadSegmentation(const std::string& key, const Fusion& fusion,
                                                 const RuntimeInfo& runtime) {
   const std::optional<std::filesystem::path> dir = kernelCacheDir();
@@ -85,6 +87,7 @@ std::optional<SegmentedFusion> loadSegmentation(const std::string& key, const Fu
   if (!payload) return std::nullopt;
   std::vector<std::vector<int>> groups;
   std::vector<std::string> refused;
+  std::vector<uint64_t> schedulers;
   try {
     ByteReader in(*std::move(payload));
     const uint64_t exprs = fusion.exprs().size();
@@ -95,13 +98,19 @@ std::optional<SegmentedFusion> loadSegmentation(const std::string& key, const Fu
     }
     refused.resize(in.below(1 << 20, "refusal count"));
     for (std::string& r : refused) r = in.bytes();
+    schedulers.resize(in.below(2 * exprs + 1, "segment count"));
+    for (uint64_t& scheduler : schedulers) scheduler = in.below(1 << 8, "scheduler");
     SMELT_CHECK(in.atEnd(), "bytes after the segmentation");
   } catch (const Error& e) {
     warnCorrupt(cacheEntryPath(*dir, "segments", key), "segments", e.what());
     return std::nullopt;
   }
   std::optional<SegmentedFusion> segmented = segmentFusionAs(fusion, runtime, groups);
-  if (segmented) segmented->refused = std::move(refused);
+  if (!segmented || segmented->segments.size() != schedulers.size()) return std::nullopt;
+  for (size_t i = 0; i < schedulers.size(); ++i) {
+    if (static_cast<uint64_t>(segmented->segments[i].scheduler) != schedulers[i]) return std::nullopt;
+  }
+  segmented->refused = std::move(refused);
   return segmented;
 }
 
@@ -116,6 +125,8 @@ void storeSegmentation(const std::string& key, const SegmentedFusion& segmented)
   }
   out.u64(segmented.refused.size());
   for (const std::string& r : segmented.refused) out.bytes(r);
+  out.u64(segmented.segments.size());
+  for (const Segment& segment : segmented.segments) out.u64(static_cast<uint64_t>(segment.scheduler));
   storeCacheEntry(*dir, "segments", key, out.data());
 }
 

@@ -427,6 +427,34 @@ TEST(FusionExecutorCache, FewLongRowsRunAsPartialAndFinalKernels) {
   EXPECT_EQ(cache.lastExecutor(0).launchParams().grid[0], 30);
 }
 
+// A segmentation on disk is used only where its groups make the same
+// segments: 130 and 200 rows of 65,536 are one signature, but 130 rows split
+// into partial and final kernels (fewer blocks than SMs) and 200 do not, so
+// a process compiling 200 rows after one that compiled 130 segments afresh
+// (the unsplit reduction was never checked), stores that, and a third finds it.
+TEST(FusionExecutorCache, ASegmentationOnDiskIsUsedOnlyWhereItMakesTheSameSegments) {
+  testing::ScopedKernelCacheDir disk;
+  auto compileIn = [](int64_t rows) {
+    auto kernels = std::make_unique<KernelCache>();
+    ExecutorOptions options;
+    options.cache = kernels.get();
+    auto cache = std::make_unique<FusionExecutorCache>(sumOver(1), options);
+    cache->compileFor({at::empty({rows, 65536}, at::TensorOptions().dtype(at::kFloat).device(at::kMeta))},
+                      c10::Device(c10::kCPU));
+    return std::make_pair(std::move(kernels), std::move(cache));
+  };
+  auto [first_kernels, first] = compileIn(130);
+  auto [second_kernels, second] = compileIn(200);
+  auto [third_kernels, third] = compileIn(200);
+  EXPECT_EQ(first->lastRun().signature, second->lastRun().signature);
+  EXPECT_EQ(first->lastRun().segments.size(), 2u) << first->lastRun().toString();
+  EXPECT_EQ(first->lastRun().segmentation.segmentations_from_disk, 0);
+  EXPECT_EQ(second->lastRun().segments.size(), 1u) << second->lastRun().toString();
+  EXPECT_EQ(second->lastRun().segmentation.segmentations_from_disk, 0);
+  EXPECT_EQ(third->lastRun().segments.size(), 1u) << third->lastRun().toString();
+  EXPECT_EQ(third->lastRun().segmentation.segmentations_from_disk, 1);
+}
+
 // 32,768 rows of 4 floats summed over the rows: one block would do all the
 // work; the heuristics split the columns into 8 chunks (partial rows of
 // every 8th row, then their sum).
