@@ -163,10 +163,8 @@ bool storeCacheEntry(const fs::path& dir, const std::string& kind, const std::st
 }
 
 std::optional<CompiledKernel> loadCachedKernel(const fs::path& dir, const std::string& key) {
-  std::optional<std::string> payload = loadCacheEntry(dir, "kernel", key);
-  if (!payload) return std::nullopt;
-  try {
-    ByteReader reader(*std::move(payload));
+  return loadCacheEntryAs(dir, "kernel", key, [](std::string payload) {
+    ByteReader reader(std::move(payload));
     CompiledKernel compiled;
     compiled.kernel_name = reader.bytes();
     compiled.arch = static_cast<int>(reader.u64());
@@ -176,10 +174,7 @@ std::optional<CompiledKernel> loadCachedKernel(const fs::path& dir, const std::s
     compiled.ptxas = parsePtxasInfo(compiled.log, compiled.kernel_name);
     compiled.from_disk_cache = true;
     return compiled;
-  } catch (const Error& e) {
-    warnCorrupt(kernelCacheEntryPath(dir, key), "kernel", e.what());
-    return std::nullopt;
-  }
+  });
 }
 
 bool storeCachedKernel(const fs::path& dir, const std::string& key, const CompiledKernel& compiled) {

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 
+#include "fusion/error.h"
 #include "runtime/nvrtc_compiler.h"
 
 namespace smelt {
@@ -62,9 +63,24 @@ std::optional<std::string> loadCacheEntry(const std::filesystem::path& dir, cons
                                           const std::string& key);
 bool storeCacheEntry(const std::filesystem::path& dir, const std::string& kind,
                      const std::string& key, const std::string& payload);
-// Warns that the entry at `path` is ignored because of `why` (a payload that
-// did not parse).
+// Warns that the entry at `path` is ignored because of `why`.
 void warnCorrupt(const std::filesystem::path& path, const std::string& kind, const std::string& why);
+
+// The entry stored under `key`, parsed by `parse` (payload -> value, a
+// smelt::Error on bytes it cannot read); nullopt when there is none, or it is
+// corrupt or does not parse (then with a warning).
+template <typename Parse>
+auto loadCacheEntryAs(const std::filesystem::path& dir, const std::string& kind, const std::string& key,
+                      Parse parse) -> std::optional<decltype(parse(std::string()))> {
+  std::optional<std::string> payload = loadCacheEntry(dir, kind, key);
+  if (!payload) return std::nullopt;
+  try {
+    return parse(*std::move(payload));
+  } catch (const Error& e) {
+    warnCorrupt(cacheEntryPath(dir, kind, key), kind, e.what());
+    return std::nullopt;
+  }
+}
 
 // compileCuda through the disk cache of kernelCacheDir(): a hit returns the
 // stored kernel (compile_ms: the time to read it), a miss compiles and stores.

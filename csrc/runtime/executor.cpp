@@ -124,22 +124,15 @@ std::optional<KernelEntry> loadStoredKernel(const std::string& key, const std::s
   const std::optional<std::filesystem::path> dir = kernelCacheDir();
   if (!dir) return std::nullopt;
   const auto start = std::chrono::steady_clock::now();
-  const std::string launch_key = launchEntryKey(key);
-  std::optional<std::string> payload = loadCacheEntry(*dir, "launch", launch_key);
-  if (!payload) return std::nullopt;
-  KernelLaunchInfo info;
-  try {
-    info = parseLaunchInfo(*payload);
-  } catch (const Error& e) {
-    warnCorrupt(cacheEntryPath(*dir, "launch", launch_key), "launch", e.what());
-    return std::nullopt;
-  }
+  std::optional<KernelLaunchInfo> info =
+      loadCacheEntryAs(*dir, "launch", launchEntryKey(key), parseLaunchInfo);
+  if (!info) return std::nullopt;
   NvrtcOptions nvrtc;
   nvrtc.arch = arch;
-  std::optional<CompiledKernel> compiled = loadCachedKernel(*dir, kernelCacheKey(info.cuda_source, name, nvrtc));
+  std::optional<CompiledKernel> compiled = loadCachedKernel(*dir, kernelCacheKey(info->cuda_source, name, nvrtc));
   if (!compiled) return std::nullopt;
   compiled->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return KernelEntry(*std::move(compiled), std::move(info));
+  return KernelEntry(*std::move(compiled), *std::move(info));
 }
 
 void storeKernel(const std::string& key, const KernelEntry& entry) {

@@ -83,34 +83,35 @@ std::optional<SegmentedFusion> loadSegmentation(const std::string& key, const Fu
                                                 const RuntimeInfo& runtime) {
   const std::optional<std::filesystem::path> dir = kernelCacheDir();
   if (!dir) return std::nullopt;
-  std::optional<std::string> payload = loadCacheEntry(*dir, "segments", key);
-  if (!payload) return std::nullopt;
-  std::vector<std::vector<int>> groups;
-  std::vector<std::string> refused;
-  std::vector<uint64_t> schedulers;
-  try {
-    ByteReader in(*std::move(payload));
-    const uint64_t exprs = fusion.exprs().size();
-    groups.resize(in.below(exprs + 1, "group count"));
-    for (std::vector<int>& group : groups) {
+  struct Stored {
+    std::vector<std::vector<int>> groups;
+    std::vector<std::string> refused;
+    std::vector<uint64_t> schedulers;
+  };
+  const uint64_t exprs = fusion.exprs().size();
+  std::optional<Stored> stored = loadCacheEntryAs(*dir, "segments", key, [&](std::string payload) {
+    ByteReader in(std::move(payload));
+    Stored s;
+    s.groups.resize(in.below(exprs + 1, "group count"));
+    for (std::vector<int>& group : s.groups) {
       group.resize(in.below(exprs + 1, "group size"));
       for (int& e : group) e = static_cast<int>(in.below(exprs, "expression"));
     }
-    refused.resize(in.below(1 << 20, "refusal count"));
-    for (std::string& r : refused) r = in.bytes();
-    schedulers.resize(in.below(2 * exprs + 1, "segment count"));
-    for (uint64_t& scheduler : schedulers) scheduler = in.below(1 << 8, "scheduler");
+    s.refused.resize(in.below(1 << 20, "refusal count"));
+    for (std::string& r : s.refused) r = in.bytes();
+    s.schedulers.resize(in.below(2 * exprs + 1, "segment count"));
+    for (uint64_t& scheduler : s.schedulers) scheduler = in.below(1 << 8, "scheduler");
     SMELT_CHECK(in.atEnd(), "bytes after the segmentation");
-  } catch (const Error& e) {
-    warnCorrupt(cacheEntryPath(*dir, "segments", key), "segments", e.what());
-    return std::nullopt;
-  }
-  std::optional<SegmentedFusion> segmented = segmentFusionAs(fusion, runtime, groups);
+    return s;
+  });
+  if (!stored) return std::nullopt;
+  const std::vector<uint64_t>& schedulers = stored->schedulers;
+  std::optional<SegmentedFusion> segmented = segmentFusionAs(fusion, runtime, stored->groups);
   if (!segmented || segmented->segments.size() != schedulers.size()) return std::nullopt;
   for (size_t i = 0; i < schedulers.size(); ++i) {
     if (static_cast<uint64_t>(segmented->segments[i].scheduler) != schedulers[i]) return std::nullopt;
   }
-  segmented->refused = std::move(refused);
+  segmented->refused = std::move(stored->refused);
   return segmented;
 }
 
