@@ -4,11 +4,13 @@
 # GPU-labelled C++ tests (Release), then runs
 #   1. ctest -L gpu           the C++ launches against torch's CUDA results
 #   2. pytest -k cuda         the Python tests' CUDA cases
-#   3. smelt demo             the gallery on the GPU
-#   4. compute-sanitizer      racecheck and memcheck over the demo
-#   5. bench_models --gpu-only  eager / Inductor / smelt per zoo model, CUDA events
-#   6. compute-sanitizer      synccheck over the demo
-#   7. torch_fuzz (only when SMELT_GPU_CHECKS names fuzz) the torch-level
+#   3. bench_triton_gpu       the Triton-comparison ops: values against eager, then
+#                             kernel and wall times of smelt / Triton / Inductor / eager
+#   4. smelt demo             the gallery on the GPU
+#   5. compute-sanitizer      racecheck and memcheck over the demo
+#   6. bench_models --gpu-only  eager / Inductor / smelt per zoo model, CUDA events
+#   7. compute-sanitizer      synccheck over the demo
+#   8. torch_fuzz (only when SMELT_GPU_CHECKS names fuzz) the torch-level
 #      differential fuzzer on CPU tensors, one process per core, for
 #      SMELT_FUZZ_SECONDS (default 240) over seeds from SMELT_FUZZ_START
 #      (default 2000000): the lent machine's cores run the fuzz count up
@@ -19,7 +21,7 @@
 # Env: SMELT_BUILD_DIR (default build-gpu), SMELT_JOBS (default: all cores),
 #      GTEST_SOURCE  a googletest source tree (e.g. a copy of /usr/src/googletest)
 #                    to build first where GoogleTest is not installed,
-#      SMELT_GPU_CHECKS  which of ctest pytest demo sanitizers bench fuzz to run
+#      SMELT_GPU_CHECKS  which of ctest pytest triton demo sanitizers bench fuzz to run
 #                    (default: all but fuzz),
 #      SMELT_CXX (default /usr/bin/g++ where it exists), PYTHON (default python3).
 set -uo pipefail
@@ -43,7 +45,7 @@ fi
 if [[ -z "${SMELT_CXX:-}" && -x /usr/bin/g++ ]]; then SMELT_CXX=/usr/bin/g++; fi
 [[ -n "${SMELT_CXX:-}" ]] && export CXX=$SMELT_CXX
 
-CHECKS=" ${SMELT_GPU_CHECKS:-ctest pytest demo sanitizers bench} "
+CHECKS=" ${SMELT_GPU_CHECKS:-ctest pytest triton demo sanitizers bench} "
 want() { [[ "$CHECKS" == *" $1 "* ]]; }
 
 failed=0
@@ -86,6 +88,8 @@ if step build 420 bash -c "set -o pipefail; SMELT_BUILD_TYPE=Release SMELT_JOBS=
   want ctest && step ctest_gpu 120 ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -j 4 --timeout 100
   want pytest && step pytest_cuda 150 "$PYTHON" -m pytest -q --maxfail=30 --no-header -p no:cacheprovider \
     tests/python -k cuda -n 8
+  want triton && step triton_gpu 200 "$PYTHON" benchmarks/bench_triton_gpu.py \
+    --json "$OUT/triton_gpu.json" --md "$OUT/triton_gpu.md"
   want demo && step demo 60 "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo"
   sanitize() {
     step "sanitizer_$1" 90 compute-sanitizer --tool "$1" --error-exitcode 7 --print-limit 20 \
