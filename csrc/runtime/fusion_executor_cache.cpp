@@ -397,9 +397,15 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
 }
 
 std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
-    const std::vector<at::Tensor>& inputs) {
-  const c10::Device device = validator_.validate(inputs).value_or(options_.device);
-  return runSegments(inputs, device, false);
+    const std::vector<at::Tensor>& inputs, std::optional<c10::Device> device) {
+  const std::optional<c10::Device> inputs_device = validator_.validate(inputs);
+  SMELT_CHECK(!device || !inputs_device ||
+                  (device->type() == inputs_device->type() &&
+                   (!device->has_index() || device->index() == inputs_device->index())),
+              "the fusion's tensor inputs are on ",
+              inputs_device ? inputs_device->str() : "", " but it was asked to run on ",
+              device ? device->str() : "");
+  return runSegments(inputs, inputs_device.value_or(device.value_or(options_.device)), false);
 }
 
 std::vector<at::Tensor> FusionExecutorCache::compileFor(const std::vector<at::Tensor>& inputs,

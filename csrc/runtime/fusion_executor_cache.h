@@ -135,7 +135,11 @@ class FusionExecutorCache {
   // Inputs are checked like FusionExecutor's (count, dtypes, ranks, fixed and
   // broadcast sizes, one device; smelt::Error naming the input) except
   // strides: any layout is accepted, contiguity is part of the signature.
-  std::vector<at::Tensor> runFusionWithInputs(const std::vector<at::Tensor>& inputs);
+  // `device`: where a fusion without tensor inputs (an iota, a constant)
+  // runs (default: the options' device); given with tensor inputs, it must
+  // be theirs (smelt::Error otherwise).
+  std::vector<at::Tensor> runFusionWithInputs(const std::vector<at::Tensor>& inputs,
+                                              std::optional<c10::Device> device = std::nullopt);
 
   // Segments, schedules, lowers and compiles the fusion for inputs like
   // `inputs` as if they were on `device`, running nothing: tensors of any

@@ -124,10 +124,13 @@ void bindRuntime(py::module_& m) {
       }), py::arg("fusion"), py::arg("device") = "cpu", py::arg("hazards") = defaults.smem_hazards,
           py::arg("allocator") = defaults.smem_allocator, py::arg("tensor_cores") = std::nullopt,
           py::arg("arch") = 0)
-      .def("run", [](FusionExecutorCache& c, const std::vector<at::Tensor>& inputs) {
+      .def("run", [](FusionExecutorCache& c, const std::vector<at::Tensor>& inputs,
+                     const std::optional<std::string>& device) {
+        std::optional<c10::Device> target;
+        if (device) target = c10::Device(*device);
         py::gil_scoped_release release;
-        return c.runFusionWithInputs(inputs);
-      })
+        return c.runFusionWithInputs(inputs, target);
+      }, py::arg("inputs"), py::arg("device") = std::nullopt)
       .def("compile_for", [](FusionExecutorCache& c, const std::vector<at::Tensor>& inputs,
                              const std::string& device) {
         py::gil_scoped_release release;

@@ -82,30 +82,38 @@ def _write_aliases(fd, inputs: Sequence[Any], outputs: List[torch.Tensor]) -> Li
     return [out for i, out in enumerate(outputs) if i not in fd._aliases]
 
 
-def _device(fd, args: List[torch.Tensor]) -> torch.device:
+def _device(fd, args: List[torch.Tensor], requested: Optional[Any] = None) -> torch.device:
+    """Where the fusion runs: its tensor inputs' device, else `requested`,
+    else the CPU; a request other than the inputs' device is an error."""
     from smelt.fusion_definition import Tensor
+    wanted = torch.device(requested) if requested is not None else None
     for entry, arg in zip(fd._fusion_inputs, args):
         if entry[0] == "user" and isinstance(fd.inputs[entry[1]], Tensor):
+            if wanted is not None and (arg.device.type != wanted.type or (
+                    wanted.index is not None and arg.device.index != wanted.index)):
+                raise SmeltError(f"execute: the fusion's tensor inputs are on {arg.device} but "
+                                 f"device={wanted} was asked for")
             return arg.device
-    return torch.device("cpu")
+    return wanted if wanted is not None else torch.device("cpu")
 
 
-def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None) -> List[torch.Tensor]:
+def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None,
+            device: Optional[Any] = None) -> List[torch.Tensor]:
     args = _arguments(fd, inputs)
+    target = _device(fd, args, device)
     entry = fusion_cache().entry(fd._records_key())
     if fd.is_scheduled:
         if tensor_cores is not None:
             raise SmeltError("execute: tensor_cores is a choice of the automatic matmul scheduler; "
                              "this fusion is scheduled by hand")
-        device = _device(fd, args)
-        executor = fusion_cache().executor(entry, str(device),
-                                           lambda: ManualExecutor(fd, args, device))
+        executor = fusion_cache().executor(entry, str(target),
+                                           lambda: ManualExecutor(fd, args, target))
     else:
         kind = "auto" if tensor_cores is None else f"auto:tensor_cores={tensor_cores}"
         executor = fusion_cache().executor(entry, kind, lambda: AutoExecutor(fd, tensor_cores))
     from smelt.fusion_definition import logical_view
     outputs = [logical_view(out, layout)
-               for out, layout in zip(executor.run(args), fd._output_layouts)]
+               for out, layout in zip(executor.run(args, target), fd._output_layouts)]
     entry.runs += 1
     fd._last_executor = executor
     return _write_aliases(fd, inputs, outputs)
@@ -140,8 +148,8 @@ class ManualExecutor:
         self._impl = _C.FusionExecutor(fd.build_fusion())
         self._impl.compile(example_inputs, device=str(device))
 
-    def run(self, args: List[torch.Tensor]) -> List[torch.Tensor]:
-        return self._impl.run(args)
+    def run(self, args: List[torch.Tensor], device: torch.device) -> List[torch.Tensor]:
+        return self._impl.run(args)  # compiled for `device` (the cache keys it)
 
     def kernels(self) -> list:
         from smelt.inspection import Kernel
@@ -159,8 +167,8 @@ class AutoExecutor:
         self._impl = _C.FusionExecutorCache(fd.build_fusion(), tensor_cores=tensor_cores,
                                             arch=arch or 0)
 
-    def run(self, args: List[torch.Tensor]) -> List[torch.Tensor]:
-        return self._impl.run(args)
+    def run(self, args: List[torch.Tensor], device: torch.device) -> List[torch.Tensor]:
+        return self._impl.run(args, str(device))
 
     def compile_for(self, args: List[torch.Tensor], device: str) -> List[torch.Tensor]:
         return self._impl.compile_for(args, device)

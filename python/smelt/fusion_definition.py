@@ -851,11 +851,15 @@ class FusionDefinition:
         return handle
 
     # ---- running and inspecting (see _execution.py, inspection.py) ----
-    def execute(self, inputs: Sequence[Any], *,
+    def execute(self, inputs: Sequence[Any], *, device: Optional[Any] = None,
                 tensor_cores: Optional[bool] = None) -> List[torch.Tensor]:
         """Runs the fusion: CUDA tensors on the GPU, CPU tensors through the
         CPU simulator (the reference path: exact CUDA semantics, slow).
         Returns the outputs in add_output order.
+
+        device: where a fusion without tensor inputs (an iota, a full) runs
+        and puts its outputs (default: the CPU); with tensor inputs it may
+        only name theirs (SmeltError otherwise).
 
         tensor_cores (unscheduled fusions): None lets the matmul scheduler
         choose (mma.sync for fp16/bf16 operands on sm_80+ when the extents
@@ -863,7 +867,7 @@ class FusionDefinition:
         (SmeltError naming the operand and axis where they cannot run);
         False keeps CUDA cores."""
         from smelt._execution import execute
-        return execute(self, inputs, tensor_cores)
+        return execute(self, inputs, tensor_cores, device)
 
     def compile_for(self, inputs: Sequence[Any], device: Optional[str] = None, *,
                     arch: Optional[int] = None) -> List[torch.Tensor]:

@@ -63,7 +63,7 @@ CASES = [
     ("gather_rows", lambda fd, x, i: fd.ops.gather(x, i, 1),
      lambda x, i: torch.gather(x, 1, i), [randn(3, 5), torch.tensor([[4, 0], [1, 1], [3, 2]])]),
     ("iota_plus_input", lambda fd, x: fd.ops.add(x, fd.ops.iota(5, 2, 3)),
-     lambda x: x + torch.arange(2, 17, 3), [randn(5)]),
+     lambda x: x + torch.arange(2, 17, 3, device=x.device), [randn(5)]),
     ("pad_two_dims_value", lambda fd, x: fd.ops.pad(x, [0, 1, 2, 0], 0.5),
      lambda x: torch.nn.functional.pad(x, [0, 1, 2, 0], value=0.5), [randn(3, 4)]),
     ("full", lambda fd, x: fd.ops.add(x, fd.ops.full([3, 4], 1.5)), lambda x: x + 1.5, [randn(3, 4)]),
@@ -188,3 +188,24 @@ def test_softmax_of_a_reshaped_permute_runs_the_layout_ops_first():
     assert_matches(fd.execute([x]), torch.softmax(x.permute(1, 0, 2).reshape(6, 5), 1), "cpu")
     schedulers = [line.split()[1] for line in fd.last_run_report().splitlines() if line]
     assert schedulers == ["pointwise", "persistent"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_fusion_without_tensor_inputs_runs_on_the_requested_device(device):
+    fd = FusionDefinition()
+    with fd:
+        fd.add_output(fd.ops.mul(fd.ops.iota(6, 1, 2), 3))
+    out, = fd.execute([], device=device)
+    assert out.device.type == device
+    assert torch.equal(out, torch.arange(1, 13, 2, device=device) * 3)
+    out, = fd.execute([])  # no device named: the CPU
+    assert out.device.type == "cpu"
+
+
+def test_execute_refuses_a_device_other_than_the_inputs():
+    fd = FusionDefinition()
+    with fd:
+        fd.add_output(fd.ops.neg(fd.define_tensor([-1], True, DataType.Float)))
+    with pytest.raises(Exception, match="inputs are on cpu but device=meta"):
+        fd.execute([torch.ones(3)], device="meta")
+    assert torch.equal(fd.execute([torch.ones(3)], device="cpu")[0], -torch.ones(3))

@@ -223,3 +223,33 @@ def test_fused_fraction_leaves_out_views_left_in_torch():
     assert report.free_view_nodes == report.torch_ops["t.default"] == 1, str(report)
     assert report.torch_launches() == 0, str(report)
     assert report.fused_fraction == 1.0, str(report)
+
+
+def test_partition_without_tensor_inputs_runs_where_torch_put_its_outputs():
+    """An arange computed alone (llama's position ids) is a partition with no
+    tensor inputs: it must run on its outputs' device (a CUDA model's bmm got
+    a CPU tensor from it), so the partition records that device from the
+    traced values (fake CUDA tensors need no GPU)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from smelt.backend.partition import definition_of
+    with FakeTensorMode():
+        gm = make_fx(lambda: (torch.arange(8, device="cuda") * 2,))()
+    fd, _ = definition_of(gm)
+    assert fd.partition_device == torch.device("cuda", 0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_rotary_positions_from_an_arange_stay_on_the_model_device(device):
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, 8, 2, dtype=torch.float, device=device) / 8))
+
+    def rotary(x):
+        positions = torch.arange(x.shape[1], device=x.device)[None, :, None].float()
+        freqs = torch.matmul(positions, inv_freq[None, None, :])
+        return x * freqs.cos().repeat(1, 1, 2)
+
+    x = torch.randn(2, 5, 8, device=device)
+    torch._dynamo.reset()
+    got = torch.compile(rotary, backend="smelt")(x)
+    assert got.device == x.device
+    torch.testing.assert_close(got, rotary(x))

@@ -70,7 +70,8 @@ def _compile_jobs(graph: torch.fx.Graph, fusion_of, arguments) -> List[Tuple[Any
         if any(s is None for s in stand_ins):
             continue
         devices = [v.device for v in vals if isinstance(v, torch.Tensor)]
-        jobs.append((fd, arguments(fd, stand_ins), str(devices[0]) if devices else "cpu"))
+        device = devices[0] if devices else getattr(fd, "partition_device", None) or "cpu"
+        jobs.append((fd, arguments(fd, stand_ins), str(device)))
     return jobs
 
 

@@ -334,6 +334,10 @@ def definition_of(submodule: torch.fx.GraphModule):
     t = Translation(fd)
     layouts = []
     fd.transposed_inputs = []  # per input: the fusion takes the argument's .t()
+    # Where torch put the outputs: a partition without tensor inputs (an
+    # arange, a full) runs there, not on the CPU.
+    devices = {v.device for v in map(meta_tensor, _outputs_of(submodule)) if v is not None}
+    fd.partition_device = devices.pop() if len(devices) == 1 else None
     with fd:
         for node in submodule.graph.nodes:
             if node.op == "placeholder":
@@ -381,7 +385,8 @@ class SmeltPartition(torch.nn.Module):
             self.report.fallback_runs += 1
             return self.eager(*args)
         try:
-            outs = self.fd.execute(fusion_arguments(self.fd, args))
+            outs = self.fd.execute(fusion_arguments(self.fd, args),
+                                   device=self.fd.partition_device)
         except SmeltError as e:
             self.report.fallback_runs += 1
             self.report.fallback_reason = str(e)

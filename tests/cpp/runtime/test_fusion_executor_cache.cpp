@@ -98,6 +98,27 @@ TEST(FusionExecutorCache, ReusesKernelsPerSignatureAndParameters) {
 // A segment's choice (parameters and kernel) is kept per exact input shape:
 // a repeated shape runs no heuristics; any change the heuristics read (a
 // size, a stride, the data pointer's alignment, a new override) runs them.
+// A fusion without tensor inputs (an iota) runs on the device it is asked
+// for; a device other than the tensor inputs' is refused by name.
+TEST(FusionExecutorCache, DeviceOfAFusionWithoutTensorInputsIsTheRequestedOne) {
+  auto fusion = std::make_unique<Fusion>();
+  {
+    FusionGuard guard(fusion.get());
+    fusion->addOutput(iota(5, constant(2, DataType::Int), constant(3, DataType::Int)));
+  }
+  FusionExecutorCache cache(std::move(fusion));
+  std::vector<at::Tensor> out = cache.runFusionWithInputs({}, c10::Device(c10::kCPU));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].device().is_cpu());
+  EXPECT_TRUE(at::equal(out[0], at::arange(2, 17, 3, at::kLong)));
+
+  FusionExecutorCache with_inputs(addRelu());
+  EXPECT_SMELT_ERROR(with_inputs.runFusionWithInputs({randn({2, 2}), randn({2, 2})},
+                                                     c10::Device(c10::kMeta)),
+                     "tensor inputs are on cpu but it was asked to run on meta");
+  runAndCheck(with_inputs, {randn({2, 2}), randn({2, 2})});
+}
+
 TEST(FusionExecutorCache, RepeatedShapesReuseTheSegmentChoice) {
   FusionExecutorCache cache(addRelu());
   auto heuristicsRan = [&] { return cache.lastRun().segments.at(0).heuristics; };
