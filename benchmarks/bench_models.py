@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "tests" / "python"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from models.zoo import CASES, output_tensors  # noqa: E402
-from bench_torch_compile import median_us  # noqa: E402
+from bench_torch_compile import kernel_time_us, median_us  # noqa: E402
 
 GPU_MODES = ("eager", "inductor", "smelt")
 
@@ -103,6 +103,8 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
     model = build().cuda()
     args, kwargs = _to_cuda(make_inputs(1))
     times: Dict[str, float] = {}
+    kernel_us: Dict[str, float] = {}
+    kernels: Dict[str, float] = {}
     error = 0.0
     with torch.no_grad():
         expected = output_tensors(model(*args, **kwargs))
@@ -120,7 +122,9 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
                 for a, e in zip(actual, expected):
                     error = max(error, (a.float() - e.float()).abs().max().item())
             times[mode] = median_us(lambda *a: fn(*a, **kwargs), args, iters, cuda=True)
-    return {"gpu_us": times, "gpu_max_abs_error": error,
+            kernel_us[mode], kernels[mode] = kernel_time_us(lambda: fn(*args, **kwargs))
+    return {"gpu_us": times, "gpu_kernel_us": kernel_us, "gpu_kernels": kernels,
+            "gpu_max_abs_error": error,
             "gpu_smelt_vs_inductor": times["inductor"] / times["smelt"],
             "gpu_smelt_vs_eager": times["eager"] / times["smelt"]}
 
@@ -195,13 +199,17 @@ def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
     lines += [f"GPU run of {r['model']} failed: {r['gpu_error']}" for r in rows if "gpu_error" in r]
     if timed:
         lines += ["", f"GPU ({torch.cuda.get_device_name()}), median µs per forward, CUDA events:",
-                  "", "| model | eager | Inductor | smelt | smelt vs Inductor | smelt vs eager | "
-                  "max abs error (GPU) |", "|---|---|---|---|---|---|---|"]
+                  "(kernel: summed device time of the kernels one forward launches, and "
+                  "their count, from torch.profiler)", "",
+                  "| model | eager | Inductor | smelt | smelt vs Inductor | smelt vs eager | "
+                  "kernel µs (n) eager / Inductor / smelt | max abs error (GPU) |",
+                  "|---|---|---|---|---|---|---|---|"]
         for r in timed:
-            t = r["gpu_us"]
+            t, k, n = r["gpu_us"], r.get("gpu_kernel_us", {}), r.get("gpu_kernels", {})
+            device = " / ".join(f"{k[m]:.0f} ({n[m]:.0f})" if m in k else "—" for m in GPU_MODES)
             lines.append(f"| {r['model']} | {t['eager']:.1f} | {t['inductor']:.1f} | "
                          f"{t['smelt']:.1f} | ×{r['gpu_smelt_vs_inductor']:.2f} | "
-                         f"×{r['gpu_smelt_vs_eager']:.2f} | {r['gpu_max_abs_error']:.2g} |")
+                         f"×{r['gpu_smelt_vs_eager']:.2f} | {device} | {r['gpu_max_abs_error']:.2g} |")
     return "\n".join(lines)
 
 

@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 import torch
 
@@ -76,6 +76,21 @@ def median_us(fn: Callable, inputs: Sequence[torch.Tensor], iters: int, cuda: bo
             fn(*inputs)
             times.append((time.perf_counter() - t0) * 1e6)
     return statistics.median(times)
+
+
+def kernel_time_us(fn: Callable[[], Any], iters: int = 20) -> Tuple[float, float]:
+    """(device time of the CUDA kernels one call launches, in us; kernels per
+    call), from torch.profiler over `iters` calls after a warm-up."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    total = sum(e.device_time for e in kernels)
+    return total / iters, len(kernels) / iters
 
 
 def run(models: Sequence[str], modes: Sequence[str], device: str, smoke: bool,

@@ -41,6 +41,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_triton_quality as quality  # noqa: E402
+from bench_torch_compile import kernel_time_us  # noqa: E402
 
 EPS = quality.EPS
 
@@ -182,21 +183,6 @@ def max_error(got: Sequence[torch.Tensor], expected: Sequence[torch.Tensor]) -> 
 # --------------------------------------------------------------------------
 
 
-def kernel_time_us(fn: Callable[[], Any], iters: int = 20) -> Tuple[float, float]:
-    """(device time of the CUDA kernels one call launches, in us; kernels per
-    call), from torch.profiler over `iters` calls after a warm-up."""
-    from torch.profiler import ProfilerActivity, profile
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(iters):
-            fn()
-        torch.cuda.synchronize()
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    total = sum(e.device_time for e in kernels)
-    return total / iters, len(kernels) / iters
-
-
 def min_bytes(inputs: Sequence[torch.Tensor], outputs: Sequence[torch.Tensor]) -> int:
     return sum(t.numel() * t.element_size() for t in list(inputs) + list(outputs))
 
@@ -250,6 +236,36 @@ def measure(name: str, shape: tuple, seed: int = 0) -> dict:
     return row
 
 
+# Reduction heuristics swept on the GPU: each op's kernels with every
+# reduction segment's (block_x, block_y) forced, next to the heuristics' own.
+SWEEP_BLOCKS = [(bx, by) for bx in (2, 4, 8, 16) for by in (16, 32, 64, 128, 256)
+                if 128 <= bx * by <= 1024]
+
+
+def sweep_reduction(name: str, shape: tuple, seed: int = 0) -> List[dict]:
+    from smelt._execution import AutoExecutor
+    gen = torch.Generator().manual_seed(seed)
+    inputs = make_inputs(name, shape, "cuda", gen)
+    expected = REFERENCES[name](*inputs)
+    device = inputs[0].device
+    rows = []
+    for blocks in [None] + SWEEP_BLOCKS:
+        params = {} if blocks is None else {"block_x": blocks[0], "block_y": blocks[1]}
+        fd, _ = quality.OPS[name].smelt(shape)
+        row: Dict[str, Any] = {"op": name, "shape": list(shape), "params": params}
+        try:
+            executor = AutoExecutor(fd, reduction_params=params)
+            fn = lambda: executor.run(inputs, device)  # noqa: E731
+            row["max_error"] = max_error(fn(), expected)
+            row["kernel_us"], row["kernels"] = kernel_time_us(fn)
+            row["segments"] = executor.report().strip().splitlines()
+        except Exception as e:
+            row["error"] = f"{type(e).__name__}: {str(e).strip()[:300]}"
+        print(json.dumps({k: v for k, v in row.items() if k != "segments"}), flush=True)
+        rows.append(row)
+    return rows
+
+
 # --------------------------------------------------------------------------
 # Report.
 # --------------------------------------------------------------------------
@@ -296,9 +312,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help="AxB for the row ops, MxNxK for the matmul")
     p.add_argument("--json", default=None)
     p.add_argument("--md", default=None)
+    p.add_argument("--sweep", default=None,
+                   help="comma-separated OP:AxB whose reduction (block_x, block_y) to sweep "
+                        "instead of the comparison")
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench_triton_gpu: no CUDA device; nothing measured")
+        return 0
+    if args.sweep:
+        jobs = [item.split(":") for item in args.sweep.split(",") if item]
+        rows = [r for op, shape in jobs for r in sweep_reduction(op, quality.parse_shape(shape))]
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=2))
+        for r in rows:
+            print(f"{r['op']:16s} {'x'.join(map(str, r['shape'])):10s} {str(r['params']):36s} "
+                  f"{_fmt(r.get('kernel_us'))} us  ({r.get('error', '')})")
         return 0
     ops = [o for o in args.ops.split(",") if o]
     unknown = [o for o in ops if o not in quality.OPS]

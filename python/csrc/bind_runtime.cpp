@@ -16,12 +16,24 @@
 #include "runtime/fusion_executor_cache.h"
 #include "runtime/index_type.h"
 #include "scheduler/matmul/matmul_params.h"
+#include "scheduler/reduction.h"
 
 namespace py = pybind11;
 
 namespace smelt::python {
 
 namespace {
+
+// The integer field of ReductionParams called `name`; SmeltError naming the
+// fields otherwise.
+int64_t ReductionParams::*reductionField(const std::string& name) {
+  if (name == "vector_width") return &ReductionParams::vector_width;
+  if (name == "block_x") return &ReductionParams::block_x;
+  if (name == "block_y") return &ReductionParams::block_y;
+  SMELT_CHECK(name == "grid_split", "reduction_params: no field '", name,
+              "' (vector_width, block_x, block_y, grid_split)");
+  return &ReductionParams::grid_split;
+}
 
 // One compiled kernel, kept alive by the executor (or cache) that owns it.
 struct KernelView {
@@ -109,21 +121,30 @@ void bindRuntime(py::module_& m) {
 
   py::class_<FusionExecutorCache, std::shared_ptr<FusionExecutorCache>>(m, "FusionExecutorCache")
       .def(py::init([](const Fusion& fusion, const std::string& device, SmemHazards hazards,
-                       SmemAllocator allocator, std::optional<bool> tensor_cores, int arch) {
+                       SmemAllocator allocator, std::optional<bool> tensor_cores, int arch,
+                       const std::map<std::string, int64_t>& reduction_params) {
         ExecutorOptions options = executorOptions(device, hazards, allocator);
         options.arch = arch;  // 0: the device's
         auto cache = std::make_shared<FusionExecutorCache>(fusion.clone(), options);
+        for (const auto& [name, value] : reduction_params) reductionField(name);  // checks names
         // None: the matmul heuristics choose; True/False: forced either way
         // (scheduleMatmul refuses a forced choice the inputs cannot take).
-        if (tensor_cores) {
-          cache->setHeuristicOverride([use = *tensor_cores](HeuristicParams& params) {
-            if (auto* matmul = dynamic_cast<MatmulParams*>(&params)) matmul->use_tensor_cores = use;
+        // reduction_params: fields of every reduction segment's parameters
+        // set by name (a tuning hook for benchmarks).
+        if (tensor_cores || !reduction_params.empty()) {
+          cache->setHeuristicOverride([tensor_cores, reduction_params](HeuristicParams& params) {
+            if (auto* matmul = dynamic_cast<MatmulParams*>(&params); matmul && tensor_cores) {
+              matmul->use_tensor_cores = *tensor_cores;
+            }
+            if (auto* reduction = dynamic_cast<ReductionParams*>(&params)) {
+              for (const auto& [name, value] : reduction_params) reduction->*reductionField(name) = value;
+            }
           });
         }
         return cache;
       }), py::arg("fusion"), py::arg("device") = "cpu", py::arg("hazards") = defaults.smem_hazards,
           py::arg("allocator") = defaults.smem_allocator, py::arg("tensor_cores") = std::nullopt,
-          py::arg("arch") = 0)
+          py::arg("arch") = 0, py::arg("reduction_params") = std::map<std::string, int64_t>{})
       .def("run", [](FusionExecutorCache& c, const std::vector<at::Tensor>& inputs,
                      const std::optional<std::string>& device) {
         std::optional<c10::Device> target;

@@ -163,9 +163,13 @@ class AutoExecutor:
     """An unscheduled fusion: segmented, scheduled and compiled per input
     signature by FusionExecutorCache (new shapes may bring new kernels)."""
 
-    def __init__(self, fd, tensor_cores: Optional[bool] = None, arch: Optional[int] = None):
+    def __init__(self, fd, tensor_cores: Optional[bool] = None, arch: Optional[int] = None,
+                 reduction_params: Optional[dict] = None):
+        # reduction_params: fields of every reduction segment's heuristics set
+        # by name, e.g. {"block_y": 64} (a tuning hook for benchmarks).
         self._impl = _C.FusionExecutorCache(fd.build_fusion(), tensor_cores=tensor_cores,
-                                            arch=arch or 0)
+                                            arch=arch or 0,
+                                            reduction_params=reduction_params or {})
 
     def run(self, args: List[torch.Tensor], device: torch.device) -> List[torch.Tensor]:
         return self._impl.run(args, str(device))
