@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "tests" / "python"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from models.zoo import CASES, output_tensors  # noqa: E402
-from bench_torch_compile import kernel_time_us, median_us  # noqa: E402
+from bench_torch_compile import kernel_profile, median_us  # noqa: E402
 
 GPU_MODES = ("eager", "inductor", "smelt")
 
@@ -105,6 +105,7 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
     times: Dict[str, float] = {}
     kernel_us: Dict[str, float] = {}
     kernels: Dict[str, float] = {}
+    top: Dict[str, list] = {}
     error = 0.0
     with torch.no_grad():
         expected = output_tensors(model(*args, **kwargs))
@@ -122,8 +123,13 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
                 for a, e in zip(actual, expected):
                     error = max(error, (a.float() - e.float()).abs().max().item())
             times[mode] = median_us(lambda *a: fn(*a, **kwargs), args, iters, cuda=True)
-            kernel_us[mode], kernels[mode] = kernel_time_us(lambda: fn(*args, **kwargs))
+            profile = kernel_profile(lambda: fn(*args, **kwargs))
+            kernel_us[mode] = sum(us for us, _ in profile.values())
+            kernels[mode] = sum(n for _, n in profile.values())
+            top[mode] = sorted(([name[:80], us, n] for name, (us, n) in profile.items()),
+                               key=lambda row: -row[1])[:8]
     return {"gpu_us": times, "gpu_kernel_us": kernel_us, "gpu_kernels": kernels,
+            "gpu_top_kernels": top,
             "gpu_max_abs_error": error,
             "gpu_smelt_vs_inductor": times["inductor"] / times["smelt"],
             "gpu_smelt_vs_eager": times["eager"] / times["smelt"]}

@@ -78,9 +78,10 @@ def median_us(fn: Callable, inputs: Sequence[torch.Tensor], iters: int, cuda: bo
     return statistics.median(times)
 
 
-def kernel_time_us(fn: Callable[[], Any], iters: int = 20) -> Tuple[float, float]:
-    """(device time of the CUDA kernels one call launches, in us; kernels per
-    call), from torch.profiler over `iters` calls after a warm-up."""
+def kernel_profile(fn: Callable[[], Any], iters: int = 20) -> Dict[str, Tuple[float, float]]:
+    """Per name, the device work one call launches (kernels, copies, fills):
+    (us per call, launches per call), from torch.profiler over `iters` calls
+    after a warm-up."""
     from torch.profiler import ProfilerActivity, profile
     fn()
     torch.cuda.synchronize()
@@ -88,9 +89,18 @@ def kernel_time_us(fn: Callable[[], Any], iters: int = 20) -> Tuple[float, float
         for _ in range(iters):
             fn()
         torch.cuda.synchronize()
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    total = sum(e.device_time for e in kernels)
-    return total / iters, len(kernels) / iters
+    by_name: Dict[str, Tuple[float, float]] = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            us, n = by_name.get(e.name, (0.0, 0.0))
+            by_name[e.name] = (us + e.device_time / iters, n + 1.0 / iters)
+    return by_name
+
+
+def kernel_time_us(fn: Callable[[], Any], iters: int = 20) -> Tuple[float, float]:
+    """(device time of the work one call launches, in us; launches per call)."""
+    profile = kernel_profile(fn, iters).values()
+    return sum(us for us, _ in profile), sum(n for _, n in profile)
 
 
 def run(models: Sequence[str], modes: Sequence[str], device: str, smoke: bool,

@@ -41,7 +41,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_triton_quality as quality  # noqa: E402
-from bench_torch_compile import kernel_time_us  # noqa: E402
+from bench_torch_compile import kernel_profile, kernel_time_us  # noqa: E402
 
 EPS = quality.EPS
 
@@ -257,11 +257,15 @@ def sweep_reduction(name: str, shape: tuple, seed: int = 0) -> List[dict]:
             executor = AutoExecutor(fd, reduction_params=params)
             fn = lambda: executor.run(inputs, device)  # noqa: E731
             row["max_error"] = max_error(fn(), expected)
-            row["kernel_us"], row["kernels"] = kernel_time_us(fn)
+            by_kernel = kernel_profile(fn)
+            row["kernel_us"] = sum(us for us, _ in by_kernel.values())
+            row["kernels"] = sum(n for _, n in by_kernel.values())
+            row["by_kernel_us"] = {k: us for k, (us, _) in by_kernel.items()}
             row["segments"] = executor.report().strip().splitlines()
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {str(e).strip()[:300]}"
-        print(json.dumps({k: v for k, v in row.items() if k != "segments"}), flush=True)
+        print(json.dumps({k: v for k, v in row.items() if k not in ("segments", "by_kernel_us")}),
+              flush=True)
         rows.append(row)
     return rows
 

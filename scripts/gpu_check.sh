@@ -6,6 +6,8 @@
 #   2. pytest -k cuda         the Python tests' CUDA cases
 #   3. bench_triton_gpu       the Triton-comparison ops: values against eager, then
 #                             kernel and wall times of smelt / Triton / Inductor / eager
+#      (SMELT_GPU_CHECKS naming sweep: its --sweep of the outer-reduction
+#      block shapes, SMELT_SWEEP, default col_sum and layer_norm_bwd)
 #   4. smelt demo             the gallery on the GPU
 #   5. compute-sanitizer      racecheck and memcheck over the demo
 #   6. bench_models --gpu-only  eager / Inductor / smelt per zoo model, CUDA events
@@ -21,7 +23,7 @@
 # Env: SMELT_BUILD_DIR (default build-gpu), SMELT_JOBS (default: all cores),
 #      GTEST_SOURCE  a googletest source tree (e.g. a copy of /usr/src/googletest)
 #                    to build first where GoogleTest is not installed,
-#      SMELT_GPU_CHECKS  which of ctest pytest triton demo sanitizers bench fuzz to run
+#      SMELT_GPU_CHECKS  which of ctest pytest triton sweep demo sanitizers bench fuzz to run
 #                    (default: all but fuzz),
 #      SMELT_CXX (default /usr/bin/g++ where it exists), PYTHON (default python3).
 set -uo pipefail
@@ -90,6 +92,9 @@ if step build 420 bash -c "set -o pipefail; SMELT_BUILD_TYPE=Release SMELT_JOBS=
     tests/python -k cuda -n 8
   want triton && step triton_gpu 200 "$PYTHON" benchmarks/bench_triton_gpu.py \
     --json "$OUT/triton_gpu.json" --md "$OUT/triton_gpu.md"
+  want sweep && step reduction_sweep 150 "$PYTHON" benchmarks/bench_triton_gpu.py \
+    --sweep "${SMELT_SWEEP:-col_sum:8192x4096,col_sum:16384x1024,layer_norm_bwd:8192x4096}" \
+    --json "$OUT/reduction_sweep.json"
   want demo && step demo 60 "$PYTHON" -m smelt demo --out "$BUILD_DIR/demo"
   sanitize() {
     step "sanitizer_$1" 90 compute-sanitizer --tool "$1" --error-exitcode 7 --print-limit 20 \
