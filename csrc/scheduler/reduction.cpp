@@ -18,6 +18,24 @@ namespace {
 constexpr int64_t kBlockThreads = 256;
 // SMs of the device the heuristics aim at (an H200).
 constexpr int64_t kSmCount = 132;
+// An outer reduction that would have fewer blocks than SMs narrows its
+// blocks down to row segments of this many bytes (one DRAM sector) and puts
+// kOuterFewBlocksThreads threads in each: on an H100, a column sum of
+// [8192, 4096] fp16 took 69.5 us with 64 blocks of (8, 32) threads and
+// 33.8 us with 256 blocks of (2, 256); of [16384, 1024], 80.8 us and 18.1 us
+// (benchmarks/results/gpu_h100/session16/run2/reduction_sweep.json).
+constexpr int64_t kOuterMinSegmentBytes = 32;
+constexpr int64_t kOuterFewBlocksThreads = 512;
+
+// Bytes of one element of the outer reduction's loads: the widest
+// vectorized input's, else 4.
+int64_t outerLoadBytes(const Fusion& fusion, const VectorChoice& vector) {
+  int64_t bytes = 0;
+  for (int64_t i : vector.inputs) {
+    bytes = std::max(bytes, dataTypeSize(fusion.inputs()[i]->asTensor()->dtype()));
+  }
+  return bytes > 0 ? bytes : 4;
+}
 
 ReductionLayout checkedLayout(const Fusion& fusion) {
   std::string reason = reductionRejectReason(fusion);
@@ -127,6 +145,10 @@ ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& run
                              : extentOf(ref, map, layout.iteration_runs.back(), runtime);
   const std::vector<int64_t>& inner_reduced = layout.reduction_runs.back();
   const int64_t n_red = std::max<int64_t>(extentOf(ref, map, inner_reduced, runtime), 1);
+  int64_t iterations = 1;
+  for (const std::vector<int64_t>& run : layout.iteration_runs) {
+    iterations *= extentOf(ref, map, run, runtime);
+  }
   ReductionParams params;
   params.inner = layout.inner;
   if (!layout.inner) {
@@ -138,7 +160,19 @@ ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& run
     params.vectorized_inputs = vector.inputs;
     const int64_t max_block_x = vector.width > 1 ? kOuterVectorColumns / vector.width : 128;
     params.block_x = std::min(max_block_x, nextPowerOfTwo(ceilDiv(n_iter, vector.width)));
-    params.block_y = std::min(kBlockThreads / params.block_x, nextPowerOfTwo(n_red));
+    const auto blocks_of = [&](int64_t block_x) {
+      return ceilDiv(iterations, block_x * vector.width);
+    };
+    int64_t threads = kBlockThreads;
+    if (blocks_of(params.block_x) < kSmCount) {
+      const int64_t segment_bytes = vector.width * outerLoadBytes(fusion, vector);
+      while (blocks_of(params.block_x) < kSmCount &&
+             params.block_x / 2 * segment_bytes >= kOuterMinSegmentBytes) {
+        params.block_x /= 2;
+      }
+      threads = kOuterFewBlocksThreads;
+    }
+    params.block_y = std::min(threads / params.block_x, nextPowerOfTwo(n_red));
   } else {
     VectorChoice vector = chooseVectorWidth(fusion, map, inner_reduced, runtime,
                                             /*with_outputs=*/false);
@@ -146,10 +180,6 @@ ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& run
     params.vectorized_inputs = vector.inputs;
     params.block_x = std::min(kBlockThreads, nextPowerOfTwo(ceilDiv(n_red, params.vector_width)));
     params.block_y = std::min(kBlockThreads / params.block_x, nextPowerOfTwo(n_iter));
-  }
-  int64_t iterations = 1;
-  for (const std::vector<int64_t>& run : layout.iteration_runs) {
-    iterations *= extentOf(ref, map, run, runtime);
   }
   const int64_t blocks =
       ceilDiv(iterations, layout.inner ? params.block_y : params.block_x * params.vector_width);

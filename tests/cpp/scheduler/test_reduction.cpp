@@ -64,14 +64,28 @@ TEST(ReductionScheduler, HeuristicsForColumns) {
   TensorView* x = makeContigTensor(2);
   fusion.addInput(x);
   fusion.addOutput(sum(x, {0}));
-  // 64 columns per block: 16 threads of 4 floats, 16 rows at a time.
+  // Many columns: 64 per block, 16 threads of 4 floats, 16 rows at a time.
+  RuntimeInfo many(fusion, {InputInfo::contiguous(DataType::Float, {8192, 65536})});
+  EXPECT_EQ(reductionHeuristics(fusion, many).toString(),
+            "ReductionParams{outer, vector_width=4, block=(16, 16), vectorized_inputs={0}}");
+  // 64 columns per block would make 64 blocks, fewer than SMs: blocks narrow
+  // to 16 columns (256 blocks) with 512 threads, 128 rows at a time.
   RuntimeInfo wide(fusion, {InputInfo::contiguous(DataType::Float, {8192, 4096})});
   EXPECT_EQ(reductionHeuristics(fusion, wide).toString(),
-            "ReductionParams{outer, vector_width=4, block=(16, 16), vectorized_inputs={0}}");
-  // An odd row length: one column per thread, 128 threads across.
+            "ReductionParams{outer, vector_width=4, block=(4, 128), vectorized_inputs={0}}");
+  // An odd row length: one column per thread, 16 threads across (256 blocks).
   RuntimeInfo odd(fusion, {InputInfo::contiguous(DataType::Float, {8192, 4095})});
   EXPECT_EQ(reductionHeuristics(fusion, odd).toString(),
-            "ReductionParams{outer, vector_width=1, block=(128, 2), vectorized_inputs={}}");
+            "ReductionParams{outer, vector_width=1, block=(16, 32), vectorized_inputs={}}");
+  // Narrow tensors: rows of 32 bytes at least (2 threads of 8 halves).
+  Fusion halves;
+  FusionGuard halves_guard(&halves);
+  TensorView* h = makeContigTensor(2, DataType::Half);
+  halves.addInput(h);
+  halves.addOutput(sum(castOp(DataType::Float, h), {0}));
+  RuntimeInfo narrow(halves, {InputInfo::contiguous(DataType::Half, {16384, 1024})});
+  EXPECT_EQ(reductionHeuristics(halves, narrow).toString(),
+            "ReductionParams{outer, vector_width=8, block=(2, 256), vectorized_inputs={0}}");
 }
 
 TEST(ReductionScheduler, HeuristicsForLongAndShortRows) {
@@ -112,8 +126,9 @@ TEST(ReductionScheduler, HeuristicsSplitFewLongRowsOrColumnsAcrossBlocks) {
   EXPECT_EQ(reductionHeuristics(fusion, runtime).toString(),
             "ReductionParams{inner, vector_width=4, block=(256, 1), vectorized_inputs={0}, "
             "grid_split=16}");
-  // Columns: [N, C] needs ceil(C / 64) blocks when C vectorizes (16 threads
-  // of 4 floats), else ceil(C / block_x) with block_x <= 128.
+  // Columns: [N, C] takes ceil(C / 64) blocks when C vectorizes (16 threads
+  // of 4 floats), narrowed to 8 columns a block (32 bytes) while that is
+  // fewer than SMs.
   Fusion columns;
   FusionGuard columns_guard(&columns);
   TensorView* y = makeContigTensor(2);
@@ -123,8 +138,8 @@ TEST(ReductionScheduler, HeuristicsSplitFewLongRowsOrColumnsAcrossBlocks) {
     RuntimeInfo runtime(columns, {InputInfo::contiguous(DataType::Float, {rows, cols})});
     return reductionHeuristics(columns, runtime).grid_split;
   };
-  EXPECT_EQ(column_split(1 << 20, 64), 256);    // one block: 264 wanted, 256 chunks of 4096
-  EXPECT_EQ(column_split(1 << 20, 8192), 2);    // 128 blocks: 3 wanted
+  EXPECT_EQ(column_split(1 << 20, 64), 32);     // 8 blocks: 33 wanted
+  EXPECT_EQ(column_split(1 << 20, 8192), 1);    // 256 blocks of 32 columns
   EXPECT_EQ(column_split(1 << 20, 32768), 1);   // 256 blocks
   EXPECT_EQ(column_split(32768, 4), 8);         // chunks of 4096
   EXPECT_EQ(gridSplitChunks(100000, 16), 16);
