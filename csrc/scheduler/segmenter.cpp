@@ -87,6 +87,7 @@ class Segmenter {
 
   SegmentedFusion segmentOnce() {
     groups_.clear();
+    copies_of_.assign(exprs_.size(), {});
     group_scheduler_.clear();
     std::vector<int> all(exprs_.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
@@ -120,13 +121,20 @@ class Segmenter {
     }
     while (mergeBestEdge()) {
     }
+    recomputeCheapInputs();
     for (int g : executionOrder()) {
+      // Everything it computed is computed again where it is read: kept
+      // among the groups (replay sees every expression), run as no kernel.
+      if (outputsOf(groups_[g], g).empty()) {
+        result.groups.push_back(groups_[g]);
+        continue;
+      }
       std::vector<std::string> reasons;
-      std::optional<Segment> segment = trySegment(groups_[g], &reasons);
+      std::optional<Segment> segment = trySegment(groups_[g], &reasons, g);
       SMELT_CHECK(segment.has_value(), "cannot segment the fusion: no scheduler takes the "
                   "expressions of ", exprs_[groups_[g].front()]->toString(), ", which merge no "
                   "further:", joined(reasons));
-      choose(std::move(*segment), groups_[g], result);
+      choose(std::move(*segment), groups_[g], result, g);
     }
     return result;
   }
@@ -137,36 +145,56 @@ class Segmenter {
   // nullopt when they do not partition this fusion's expressions in an
   // order producers first, or some group no scheduler takes.
   std::optional<SegmentedFusion> replay(const std::vector<std::vector<int>>& groups) {
-    std::vector<int> group_of(exprs_.size(), -1);
+    // An expression may be in several groups (recomputeCheapInputs): the
+    // first holds it, the others compute it again.
+    group_of_.assign(exprs_.size(), -1);
+    copies_of_.assign(exprs_.size(), {});
     for (size_t g = 0; g < groups.size(); ++g) {
-      if (groups[g].empty() || !std::is_sorted(groups[g].begin(), groups[g].end())) return std::nullopt;
+      if (groups[g].empty() || !std::is_sorted(groups[g].begin(), groups[g].end()) ||
+          std::adjacent_find(groups[g].begin(), groups[g].end()) != groups[g].end()) {
+        return std::nullopt;
+      }
       for (int e : groups[g]) {
-        if (e < 0 || e >= static_cast<int>(exprs_.size()) || group_of[e] >= 0) return std::nullopt;
-        group_of[e] = static_cast<int>(g);
+        if (e < 0 || e >= static_cast<int>(exprs_.size())) return std::nullopt;
+        (group_of_[e] < 0 ? group_of_[e] : copies_of_[e].emplace_back()) = static_cast<int>(g);
       }
     }
-    if (std::count(group_of.begin(), group_of.end(), -1) > 0) return std::nullopt;
-    for (size_t e = 0; e < exprs_.size(); ++e) {
-      for (const Val* in : exprs_[e]->inputs()) {
-        auto p = producer_.find(in);
-        if (p != producer_.end() && group_of[p->second] > group_of[e]) return std::nullopt;
+    if (std::count(group_of_.begin(), group_of_.end(), -1) > 0) return std::nullopt;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      // Every group holds an expression of its own; copies alone are no group.
+      if (std::none_of(groups[g].begin(), groups[g].end(),
+                       [&](int e) { return group_of_[e] == static_cast<int>(g); })) {
+        return std::nullopt;
+      }
+      for (int e : groups[g]) {
+        for (const Val* in : exprs_[e]->inputs()) {
+          auto p = producer_.find(in);
+          if (p != producer_.end() && group_of_[p->second] > static_cast<int>(g) &&
+              !std::binary_search(groups[g].begin(), groups[g].end(), p->second)) {
+            return std::nullopt;
+          }
+        }
       }
     }
+    groups_ = groups;
     SegmentedFusion result;
-    for (const std::vector<int>& members : groups) {
-      std::optional<Segment> segment = trySegment(members);
-      if (!segment) return std::nullopt;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const std::vector<int>& members = groups[g];
       result.groups.push_back(members);
-      appendSegments(std::move(*segment), members, result);
+      if (outputsOf(members, static_cast<int>(g)).empty()) continue;  // computed again where read
+      std::optional<Segment> segment = trySegment(members, nullptr, static_cast<int>(g));
+      if (!segment) return std::nullopt;
+      appendSegments(std::move(*segment), members, result, static_cast<int>(g));
     }
     return result;
   }
 
  private:
-  void choose(Segment segment, const std::vector<int>& members, SegmentedFusion& result) {
+  void choose(Segment segment, const std::vector<int>& members, SegmentedFusion& result,
+              int owner = -1) {
     const size_t first = result.segments.size();
     result.groups.push_back(members);
-    appendSegments(std::move(segment), members, result);
+    appendSegments(std::move(segment), members, result, owner);
     // The pieces of a grid split are checked as what runs.
     for (size_t s = first; s < result.segments.size() && !refusal_; ++s) {
       const Segment& piece = result.segments[s];
@@ -378,7 +406,8 @@ class Segmenter {
   // `segment` (of the expressions `members`), or its partial and final
   // segments when the reduction heuristics (after the override) set
   // grid_split.
-  void appendSegments(Segment segment, const std::vector<int>& members, SegmentedFusion& result) {
+  void appendSegments(Segment segment, const std::vector<int>& members, SegmentedFusion& result,
+                      int owner) {
     int64_t max_chunks = 1;
     if (segment.scheduler == SchedulerType::Reduction) {
       RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_), runtime_.targetArch());
@@ -418,7 +447,7 @@ class Segmenter {
                               std::pair{&final, GridSplitRole::Final}}) {
       std::sort(part->begin(), part->end());
       std::vector<std::string> reasons;
-      std::optional<Segment> piece = trySegment(*part, &reasons);
+      std::optional<Segment> piece = trySegment(*part, &reasons, owner);
       SMELT_INTERNAL_CHECK(piece.has_value(), "a grid-split segment is taken by no scheduler:",
                            joined(reasons));
       SMELT_INTERNAL_CHECK(role != GridSplitRole::Partials ||
@@ -428,6 +457,138 @@ class Segmenter {
       piece->grid_split.role = role;
       result.segments.push_back(std::move(*piece));
     }
+  }
+
+  // The values expressions `members` (sorted) compute that are fusion
+  // outputs or read by expressions of other segments; `owner` as in
+  // trySegment.
+  std::vector<const Val*> outputsOf(const std::vector<int>& members, int owner) const {
+    std::vector<const Val*> outputs;
+    for (int m : members) {
+      if (owner >= 0 && group_of_[m] != owner) continue;  // a copy
+      for (const Val* out : exprs_[m]->outputs()) {
+        bool used_outside = out->isFusionOutput();
+        for (size_t e = 0; e < exprs_.size() && !used_outside; ++e) {
+          if (std::binary_search(members.begin(), members.end(), static_cast<int>(e))) continue;
+          const auto& ins = exprs_[e]->inputs();
+          used_outside = std::find(ins.begin(), ins.end(), out) != ins.end() &&
+                         readsFromOutside(static_cast<int>(e), m);
+        }
+        if (used_outside) outputs.push_back(out);
+      }
+    }
+    return outputs;
+  }
+
+  bool groupHas(int group, int expr) const {
+    return std::binary_search(groups_[group].begin(), groups_[group].end(), expr);
+  }
+
+  // Whether expression `e`, outside the segment being made, gets the output
+  // of expression `producer` from another segment: unless every group
+  // holding `e` computes a copy of the producer (recomputeCheapInputs). The
+  // producer's own group counts as another segment: a grid split makes two
+  // of one group.
+  bool readsFromOutside(int e, int producer) const {
+    if (e >= static_cast<int>(group_of_.size()) || group_of_[e] < 0) return true;
+    const auto computes_copy = [&](int g) {
+      return g != group_of_[producer] && groupHas(g, producer);
+    };
+    return !computes_copy(group_of_[e]) ||
+           !std::all_of(copies_of_[e].begin(), copies_of_[e].end(), computes_copy);
+  }
+
+  // Recomputation. A group reading a tensor that another group computes
+  // from fusion inputs by element-wise expressions alone (casts,
+  // arithmetic, broadcasts) computes it again from those inputs where they
+  // weigh no more than the tensor and the group's scheduler still takes it:
+  // layer-norm backward's weight-gradient kernels read dy, x, mean and rstd
+  // (fp16 and two rows) instead of an fp32 dy and x-hat that the dx kernel
+  // wrote for them, and that kernel writes dx alone. A group whose outputs
+  // are all computed again where they are read runs no kernel.
+  void recomputeCheapInputs() {
+    copies_of_.assign(exprs_.size(), {});
+    for (int g : executionOrder()) {
+      if (group_scheduler_[g] == SchedulerType::Matmul) continue;
+      bool changed = true;
+      while (changed) {
+        changed = false;
+        for (const Val* v : externalTensorInputs(g)) {
+          std::optional<std::vector<int>> cone = cheapCone(v);
+          if (!cone || leafBytes(*cone, g) > bytesOf(v->asTensor())) continue;
+          std::vector<int> candidate = groups_[g];
+          candidate.insert(candidate.end(), cone->begin(), cone->end());
+          std::sort(candidate.begin(), candidate.end());
+          candidate.erase(std::unique(candidate.begin(), candidate.end()), candidate.end());
+          std::optional<Segment> segment = trySegment(candidate, nullptr, g);
+          if (!segment || segment->scheduler != group_scheduler_[g]) continue;
+          for (int e : *cone) {
+            if (!groupHas(g, e)) copies_of_[e].push_back(g);
+          }
+          groups_[g] = std::move(candidate);
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+
+  // Tensors group `g` reads that other groups compute.
+  std::vector<const Val*> externalTensorInputs(int g) const {
+    std::vector<const Val*> inputs;
+    for (int e : groups_[g]) {
+      for (const Val* in : exprs_[e]->inputs()) {
+        auto p = producer_.find(in);
+        if (in->asTensor() != nullptr && p != producer_.end() && !groupHas(g, p->second) &&
+            std::find(inputs.begin(), inputs.end(), in) == inputs.end()) {
+          inputs.push_back(in);
+        }
+      }
+    }
+    return inputs;
+  }
+
+  // The expressions computing `v` from fusion inputs (sorted), when all are
+  // element-wise, none computes a fusion output (its group writes that) and
+  // there are at most kMaxRecomputed of them; else nullopt.
+  static constexpr size_t kMaxRecomputed = 32;
+  std::optional<std::vector<int>> cheapCone(const Val* v) const {
+    std::set<int> cone;
+    std::vector<const Val*> stack{v};
+    while (!stack.empty()) {
+      const Val* value = stack.back();
+      stack.pop_back();
+      auto p = producer_.find(value);
+      if (p == producer_.end() || cone.count(p->second)) continue;
+      const ExprType type = exprs_[p->second]->type();
+      if (type != ExprType::Unary && type != ExprType::Binary && type != ExprType::Where &&
+          type != ExprType::Broadcast && type != ExprType::Set && type != ExprType::Full) {
+        return std::nullopt;
+      }
+      if (value->isFusionOutput()) return std::nullopt;
+      cone.insert(p->second);
+      if (cone.size() > kMaxRecomputed) return std::nullopt;
+      for (const Val* in : exprs_[p->second]->inputs()) stack.push_back(in);
+    }
+    return std::vector<int>(cone.begin(), cone.end());
+  }
+
+  // Bytes of the fusion inputs the expressions `cone` read that group `g`
+  // does not read already.
+  int64_t leafBytes(const std::vector<int>& cone, int g) const {
+    std::set<const Val*> read_by_group;
+    for (int e : groups_[g]) read_by_group.insert(exprs_[e]->inputs().begin(), exprs_[e]->inputs().end());
+    std::set<const Val*> leaves;
+    for (int e : cone) {
+      for (const Val* in : exprs_[e]->inputs()) {
+        if (in->asTensor() != nullptr && in->isFusionInput() && !read_by_group.count(in)) {
+          leaves.insert(in);
+        }
+      }
+    }
+    int64_t bytes = 0;
+    for (const Val* leaf : leaves) bytes += bytesOf(leaf->asTensor());
+    return bytes;
   }
 
   static std::string joined(const std::vector<std::string>& reasons) {
@@ -444,8 +605,10 @@ class Segmenter {
 
   // A segment of the expressions `members` (sorted), with the scheduler that
   // takes it, or nullopt (and each scheduler's reason) when none does.
+  // `owner`: the group the members are; an expression another group holds
+  // (group_of_) is a copy that computes a value for its own readers alone.
   std::optional<Segment> trySegment(const std::vector<int>& members,
-                                    std::vector<std::string>* reasons = nullptr) {
+                                    std::vector<std::string>* reasons = nullptr, int owner = -1) {
     SMELT_INTERNAL_CHECK(std::adjacent_find(members.begin(), members.end()) == members.end(),
                          "segment candidate lists an expression twice");
     if (auto refusal = refused_.find(members); refusal != refused_.end()) {
@@ -463,17 +626,7 @@ class Segmenter {
         if (external && seen.insert(in).second) segment.inputs.push_back(in);
       }
     }
-    for (int m : members) {
-      for (const Val* out : exprs_[m]->outputs()) {
-        bool used_outside = out->isFusionOutput();
-        for (size_t e = 0; e < exprs_.size() && !used_outside; ++e) {
-          if (std::binary_search(members.begin(), members.end(), static_cast<int>(e))) continue;
-          const auto& ins = exprs_[e]->inputs();
-          used_outside = std::find(ins.begin(), ins.end(), out) != ins.end();
-        }
-        if (used_outside) segment.outputs.push_back(out);
-      }
-    }
+    segment.outputs = outputsOf(members, owner);
     for (const Val* in : sizeOnlyInputs(exprs, segment.inputs)) segment.inputs.push_back(in);
     segment.fusion = copySubgraph(fusion_, exprs, segment.inputs, segment.outputs, nullptr,
                                   extentRewrite(segment.inputs));
@@ -590,10 +743,12 @@ class Segmenter {
     }
   }
 
-  // Groups reachable from `from` (edges: producer group -> consumer group).
+  // Groups reachable from `from` (edges: producer group -> consumer group;
+  // a copy of another group's expression feeds only its own group).
   std::vector<int> successors(int group) const {
     std::set<int> result;
     for (int m : groups_[group]) {
+      if (group_of_[m] != group) continue;
       for (const Val* out : exprs_[m]->outputs()) {
         for (size_t e = 0; e < exprs_.size(); ++e) {
           const auto& ins = exprs_[e]->inputs();
@@ -662,6 +817,9 @@ class Segmenter {
   std::vector<std::vector<int>> groups_;
   std::vector<SchedulerType> group_scheduler_;  // the scheduler taking each group
   std::vector<int> group_of_;
+  // Per expression, the groups other than group_of_'s that compute it again
+  // (recomputeCheapInputs).
+  std::vector<std::vector<int>> copies_of_;
 };
 
 }  // namespace

@@ -747,5 +747,57 @@ TEST(Segmentation, AttentionSoftmaxWithAMaskBroadcastOverHeads) {
   }
 }
 
+// Layer-norm backward: dx needs the rows' sums (a persistent kernel), dw and
+// db sum over the rows (outer reductions). The reductions compute dy as
+// float and x-hat again from the fp16 inputs, mean and rstd instead of
+// reading fp32 copies the persistent kernel would write for them: that
+// kernel writes dx alone, and every segment reads fusion inputs only.
+TEST(Segmentation, CheapInputsAreComputedAgainWhereTheyWeighLess) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* dy_in = makeContigTensor(2, DataType::Half);
+  TensorView* x_in = makeContigTensor(2, DataType::Half);
+  TensorView* w_in = makeContigTensor(1, DataType::Half);
+  TensorView* mean_in = makeContigTensor(1);
+  TensorView* rstd_in = makeContigTensor(1);
+  for (TensorView* in : {dy_in, x_in, w_in, mean_in, rstd_in}) fusion.addInput(in);
+  TensorView* dy = castOp(DataType::Float, dy_in);
+  TensorView* rstd = broadcast(rstd_in, {false, true});
+  TensorView* xhat = mul(sub(castOp(DataType::Float, x_in), broadcast(mean_in, {false, true})), rstd);
+  TensorView* wdy = mul(broadcast(castOp(DataType::Float, w_in), {true, false}), dy);
+  TensorView* c1 = broadcast(sum(mul(xhat, wdy), {1}), {false, true});
+  TensorView* c2 = broadcast(sum(wdy, {1}), {false, true});
+  TensorView* dx = mul(sub(wdy, add(mul(xhat, c1), c2)), rstd);
+  fusion.addOutput(castOp(DataType::Half, dx));
+  fusion.addOutput(sum(mul(dy, xhat), {0}));
+  fusion.addOutput(sum(dy, {0}));
+  SegmentedFusion segmented = segmentAndCheck(
+      fusion, {randn({16, 64}, at::kHalf), randn({16, 64}, at::kHalf), randn({64}, at::kHalf),
+               randn({16}), at::rand({16}).add(0.5)}, 2e-2);
+  ASSERT_EQ(segmented.segments.size(), 3u) << segmented.toString();
+  EXPECT_EQ(segmented.segments[0].scheduler, SchedulerType::Persistent);
+  EXPECT_EQ(segmented.segments[0].outputs, std::vector<const Val*>{fusion.outputs()[0]});
+  for (const Segment& segment : segmented.segments) {
+    for (const Val* in : segment.inputs) EXPECT_TRUE(in->isFusionInput()) << segmented.toString();
+  }
+}
+
+// A tensor computed from inputs that weigh more than it (a sum of two fp32
+// tensors) is passed between segments, not computed again.
+TEST(Segmentation, InputsWeighingMoreThanTheTensorAreNotReadAgain) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeContigTensor(2);
+  TensorView* b = makeContigTensor(2);
+  fusion.addInput(a);
+  fusion.addInput(b);
+  TensorView* v = add(a, b);
+  fusion.addOutput(sub(v, broadcast(max(v, {1}), {false, true})));
+  fusion.addOutput(sum(v, {0}));
+  SegmentedFusion segmented = segmentAndCheck(fusion, {randn({8, 32}), randn({8, 32})});
+  ASSERT_EQ(segmented.segments.size(), 2u) << segmented.toString();
+  EXPECT_EQ(segmented.segments[1].inputs, std::vector<const Val*>{v}) << segmented.toString();
+}
+
 }  // namespace
 }  // namespace smelt::testing
