@@ -101,7 +101,10 @@ def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None,
             device: Optional[Any] = None) -> List[torch.Tensor]:
     args = _arguments(fd, inputs)
     target = _device(fd, args, device)
-    entry = fusion_cache().entry(fd._records_key())
+    key = fd._records_key()
+    entry = fusion_cache().entry(key)
+    if entry.key is not key:
+        fd._adopt_key(entry.key)
     if fd.is_scheduled:
         if tensor_cores is not None:
             raise SmeltError("execute: tensor_cores is a choice of the automatic matmul scheduler; "

@@ -498,6 +498,7 @@ class FusionDefinition:
     def __init__(self):
         self._records: List[Record] = []
         self._key_cache = None  # (records counted, the fusion cache's key of them)
+        self._scheduled_cache = None  # (records counted, is_scheduled of them)
         self._values: List[Any] = []  # the definition fusion's _C values
         self._handles: List[Value] = []
         self._fusion = _C.Fusion()
@@ -792,10 +793,21 @@ class FusionDefinition:
             cached = self._key_cache = (len(self._records), RecordsKey(tuple(self._records)))
         return cached[1]
 
+    def _adopt_key(self, key) -> None:
+        """Keeps the fusion cache's own key object for these records: an equal
+        fusion defined again (each repeated layer of a model is a partition of
+        its own) then finds its entry by identity, not by comparing every record."""
+        if self._key_cache is not None and self._key_cache[1] == key:
+            self._key_cache = (self._key_cache[0], key)
+
     @property
     def is_scheduled(self) -> bool:
         """True once a schedule primitive was called (no automatic scheduling)."""
-        return any(r.op in _ops.SCHEDULE_OPS for r in self._records)
+        cached = self._scheduled_cache
+        if cached is None or cached[0] != len(self._records):
+            cached = self._scheduled_cache = (
+                len(self._records), any(r.op in _ops.SCHEDULE_OPS for r in self._records))
+        return cached[1]
 
     def __repr__(self) -> str:
         lines = [f"FusionDefinition ({len(self._records)} records):"]

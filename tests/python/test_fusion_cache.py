@@ -61,6 +61,20 @@ def test_a_definition_keeps_its_key_until_its_record_grows():
     assert fusion_cache().stats().entries == 2
 
 
+def test_an_equal_definition_adopts_the_cached_key():
+    """Equal fusions defined apart (each repeated layer of a model is a
+    partition of its own) share an entry; after its first run each holds the
+    entry's key object, so a lookup matches by identity instead of comparing
+    every record. Its schedule state is cached per record count too."""
+    fusion_cache().clear()
+    first, second = scaled_exp(), scaled_exp()
+    assert first._records_key() is not second._records_key()
+    first.execute([torch.randn(8)])
+    second.execute([torch.randn(8)])
+    assert second._records_key() is first._records_key()
+    assert fusion_cache().stats().entries == 1 and second.is_scheduled
+
+
 def test_record_is_printable():
     text = repr(scaled_exp())
     assert "define_tensor((-1,)" in text and "mul(%1, 2.0)" in text and "add_output(%2)" in text
