@@ -182,7 +182,7 @@ void schedulePersistent(Fusion& fusion, const PersistentParams& params) {
   ref->axis(row + 1)->parallelize(ParallelType::TIDx);
   bindIterationRuns(ref, iteration_positions, params.block_y, ParallelType::TIDy);
   propagateSchedule(ref);
-  vectorizeInnermost(vectorized, params.vector_width, "persistent");
+  vectorizeInnermost(vectorized, params.vector_width);
   inlineMost(&fusion);
   if (params.shared_memory) {
     for (TensorView* tv : persistentBuffers(fusion)) tv->setMemoryType(MemoryType::Shared);

@@ -161,7 +161,7 @@ void schedulePointwise(Fusion& fusion, const PointwiseParams& params) {
     if (runs.size() >= 3) ref->axis(positions[positions.size() - 3])->parallelize(ParallelType::BIDz);
   }
   propagateSchedule(ref);
-  vectorizeInnermost(vectorized, params.vector_width, "pointwise");
+  vectorizeInnermost(vectorized, params.vector_width);
   inlineMost(&fusion);
 }
 

@@ -233,7 +233,7 @@ void scheduleReduction(Fusion& fusion, const ReductionParams& params) {
     bindIterationRuns(ref, iteration_positions, params.block_x, ParallelType::TIDx);
   }
   propagateSchedule(ref);
-  vectorizeInnermost(vectorized, params.vector_width, "reduction");
+  vectorizeInnermost(vectorized, params.vector_width);
   inlineMost(&fusion);
 }
 

@@ -595,8 +595,7 @@ std::vector<TensorView*> cacheInputsAndOutputs(
   return vectorized;
 }
 
-void vectorizeInnermost(const std::vector<TensorView*>& tensors, int64_t width,
-                        const std::string& scheduler) {
+void vectorizeInnermost(const std::vector<TensorView*>& tensors, int64_t width) {
   for (TensorView* tv : tensors) {
     // Propagation appends axes it cannot map (a broadcast the reference
     // lacks, or an extent-1 input axis a reshape left unmapped): they run once, so
@@ -607,9 +606,9 @@ void vectorizeInnermost(const std::vector<TensorView*>& tensors, int64_t width,
       --vector_axis;
     }
     if (vector_axis < tv->nDims() - 1) tv->reorder({{vector_axis, tv->nDims() - 1}});
-    SMELT_CHECK(width > 1 && tv->axis(-1)->extent().constant() == width, scheduler,
-                " scheduler: ", tv->name(), " does not end in a vector axis of width ", width);
-    tv->axis(-1)->parallelize(ParallelType::Vectorize);
+    if (width > 1 && tv->axis(-1)->extent().constant() == width) {
+      tv->axis(-1)->parallelize(ParallelType::Vectorize);
+    }
   }
 }
 

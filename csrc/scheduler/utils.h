@@ -127,10 +127,12 @@ std::vector<TensorView*> cacheInputsAndOutputs(
     const std::vector<int64_t>& vectorized_outputs,
     const std::function<bool(const TensorView*)>& also_cache, const std::string& scheduler);
 
-// Vectorizes the innermost loop axis of each tensor; it must be the vector
-// axis of `width` (an error naming `scheduler` otherwise).
-void vectorizeInnermost(const std::vector<TensorView*>& tensors, int64_t width,
-                        const std::string& scheduler);
+// Vectorizes the innermost loop axis of each tensor where it is the vector
+// axis of `width`. A tensor whose loops propagation laid out otherwise (a
+// window of the reference computed in its loops, a cat's input offset along
+// the row) keeps scalar accesses: its kernel is right, where refusing the
+// schedule cost a kernel.
+void vectorizeInnermost(const std::vector<TensorView*>& tensors, int64_t width);
 
 // True when `tv` (an input with `info`, or an output when info is null: the
 // runtime allocates outputs contiguous and 16-byte aligned) can be accessed

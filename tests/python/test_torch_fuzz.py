@@ -328,6 +328,9 @@ FIXED = {
                                    "allows, contributors or not (predicates.cpp)",
     "local-bidx-after-split": "propagateSchedule: a broadcast axis mapped onto an iterating one "
                               "carries no loop structure",
+    "window-beside-its-source-vectorized-as-one": "vectorizeInnermost: a tensor whose loops do "
+                                                  "not end in the vector axis keeps scalar "
+                                                  "accesses instead of refusing the schedule",
     "buffer-across-reduction-broadcast-dim": "schedulers of reductions decline a buffer across "
                                              "a dimension the reduction broadcasts",
     "symbolic-size1-broadcast": "the backend defines a SymInt the guards make 1 as size 1",
