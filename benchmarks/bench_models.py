@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "tests" / "python"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from models.zoo import CASES, output_tensors  # noqa: E402
-from bench_torch_compile import kernel_profile, median_us  # noqa: E402
+from bench_torch_compile import host_hotspots, host_us, kernel_profile, median_us  # noqa: E402
 
 GPU_MODES = ("eager", "inductor", "smelt")
 
@@ -106,6 +106,8 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
     kernel_us: Dict[str, float] = {}
     kernels: Dict[str, float] = {}
     top: Dict[str, list] = {}
+    host: Dict[str, float] = {}
+    hotspots: Dict[str, list] = {}
     error = 0.0
     with torch.no_grad():
         expected = output_tensors(model(*args, **kwargs))
@@ -128,8 +130,11 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
             kernels[mode] = sum(n for _, n in profile.values())
             top[mode] = sorted(([name[:80], us, n] for name, (us, n) in profile.items()),
                                key=lambda row: -row[1])[:8]
+            host[mode] = host_us(lambda: fn(*args, **kwargs))
+            if mode != "eager":
+                hotspots[mode] = host_hotspots(lambda: fn(*args, **kwargs))
     return {"gpu_us": times, "gpu_kernel_us": kernel_us, "gpu_kernels": kernels,
-            "gpu_top_kernels": top,
+            "gpu_top_kernels": top, "gpu_host_us": host, "gpu_host_hotspots": hotspots,
             "gpu_max_abs_error": error,
             "gpu_smelt_vs_inductor": times["inductor"] / times["smelt"],
             "gpu_smelt_vs_eager": times["eager"] / times["smelt"]}
@@ -206,16 +211,21 @@ def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
     if timed:
         lines += ["", f"GPU ({torch.cuda.get_device_name()}), median µs per forward, CUDA events:",
                   "(kernel: summed device time of the kernels one forward launches, and "
-                  "their count, from torch.profiler)", "",
+                  "their count, from torch.profiler; host: median µs the host spends issuing "
+                  "one forward; the JSON has each compiled backend's host hotspots)", "",
                   "| model | eager | Inductor | smelt | smelt vs Inductor | smelt vs eager | "
-                  "kernel µs (n) eager / Inductor / smelt | max abs error (GPU) |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "kernel µs (n) eager / Inductor / smelt | host µs eager / Inductor / smelt | "
+                  "max abs error (GPU) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in timed:
             t, k, n = r["gpu_us"], r.get("gpu_kernel_us", {}), r.get("gpu_kernels", {})
+            h = r.get("gpu_host_us", {})
             device = " / ".join(f"{k[m]:.0f} ({n[m]:.0f})" if m in k else "—" for m in GPU_MODES)
+            issue = " / ".join(f"{h[m]:.0f}" if m in h else "—" for m in GPU_MODES)
             lines.append(f"| {r['model']} | {t['eager']:.1f} | {t['inductor']:.1f} | "
                          f"{t['smelt']:.1f} | ×{r['gpu_smelt_vs_inductor']:.2f} | "
-                         f"×{r['gpu_smelt_vs_eager']:.2f} | {device} | {r['gpu_max_abs_error']:.2g} |")
+                         f"×{r['gpu_smelt_vs_eager']:.2f} | {device} | {issue} | "
+                         f"{r['gpu_max_abs_error']:.2g} |")
     return "\n".join(lines)
 
 

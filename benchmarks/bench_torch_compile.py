@@ -97,6 +97,40 @@ def kernel_profile(fn: Callable[[], Any], iters: int = 20) -> Dict[str, Tuple[fl
     return by_name
 
 
+def host_us(fn: Callable[[], Any], iters: int = 50,
+            synchronize: Callable[[], Any] = torch.cuda.synchronize) -> float:
+    """Median µs the host spends issuing one call: the device is drained
+    before each call and nothing waits for it inside the timed region, so a
+    host-bound call shows its whole cost here."""
+    fn()
+    times = []
+    for _ in range(iters):
+        synchronize()
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e6)
+    synchronize()
+    return statistics.median(times)
+
+
+def host_hotspots(fn: Callable[[], Any], iters: int = 20, top: int = 12,
+                  synchronize: Callable[[], Any] = torch.cuda.synchronize) -> List[Tuple[str, float]]:
+    """The functions a call spends the most host time in, by their own time
+    (cProfile; µs per call): a C++ extension's call shows as one built-in."""
+    import cProfile
+    import pstats
+    fn()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(iters):
+        fn()
+    profiler.disable()
+    synchronize()
+    rows = [(f"{Path(file).name}:{line}({func})", own / iters * 1e6)
+            for (file, line, func), (_, _, own, _, _) in pstats.Stats(profiler).stats.items()]
+    return sorted(rows, key=lambda row: -row[1])[:top]
+
+
 def kernel_time_us(fn: Callable[[], Any], iters: int = 20) -> Tuple[float, float]:
     """(device time of the work one call launches, in us; launches per call)."""
     profile = kernel_profile(fn, iters).values()

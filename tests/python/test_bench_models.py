@@ -105,6 +105,7 @@ def test_gpu_timings_table(monkeypatch):
     rows = [{"model": "gpt2", "gpu_us": {"eager": 1694.8, "inductor": 997.4, "smelt": 7436.7},
              "gpu_kernel_us": {"eager": 900.0, "inductor": 400.4, "smelt": 650.6},
              "gpu_kernels": {"eager": 60.0, "inductor": 24.0, "smelt": 22.0},
+             "gpu_host_us": {"eager": 1500.2, "inductor": 900.0, "smelt": 6000.4},
              "gpu_max_abs_error": 8.9e-08, "gpu_smelt_vs_inductor": 997.4 / 7436.7,
              "gpu_smelt_vs_eager": 1694.8 / 7436.7},
             {"model": "bert", "gpu_error": "SmeltError: boom"}]
@@ -112,7 +113,7 @@ def test_gpu_timings_table(monkeypatch):
     assert "nodes fused" not in table, table
     assert "GPU (TestGPU), median µs per forward" in table, table
     assert ("| gpt2 | 1694.8 | 997.4 | 7436.7 | ×0.13 | ×0.23 | 900 (60) / 400 (24) / 651 (22) "
-            "| 8.9e-08 |") in table, table
+            "| 1500 / 900 / 6000 | 8.9e-08 |") in table, table
     assert "GPU run of bert failed: SmeltError: boom" in table, table
 
 
