@@ -151,6 +151,11 @@ ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& run
   }
   ReductionParams params;
   params.inner = layout.inner;
+  // Blocks of a launch with these parameters: rows over block_y (inner), or
+  // columns over block_x vectors (outer).
+  const auto blocks_of = [&](const ReductionParams& p) {
+    return ceilDiv(iterations, p.inner ? p.block_y : p.block_x * p.vector_width);
+  };
   if (!layout.inner) {
     VectorChoice vector = layout.iteration_runs.empty()
                               ? VectorChoice{}
@@ -160,13 +165,10 @@ ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& run
     params.vectorized_inputs = vector.inputs;
     const int64_t max_block_x = vector.width > 1 ? kOuterVectorColumns / vector.width : 128;
     params.block_x = std::min(max_block_x, nextPowerOfTwo(ceilDiv(n_iter, vector.width)));
-    const auto blocks_of = [&](int64_t block_x) {
-      return ceilDiv(iterations, block_x * vector.width);
-    };
     int64_t threads = kBlockThreads;
-    if (blocks_of(params.block_x) < kSmCount) {
+    if (blocks_of(params) < kSmCount) {
       const int64_t segment_bytes = vector.width * outerLoadBytes(fusion, vector);
-      while (blocks_of(params.block_x) < kSmCount &&
+      while (blocks_of(params) < kSmCount &&
              params.block_x / 2 * segment_bytes >= kOuterMinSegmentBytes) {
         params.block_x /= 2;
       }
@@ -181,8 +183,7 @@ ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& run
     params.block_x = std::min(kBlockThreads, nextPowerOfTwo(ceilDiv(n_red, params.vector_width)));
     params.block_y = std::min(kBlockThreads / params.block_x, nextPowerOfTwo(n_iter));
   }
-  const int64_t blocks =
-      ceilDiv(iterations, layout.inner ? params.block_y : params.block_x * params.vector_width);
+  const int64_t blocks = blocks_of(params);
   if (blocks < kSmCount && n_red >= kGridSplitMinRow && gridSplitRejectReason(fusion).empty()) {
     // Two blocks per SM, chunks of at least kGridSplitMinChunk elements.
     const int64_t chunks = std::min(ceilDiv(2 * kSmCount, blocks), n_red / kGridSplitMinChunk);

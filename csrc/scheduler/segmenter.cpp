@@ -156,7 +156,11 @@ class Segmenter {
       }
       for (int e : groups[g]) {
         if (e < 0 || e >= static_cast<int>(exprs_.size())) return std::nullopt;
-        (group_of_[e] < 0 ? group_of_[e] : copies_of_[e].emplace_back()) = static_cast<int>(g);
+        if (group_of_[e] < 0) {
+          group_of_[e] = static_cast<int>(g);
+        } else {
+          copies_of_[e].push_back(static_cast<int>(g));
+        }
       }
     }
     if (std::count(group_of_.begin(), group_of_.end(), -1) > 0) return std::nullopt;
@@ -507,7 +511,6 @@ class Segmenter {
   // wrote for them, and that kernel writes dx alone. A group whose outputs
   // are all computed again where they are read runs no kernel.
   void recomputeCheapInputs() {
-    copies_of_.assign(exprs_.size(), {});
     for (int g : executionOrder()) {
       if (group_scheduler_[g] == SchedulerType::Matmul) continue;
       bool changed = true;
