@@ -304,19 +304,30 @@ int64_t paddedSectionBound(const Sections& sections) {
 // taken in address order, every buffer sits at its lowest feasible offset
 // given the buffers before it: at 0 or right above (aligned) a conflicting
 // one. The search builds exactly those sequences (offsets non-decreasing,
-// ties by index) under a capacity, iterative deepening: first the target
-// (p.lower_bound), where the section bounds prune hardest; when no layout
-// fits, the least bound among the pruned branches is a proved lower bound
-// and the next capacity. The first layout found is therefore optimal, and so
-// is the incumbent once the capacity reaches it.
+// ties by index) under a capacity: every layout it finds fits the capacity,
+// and a search that ends without one proves that none does. run() first
+// deepens from the target (p.lower_bound), where the section bounds prune
+// hardest: when no layout fits, the least bound among the pruned branches is
+// a proved lower bound and the next capacity, so the first layout found is
+// optimal. Then (budget left over from a deepening that could not settle the
+// target) branch and bound from the incumbent: capacity one byte below the
+// best layout so far, until a search fails (that layout is optimal) or the
+// budget is spent.
 // Pruning, all valid for every completion of a partial layout:
 // - a buffer that fits entirely below the last offset can never be placed in
 //   address order (its spot stays free): the branch duplicates another;
-// - every unplaced buffer ends at or above max(its lowest offset, the last
-//   offset) plus its size;
+// - every unplaced buffer starts at or above the last offset, hence above
+//   every placed buffer it conflicts with (`above`), and ends its size higher;
 // - the unplaced members of a section are stacked above its floor (the
-//   highest end of its placed members) and the last offset;
+//   highest end of its placed members), the last offset and the lowest start
+//   any of them can take;
 // - twins (same size, alignment and conflicts) are placed in index order.
+// Decomposition: when the unplaced buffers fall into groups that conflict
+// with no other group, each group's placement depends only on the placed
+// buffers, so the groups are searched one after another (a failing group
+// fails the branch) instead of in every interleaving: that turns the
+// product of the groups' search trees into their sum, which is what lets a
+// proof of infeasibility finish on sets of dozens of buffers.
 class ExactSearch {
  public:
   ExactSearch(const Problem& p, const std::vector<uint64_t>& adjacency, const Sections& sections,
@@ -324,41 +335,53 @@ class ExactSearch {
       : p_(p), adjacency_(adjacency), sections_(sections), best_(std::move(incumbent)),
         nodes_left_(node_budget), deadline_(deadline) {
     offsets_.assign(p.size(), -1);
+    solution_.assign(p.size(), -1);
     lowest_.assign(p.size() + 1, std::vector<int64_t>(p.size(), 0));
+    above_.assign(p.size() + 1, std::vector<int64_t>(p.size(), 0));
     floor_.assign(sections.size(), 0);
     open_padded_ = sections.padded_bytes;
+    all_ = p.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << p.size()) - 1;
     collectTwins();
   }
 
   // True when the search finished within its budget: best() is optimal.
   // Half the budget goes to the deepening from below; if that runs out, the
-  // rest to branch and bound from above (each layout found lowers the
-  // capacity below itself), which at least improves the incumbent.
+  // rest to branch and bound from above.
   bool run() {
     const int64_t budget = nodes_left_;
     const auto final_deadline = deadline_;
     nodes_left_ = budget / 2;
     deadline_ = std::chrono::steady_clock::now() + (final_deadline - std::chrono::steady_clock::now()) / 2;
-    capacity_ = p_.lower_bound;
-    while (capacity_ < best_.total) {
+    int64_t capacity = p_.lower_bound;
+    while (capacity < best_.total) {
       next_capacity_ = std::numeric_limits<int64_t>::max();
-      search(0, -1, -1);
-      if (found_) return true;
+      if (searchUnder(capacity)) return true;
       if (budget_exhausted_) break;
-      capacity_ = next_capacity_;  // no layout is below it
+      capacity = next_capacity_;  // no layout is below it
     }
     if (!budget_exhausted_) return true;
     budget_exhausted_ = false;
     nodes_left_ = budget - nodes_;
     deadline_ = final_deadline;
-    descending_ = true;
-    capacity_ = best_.total - 1;
-    search(0, -1, -1);
-    return !budget_exhausted_;
+    while (searchUnder(best_.total - 1)) {
+    }
+    return !budget_exhausted_;  // else nothing is below the incumbent
   }
   const Layout& best() const { return best_; }
+  int64_t nodes() const { return nodes_; }
+  int64_t splits() const { return splits_; }
 
  private:
+  // One complete search under `capacity`; a layout found becomes best_.
+  bool searchUnder(int64_t capacity) {
+    capacity_ = capacity;
+    if (!search(all_, 0, -1, -1)) return false;
+    int64_t total = 0;
+    for (size_t i = 0; i < p_.size(); ++i) total = std::max(total, solution_[i] + p_.bytes[i]);
+    best_ = Layout{solution_, total};
+    return true;
+  }
+
   int64_t lowestFeasible(int i) const {
     int64_t offset = 0;
     for (bool moved = true; moved;) {
@@ -399,26 +422,37 @@ class ExactSearch {
 
   // False when some completion bound exceeds the capacity (or a buffer is
   // stranded).
-  bool feasible(const std::vector<int64_t>& lowest, uint64_t unplaced, int64_t last_offset) {
+  bool feasible(size_t placed, uint64_t unplaced, int64_t last_offset) {
+    const std::vector<int64_t>& lowest = lowest_[placed];
+    const std::vector<int64_t>& above = above_[placed];
     for (uint64_t bits = unplaced; bits != 0; bits &= bits - 1) {
       const int i = __builtin_ctzll(bits);
       if (lowest[i] + p_.bytes[i] <= last_offset) return false;
-      if (!fits(std::max(lowest[i], alignUpConstant(last_offset, p_.align[i])) + p_.bytes[i])) return false;
+      if (!fits(std::max(above[i], alignUpConstant(last_offset, p_.align[i])) + p_.bytes[i])) return false;
     }
     for (size_t s = 0; s < sections_.size(); ++s) {
-      if ((sections_.members[s] & unplaced) == 0) continue;
-      if (!fits(sections_.stackBound(s, std::max(floor_[s], last_offset), open_padded_[s]))) return false;
+      uint64_t open = sections_.members[s] & unplaced;
+      if (open == 0) continue;
+      int64_t lowest_start = std::numeric_limits<int64_t>::max();
+      for (; open != 0; open &= open - 1) lowest_start = std::min(lowest_start, above[__builtin_ctzll(open)]);
+      const int64_t base = std::max({floor_[s], last_offset, lowest_start});
+      if (!fits(sections_.stackBound(s, base, open_padded_[s]))) return false;
     }
     return true;
   }
 
   void place(int c, int64_t offset, size_t placed) {
     offsets_[c] = offset;
+    placed_ |= uint64_t{1} << c;
     std::vector<int64_t>& next = lowest_[placed + 1];
+    std::vector<int64_t>& next_above = above_[placed + 1];
     next = lowest_[placed];
+    next_above = above_[placed];
     const int64_t end = offset + p_.bytes[c];
     for (int i : p_.neighbors[c]) {
-      if (offsets_[i] < 0 && next[i] < end && offset < next[i] + p_.bytes[i]) next[i] = lowestFeasible(i);
+      if (offsets_[i] >= 0) continue;
+      if (next[i] < end && offset < next[i] + p_.bytes[i]) next[i] = lowestFeasible(i);
+      next_above[i] = std::max(next_above[i], alignUpConstant(end, p_.align[i]));
     }
     for (int s : sections_.of_buffer[c]) {
       floor_[s] = std::max(floor_[s], end);
@@ -426,29 +460,65 @@ class ExactSearch {
     }
   }
 
-  void search(size_t placed, int64_t last_offset, int last_index) {
+  void unplace(int c) {
+    offsets_[c] = -1;
+    placed_ &= ~(uint64_t{1} << c);
+  }
+
+  // The groups of `unplaced` that conflict with no other group.
+  std::vector<uint64_t> independentGroups(uint64_t unplaced) const {
+    std::vector<uint64_t> groups;
+    for (uint64_t rest = unplaced; rest != 0;) {
+      uint64_t group = rest & (~rest + 1), frontier = group;
+      while (frontier != 0) {
+        uint64_t reached = 0;
+        for (uint64_t bits = frontier; bits != 0; bits &= bits - 1) reached |= adjacency_[__builtin_ctzll(bits)];
+        frontier = reached & unplaced & ~group;
+        group |= frontier;
+      }
+      groups.push_back(group);
+      rest &= ~group;
+    }
+    return groups;
+  }
+
+  // Records the offsets of the placed buffers of `scope`: part of a layout.
+  bool keepScope(uint64_t scope) {
+    for (uint64_t bits = scope & placed_; bits != 0; bits &= bits - 1) {
+      const int i = __builtin_ctzll(bits);
+      solution_[i] = offsets_[i];
+    }
+    return true;
+  }
+
+  // Places every unplaced buffer of `scope` (no unplaced buffer outside it
+  // conflicts with one inside); on success their offsets are in solution_.
+  bool search(uint64_t scope, size_t placed, int64_t last_offset, int last_index) {
     ++nodes_;
     if (nodes_left_-- <= 0 || ((nodes_ & 255) == 0 && std::chrono::steady_clock::now() > deadline_)) {
       budget_exhausted_ = true;
-      return;
+      return false;
     }
-    if (placed == p_.size()) {
-      int64_t total = 0;
-      for (size_t i = 0; i < p_.size(); ++i) total = std::max(total, offsets_[i] + p_.bytes[i]);
-      best_ = Layout{offsets_, total};
-      if (descending_) {
-        capacity_ = total - 1;
-      } else {
-        found_ = true;
+    const uint64_t unplaced = scope & ~placed_;
+    if (unplaced == 0) return keepScope(scope);
+    if (!feasible(placed, unplaced, last_offset)) return false;
+    std::vector<uint64_t> groups = independentGroups(unplaced);
+    if (groups.size() > 1) {
+      ++splits_;
+      // Fail first: the group holding the most bytes is searched first.
+      auto weight = [&](uint64_t group) {
+        int64_t sum = 0;
+        for (; group != 0; group &= group - 1) sum += p_.bytes[__builtin_ctzll(group)];
+        return sum;
+      };
+      std::stable_sort(groups.begin(), groups.end(),
+                       [&](uint64_t a, uint64_t b) { return weight(a) > weight(b); });
+      for (uint64_t group : groups) {
+        if (!search(group, placed, last_offset, last_index)) return false;
       }
-      return;
-    }
-    uint64_t unplaced = 0;
-    for (size_t k = 0; k < p_.size(); ++k) {
-      if (offsets_[k] < 0) unplaced |= uint64_t{1} << k;
+      return keepScope(scope & placed_);
     }
     const std::vector<int64_t>& lowest = lowest_[placed];
-    if (!feasible(lowest, unplaced, last_offset)) return;
     // A candidate must start below the top of every other unplaced buffer's
     // lowest spot, or that buffer would be left entirely below it.
     int64_t first_top = std::numeric_limits<int64_t>::max(), second_top = first_top;
@@ -487,28 +557,34 @@ class ExactSearch {
     for (const Candidate& c : candidates) {
       const std::vector<int64_t> saved_floor = floor_, saved_open = open_padded_;
       place(c.index, c.offset, placed);
-      search(placed + 1, c.offset, c.index);
-      offsets_[c.index] = -1;
+      const bool found = search(scope, placed + 1, c.offset, c.index);
+      unplace(c.index);
       floor_ = saved_floor;
       open_padded_ = saved_open;
-      if (budget_exhausted_ || found_) return;
+      if (found) return true;
+      if (budget_exhausted_) return false;
     }
+    return false;
   }
 
   const Problem& p_;
   const std::vector<uint64_t>& adjacency_;  // bit j of adjacency_[i]: i and j conflict
   const Sections& sections_;
   Layout best_;
+  uint64_t all_ = 0;
   int64_t capacity_ = 0;  // only layouts of at most this total are sought
   int64_t next_capacity_ = 0;
-  bool found_ = false;
-  bool descending_ = false;  // branch and bound: keep searching below each layout
   std::vector<uint64_t> lower_twins_;  // bit j of lower_twins_[i]: j < i is i's twin
-  std::vector<std::vector<int64_t>> lowest_;  // lowest_[placed][i]: i's lowest feasible offset
-  std::vector<int64_t> offsets_;
+  // Per number of placed buffers, for each buffer: its lowest feasible offset
+  // (`lowest_`) and the aligned top of the placed buffers it conflicts with
+  // (`above_`).
+  std::vector<std::vector<int64_t>> lowest_, above_;
+  std::vector<int64_t> offsets_, solution_;
+  uint64_t placed_ = 0;
   std::vector<int64_t> floor_, open_padded_;  // per section
   int64_t nodes_left_;
   int64_t nodes_ = 0;
+  int64_t splits_ = 0;  // nodes whose unplaced buffers fell into independent groups
   std::chrono::steady_clock::time_point deadline_;
   bool budget_exhausted_ = false;
 };
@@ -519,6 +595,7 @@ struct ConstantPlan {
   std::vector<PlanAttempt> attempts;
   int64_t target = 0;    // max-live or, above it, the padded section bound
   bool optimal = false;  // proved: target reached or exhaustive search
+  std::string search_note;  // what the exact search did, when it ran
 };
 
 // Connected components of the conflict graph, each sorted, in order of their
@@ -725,6 +802,7 @@ ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
   };
   std::vector<Outcome> outcomes;
   bool exact_ran = false, exact_complete = true, perturbed = false;
+  int64_t search_nodes = 0, search_splits = 0;
   for (const Part& part : parts) {
     const Problem& q = part.q;
     const std::vector<int>& members = part.members;
@@ -751,6 +829,8 @@ ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
       ExactSearch exact(q, part.adjacency, part.sections, layout, options.exact_search_node_budget,
                         deadline);
       const bool complete = exact.run();
+      search_nodes += exact.nodes();
+      search_splits += exact.splits();
       exact_ran = true;
       exact_complete = exact_complete && complete;
       layout = exact.best();
@@ -767,6 +847,8 @@ ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
   std::string name;
   if (exact_ran) {
     name = exact_complete ? "exact" : "exact (budget spent)";
+    plan.search_note = "exact search: " + std::to_string(search_nodes) + " nodes, " +
+                       std::to_string(search_splits) + " split into independent groups";
   } else {
     name = perturbed ? "iterated best-fit" : "best-fit";
   }
@@ -902,6 +984,7 @@ AddressPlan planAddresses(const std::vector<Buffer>& buffers, const ConflictGrap
   plan.attempts = std::move(constant.attempts);
   plan.lower_bound_reached = constant.layout.total <= plan.lower_bound_bytes;
   plan.optimal = constant.optimal;
+  if (!constant.search_note.empty()) plan.notes.push_back(constant.search_note);
   if (!plan.lower_bound_reached && constant.layout.total <= constant.target) {
     plan.notes.push_back("optimal by alignment padding: no layout is below " + std::to_string(constant.target) +
                          " B (a clique of conflicting buffers, each under another rounded up to the "

@@ -134,6 +134,39 @@ TEST(PlanProperties, ExactSearchMatchesBruteForceOnTinySets) {
   }
 }
 
+// Sets whose buffers mostly live briefly around a few long-lived ones: once
+// the search has placed the long-lived buffers, the rest fall apart into
+// groups that conflict with no other group, and the exact search solves the
+// groups one after another. Its proved optima must still be brute force's.
+TEST(PlanProperties, ExactSearchOfIndependentGroupsMatchesBruteForce) {
+  std::mt19937_64 rng(20261127);
+  CaseShape shape;
+  shape.min_buffers = 6;
+  shape.max_buffers = 7;
+  shape.max_words = 12;
+  shape.positions = 14;
+  shape.sync_probability = 0.0;
+  int searched = 0, split = 0;
+  for (int iteration = 0; iteration < 150; ++iteration) {
+    RandomCase c = randomCase(rng, shape);
+    ConflictGraph conflicts = conflictsFromIntervals(c.buffers);
+    AddressPlan plan = planAddresses(c.buffers, conflicts);
+    ASSERT_TRUE(plan.optimal) << iteration;
+    if (plan.strategy.find("exact") != std::string::npos) ++searched;
+    for (const std::string& note : plan.notes) {
+      if (note.find("exact search:") == 0 && note.find(" 0 split") == std::string::npos) ++split;
+    }
+    int64_t optimum = bruteForceOptimum(c.buffers, conflicts, constantTotal(plan) + 1);
+    ASSERT_EQ(constantTotal(plan), optimum) << iteration << "\n" << planReportText(c.buffers, plan);
+  }
+  // The heuristics settle most sets; enough of them must reach the search,
+  // and split.
+  EXPECT_GE(searched, 10);
+  EXPECT_GE(split, 5);
+  RecordProperty("exact_searches", searched);
+  RecordProperty("searches_split", split);
+}
+
 TEST(PlanProperties, ArbitraryConflictGraphsVerifyAndBoundHolds) {
   std::mt19937_64 rng(99);
   CaseShape shape;
