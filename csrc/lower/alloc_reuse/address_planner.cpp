@@ -1,6 +1,7 @@
 #include "lower/alloc_reuse/address_planner.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <functional>
 #include <limits>
@@ -18,8 +19,10 @@ namespace smelt::alloc_reuse {
 
 namespace {
 
+// Alignments are powers of two (validateBuffers), so is every granule taken
+// from them: a mask, not a division, in the search's innermost loops.
 int64_t alignUpConstant(int64_t value, int64_t alignment) {
-  return (value + alignment - 1) / alignment * alignment;
+  return (value + alignment - 1) & ~(alignment - 1);
 }
 
 // ---------------------------------------------------------------------------
@@ -220,6 +223,9 @@ struct Sections {
   // section, so a member stacked under another occupies its size rounded up
   // to it: `top_slack` is the most rounding the topmost member can save.
   std::vector<int64_t> granule, top_slack, padded_bytes;
+  // The lowest total of the whole section stacked from 0: exact where its
+  // members' alignments differ and they are few, stackBound() otherwise.
+  std::vector<int64_t> lowest_stack;
   std::vector<std::vector<int>> of_buffer;  // the sections holding each buffer
 
   size_t size() const { return members.size(); }
@@ -232,6 +238,27 @@ struct Sections {
 };
 
 constexpr size_t kMaxSearchBuffers = 64;  // buffer sets are bit masks
+
+// Lowest total of `members` (pairwise conflicting) stacked from 0 when their
+// alignments differ: a larger-aligned member stacked above others starts at
+// its own alignment, so the order matters. Over every order, by the lowest
+// top of each subset stacked first (a lower top never hurts what follows).
+int64_t lowestMixedStack(const Problem& q, uint64_t members) {
+  std::vector<int> list;
+  for (uint64_t bits = members; bits != 0; bits &= bits - 1) list.push_back(__builtin_ctzll(bits));
+  std::vector<int64_t> top(size_t{1} << list.size(), std::numeric_limits<int64_t>::max());
+  top[0] = 0;
+  for (size_t subset = 0; subset < top.size(); ++subset) {
+    for (size_t k = 0; k < list.size(); ++k) {
+      if ((subset >> k) & 1) continue;
+      const int i = list[k];
+      const size_t next = subset | (size_t{1} << k);
+      top[next] = std::min(top[next], alignUpConstant(top[subset], q.align[i]) + q.bytes[i]);
+    }
+  }
+  return top.back();
+}
+constexpr int kMaxMixedStackMembers = 12;  // 4096 subsets
 
 std::vector<uint64_t> adjacencyMasks(const Problem& q) {
   SMELT_INTERNAL_CHECK(q.size() <= kMaxSearchBuffers);
@@ -286,17 +313,23 @@ Sections sectionCliques(const Problem& q, const std::vector<uint64_t>& adjacency
     sections.granule.push_back(granule);
     sections.top_slack.push_back(slack);
     sections.padded_bytes.push_back(padded);
+    int64_t lowest = sections.stackBound(sections.size() - 1, 0, padded);
+    bool mixed = false;
+    for (uint64_t bits = cliques[c]; bits != 0; bits &= bits - 1) mixed |= q.align[__builtin_ctzll(bits)] != granule;
+    if (mixed && __builtin_popcountll(cliques[c]) <= kMaxMixedStackMembers) {
+      lowest = std::max(lowest, lowestMixedStack(q, cliques[c]));
+    }
+    sections.lowest_stack.push_back(lowest);
   }
   return sections;
 }
 
 // The largest section stacked from 0: a lower bound that counts alignment
-// padding, so above the max-live bound when sizes are not multiples of it.
+// padding, so above the max-live bound when sizes are not multiples of the
+// alignments.
 int64_t paddedSectionBound(const Sections& sections) {
   int64_t bound = 0;
-  for (size_t s = 0; s < sections.size(); ++s) {
-    bound = std::max(bound, sections.stackBound(s, 0, sections.padded_bytes[s]));
-  }
+  for (size_t s = 0; s < sections.size(); ++s) bound = std::max(bound, sections.lowest_stack[s]);
   return bound;
 }
 
@@ -340,30 +373,33 @@ class ExactSearch {
     above_.assign(p.size() + 1, std::vector<int64_t>(p.size(), 0));
     floor_.assign(sections.size(), 0);
     open_padded_ = sections.padded_bytes;
+    candidates_.resize(p.size() + 1);
+    rankCandidates();
     all_ = p.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << p.size()) - 1;
     collectTwins();
   }
 
   // True when the search finished within its budget: best() is optimal.
-  // Half the budget goes to the deepening from below; if that runs out, the
-  // rest to branch and bound from above.
+  // Three quarters of the budget go to the deepening from below (where
+  // layouts at the target are found and proofs are made); if that runs out,
+  // the rest to branch and bound from above.
   bool run() {
     const int64_t budget = nodes_left_;
     const auto final_deadline = deadline_;
-    nodes_left_ = budget / 2;
-    deadline_ = std::chrono::steady_clock::now() + (final_deadline - std::chrono::steady_clock::now()) / 2;
+    nodes_left_ = budget / 4 * 3;
+    deadline_ = std::chrono::steady_clock::now() + (final_deadline - std::chrono::steady_clock::now()) / 4 * 3;
     int64_t capacity = p_.lower_bound;
     while (capacity < best_.total) {
-      next_capacity_ = std::numeric_limits<int64_t>::max();
-      if (searchUnder(capacity)) return true;
-      if (budget_exhausted_) break;
+      const Outcome outcome = probe(capacity);
+      if (outcome == Outcome::Found) return true;
+      if (outcome == Outcome::Cut) break;
       capacity = next_capacity_;  // no layout is below it
     }
     if (!budget_exhausted_) return true;
     budget_exhausted_ = false;
     nodes_left_ = budget - nodes_;
     deadline_ = final_deadline;
-    while (searchUnder(best_.total - 1)) {
+    while (searchUnder(best_.total - 1, kUnlimited, 0) == Outcome::Found) {
     }
     return !budget_exhausted_;  // else nothing is below the incumbent
   }
@@ -372,14 +408,69 @@ class ExactSearch {
   int64_t splits() const { return splits_; }
 
  private:
-  // One complete search under `capacity`; a layout found becomes best_.
-  bool searchUnder(int64_t capacity) {
+  enum class Outcome { Found, None, Cut };
+  static constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
+
+  // A search under `capacity` of at most `limit` nodes, trying candidates at
+  // one offset in `ranks_[order]` order. A layout found becomes best_; None:
+  // no layout fits (proved), and next_capacity_ is the least pruned bound;
+  // Cut: the limit or the budget ran out first.
+  Outcome searchUnder(int64_t capacity, int64_t limit, size_t order) {
     capacity_ = capacity;
-    if (!search(all_, 0, -1, -1)) return false;
+    next_capacity_ = std::numeric_limits<int64_t>::max();
+    probe_left_ = limit;
+    rank_ = &ranks_[order];
+    const bool found = search(all_, 0, -1, -1);
+    if (!found) return budget_exhausted_ ? Outcome::Cut : Outcome::None;
     int64_t total = 0;
     for (size_t i = 0; i < p_.size(); ++i) total = std::max(total, solution_[i] + p_.bytes[i]);
     best_ = Layout{solution_, total};
-    return true;
+    return Outcome::Found;
+  }
+
+  // Searches whose first wrong choice near offset 0 they never get to undo
+  // are cut short and restarted with another tie order, the limit doubling
+  // every round, until one finds a layout, one finishes without (a proof), or
+  // the budget is spent.
+  Outcome probe(int64_t capacity) {
+    for (int64_t limit = 64 * static_cast<int64_t>(p_.size());; limit *= 2) {
+      for (size_t order = 0; order < ranks_.size(); ++order) {
+        const Outcome outcome = searchUnder(capacity, limit, order);
+        if (outcome != Outcome::Cut) return outcome;
+        if (phaseSpent()) return Outcome::Cut;
+        budget_exhausted_ = false;
+      }
+    }
+  }
+
+  bool phaseSpent() const { return nodes_left_ <= 0 || std::chrono::steady_clock::now() > deadline_; }
+
+  // Tie orders among candidates at one offset: larger first; in the tightest
+  // sections first; larger size x lifetime first; longer-lived first.
+  void rankCandidates() {
+    std::vector<int64_t> tightest(p_.size(), 0);
+    for (size_t s = 0; s < sections_.size(); ++s) {
+      for (uint64_t bits = sections_.members[s]; bits != 0; bits &= bits - 1) {
+        const int i = __builtin_ctzll(bits);
+        tightest[i] = std::max(tightest[i], sections_.lowest_stack[s]);
+      }
+    }
+    auto lifetime = [&](int i) { return p_.last_read[i] - p_.first_write[i] + 1; };
+    using Key = std::function<std::pair<int64_t, int64_t>(int)>;
+    const Key keys[] = {
+        [&](int i) { return std::make_pair(p_.bytes[i], int64_t{0}); },
+        [&](int i) { return std::make_pair(tightest[i], p_.bytes[i]); },
+        [&](int i) { return std::make_pair(p_.bytes[i] * lifetime(i), p_.bytes[i]); },
+        [&](int i) { return std::make_pair(lifetime(i), p_.bytes[i]); },
+    };
+    for (const Key& key : keys) {
+      std::vector<int> order(p_.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key(a) > key(b); });
+      std::vector<int> rank(p_.size());
+      for (size_t k = 0; k < order.size(); ++k) rank[static_cast<size_t>(order[k])] = static_cast<int>(k);
+      ranks_.push_back(std::move(rank));
+    }
   }
 
   int64_t lowestFeasible(int i) const {
@@ -455,19 +546,30 @@ class ExactSearch {
       next_above[i] = std::max(next_above[i], alignUpConstant(end, p_.align[i]));
     }
     for (int s : sections_.of_buffer[c]) {
+      floor_trail_.push_back(floor_[s]);
       floor_[s] = std::max(floor_[s], end);
       open_padded_[s] -= sections_.padded(s, p_.bytes[c]);
     }
   }
 
   void unplace(int c) {
+    const std::vector<int>& sections = sections_.of_buffer[c];
+    for (auto s = sections.rbegin(); s != sections.rend(); ++s) {
+      floor_[*s] = floor_trail_.back();
+      floor_trail_.pop_back();
+      open_padded_[*s] += sections_.padded(*s, p_.bytes[c]);
+    }
     offsets_[c] = -1;
     placed_ &= ~(uint64_t{1} << c);
   }
 
   // The groups of `unplaced` that conflict with no other group.
-  std::vector<uint64_t> independentGroups(uint64_t unplaced) const {
-    std::vector<uint64_t> groups;
+  struct Groups {
+    std::array<uint64_t, kMaxSearchBuffers> masks;
+    size_t count = 0;
+  };
+  Groups independentGroups(uint64_t unplaced) const {
+    Groups groups;
     for (uint64_t rest = unplaced; rest != 0;) {
       uint64_t group = rest & (~rest + 1), frontier = group;
       while (frontier != 0) {
@@ -476,7 +578,7 @@ class ExactSearch {
         frontier = reached & unplaced & ~group;
         group |= frontier;
       }
-      groups.push_back(group);
+      groups.masks[groups.count++] = group;
       rest &= ~group;
     }
     return groups;
@@ -495,15 +597,16 @@ class ExactSearch {
   // conflicts with one inside); on success their offsets are in solution_.
   bool search(uint64_t scope, size_t placed, int64_t last_offset, int last_index) {
     ++nodes_;
-    if (nodes_left_-- <= 0 || ((nodes_ & 255) == 0 && std::chrono::steady_clock::now() > deadline_)) {
+    if (nodes_left_-- <= 0 || probe_left_-- <= 0 ||
+        ((nodes_ & 255) == 0 && std::chrono::steady_clock::now() > deadline_)) {
       budget_exhausted_ = true;
       return false;
     }
     const uint64_t unplaced = scope & ~placed_;
     if (unplaced == 0) return keepScope(scope);
     if (!feasible(placed, unplaced, last_offset)) return false;
-    std::vector<uint64_t> groups = independentGroups(unplaced);
-    if (groups.size() > 1) {
+    Groups groups = independentGroups(unplaced);
+    if (groups.count > 1) {
       ++splits_;
       // Fail first: the group holding the most bytes is searched first.
       auto weight = [&](uint64_t group) {
@@ -511,10 +614,10 @@ class ExactSearch {
         for (; group != 0; group &= group - 1) sum += p_.bytes[__builtin_ctzll(group)];
         return sum;
       };
-      std::stable_sort(groups.begin(), groups.end(),
-                       [&](uint64_t a, uint64_t b) { return weight(a) > weight(b); });
-      for (uint64_t group : groups) {
-        if (!search(group, placed, last_offset, last_index)) return false;
+      const auto first = groups.masks.begin(), last = first + static_cast<std::ptrdiff_t>(groups.count);
+      std::stable_sort(first, last, [&](uint64_t a, uint64_t b) { return weight(a) > weight(b); });
+      for (auto group = first; group != last; ++group) {
+        if (!search(*group, placed, last_offset, last_index)) return false;
       }
       return keepScope(scope & placed_);
     }
@@ -534,11 +637,10 @@ class ExactSearch {
         second_top = std::min(second_top, top);
       }
     }
-    struct Candidate {
-      int64_t offset;
-      int index;
-    };
-    std::vector<Candidate> candidates;
+    // One list per depth, reused: a group searched after a split starts at
+    // its parent's depth, whose list the parent no longer needs.
+    std::vector<Candidate>& candidates = candidates_[placed];
+    candidates.clear();
     for (uint64_t bits = unplaced; bits != 0; bits &= bits - 1) {
       const int c = __builtin_ctzll(bits);
       const int64_t offset = lowest[c];
@@ -548,19 +650,16 @@ class ExactSearch {
       if (!fits(offset + p_.bytes[c])) continue;
       candidates.push_back({offset, c});
     }
-    // Lowest first; at one offset the largest buffer first.
+    // Lowest first; at one offset in the tie order.
+    const std::vector<int>& rank = *rank_;
     std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
       if (a.offset != b.offset) return a.offset < b.offset;
-      if (p_.bytes[a.index] != p_.bytes[b.index]) return p_.bytes[a.index] > p_.bytes[b.index];
-      return a.index < b.index;
+      return rank[a.index] < rank[b.index];
     });
     for (const Candidate& c : candidates) {
-      const std::vector<int64_t> saved_floor = floor_, saved_open = open_padded_;
       place(c.index, c.offset, placed);
       const bool found = search(scope, placed + 1, c.offset, c.index);
       unplace(c.index);
-      floor_ = saved_floor;
-      open_padded_ = saved_open;
       if (found) return true;
       if (budget_exhausted_) return false;
     }
@@ -582,7 +681,16 @@ class ExactSearch {
   std::vector<int64_t> offsets_, solution_;
   uint64_t placed_ = 0;
   std::vector<int64_t> floor_, open_padded_;  // per section
+  std::vector<int64_t> floor_trail_;  // floors before each placement, for unplace()
+  struct Candidate {
+    int64_t offset;
+    int index;
+  };
+  std::vector<std::vector<Candidate>> candidates_;  // per depth
+  std::vector<std::vector<int>> ranks_;  // per tie order: each buffer's rank
+  const std::vector<int>* rank_ = nullptr;
   int64_t nodes_left_;
+  int64_t probe_left_ = kUnlimited;
   int64_t nodes_ = 0;
   int64_t splits_ = 0;  // nodes whose unplaced buffers fell into independent groups
   std::chrono::steady_clock::time_point deadline_;
@@ -987,8 +1095,8 @@ AddressPlan planAddresses(const std::vector<Buffer>& buffers, const ConflictGrap
   if (!constant.search_note.empty()) plan.notes.push_back(constant.search_note);
   if (!plan.lower_bound_reached && constant.layout.total <= constant.target) {
     plan.notes.push_back("optimal by alignment padding: no layout is below " + std::to_string(constant.target) +
-                         " B (a clique of conflicting buffers, each under another rounded up to the "
-                         "clique's smallest alignment; max live " +
+                         " B (a clique of conflicting buffers stacked as low as their alignments allow; "
+                         "max live " +
                          std::to_string(plan.lower_bound_bytes) + " B)");
   }
 

@@ -147,16 +147,13 @@ TEST(AddressPlanner, AlignmentPaddingProvesAnOptimumAboveMaxLive) {
   EXPECT_NE(plan.notes[0].find("no layout is below 100 B"), std::string::npos) << plan.notes[0];
 }
 
-// Max live 228 B and the padded bound 228 B are infeasible: y and z need
-// 128-byte-aligned starts, x (100 B) does not fit between them, so the best
-// is y at 0, z at 128, x on top: 292 B, which only the exhausted search proves.
-std::vector<Buffer> boundInfeasible() {
-  return {makeBuffer("x", 100, 0, 5, 0), makeBuffer("y", 64, 0, 5, 1, 128),
-          makeBuffer("z", 64, 0, 5, 2, 128)};
-}
-
-TEST(AddressPlanner, ExactSearchProvesTheOptimumAboveAnInfeasibleBound) {
-  const std::vector<Buffer> buffers = boundInfeasible();
+TEST(AddressPlanner, MixedAlignmentsProveTheOptimumAboveMaxLive) {
+  // Pairwise conflicting: y and z need 128-byte-aligned starts and x (100 B)
+  // does not fit between them, so the lowest stack of the three is y at 0, z
+  // at 128, x on top: 292 B (max live 228 B). The section's bound says so;
+  // no search is needed to prove the greedy layout optimal.
+  std::vector<Buffer> buffers = {makeBuffer("x", 100, 0, 5, 0), makeBuffer("y", 64, 0, 5, 1, 128),
+                                 makeBuffer("z", 64, 0, 5, 2, 128)};
   AddressPlan plan = planChecked(buffers, conflictsFromIntervals(buffers));
   EXPECT_EQ(constantTotal(plan), 292);
   EXPECT_EQ(constantAddresses(plan), (std::vector<int64_t>{192, 0, 128}));
@@ -164,15 +161,41 @@ TEST(AddressPlanner, ExactSearchProvesTheOptimumAboveAnInfeasibleBound) {
   EXPECT_FALSE(plan.lower_bound_reached);
   EXPECT_TRUE(plan.optimal);
   EXPECT_EQ(planStatusName(plan), "optimal");
+  for (const PlanAttempt& attempt : plan.attempts) EXPECT_EQ(attempt.strategy.find("exact"), std::string::npos);
+  ASSERT_EQ(plan.notes.size(), 1u);
+  EXPECT_NE(plan.notes[0].find("no layout is below 292 B"), std::string::npos) << plan.notes[0];
+}
+
+// Five 32-byte buffers in a cycle of conflicts (not interval conflicts): the
+// largest clique is two buffers (64 B), but an odd cycle needs three slots,
+// so the optimum is 96 B, which only the exhausted search proves.
+std::vector<Buffer> oddCycle(ConflictGraph& conflicts) {
+  std::vector<Buffer> buffers;
+  for (int i = 0; i < 5; ++i) buffers.push_back(makeBuffer("c" + std::to_string(i), 32, 0, 5, i));
+  conflicts = ConflictGraph(5);
+  for (size_t i = 0; i < 5; ++i) conflicts.addConflict(i, (i + 1) % 5);
+  return buffers;
+}
+
+TEST(AddressPlanner, ExactSearchProvesTheOptimumAboveAnInfeasibleBound) {
+  ConflictGraph conflicts;
+  const std::vector<Buffer> buffers = oddCycle(conflicts);
+  AddressPlan plan = planChecked(buffers, conflicts);
+  EXPECT_EQ(constantTotal(plan), 96);
+  EXPECT_EQ(plan.lower_bound_bytes, 64);
+  EXPECT_FALSE(plan.lower_bound_reached);
+  EXPECT_TRUE(plan.optimal);
+  EXPECT_EQ(planStatusName(plan), "optimal");
   EXPECT_EQ(plan.attempts.back().strategy, "exact");
 }
 
 TEST(AddressPlanner, SearchOutOfBudgetIsReportedHeuristic) {
-  const std::vector<Buffer> buffers = boundInfeasible();
+  ConflictGraph conflicts;
+  const std::vector<Buffer> buffers = oddCycle(conflicts);
   PlannerOptions options;
   options.exact_search_node_budget = 2;
-  AddressPlan plan = planChecked(buffers, conflictsFromIntervals(buffers), options);
-  EXPECT_EQ(constantTotal(plan), 292);  // found, but not proved
+  AddressPlan plan = planChecked(buffers, conflicts, options);
+  EXPECT_EQ(constantTotal(plan), 96);  // found, but not proved
   EXPECT_FALSE(plan.optimal);
   EXPECT_EQ(planStatusName(plan), "heuristic");
   EXPECT_EQ(plan.attempts.back().strategy, "exact (budget spent)");

@@ -147,7 +147,7 @@ TEST(PlanProperties, ExactSearchOfIndependentGroupsMatchesBruteForce) {
   shape.positions = 14;
   shape.sync_probability = 0.0;
   int searched = 0, split = 0;
-  for (int iteration = 0; iteration < 150; ++iteration) {
+  for (int iteration = 0; iteration < 600; ++iteration) {
     RandomCase c = randomCase(rng, shape);
     ConflictGraph conflicts = conflictsFromIntervals(c.buffers);
     AddressPlan plan = planAddresses(c.buffers, conflicts);
