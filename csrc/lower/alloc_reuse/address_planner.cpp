@@ -399,7 +399,7 @@ class ExactSearch {
     budget_exhausted_ = false;
     nodes_left_ = budget - nodes_;
     deadline_ = final_deadline;
-    while (searchUnder(best_.total - 1, kUnlimited, 0) == Outcome::Found) {
+    while (probe(best_.total - 1) == Outcome::Found) {
     }
     return !budget_exhausted_;  // else nothing is below the incumbent
   }
@@ -489,11 +489,12 @@ class ExactSearch {
 
   int64_t lowestFeasible(int i) const {
     int64_t offset = 0;
+    const uint64_t obstacles = adjacency_[i] & placed_;
     for (bool moved = true; moved;) {
       moved = false;
-      for (int j : p_.neighbors[i]) {
+      for (uint64_t bits = obstacles; bits != 0; bits &= bits - 1) {
+        const int j = __builtin_ctzll(bits);
         int64_t start = offsets_[j];
-        if (start < 0) continue;
         int64_t end = start + p_.bytes[j];
         if (offset < end && start < offset + p_.bytes[i]) {
           offset = alignUpConstant(end, p_.align[i]);
@@ -536,12 +537,21 @@ class ExactSearch {
       if (!fits(std::max(above[i], alignUpConstant(last_offset, p_.align[i])) + p_.bytes[i])) return false;
     }
     for (size_t s = 0; s < sections_.size(); ++s) {
-      uint64_t open = sections_.members[s] & unplaced;
+      const uint64_t open = sections_.members[s] & unplaced;
       if (open == 0) continue;
-      int64_t lowest_start = std::numeric_limits<int64_t>::max();
-      for (; open != 0; open &= open - 1) lowest_start = std::min(lowest_start, above[__builtin_ctzll(open)]);
-      const int64_t base = std::max({floor_[s], last_offset, lowest_start});
+      const int64_t base = std::max(floor_[s], last_offset);
       if (!fits(sections_.stackBound(s, base, open_padded_[s]))) return false;
+      // The open members' lowest start prunes only where every one of them
+      // starts above `highest_base` (starts are multiples of the granule):
+      // most sections stop at their first member.
+      const int64_t highest_base = capacity_ - open_padded_[s] + sections_.top_slack[s];
+      int64_t lowest_start = std::numeric_limits<int64_t>::max();
+      for (uint64_t bits = open; bits != 0 && lowest_start > highest_base; bits &= bits - 1) {
+        lowest_start = std::min(lowest_start, above[__builtin_ctzll(bits)]);
+      }
+      if (lowest_start > highest_base && !fits(sections_.stackBound(s, lowest_start, open_padded_[s]))) {
+        return false;
+      }
     }
     return true;
   }
