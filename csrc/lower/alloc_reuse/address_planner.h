@@ -12,9 +12,11 @@
 //   offset 0 (greedy, iterated greedy, then for components of at most
 //   exact_search_max_buffers buffers an exact search over canonical
 //   placements in address order, iterative deepening on the capacity from the
-//   target, bounded by a node budget and a time limit, so it always
-//   terminates). It stops as soon as a layout reaches the target: the lower
-//   bound, or the alignment-padded bound of a clique where that is higher.
+//   target, each capacity searched by restarts under doubling node limits,
+//   independent groups of unplaced buffers searched one after another,
+//   bounded by a node budget and a time limit, so it always terminates). It
+//   stops as soon as a layout reaches the target: the lower bound, or the
+//   lowest stack of a clique under its alignments where that is higher.
 //   `optimal` is set only when proved: the target is reached, or the search
 //   exhausted the component that sets the total.
 // - Symbolic sizes: constant-size buffers are planned as above at the bottom;
