@@ -72,19 +72,38 @@ void insertBeforeFirstWrite(kir::StmtList& body, std::unique_ptr<kir::Allocate> 
   body.insert(pos, std::move(alloc));
 }
 
-// The size of the groups of threads a block reduction over `axes` combines
-// when they are aligned runs of consecutive threads that warp shuffles can
-// reduce: the block's shape is constant, every thread axis inside a reduced
-// one is reduced too or has extent 1, and the group is a power of two up to a
-// warp or a whole number of warps. 0 otherwise.
-int64_t shuffleGroupSize(const IntExpr (&block)[3], const std::vector<ParallelType>& axes) {
+struct ShuffleGroups {
+  int64_t size = 0;  // threads per group; 0: no shuffle form
+  int64_t stride = 1;
+};
+
+// The groups of threads a block reduction over `axes` combines, when warp
+// shuffles can reduce them: the block's shape is constant and either
+// - each group is an aligned run of consecutive threads: every thread axis
+//   inside a reduced one is reduced too or has extent 1; or
+// - each group is the threads of one x index (x not reduced, its extent a
+//   power of two from 2 to 16, every other axis reduced or of extent 1), so
+//   its members lie x-extent apart: an outer reduction whose block puts a few
+//   vector lanes along x and the reduced rows along y;
+// and the threads the groups span are a power of two up to a warp or a whole
+// number of warps. {0, 1} otherwise.
+ShuffleGroups shuffleGroups(const IntExpr (&block)[3], const std::vector<ParallelType>& axes) {
   int64_t extent[3];
   for (int k = 0; k < 3; ++k) {
-    if (!block[k].isConstant()) return 0;
+    if (!block[k].isConstant()) return {};
     extent[k] = *block[k].constant();
   }
   bool reduced[3] = {false, false, false};
   for (ParallelType pt : axes) reduced[static_cast<int>(pt) - static_cast<int>(ParallelType::TIDx)] = true;
+  auto warpShaped = [](int64_t threads) {
+    return (threads <= 32 && (threads & (threads - 1)) == 0) || threads % 32 == 0;
+  };
+  const int64_t stride = extent[0];
+  if (!reduced[0] && stride >= 2 && stride <= 16 && (stride & (stride - 1)) == 0 &&
+      (reduced[1] || extent[1] == 1) && (reduced[2] || extent[2] == 1) && (reduced[1] || reduced[2])) {
+    const int64_t size = extent[1] * extent[2];
+    return warpShaped(stride * size) ? ShuffleGroups{size, stride} : ShuffleGroups{};
+  }
   int64_t group = 1;
   for (int k = 0; k < 3; ++k) {
     if (reduced[k]) {
@@ -92,11 +111,10 @@ int64_t shuffleGroupSize(const IntExpr (&block)[3], const std::vector<ParallelTy
       continue;
     }
     for (int outer = k + 1; outer < 3; ++outer) {
-      if (reduced[outer] && extent[k] != 1) return 0;
+      if (reduced[outer] && extent[k] != 1) return {};
     }
   }
-  const bool within_warp = group <= 32 && (group & (group - 1)) == 0;
-  return within_warp || group % 32 == 0 ? group : 0;
+  return warpShaped(group) ? ShuffleGroups{group, 1} : ShuffleGroups{};
 }
 
 // A Shared workspace of one element per thread for each block reduction that
@@ -112,8 +130,11 @@ void addBlockReduceWorkspaces(LoweringContext& ctx, kir::StmtList& body) {
     }
     auto* reduce = dynamic_cast<kir::BlockReduce*>(stmt);
     if (reduce == nullptr) continue;
-    reduce->shuffle_group = shuffleGroupSize(ctx.kernel.launch.block, reduce->thread_axes);
-    if (reduce->shuffle_group > 0 && reduce->shuffle_group <= 32) continue;
+    const ShuffleGroups groups = shuffleGroups(ctx.kernel.launch.block, reduce->thread_axes);
+    reduce->shuffle_group = groups.size;
+    reduce->shuffle_stride = groups.stride;
+    // Groups within one warp need no shared memory.
+    if (groups.size > 0 && groups.size * groups.stride <= 32) continue;
     auto buffer = std::make_unique<kir::Buffer>();
     buffer->name = reduce->expr->output()->name() + "_workspace";
     buffer->memory = MemoryType::Shared;

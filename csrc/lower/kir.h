@@ -201,10 +201,13 @@ class BlockReduce : public Stmt {
   // None when the reduction stays within warps (shuffle_group <= 32).
   const Buffer* workspace = nullptr;
   // Set with the workspace: when the block's shape is constant and each
-  // group of reduced threads is an aligned run of this many consecutive
-  // threads (a power of two up to 32, or whole warps), the codegen reduces
-  // with warp shuffles; 0 means the shared-memory tree.
+  // group of reduced threads is this many threads `shuffle_stride` apart
+  // (1: an aligned run of consecutive threads; more: the block's x extent,
+  // not reduced, under reduced y and z), spanning a power of two up to 32
+  // threads or whole warps, the codegen reduces with warp shuffles; 0 means
+  // the shared-memory tree.
   int64_t shuffle_group = 0;
+  int64_t shuffle_stride = 1;
 };
 
 // Every thread reads `in` as held by the thread whose index is 0 along each

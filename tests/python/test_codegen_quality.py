@@ -123,7 +123,8 @@ def test_gallery_row_ops_at_full_size(build):
 
 
 def _reduction_calls(kernel):
-    return re.findall(r"smelt::(blockReduce|groupReduce)<([^>]*)>\(", kernel.cuda.split("__global__")[1])
+    return re.findall(r"smelt::(blockReduce|groupReduce|stridedGroupReduce)<([^>]*)>\(",
+                      kernel.cuda.split("__global__")[1])
 
 
 @pytest.mark.parametrize("cols", [COLS, 128])
@@ -149,6 +150,36 @@ def test_static_block_reductions_use_warp_shuffles(cols):
     assert sass.mnemonics.get("SHFL", 0) == width.bit_length() - 1, kernel.quality.text()
     assert sass.block_barriers == (2 if block_x > 32 else 1), kernel.quality.text()
     assert kernel.shared_memory_bytes == (block_x * block_y * 4 if block_x > 32 else 0)
+    _assert_clean(fd)
+
+
+@pytest.mark.parametrize("cols", [COLS, 2 * COLS])
+def test_outer_reductions_shuffle_across_strided_lanes(cols):
+    """A column sum's block puts a few vector lanes along x and the reduced
+    rows along y: each group is one x lane's threads, x-extent apart, not a
+    run of consecutive threads. They shuffle across lanes that far apart,
+    then one shared-memory round combines the warps' partials (by shuffles
+    again where they are a power of two): two barriers per reduced element
+    instead of a tree's barrier per level, and no more instructions."""
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor([ROWS, cols], [True, True], DataType.Half)
+        _column_sum(fd, x)
+    fd.execute([_meta([ROWS, cols])])
+    (kernel,) = fd.last_kernels()
+    stride, rows, block_z = kernel.block
+    assert block_z == 1 and 2 <= stride <= 16 and stride * rows % 32 == 0, kernel.block
+    calls = _reduction_calls(kernel)
+    assert calls and {c for c, _ in calls} == {"stridedGroupReduce"}, kernel.cuda
+    assert {args for _, args in calls} == {f"{stride}, {rows}"}, calls
+    # One call per element of the thread's vector, unrolled.
+    elements = int(re.search(r"float T\d+\[(\d+)\];", kernel.cuda).group(1))
+    sass = kernel.quality.sass
+    assert sass.block_barriers == 2 * elements, kernel.quality.text()
+    partials = stride * rows // 32 * stride
+    lane_steps = (32 // stride).bit_length() - 1
+    combine_steps = (min(partials, 32) // stride).bit_length() - 1
+    assert sass.mnemonics.get("SHFL", 0) == elements * (lane_steps + combine_steps), kernel.quality.text()
     _assert_clean(fd)
 
 

@@ -202,6 +202,59 @@ __device__ T groupReduce(T value, T* workspace, Op op) {
   return result;
 }
 
+// blockReduce for groups of `Size` threads `Stride` apart: the threads of
+// one x index when x (of extent Stride, not reduced) is the fastest axis and
+// every other axis is reduced, as in an outer reduction whose block puts a
+// few vector lanes along x and the reduced rows along y. Lanes Stride apart
+// within a warp combine by shuffles; a group of whole warps writes one
+// partial per warp and x to `workspace` and, after one barrier, every thread
+// combines its group's partials: when there are a power of two of them, lane
+// l combines partials l, l + 32, ... (all of one x) and the same shuffles
+// combine the lanes, else in a loop, in the same order for every thread.
+// Ends with a barrier, as blockReduce.
+template <unsigned Stride, unsigned Size, typename T, typename Op>
+__device__ T stridedGroupReduce(T value, T* workspace, Op op) {
+  constexpr unsigned Threads = Stride * Size;
+  static_assert(Stride >= 2 && Stride <= 16 && (Stride & (Stride - 1)) == 0, "stridedGroupReduce: stride");
+  static_assert(Threads <= 32 ? (Threads & (Threads - 1)) == 0 : Threads % 32 == 0,
+                "stridedGroupReduce: size");
+  constexpr unsigned Span = Threads < 32 ? Threads : 32;  // lanes a warp holds
+  const unsigned linear = linearThreadIndex();
+  const unsigned mask = Threads < 32 ? (1u << Threads) - 1u : 0xffffffffu;
+  for (unsigned offset = Span / 2; offset >= Stride; offset /= 2) {
+    const T other = __shfl_xor_sync(mask, value, offset);
+    value = (linear & offset) ? op(other, value) : op(value, other);
+  }
+  if constexpr (Threads <= 32) {
+    __syncthreads();
+    return value;
+  }
+  const unsigned lane = linear % 32;
+  if (lane < Stride) workspace[linear / 32 * Stride + lane] = value;
+  __syncthreads();
+  constexpr unsigned Partials = Threads / 32 * Stride;
+  T result;
+  if constexpr ((Partials & (Partials - 1)) == 0) {
+    // Partial p is of x = p % Stride, like lane p % 32: lanes Stride apart
+    // within each run of `Run` lanes combine as above.
+    constexpr unsigned Run = Partials < 32 ? Partials : 32;
+    result = workspace[lane % Run];
+#pragma unroll
+    for (unsigned k = 1; k < Partials / Run; ++k) result = op(result, workspace[k * Run + lane % Run]);
+    for (unsigned offset = Run / 2; offset >= Stride; offset /= 2) {
+      const T other = __shfl_xor_sync(0xffffffffu, result, offset);
+      result = (lane & offset) ? op(other, result) : op(result, other);
+    }
+  } else {
+    const unsigned x = linear % Stride;
+    result = workspace[x];
+#pragma unroll 4
+    for (unsigned w = 1; w < Threads / 32; ++w) result = op(result, workspace[w * Stride + x]);
+  }
+  __syncthreads();
+  return result;
+}
+
 // Every thread gets the value of the thread with index 0 on the flagged axes
 // in its group. `workspace` holds one element per group. Ends with a barrier.
 template <bool X, bool Y, bool Z, typename T>
