@@ -156,11 +156,23 @@ __device__ inline unsigned linearThreadIndex() {
   return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
 }
 
+// Combines `value` across the lanes whose indices differ only in the bits
+// of the xor offsets Top / 2, ..., Low (powers of two): a butterfly of
+// shuffles among the lanes of `mask`. Both partners of a step apply `op` with
+// the lower lane's value first, so all of them hold the same bits
+// (max(-0, +0) and max(+0, -0) differ).
+template <unsigned Low, unsigned Top, typename T, typename Op>
+__device__ T butterfly(T value, unsigned lane, unsigned mask, Op op) {
+  for (unsigned offset = Top / 2; offset >= Low; offset /= 2) {
+    const T other = __shfl_xor_sync(mask, value, offset);
+    value = (lane & offset) ? op(other, value) : op(value, other);
+  }
+  return value;
+}
+
 // `value` reduced over aligned runs of `Width` consecutive lanes (a power of
 // two <= 32) with shuffles; every lane gets its run's result. Every thread of
-// the block (`Threads` of them) takes part. Both partners of a butterfly step
-// apply `op` with the lower lane's value first, so all lanes hold the same
-// bits (max(-0, +0) and max(+0, -0) differ).
+// the block (`Threads` of them) takes part.
 template <unsigned Width, unsigned Threads, typename T, typename Op>
 __device__ T warpReduce(T value, Op op) {
   static_assert(Width <= 32 && (Width & (Width - 1)) == 0, "warpReduce: width");
@@ -170,11 +182,7 @@ __device__ T warpReduce(T value, Op op) {
     const unsigned present = Threads - (linear & ~31u);
     if (present < 32) mask = (1u << present) - 1u;
   }
-  for (unsigned offset = Width / 2; offset > 0; offset /= 2) {
-    const T other = __shfl_xor_sync(mask, value, offset);
-    value = (linear & offset) ? op(other, value) : op(value, other);
-  }
-  return value;
+  return butterfly<1, Width>(value, linear, mask, op);
 }
 
 // blockReduce for groups that are aligned runs of `Size` consecutive threads
@@ -221,10 +229,7 @@ __device__ T stridedGroupReduce(T value, T* workspace, Op op) {
   constexpr unsigned Span = Threads < 32 ? Threads : 32;  // lanes a warp holds
   const unsigned linear = linearThreadIndex();
   const unsigned mask = Threads < 32 ? (1u << Threads) - 1u : 0xffffffffu;
-  for (unsigned offset = Span / 2; offset >= Stride; offset /= 2) {
-    const T other = __shfl_xor_sync(mask, value, offset);
-    value = (linear & offset) ? op(other, value) : op(value, other);
-  }
+  value = butterfly<Stride, Span>(value, linear, mask, op);
   if constexpr (Threads <= 32) {
     __syncthreads();
     return value;
@@ -241,10 +246,7 @@ __device__ T stridedGroupReduce(T value, T* workspace, Op op) {
     result = workspace[lane % Run];
 #pragma unroll
     for (unsigned k = 1; k < Partials / Run; ++k) result = op(result, workspace[k * Run + lane % Run]);
-    for (unsigned offset = Run / 2; offset >= Stride; offset /= 2) {
-      const T other = __shfl_xor_sync(0xffffffffu, result, offset);
-      result = (lane & offset) ? op(other, result) : op(result, other);
-    }
+    result = butterfly<Stride, Run>(result, lane, 0xffffffffu, op);
   } else {
     const unsigned x = linear % Stride;
     result = workspace[x];
