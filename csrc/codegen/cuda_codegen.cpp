@@ -230,51 +230,70 @@ __device__ T groupReduce(T value, T* workspace, Op op) {
   return result;
 }
 
-// blockReduce for groups of `Size` threads `Stride` apart: the threads of
-// one x index when x (of extent Stride, not reduced) is the fastest axis and
-// every other axis is reduced, as in an outer reduction whose block puts a
-// few vector lanes along x and the reduced rows along y. Lanes Stride apart
-// within a warp combine by shuffles; a group of whole warps writes one
-// partial per warp and x to `workspace` and, after one barrier, every thread
-// combines its group's partials: when there are a power of two of them, lane
-// l combines partials l, l + 32, ... (all of one x) and the same shuffles
-// combine the lanes, else in a loop, in the same order for every thread.
-// Ends with a barrier, as blockReduce.
-template <unsigned Stride, unsigned Size, typename T, typename Op>
-__device__ T stridedGroupReduce(T value, T* workspace, Op op) {
+// blockReduce for groups of `Size` threads `Stride` apart, for each of the
+// `N` values a thread holds (independent reductions done in one round): the
+// threads of one x index when x (of extent Stride, not reduced) is the
+// fastest axis and every other axis is reduced, as in an outer reduction
+// whose block puts a few vector lanes along x and the reduced rows along y.
+// Lanes Stride apart within a warp combine by shuffles; a group of whole
+// warps writes one partial per value, warp and x to `workspace` (one element
+// per thread holds them: N * Stride <= 32) and, after one barrier, every
+// thread combines its group's partials: when there are a power of two of
+// them, lane l combines partials l, l + 32, ... (all of one x) and the same
+// shuffles combine the lanes, else in a loop, in the same order for every
+// thread. Ends with a barrier, as blockReduce.
+template <unsigned Stride, unsigned Size, unsigned N, typename T, typename Op>
+__device__ void stridedGroupReduceN(T (&values)[N], T* workspace, Op op) {
   constexpr unsigned Threads = Stride * Size;
   static_assert(Stride >= 2 && Stride <= 16 && (Stride & (Stride - 1)) == 0, "stridedGroupReduce: stride");
   static_assert(Threads <= 32 ? (Threads & (Threads - 1)) == 0 : Threads % 32 == 0,
                 "stridedGroupReduce: size");
+  static_assert(N >= 1 && N * Stride <= 32, "stridedGroupReduce: the workspace holds N * Stride partials per warp");
   constexpr unsigned Span = Threads < 32 ? Threads : 32;  // lanes a warp holds
   const unsigned linear = linearThreadIndex();
   const unsigned mask = Threads < 32 ? (1u << Threads) - 1u : 0xffffffffu;
-  value = butterfly<Stride, Span>(value, linear, mask, op);
+#pragma unroll
+  for (unsigned k = 0; k < N; ++k) values[k] = butterfly<Stride, Span>(values[k], linear, mask, op);
   if constexpr (Threads <= 32) {
     __syncthreads();
-    return value;
+    return;
   }
-  const unsigned lane = linear % 32;
-  if (lane < Stride) workspace[linear / 32 * Stride + lane] = value;
-  __syncthreads();
   constexpr unsigned Partials = Threads / 32 * Stride;
-  T result;
-  if constexpr ((Partials & (Partials - 1)) == 0) {
-    // Partial p is of x = p % Stride, like lane p % 32: lanes Stride apart
-    // within each run of `Run` lanes combine as above.
-    constexpr unsigned Run = Partials < 32 ? Partials : 32;
-    result = workspace[lane % Run];
+  const unsigned lane = linear % 32;
+  if (lane < Stride) {
 #pragma unroll
-    for (unsigned k = 1; k < Partials / Run; ++k) result = op(result, workspace[k * Run + lane % Run]);
-    result = butterfly<Stride, Run>(result, lane, 0xffffffffu, op);
-  } else {
-    const unsigned x = linear % Stride;
-    result = workspace[x];
-#pragma unroll 4
-    for (unsigned w = 1; w < Threads / 32; ++w) result = op(result, workspace[w * Stride + x]);
+    for (unsigned k = 0; k < N; ++k) workspace[k * Partials + linear / 32 * Stride + lane] = values[k];
   }
   __syncthreads();
-  return result;
+#pragma unroll
+  for (unsigned k = 0; k < N; ++k) {
+    const T* partials = workspace + k * Partials;
+    T result;
+    if constexpr ((Partials & (Partials - 1)) == 0) {
+      // Partial p is of x = p % Stride, like lane p % 32: lanes Stride apart
+      // within each run of `Run` lanes combine as above.
+      constexpr unsigned Run = Partials < 32 ? Partials : 32;
+      result = partials[lane % Run];
+#pragma unroll
+      for (unsigned j = 1; j < Partials / Run; ++j) result = op(result, partials[j * Run + lane % Run]);
+      result = butterfly<Stride, Run>(result, lane, 0xffffffffu, op);
+    } else {
+      const unsigned x = linear % Stride;
+      result = partials[x];
+#pragma unroll 4
+      for (unsigned w = 1; w < Threads / 32; ++w) result = op(result, partials[w * Stride + x]);
+    }
+    values[k] = result;
+  }
+  __syncthreads();
+}
+
+// One value: stridedGroupReduceN of N = 1.
+template <unsigned Stride, unsigned Size, typename T, typename Op>
+__device__ T stridedGroupReduce(T value, T* workspace, Op op) {
+  T values[1] = {value};
+  stridedGroupReduceN<Stride, Size>(values, workspace, op);
+  return values[0];
 }
 
 // Every thread gets the value of the thread with index 0 on the flagged axes
@@ -657,6 +676,10 @@ class Emitter {
   }
 
   void emitForLoop(const kir::ForLoop& loop) {
+    if (loop.body.size() == 1 && loop.body.front()->kind() == kir::StmtKind::BlockReduce) {
+      const auto& reduce = static_cast<const kir::BlockReduce&>(*loop.body.front());
+      if (reduce.grouped > 1) return emitGroupedBlockReduce(loop, reduce);
+    }
     // A vectorized loop that cannot use vector accesses (vectorize.h) is
     // fully unrolled, so the compiler may still combine adjacent accesses.
     // A loop of constant trip count that indexes register arrays is unrolled
@@ -1068,16 +1091,39 @@ class Emitter {
     return ws;
   }
 
-  void emitBlockReduce(const kir::BlockReduce& r) {
-    SMELT_CHECK(r.expr != nullptr, "codegen: block reduction into ", r.out.buffer->name, " has no expression");
-    const bool in_warps = r.shuffle_group > 0 && r.shuffle_group * r.shuffle_stride <= 32;
-    const kir::Buffer* ws = in_warps ? nullptr : workspace(r.workspace, r.out, "block reduction");
+  // What a thread contributes to a block reduction, in the type it combines
+  // in: its element, or the identity where the predicate fails.
+  std::string blockReduceValue(const kir::BlockReduce& r) {
     const DataType wt = blockReduceType(r.expr->output()->dtype());
     std::string value = convert(element(r.in), r.in.buffer->dtype, wt);
     if (!r.predicate.alwaysTrue()) {
       value = "(" + predicateText(r.predicate) + " ? " + value + " : " +
               convert(literal(r.expr->initValue(), computeType(wt)), computeType(wt), wt) + ")";
     }
+    return value;
+  }
+
+  std::string blockReduceWorkspace(const kir::BlockReduce& r) {
+    const bool in_warps = r.shuffle_group > 0 && r.shuffle_group * r.shuffle_stride <= 32;
+    if (!in_warps) return workspace(r.workspace, r.out, "block reduction")->name;
+    return "static_cast<" + cudaType(blockReduceType(r.expr->output()->dtype())) + "*>(nullptr)";
+  }
+
+  // Every thread takes part (the reduction synchronizes the block); only
+  // those passing the write predicate store, as their output index is in
+  // bounds, and of those one per element of a Shared or Global output.
+  void storeReduced(const kir::BlockReduce& r, const std::string& reduced) {
+    const std::string value = convert(reduced, blockReduceType(r.expr->output()->dtype()), r.out.buffer->dtype);
+    const kir::Predicate& stores = r.write_predicate;
+    if (stores.alwaysTrue()) {
+      line(element(r.out) + " = " + value + ";");
+      return;
+    }
+    line("if (" + predicateText(stores) + ") " + element(r.out) + " = " + value + ";");
+  }
+
+  void emitBlockReduce(const kir::BlockReduce& r) {
+    SMELT_CHECK(r.expr != nullptr, "codegen: block reduction into ", r.out.buffer->name, " has no expression");
     const std::string op = "smelt::" + functorName(r.expr->op()) + "()";
     std::string call = "smelt::blockReduce" + axisFlags(r.thread_axes, "block reduction") + "(";
     if (r.shuffle_group > 0 && r.shuffle_stride > 1) {
@@ -1087,20 +1133,37 @@ class Emitter {
       call = "smelt::groupReduce<" + std::to_string(r.shuffle_group) + ", " +
              std::to_string(*threadsPerBlock()) + ">(";
     }
-    const std::string workspace_arg = ws ? ws->name : "static_cast<" + cudaType(wt) + "*>(nullptr)";
-    const std::string reduced =
-        convert(call + value + ", " + workspace_arg + ", " + op + ")", wt, r.out.buffer->dtype);
-    const kir::Predicate& stores = r.write_predicate;
-    if (stores.alwaysTrue()) {
-      line(element(r.out) + " = " + reduced + ";");
-      return;
-    }
-    // Every thread takes part (the reduction synchronizes the block); only
-    // those passing the write predicate store, as their output index is in
-    // bounds, and of those one per element of a Shared or Global output.
+    const std::string reduced = call + blockReduceValue(r) + ", " + blockReduceWorkspace(r) + ", " + op + ")";
+    if (r.write_predicate.alwaysTrue()) return storeReduced(r, reduced);
     open("{");
     line("const auto reduced = " + reduced + ";");
-    line("if (" + predicateText(stores) + ") " + element(r.out) + " = reduced;");
+    storeReduced(r, "reduced");
+    close();
+  }
+
+  // The loop's independent block reductions (BlockReduce::grouped) in one
+  // round: the values gathered in the loop, reduced together, stored in the
+  // loop again.
+  void emitGroupedBlockReduce(const kir::ForLoop& loop, const kir::BlockReduce& r) {
+    SMELT_CHECK(r.shuffle_group > 0 && r.shuffle_stride > 1 && loop.extent.constant() == r.grouped,
+                "codegen: block reductions into ", r.out.buffer->name, " are grouped over a loop of ",
+                loop.extent.toString(), " trips without the strided shuffle form");
+    const std::string n = std::to_string(r.grouped);
+    const std::string values = r.out.buffer->name + "_grouped";
+    const std::string header = "for (index_t " + loop.index + " = 0; " + loop.index + " < " + n + "; ++" +
+                               loop.index + ") {";
+    open("{  // " + n + " block reductions of " + loop.index + " in one round");
+    line(cudaType(blockReduceType(r.expr->output()->dtype())) + " " + values + "[" + n + "];");
+    line("#pragma unroll");
+    open(header);
+    line(values + "[" + loop.index + "] = " + blockReduceValue(r) + ";");
+    close();
+    line("smelt::stridedGroupReduceN<" + std::to_string(r.shuffle_stride) + ", " + std::to_string(r.shuffle_group) +
+         ">(" + values + ", " + blockReduceWorkspace(r) + ", smelt::" + functorName(r.expr->op()) + "());");
+    line("#pragma unroll");
+    open(header);
+    storeReduced(r, values + "[" + loop.index + "]");
+    close();
     close();
   }
 

@@ -117,6 +117,21 @@ ShuffleGroups shuffleGroups(const IntExpr (&block)[3], const std::vector<Paralle
   return warpShaped(group) ? ShuffleGroups{group, 1} : ShuffleGroups{};
 }
 
+// A loop whose whole body is one strided-shuffle block reduction (the
+// iteration nest of a thread's vector of columns, constant trip count N)
+// does its N independent reductions in one round: the workspace (one element
+// per thread) holds N partials per warp and x lane when N * stride <= 32.
+void groupBlockReductions(kir::ForLoop& loop) {
+  if (loop.body.size() != 1 || isParallelDim(loop.parallel_type) || !loop.extent.isConstant()) return;
+  auto* reduce = dynamic_cast<kir::BlockReduce*>(loop.body.front().get());
+  const int64_t n = *loop.extent.constant();
+  if (reduce == nullptr || reduce->shuffle_group == 0 || reduce->shuffle_stride < 2 || n < 2 ||
+      n * reduce->shuffle_stride > 32) {
+    return;
+  }
+  reduce->grouped = n;
+}
+
 // A Shared workspace of one element per thread for each block reduction that
 // needs one (not those reduced within warps). It has no Allocate statement:
 // like nvFuser, smelt does not plan scratch space together with the tensors
@@ -126,6 +141,7 @@ void addBlockReduceWorkspaces(LoweringContext& ctx, kir::StmtList& body) {
     kir::Stmt* stmt = body[i].get();
     if (auto* loop = dynamic_cast<kir::ForLoop*>(stmt)) {
       addBlockReduceWorkspaces(ctx, loop->body);
+      groupBlockReductions(*loop);
       continue;
     }
     auto* reduce = dynamic_cast<kir::BlockReduce*>(stmt);

@@ -125,8 +125,10 @@ std::string stmtText(const Stmt* stmt) {
       auto* r = static_cast<const BlockReduce*>(stmt);
       std::string pred = r->predicate.alwaysTrue() ? "" : ", if " + r->predicate.toString();
       std::string writers = r->write_predicate.alwaysTrue() ? "" : ", stored if " + r->write_predicate.toString();
+      const std::string grouped =
+          r->grouped > 1 ? ", in one round with the loop's " + std::to_string(r->grouped) : "";
       return accessString(r->out) + " = block_" + r->expr->opName() + "<" +
-             threadAxes(r->thread_axes) + ">(" + accessString(r->in) + pred + ")" + writers;
+             threadAxes(r->thread_axes) + ">(" + accessString(r->in) + pred + ")" + writers + grouped;
     }
     case StmtKind::BlockBroadcast: {
       auto* b = static_cast<const BlockBroadcast*>(stmt);

@@ -208,6 +208,11 @@ class BlockReduce : public Stmt {
   // the shared-memory tree.
   int64_t shuffle_group = 0;
   int64_t shuffle_stride = 1;
+  // When > 1, this statement is the whole body of a loop of this constant
+  // trip count (a thread's vector of columns): the loop's reductions are
+  // independent and the codegen does them in one round of the strided
+  // shuffle form (one pair of barriers instead of one per element).
+  int64_t grouped = 1;
 };
 
 // Every thread reads `in` as held by the thread whose index is 0 along each

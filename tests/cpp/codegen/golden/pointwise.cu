@@ -210,51 +210,70 @@ __device__ T groupReduce(T value, T* workspace, Op op) {
   return result;
 }
 
-// blockReduce for groups of `Size` threads `Stride` apart: the threads of
-// one x index when x (of extent Stride, not reduced) is the fastest axis and
-// every other axis is reduced, as in an outer reduction whose block puts a
-// few vector lanes along x and the reduced rows along y. Lanes Stride apart
-// within a warp combine by shuffles; a group of whole warps writes one
-// partial per warp and x to `workspace` and, after one barrier, every thread
-// combines its group's partials: when there are a power of two of them, lane
-// l combines partials l, l + 32, ... (all of one x) and the same shuffles
-// combine the lanes, else in a loop, in the same order for every thread.
-// Ends with a barrier, as blockReduce.
-template <unsigned Stride, unsigned Size, typename T, typename Op>
-__device__ T stridedGroupReduce(T value, T* workspace, Op op) {
+// blockReduce for groups of `Size` threads `Stride` apart, for each of the
+// `N` values a thread holds (independent reductions done in one round): the
+// threads of one x index when x (of extent Stride, not reduced) is the
+// fastest axis and every other axis is reduced, as in an outer reduction
+// whose block puts a few vector lanes along x and the reduced rows along y.
+// Lanes Stride apart within a warp combine by shuffles; a group of whole
+// warps writes one partial per value, warp and x to `workspace` (one element
+// per thread holds them: N * Stride <= 32) and, after one barrier, every
+// thread combines its group's partials: when there are a power of two of
+// them, lane l combines partials l, l + 32, ... (all of one x) and the same
+// shuffles combine the lanes, else in a loop, in the same order for every
+// thread. Ends with a barrier, as blockReduce.
+template <unsigned Stride, unsigned Size, unsigned N, typename T, typename Op>
+__device__ void stridedGroupReduceN(T (&values)[N], T* workspace, Op op) {
   constexpr unsigned Threads = Stride * Size;
   static_assert(Stride >= 2 && Stride <= 16 && (Stride & (Stride - 1)) == 0, "stridedGroupReduce: stride");
   static_assert(Threads <= 32 ? (Threads & (Threads - 1)) == 0 : Threads % 32 == 0,
                 "stridedGroupReduce: size");
+  static_assert(N >= 1 && N * Stride <= 32, "stridedGroupReduce: the workspace holds N * Stride partials per warp");
   constexpr unsigned Span = Threads < 32 ? Threads : 32;  // lanes a warp holds
   const unsigned linear = linearThreadIndex();
   const unsigned mask = Threads < 32 ? (1u << Threads) - 1u : 0xffffffffu;
-  value = butterfly<Stride, Span>(value, linear, mask, op);
+#pragma unroll
+  for (unsigned k = 0; k < N; ++k) values[k] = butterfly<Stride, Span>(values[k], linear, mask, op);
   if constexpr (Threads <= 32) {
     __syncthreads();
-    return value;
+    return;
   }
-  const unsigned lane = linear % 32;
-  if (lane < Stride) workspace[linear / 32 * Stride + lane] = value;
-  __syncthreads();
   constexpr unsigned Partials = Threads / 32 * Stride;
-  T result;
-  if constexpr ((Partials & (Partials - 1)) == 0) {
-    // Partial p is of x = p % Stride, like lane p % 32: lanes Stride apart
-    // within each run of `Run` lanes combine as above.
-    constexpr unsigned Run = Partials < 32 ? Partials : 32;
-    result = workspace[lane % Run];
+  const unsigned lane = linear % 32;
+  if (lane < Stride) {
 #pragma unroll
-    for (unsigned k = 1; k < Partials / Run; ++k) result = op(result, workspace[k * Run + lane % Run]);
-    result = butterfly<Stride, Run>(result, lane, 0xffffffffu, op);
-  } else {
-    const unsigned x = linear % Stride;
-    result = workspace[x];
-#pragma unroll 4
-    for (unsigned w = 1; w < Threads / 32; ++w) result = op(result, workspace[w * Stride + x]);
+    for (unsigned k = 0; k < N; ++k) workspace[k * Partials + linear / 32 * Stride + lane] = values[k];
   }
   __syncthreads();
-  return result;
+#pragma unroll
+  for (unsigned k = 0; k < N; ++k) {
+    const T* partials = workspace + k * Partials;
+    T result;
+    if constexpr ((Partials & (Partials - 1)) == 0) {
+      // Partial p is of x = p % Stride, like lane p % 32: lanes Stride apart
+      // within each run of `Run` lanes combine as above.
+      constexpr unsigned Run = Partials < 32 ? Partials : 32;
+      result = partials[lane % Run];
+#pragma unroll
+      for (unsigned j = 1; j < Partials / Run; ++j) result = op(result, partials[j * Run + lane % Run]);
+      result = butterfly<Stride, Run>(result, lane, 0xffffffffu, op);
+    } else {
+      const unsigned x = linear % Stride;
+      result = partials[x];
+#pragma unroll 4
+      for (unsigned w = 1; w < Threads / 32; ++w) result = op(result, partials[w * Stride + x]);
+    }
+    values[k] = result;
+  }
+  __syncthreads();
+}
+
+// One value: stridedGroupReduceN of N = 1.
+template <unsigned Stride, unsigned Size, typename T, typename Op>
+__device__ T stridedGroupReduce(T value, T* workspace, Op op) {
+  T values[1] = {value};
+  stridedGroupReduceN<Stride, Size>(values, workspace, op);
+  return values[0];
 }
 
 // Every thread gets the value of the thread with index 0 on the flagged axes
