@@ -1094,6 +1094,7 @@ class Emitter {
   // What a thread contributes to a block reduction, in the type it combines
   // in: its element, or the identity where the predicate fails.
   std::string blockReduceValue(const kir::BlockReduce& r) {
+    SMELT_CHECK(r.expr != nullptr, "codegen: block reduction into ", r.out.buffer->name, " has no expression");
     const DataType wt = blockReduceType(r.expr->output()->dtype());
     std::string value = convert(element(r.in), r.in.buffer->dtype, wt);
     if (!r.predicate.alwaysTrue()) {
@@ -1123,7 +1124,7 @@ class Emitter {
   }
 
   void emitBlockReduce(const kir::BlockReduce& r) {
-    SMELT_CHECK(r.expr != nullptr, "codegen: block reduction into ", r.out.buffer->name, " has no expression");
+    const std::string value = blockReduceValue(r);
     const std::string op = "smelt::" + functorName(r.expr->op()) + "()";
     std::string call = "smelt::blockReduce" + axisFlags(r.thread_axes, "block reduction") + "(";
     if (r.shuffle_group > 0 && r.shuffle_stride > 1) {
@@ -1133,7 +1134,7 @@ class Emitter {
       call = "smelt::groupReduce<" + std::to_string(r.shuffle_group) + ", " +
              std::to_string(*threadsPerBlock()) + ">(";
     }
-    const std::string reduced = call + blockReduceValue(r) + ", " + blockReduceWorkspace(r) + ", " + op + ")";
+    const std::string reduced = call + value + ", " + blockReduceWorkspace(r) + ", " + op + ")";
     if (r.write_predicate.alwaysTrue()) return storeReduced(r, reduced);
     open("{");
     line("const auto reduced = " + reduced + ";");
@@ -1145,6 +1146,7 @@ class Emitter {
   // round: the values gathered in the loop, reduced together, stored in the
   // loop again.
   void emitGroupedBlockReduce(const kir::ForLoop& loop, const kir::BlockReduce& r) {
+    const std::string value = blockReduceValue(r);
     SMELT_CHECK(r.shuffle_group > 0 && r.shuffle_stride > 1 && loop.extent.constant() == r.grouped,
                 "codegen: block reductions into ", r.out.buffer->name, " are grouped over a loop of ",
                 loop.extent.toString(), " trips without the strided shuffle form");
@@ -1156,7 +1158,7 @@ class Emitter {
     line(cudaType(blockReduceType(r.expr->output()->dtype())) + " " + values + "[" + n + "];");
     line("#pragma unroll");
     open(header);
-    line(values + "[" + loop.index + "] = " + blockReduceValue(r) + ";");
+    line(values + "[" + loop.index + "] = " + value + ";");
     close();
     line("smelt::stridedGroupReduceN<" + std::to_string(r.shuffle_stride) + ", " + std::to_string(r.shuffle_group) +
          ">(" + values + ", " + blockReduceWorkspace(r) + ", smelt::" + functorName(r.expr->op()) + "());");

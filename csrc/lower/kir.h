@@ -198,7 +198,8 @@ class BlockReduce : public Stmt {
   // Shared scratch of one element per thread of the block. Scratch buffers
   // have no Allocate statement: they are not planned with the tensors but
   // placed after them (as nvFuser does), so tensor plans match nvFuser's.
-  // None when the reduction stays within warps (shuffle_group <= 32).
+  // None when the reduction stays within warps (shuffle_group *
+  // shuffle_stride <= 32).
   const Buffer* workspace = nullptr;
   // Set with the workspace: when the block's shape is constant and each
   // group of reduced threads is this many threads `shuffle_stride` apart
