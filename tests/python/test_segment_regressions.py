@@ -259,3 +259,27 @@ def test_a_view_segment_under_a_python_dispatch_mode_falls_back_to_its_kernel():
     torch.testing.assert_close(out, attn.transpose(1, 2).reshape(b * t, h * d) @ weight,
                                rtol=1e-5, atol=1e-5)
     assert " view: no kernel" not in fd.last_run_report()
+
+
+@pytest.mark.parametrize("shape", [(4, 1, 2), (5, 2, 4), (24, 16, 40)], ids=["k1", "small", "tiles"])
+def test_matmul_epilogue_that_transposes_the_tile_runs_after_the_matmul(shape):
+    """The torch fuzzer's most frequent refusal (seeds 8100346, 9100059):
+    relu(a @ b) transposed. The matmul scheduler took the transpose into its
+    epilogue, which runs in the output tile's loops, so the lowering refused
+    the segment (the epilogue would read the accumulator across blocks) and
+    the segmenter retried smaller segments dozens of times. The scheduler now
+    declines an epilogue permute that moves the tile's rows or columns: the
+    first segmentation splits, nothing is refused, values match."""
+    m, k, n = shape
+    fd = FusionDefinition()
+    with fd:
+        a = fd.define_tensor([m, k], dtype=DataType.Float)
+        b = fd.define_tensor([k, n], dtype=DataType.Float)
+        c = fd.ops.relu(fd.ops.matmul(a, b))
+        fd.add_output(fd.ops.add(fd.ops.permute(c, [1, 0]), 1.0))
+    x, w = randn(m, k), randn(k, n, seed=1)
+    (out,) = fd.execute([x, w])
+    # A fusion's output is row-major (no stride_order given).
+    assert_same([out], [(torch.relu(x @ w).t() + 1.0).contiguous()])
+    report = fd.last_run_report()
+    assert "refused" not in report, report

@@ -120,6 +120,22 @@ std::string analyze(const Fusion& fusion, Analysis& result) {
   if (result.a.used_elsewhere) p.operand_used_elsewhere = p.a;
   if (result.b.used_elsewhere && p.operand_used_elsewhere == nullptr) p.operand_used_elsewhere = p.b;
 
+  // The epilogue runs in the output tile's loops: a permute that moves the
+  // two innermost axes (M and N, or what broadcasts made of them) would read
+  // the accumulator across blocks (the segmenter runs it after instead).
+  std::unordered_set<const Val*> downstream{p.sum};
+  for (Expr* e : fusion.exprs()) {
+    const bool reads_tile = std::any_of(e->inputs().begin(), e->inputs().end(),
+                                        [&](const Val* v) { return downstream.count(v) > 0; });
+    if (!reads_tile) continue;
+    for (const Val* out : e->outputs()) downstream.insert(out);
+    if (e->type() != ExprType::Permute) continue;
+    const std::vector<int64_t>& dims = static_cast<const PermuteOp*>(e)->dims();
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    if (rank >= 2 && (dims[rank - 2] != rank - 2 || dims[rank - 1] != rank - 1)) {
+      return e->toString() + " moves the output tile's rows or columns; the epilogue must keep them";
+    }
+  }
   if (fusion.outputs().size() != 1 || fusion.outputs()[0]->asTensor() == nullptr) {
     return errorMessage("the fusion has ", fusion.outputs().size(),
                         " outputs; the matmul scheduler writes exactly one tensor");
