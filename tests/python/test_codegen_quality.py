@@ -13,6 +13,8 @@ from smelt import DataType, FusionDefinition
 from smelt.fusion_cache import fusion_cache
 from smelt.gallery import EXAMPLES, layer_norm as gallery_layer_norm, softmax as gallery_softmax
 
+from frontend_helpers import DEVICES
+
 ROWS, COLS = 8192, 4096
 
 
@@ -339,3 +341,31 @@ def test_full_occupancy_request_is_dropped_where_it_would_spill():
     assert "__launch_bounds__(512) " in kernel.cuda
     assert kernel.quality.registers > 32
     _assert_clean(fd)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("rows,cols,dtype,op", [
+    (4, 64, torch.float32, "sum"),      # block (2, 4): within one warp
+    (32, 16, torch.float32, "max"),     # (2, 32): whole warps, grouped
+    (8, 333, torch.float32, "sum"),     # (8, 8): no vectors, one value per thread
+    (2, 4096, torch.float16, "sum"),    # (2, 2)
+    (300, 8192, torch.float16, "max"),  # (4, 128): 64 partials, rows not a multiple of the block
+    (64, 8192, torch.float32, "max"),   # (8, 64): 4 columns per thread grouped
+    (1000, 72, torch.float32, "sum"),   # (2, 256): 32 partials combined by shuffles
+], ids=["2x4", "2x32", "8x8", "2x2", "4x128", "8x64", "2x256"])
+def test_outer_reductions_in_the_strided_shuffle_form_match_torch(rows, cols, dtype, op, device):
+    """Values of the strided (and grouped) shuffle form against torch, for
+    each block shape the heuristics give column reductions; on a GPU this is
+    the device code itself (the simulator runs the kernel IR)."""
+    x = torch.randn(rows, cols, generator=torch.Generator().manual_seed(rows + cols)).to(dtype)
+    fd = FusionDefinition()
+    with fd:
+        xv = fd.define_tensor([rows, cols], [True, True],
+                              DataType.Half if dtype == torch.float16 else DataType.Float)
+        reduced = getattr(fd.ops, op)(fd.ops.cast(xv, DataType.Float), [0])
+        fd.add_output(reduced)
+    (out,) = fd.execute([x.to(device)])
+    (kernel,) = fd.last_kernels()
+    assert [c for c, _ in _reduction_calls(kernel)][0].startswith("stridedGroupReduce"), kernel.cuda
+    expected = getattr(torch, "amax" if op == "max" else "sum")(x.float(), 0)
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-4)
