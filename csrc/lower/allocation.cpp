@@ -12,8 +12,12 @@
 //     concurrently, not one after another;
 //   * its Allocate sits in the loop where its own loops begin, just before its
 //     first write;
-//   * every block reduction gets a Shared workspace of one element per thread
-//     (no Allocate: scratch is placed after the planned tensors);
+//   * every block reduction gets its shuffle form where the constant block
+//     shape allows (groups of consecutive threads, or of one x lane's threads
+//     x-extent apart), a loop of independent strided ones is marked to run in
+//     one round, and each that leaves a warp gets a Shared workspace of one
+//     element per thread (no Allocate: scratch is placed after the planned
+//     tensors);
 //   * the launch takes, per parallel type, the largest extent bound to it.
 // Errors: a Local buffer of symbolic size; a Shared buffer larger than the
 // per-block limit.
