@@ -39,9 +39,15 @@ sys.path.insert(0, str(REPO / "tests" / "python"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from models.zoo import CASES, output_tensors  # noqa: E402
-from bench_torch_compile import host_hotspots, host_us, kernel_profile, median_us  # noqa: E402
+from bench_torch_compile import (host_hotspots, host_ops, host_us, kernel_profile,  # noqa: E402
+                                 median_us)
 
-GPU_MODES = ("eager", "inductor", "smelt")
+GPU_MODES = ("eager", "inductor", "smelt", "inductor-graphs", "smelt-graphs")
+# The compiled backends: "-graphs" is torch.compile's mode="reduce-overhead"
+# (each compiled graph replayed as a CUDA graph).
+COMPILED = {"inductor": ("inductor", None), "smelt": ("smelt", None),
+            "inductor-graphs": ("inductor", "reduce-overhead"),
+            "smelt-graphs": ("smelt", "reduce-overhead")}
 
 
 def measure(name: str) -> Dict[str, object]:
@@ -97,8 +103,9 @@ def _to_cuda(value):
 
 
 def gpu_times(name: str, iters: int) -> Dict[str, object]:
-    """Median µs per forward on the GPU of eager, Inductor and smelt (CUDA
-    events, one run), and smelt's largest absolute difference from eager."""
+    """Median µs per forward on the GPU of eager, Inductor and smelt, and of
+    both compiled backends with mode="reduce-overhead" (CUDA events, one
+    run), and smelt's largest absolute difference from eager."""
     build, make_inputs = CASES[name]
     model = build().cuda()
     args, kwargs = _to_cuda(make_inputs(1))
@@ -108,6 +115,7 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
     top: Dict[str, list] = {}
     host: Dict[str, float] = {}
     hotspots: Dict[str, list] = {}
+    ops: Dict[str, list] = {}
     error = 0.0
     with torch.no_grad():
         expected = output_tensors(model(*args, **kwargs))
@@ -115,15 +123,15 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
             torch._dynamo.reset()
             if mode == "eager":
                 fn = model
-            elif mode == "inductor":
-                fn = torch.compile(model)
             else:
                 import smelt.backend  # noqa: F401  (registers the backend)
-                fn = torch.compile(model, backend="smelt")
-            actual = output_tensors(fn(*args, **kwargs))
-            if mode == "smelt":
-                for a, e in zip(actual, expected):
-                    error = max(error, (a.float() - e.float()).abs().max().item())
+                backend, compile_mode = COMPILED[mode]
+                fn = torch.compile(model, backend=backend, mode=compile_mode)
+            for _ in range(3):  # a CUDA graph is recorded on the second or third call
+                actual = output_tensors(fn(*args, **kwargs))
+                if mode.startswith("smelt"):
+                    for a, e in zip(actual, expected):
+                        error = max(error, (a.float() - e.float()).abs().max().item())
             times[mode] = median_us(lambda *a: fn(*a, **kwargs), args, iters, cuda=True)
             profile = kernel_profile(lambda: fn(*args, **kwargs))
             kernel_us[mode] = sum(us for us, _ in profile.values())
@@ -133,10 +141,13 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
             host[mode] = host_us(lambda: fn(*args, **kwargs))
             if mode != "eager":
                 hotspots[mode] = host_hotspots(lambda: fn(*args, **kwargs))
+                ops[mode] = host_ops(lambda: fn(*args, **kwargs))
     return {"gpu_us": times, "gpu_kernel_us": kernel_us, "gpu_kernels": kernels,
             "gpu_top_kernels": top, "gpu_host_us": host, "gpu_host_hotspots": hotspots,
+            "gpu_host_ops": ops,
             "gpu_max_abs_error": error,
             "gpu_smelt_vs_inductor": times["inductor"] / times["smelt"],
+            "gpu_smelt_graphs_vs_inductor_graphs": times["inductor-graphs"] / times["smelt-graphs"],
             "gpu_smelt_vs_eager": times["eager"] / times["smelt"]}
 
 
@@ -210,21 +221,22 @@ def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
     lines += [f"GPU run of {r['model']} failed: {r['gpu_error']}" for r in rows if "gpu_error" in r]
     if timed:
         lines += ["", f"GPU ({torch.cuda.get_device_name()}), median µs per forward, CUDA events:",
-                  "(kernel: summed device time of the kernels one forward launches, and "
+                  "(graphs: mode=\"reduce-overhead\", each compiled graph replayed as a CUDA "
+                  "graph; kernel: summed device time of the kernels one forward launches, and "
                   "their count, from torch.profiler; host: median µs the host spends issuing "
-                  "one forward; the JSON has each compiled backend's host hotspots)", "",
-                  "| model | eager | Inductor | smelt | smelt vs Inductor | smelt vs eager | "
-                  "kernel µs (n) eager / Inductor / smelt | host µs eager / Inductor / smelt | "
-                  "max abs error (GPU) |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "one forward; the JSON has each compiled backend's host hotspots and host ops)",
+                  "", "| model | " + " | ".join(GPU_MODES) + " | smelt vs Inductor | "
+                  "smelt-graphs vs inductor-graphs | kernel µs (n) " + " / ".join(GPU_MODES) +
+                  " | host µs " + " / ".join(GPU_MODES) + " | max abs error (GPU) |",
+                  "|---" * (len(GPU_MODES) + 6) + "|"]
         for r in timed:
             t, k, n = r["gpu_us"], r.get("gpu_kernel_us", {}), r.get("gpu_kernels", {})
             h = r.get("gpu_host_us", {})
             device = " / ".join(f"{k[m]:.0f} ({n[m]:.0f})" if m in k else "—" for m in GPU_MODES)
             issue = " / ".join(f"{h[m]:.0f}" if m in h else "—" for m in GPU_MODES)
-            lines.append(f"| {r['model']} | {t['eager']:.1f} | {t['inductor']:.1f} | "
-                         f"{t['smelt']:.1f} | ×{r['gpu_smelt_vs_inductor']:.2f} | "
-                         f"×{r['gpu_smelt_vs_eager']:.2f} | {device} | {issue} | "
+            lines.append(f"| {r['model']} | " + " | ".join(f"{t[m]:.1f}" for m in GPU_MODES) +
+                         f" | ×{t['inductor'] / t['smelt']:.2f} | "
+                         f"×{t['inductor-graphs'] / t['smelt-graphs']:.2f} | {device} | {issue} | "
                          f"{r['gpu_max_abs_error']:.2g} |")
     return "\n".join(lines)
 

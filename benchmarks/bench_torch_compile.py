@@ -131,6 +131,23 @@ def host_hotspots(fn: Callable[[], Any], iters: int = 20, top: int = 12,
     return sorted(rows, key=lambda row: -row[1])[:top]
 
 
+def host_ops(fn: Callable[[], Any], iters: int = 20, top: int = 16) -> List[Tuple[str, float, float]]:
+    """The host-side events of one call by their own (self) CPU time, from
+    torch.profiler's CPU activity: ATen ops, CUDA runtime/driver calls and
+    smelt's runtime scopes (smelt::run_segments, smelt::segment,
+    smelt::prepare, smelt::launch); (name, µs per call, count per call)."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+    rows = [(e.key[:80], e.self_cpu_time_total / iters, e.count / iters)
+            for e in prof.key_averages() if e.self_cpu_time_total > 0]
+    return sorted(rows, key=lambda row: -row[1])[:top]
+
+
 def kernel_time_us(fn: Callable[[], Any], iters: int = 20) -> Tuple[float, float]:
     """(device time of the work one call launches, in us; launches per call)."""
     profile = kernel_profile(fn, iters).values()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The checks only a GPU can make, in one run sized for a short GPU lease (at most
-# about 7 minutes on a 16-core machine): builds the Python extension and the
+# about 8 minutes on a 16-core machine): builds the Python extension and the
 # GPU-labelled C++ tests (Release), then runs
 #   1. ctest -L gpu           the C++ launches against torch's CUDA results
 #   2. pytest -k cuda         the Python tests' CUDA cases
@@ -9,9 +9,11 @@
 #      (SMELT_GPU_CHECKS naming sweep: its --sweep of the outer-reduction
 #      block shapes, SMELT_SWEEP, default col_sum and layer_norm_bwd)
 #   4. smelt demo             the gallery on the GPU
-#   5. compute-sanitizer      racecheck and memcheck over the demo
-#   6. bench_models --gpu-only  eager / Inductor / smelt per zoo model, CUDA events
-#   7. compute-sanitizer      synccheck over the demo
+#   5. compute-sanitizer      racecheck and memcheck over the demo, racecheck over
+#                             the outer reductions' shuffle forms (pytest)
+#   6. bench_models --gpu-only  eager / Inductor / smelt per zoo model, CUDA events,
+#                             and both compiled backends with mode="reduce-overhead"
+#   7. compute-sanitizer      synccheck over the demo and the outer reductions
 #   8. torch_fuzz (only when SMELT_GPU_CHECKS names fuzz) the torch-level
 #      differential fuzzer on CPU tensors, one process per core, for
 #      SMELT_FUZZ_SECONDS (default 240) over seeds from SMELT_FUZZ_START
@@ -102,9 +104,18 @@ if step build 420 bash -c "set -o pipefail; SMELT_BUILD_TYPE=Release SMELT_JOBS=
   }
   want sanitizers && sanitize racecheck
   want sanitizers && sanitize memcheck
-  want bench && step bench_models 200 "$PYTHON" benchmarks/bench_models.py --gpu-only \
+  # The block reductions' shuffle forms (warp, strided, grouped) at every
+  # block shape the heuristics give, beyond the demo's kernels.
+  sanitize_reductions() {
+    step "sanitizer_reductions_$1" 120 compute-sanitizer --tool "$1" --error-exitcode 7 \
+      --print-limit 20 "$PYTHON" -m pytest -q --no-header -p no:cacheprovider \
+      tests/python/test_codegen_quality.py -k "strided_shuffle_form and cuda"
+  }
+  want sanitizers && sanitize_reductions racecheck
+  want bench && step bench_models 300 "$PYTHON" benchmarks/bench_models.py --gpu-only \
     --json "$OUT/bench_models_gpu.json"
   want sanitizers && sanitize synccheck
+  want sanitizers && sanitize_reductions synccheck
   fuzz_seconds=${SMELT_FUZZ_SECONDS:-240}
   want fuzz && step torch_fuzz $((fuzz_seconds + 90)) "$PYTHON" scripts/torch_fuzz.py \
     --start "${SMELT_FUZZ_START:-2000000}" --count 100000 --jobs "$JOBS" \

@@ -3,6 +3,7 @@
 #include "lower/output_layout.h"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
@@ -454,6 +455,7 @@ c10::Device FusionExecutor::validate(const std::vector<at::Tensor>& inputs,
 
 PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c10::Device device,
                                        bool load_module) const {
+  RECORD_FUNCTION("smelt::prepare", std::vector<c10::IValue>());
   std::map<std::string, int64_t> bindings = bind(inputs);
   PreparedLaunch prepared;
   prepared.index_type = chooseIndexTypeFor(inputs, bindings);
@@ -515,7 +517,8 @@ std::vector<at::Tensor> FusionExecutor::launch(const PreparedLaunch& prepared) {
   SMELT_CHECK(prepared.device.is_cuda(), "FusionExecutor::launch: the launch was prepared from ",
               prepared.device.str(), " tensors; a CUDA launch needs CUDA tensors (run() sends CPU "
               "tensors to the simulator)");
-  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  RECORD_FUNCTION("smelt::launch", std::vector<c10::IValue>());
+  c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(device));
   cuda::LaunchConfig config;
   for (int i = 0; i < 3; ++i) {
     config.grid[i] = prepared.params.grid[i];

@@ -1,6 +1,7 @@
 #include "runtime/fusion_executor_cache.h"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <chrono>
@@ -425,6 +426,8 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
   // Where tensors of this run live: a segment without tensor inputs (an
   // iota or a constant computed alone) runs there too.
   const c10::Device run_device = compile_only ? c10::Device(c10::kMeta) : device;
+  // Scopes torch.profiler shows (CPU activity) where a run's host time goes.
+  RECORD_FUNCTION("smelt::run_segments", std::vector<c10::IValue>());
   std::lock_guard<std::mutex> lock(mutex_);
   last_run_ = FusionRun();
   last_executors_.clear();
@@ -451,6 +454,7 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
       whole.emplace(*entry.fusion, inputInfosOf(*entry.fusion, inputs));
     }
     const int64_t chunks = whole ? gridSplitChunksOf(segment, *whole) : 1;
+    RECORD_FUNCTION("smelt::segment", std::vector<c10::IValue>());
     const std::vector<at::Tensor> segment_inputs = segmentInputTensors(segment, values, chunks);
     SegmentRun run;
     run.scheduler = segment.scheduler;

@@ -97,23 +97,26 @@ def test_markdown_puts_inductor_beside_smelt(tmp_path):
 
 
 def test_gpu_timings_table(monkeypatch):
-    """The GPU rows (eager / Inductor / smelt µs per forward, CUDA events)
+    """The GPU rows (eager, Inductor and smelt, then both compiled backends
+    replaying CUDA graphs: µs per forward, CUDA events)
     print as their own table, a failed model's error beside it; rows without
     the simulator's figures (--gpu-only) print no first table."""
     bench = _bench()
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "TestGPU")
-    rows = [{"model": "gpt2", "gpu_us": {"eager": 1694.8, "inductor": 997.4, "smelt": 7436.7},
-             "gpu_kernel_us": {"eager": 900.0, "inductor": 400.4, "smelt": 650.6},
-             "gpu_kernels": {"eager": 60.0, "inductor": 24.0, "smelt": 22.0},
-             "gpu_host_us": {"eager": 1500.2, "inductor": 900.0, "smelt": 6000.4},
-             "gpu_max_abs_error": 8.9e-08, "gpu_smelt_vs_inductor": 997.4 / 7436.7,
-             "gpu_smelt_vs_eager": 1694.8 / 7436.7},
+    modes = ("eager", "inductor", "smelt", "inductor-graphs", "smelt-graphs")
+    rows = [{"model": "gpt2",
+             "gpu_us": dict(zip(modes, (1694.8, 997.4, 7436.7, 120.0, 100.0))),
+             "gpu_kernel_us": dict(zip(modes, (900.0, 400.4, 650.6, 401.0, 640.0))),
+             "gpu_kernels": dict(zip(modes, (60.0, 24.0, 22.0, 24.0, 22.0))),
+             "gpu_host_us": dict(zip(modes, (1500.2, 900.0, 6000.4, 30.0, 25.0))),
+             "gpu_max_abs_error": 8.9e-08},
             {"model": "bert", "gpu_error": "SmeltError: boom"}]
     table = bench.markdown(rows, {})
     assert "nodes fused" not in table, table
     assert "GPU (TestGPU), median µs per forward" in table, table
-    assert ("| gpt2 | 1694.8 | 997.4 | 7436.7 | ×0.13 | ×0.23 | 900 (60) / 400 (24) / 651 (22) "
-            "| 1500 / 900 / 6000 | 8.9e-08 |") in table, table
+    assert ("| gpt2 | 1694.8 | 997.4 | 7436.7 | 120.0 | 100.0 | ×0.13 | ×1.20 | "
+            "900 (60) / 400 (24) / 651 (22) / 401 (24) / 640 (22) | 1500 / 900 / 6000 / 30 / 25 | "
+            "8.9e-08 |") in table, table
     assert "GPU run of bert failed: SmeltError: boom" in table, table
 
 

@@ -253,3 +253,73 @@ def test_rotary_positions_from_an_arange_stay_on_the_model_device(device):
     got = torch.compile(rotary, backend="smelt")(x)
     assert got.device == x.device
     torch.testing.assert_close(got, rotary(x))
+
+
+class NormMLP(torch.nn.Module):
+    """Linear, GELU and layer norm: two fusions around a matmul."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(16, 32)
+        self.norm = torch.nn.LayerNorm(32)
+
+    def forward(self, x):
+        return self.norm(F.gelu(self.fc(x))) * 2.0
+
+
+def _cudagraph_skips():
+    from torch._dynamo.utils import counters
+    return counters["inductor"]["cudagraph_skips"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_reduce_overhead_mode_replays_a_cuda_graph_where_torch_allows_one(device):
+    """mode="reduce-overhead" as Inductor users write it: on a GPU the forward
+    is recorded once and replayed (smelt's fusions run in the warm-up and the
+    recording, never again, while every call's values follow its new inputs);
+    on the CPU torch skips the recording and the graph runs as compiled."""
+    model = NormMLP().to(device)
+    compiled = torch.compile(model, backend="smelt", mode="reduce-overhead")
+    skips = _cudagraph_skips()
+    calls = 6
+    with torch.no_grad():
+        for call in range(calls):
+            x = torch.randn(8, 16, generator=gen(call)).to(device)
+            torch.testing.assert_close(compiled(x).clone(), model(x), rtol=1e-4, atol=1e-5)
+    report = smelt.backend.last_report()
+    assert report.partitions and all(p.fallback_runs == 0 for p in report.partitions), str(report)
+    runs = [p.smelt_runs for p in report.partitions]
+    if device == "cuda":
+        assert _cudagraph_skips() == skips
+        assert all(0 < n < calls for n in runs), runs  # the replays call no fusion
+    else:
+        assert _cudagraph_skips() == skips + 1
+        assert runs == [calls] * len(runs), runs
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_reduce_overhead_mode_trains_like_eager(device):
+    """Forward and backward graphs recorded (on a GPU): gradients of several
+    steps match eager's."""
+    model = NormMLP().to(device)
+    reference = NormMLP().to(device)
+    compiled = torch.compile(model, backend="smelt", mode="reduce-overhead")
+    for step in range(4):
+        x = torch.randn(8, 16, generator=gen(10 + step)).to(device)
+        for m, f in ((model, compiled), (reference, reference)):
+            m.zero_grad()
+            f(x).square().sum().backward()
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            # Layer norm's input gradient cancels: eager's float32 fc.weight
+            # gradient is itself ~9e-5 from float64's (max ~0.06).
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-3, atol=2e-4, msg=name)
+
+
+def test_unknown_modes_and_options_are_errors_naming_the_choices():
+    model = NormMLP()
+    with pytest.raises(Exception, match="unknown mode 'fastest'.*reduce-overhead"):
+        torch.compile(model, backend="smelt", mode="fastest")(torch.randn(2, 16))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="unknown option.*cuda_graphs.*cudagraphs"):
+        torch.compile(model, backend="smelt", options={"cuda_graphs": True})(torch.randn(2, 16))

@@ -6,7 +6,8 @@ into ones smelt translates. Each graph is partitioned (partition.py): the
 supported parts run as smelt fusions (the fusion cache reuses their kernels
 across recompilations and input shapes), everything else runs in torch, and
 a fusion that smelt refuses at run time falls back to torch too: compiling
-with smelt never makes a model fail.
+with smelt never makes a model fail. `mode="reduce-overhead"` replays each
+compiled graph as a CUDA graph (cudagraphs.py), as it does for Inductor.
 
 The backend is registered under the name "smelt" through the
 `torch_dynamo_backends` entry point of the installed package, and by
@@ -15,6 +16,7 @@ importing this module (for the build tree, where no entry point exists).
 """
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 from typing import Any, List
 
@@ -23,6 +25,7 @@ from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
+from smelt.backend import cudagraphs
 from smelt.backend.partition import GraphReport, PartitionReport, partition_graph
 
 __all__ = ["GraphReport", "PartitionReport", "last_report", "reports", "reset_reports",
@@ -98,8 +101,64 @@ def _compiler(kind: str):
     return compile_graph
 
 
-smelt_backend = aot_autograd(fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
-                             decompositions=DECOMPOSITIONS)
+_compile_forward = _compiler("forward")
+_compile_backward = _compiler("backward")
+_without_cudagraphs = aot_autograd(fw_compiler=_compile_forward, bw_compiler=_compile_backward,
+                                   decompositions=DECOMPOSITIONS)
+
+# torch.compile's modes as Inductor reads them: whether graphs are recorded
+# as CUDA graphs (smelt has no autotuning; "max-autotune" means what it means
+# to Inductor minus the tuning).
+MODES = {"default": False, "reduce-overhead": True, "max-autotune": True,
+         "max-autotune-no-cudagraphs": False}
+OPTIONS = ("cudagraphs",)
+
+
+def _uses_cudagraphs(mode, options) -> bool:
+    if mode is not None and mode not in MODES:
+        raise RuntimeError(f"smelt backend: unknown mode {mode!r}; the modes are "
+                           f"{', '.join(MODES)}")
+    unknown = sorted(set(options or {}) - set(OPTIONS))
+    if unknown:
+        raise RuntimeError(f"smelt backend: unknown option(s) {', '.join(unknown)}; the options "
+                           f"are {', '.join(OPTIONS)}")
+    return bool((options or {}).get("cudagraphs", MODES[mode or "default"]))
+
+
+def _with_cudagraphs(gm: torch.fx.GraphModule, example_inputs: List[Any]):
+    """AOTAutograd's graphs compiled by smelt, each recorded as a CUDA graph
+    where torch allows it (cudagraphs.py)."""
+    recorded_on: List[Any] = [None]  # the forward's device, None if not recorded
+
+    def forward(aot_graph, aot_inputs, is_inference=False):
+        fixed = cudagraphs.fixed_forward_inputs(len(example_inputs), len(aot_inputs))
+        compiled, recorded_on[0] = cudagraphs.recorded(
+            _compile_forward, aot_graph, aot_inputs, fixed, is_backward=False,
+            is_inference=is_inference)
+        return compiled
+
+    def backward(aot_graph, aot_inputs):
+        if recorded_on[0] is None:
+            return _compile_backward(aot_graph, aot_inputs)
+        compiled, device = cudagraphs.recorded(
+            _compile_backward, aot_graph, aot_inputs, cudagraphs.fixed_backward_inputs(aot_graph),
+            is_backward=True, is_inference=False)
+        if device is None:
+            return cudagraphs.backward_after_recorded_forward(compiled, recorded_on[0])
+        return compiled
+
+    return aot_autograd(fw_compiler=forward, bw_compiler=backward,
+                        inference_compiler=functools.partial(forward, is_inference=True),
+                        decompositions=DECOMPOSITIONS)(gm, example_inputs)
+
+
+def smelt_backend(gm: torch.fx.GraphModule, example_inputs: List[Any], mode=None, options=None):
+    """The backend torch.compile calls: `torch.compile(model, backend="smelt")`,
+    with `mode="reduce-overhead"` (or `options={"cudagraphs": True}`) to
+    replay each compiled graph as a CUDA graph."""
+    if _uses_cudagraphs(mode, options):
+        return _with_cudagraphs(gm, example_inputs)
+    return _without_cudagraphs(gm, example_inputs)
 
 
 def _register() -> None:
