@@ -116,39 +116,45 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
     host: Dict[str, float] = {}
     hotspots: Dict[str, list] = {}
     ops: Dict[str, list] = {}
+    errors: Dict[str, str] = {}
     error = 0.0
     with torch.no_grad():
         expected = output_tensors(model(*args, **kwargs))
         for mode in GPU_MODES:
             torch._dynamo.reset()
-            if mode == "eager":
-                fn = model
-            else:
-                import smelt.backend  # noqa: F401  (registers the backend)
-                backend, compile_mode = COMPILED[mode]
-                fn = torch.compile(model, backend=backend, mode=compile_mode)
-            for _ in range(3):  # a CUDA graph is recorded on the second or third call
-                actual = output_tensors(fn(*args, **kwargs))
-                if mode.startswith("smelt"):
-                    for a, e in zip(actual, expected):
-                        error = max(error, (a.float() - e.float()).abs().max().item())
-            times[mode] = median_us(lambda *a: fn(*a, **kwargs), args, iters, cuda=True)
-            profile = kernel_profile(lambda: fn(*args, **kwargs))
-            kernel_us[mode] = sum(us for us, _ in profile.values())
-            kernels[mode] = sum(n for _, n in profile.values())
-            top[mode] = sorted(([name[:80], us, n] for name, (us, n) in profile.items()),
-                               key=lambda row: -row[1])[:8]
-            host[mode] = host_us(lambda: fn(*args, **kwargs))
-            if mode != "eager":
-                hotspots[mode] = host_hotspots(lambda: fn(*args, **kwargs))
-                ops[mode] = host_ops(lambda: fn(*args, **kwargs))
+            try:
+                if mode == "eager":
+                    fn = model
+                else:
+                    import smelt.backend  # noqa: F401  (registers the backend)
+                    backend, compile_mode = COMPILED[mode]
+                    fn = torch.compile(model, backend=backend, mode=compile_mode)
+                for _ in range(3):  # a CUDA graph is recorded on the second or third call
+                    actual = output_tensors(fn(*args, **kwargs))
+                    if mode.startswith("smelt"):
+                        for a, e in zip(actual, expected):
+                            error = max(error, (a.float() - e.float()).abs().max().item())
+                times[mode] = median_us(lambda *a: fn(*a, **kwargs), args, iters, cuda=True)
+                profile = kernel_profile(lambda: fn(*args, **kwargs))
+                kernel_us[mode] = sum(us for us, _ in profile.values())
+                kernels[mode] = sum(n for _, n in profile.values())
+                top[mode] = sorted(([name[:80], us, n] for name, (us, n) in profile.items()),
+                                   key=lambda row: -row[1])[:8]
+                host[mode] = host_us(lambda: fn(*args, **kwargs))
+                if mode != "eager":
+                    hotspots[mode] = host_hotspots(lambda: fn(*args, **kwargs))
+                    ops[mode] = host_ops(lambda: fn(*args, **kwargs))
+            except Exception as e:  # one mode's failure leaves the others' figures
+                errors[mode] = f"{type(e).__name__}: {e}"[:2000]
+    if "eager" not in times:
+        raise RuntimeError(f"eager failed: {errors['eager']}")
+    ratios = {f"gpu_{a.replace('-', '_')}_vs_{b.replace('-', '_')}": times[b] / times[a]
+              for a, b in (("smelt", "inductor"), ("smelt-graphs", "inductor-graphs"),
+                           ("smelt", "eager")) if a in times and b in times}
     return {"gpu_us": times, "gpu_kernel_us": kernel_us, "gpu_kernels": kernels,
             "gpu_top_kernels": top, "gpu_host_us": host, "gpu_host_hotspots": hotspots,
-            "gpu_host_ops": ops,
-            "gpu_max_abs_error": error,
-            "gpu_smelt_vs_inductor": times["inductor"] / times["smelt"],
-            "gpu_smelt_graphs_vs_inductor_graphs": times["inductor-graphs"] / times["smelt-graphs"],
-            "gpu_smelt_vs_eager": times["eager"] / times["smelt"]}
+            "gpu_host_ops": ops, "gpu_mode_errors": errors, "gpu_max_abs_error": error,
+            **ratios}
 
 
 def _schedulers(last_run: str) -> List[str]:
@@ -234,10 +240,15 @@ def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
             h = r.get("gpu_host_us", {})
             device = " / ".join(f"{k[m]:.0f} ({n[m]:.0f})" if m in k else "—" for m in GPU_MODES)
             issue = " / ".join(f"{h[m]:.0f}" if m in h else "—" for m in GPU_MODES)
-            lines.append(f"| {r['model']} | " + " | ".join(f"{t[m]:.1f}" for m in GPU_MODES) +
-                         f" | ×{t['inductor'] / t['smelt']:.2f} | "
-                         f"×{t['inductor-graphs'] / t['smelt-graphs']:.2f} | {device} | {issue} | "
+            def ratio(a, b):
+                return f"×{t[b] / t[a]:.2f}" if a in t and b in t else "—"
+            lines.append(f"| {r['model']} | " +
+                         " | ".join(f"{t[m]:.1f}" if m in t else "—" for m in GPU_MODES) +
+                         f" | {ratio('smelt', 'inductor')} | "
+                         f"{ratio('smelt-graphs', 'inductor-graphs')} | {device} | {issue} | "
                          f"{r['gpu_max_abs_error']:.2g} |")
+            lines += [f"{r['model']} {mode} failed: {why}"
+                      for mode, why in r.get("gpu_mode_errors", {}).items()]
     return "\n".join(lines)
 
 

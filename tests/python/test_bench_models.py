@@ -110,6 +110,8 @@ def test_gpu_timings_table(monkeypatch):
              "gpu_kernels": dict(zip(modes, (60.0, 24.0, 22.0, 24.0, 22.0))),
              "gpu_host_us": dict(zip(modes, (1500.2, 900.0, 6000.4, 30.0, 25.0))),
              "gpu_max_abs_error": 8.9e-08},
+            {"model": "vit", "gpu_us": {"eager": 900.0, "smelt": 450.0}, "gpu_max_abs_error": 0.0,
+             "gpu_mode_errors": {"inductor": "RuntimeError: no"}},
             {"model": "bert", "gpu_error": "SmeltError: boom"}]
     table = bench.markdown(rows, {})
     assert "nodes fused" not in table, table
@@ -117,6 +119,8 @@ def test_gpu_timings_table(monkeypatch):
     assert ("| gpt2 | 1694.8 | 997.4 | 7436.7 | 120.0 | 100.0 | ×0.13 | ×1.20 | "
             "900 (60) / 400 (24) / 651 (22) / 401 (24) / 640 (22) | 1500 / 900 / 6000 / 30 / 25 | "
             "8.9e-08 |") in table, table
+    assert "| vit | 900.0 | — | 450.0 | — | — | — | — |" in table, table
+    assert "vit inductor failed: RuntimeError: no" in table, table
     assert "GPU run of bert failed: SmeltError: boom" in table, table
 
 

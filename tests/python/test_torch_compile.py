@@ -323,3 +323,21 @@ def test_unknown_modes_and_options_are_errors_naming_the_choices():
     torch._dynamo.reset()
     with pytest.raises(Exception, match="unknown option.*cuda_graphs.*cudagraphs"):
         torch.compile(model, backend="smelt", options={"cuda_graphs": True})(torch.randn(2, 16))
+
+
+def test_compiled_graphs_take_their_inputs_boxed():
+    """AOTAutograd calls a compiled graph with a list it must empty (so
+    inputs can be freed early); torch's CUDA graph trees assert it."""
+    def fn(x, y):
+        return torch.relu(x) + y
+
+    gm = torch.fx.symbolic_trace(fn)
+    example = [torch.randn(3), torch.randn(3)]
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for node, value in zip(placeholders, example):  # what AOTAutograd's graphs carry
+        node.meta["val"] = value
+    compiled = smelt.backend._compile_forward(gm, example)
+    args = list(example)
+    out = compiled(args)
+    assert args == []
+    torch.testing.assert_close(out, torch.relu(example[0]) + example[1])

@@ -23,7 +23,6 @@ from typing import Any, List
 import torch
 from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
-from torch._functorch.aot_autograd import make_boxed_func
 
 from smelt.backend import cudagraphs
 from smelt.backend.partition import GraphReport, PartitionReport, partition_graph
@@ -97,7 +96,16 @@ def _compiler(kind: str):
     def compile_graph(gm: torch.fx.GraphModule, example_inputs: List[Any]):
         compiled, report = partition_graph(gm, f"{kind} graph {len(_REPORTS)}")
         _REPORTS.append(report)
-        return make_boxed_func(compiled.forward)
+
+        def run(args: List[Any]):
+            # AOTAutograd's boxed convention: the callee empties the list it is
+            # given, so inputs the graph no longer needs can be freed (and
+            # torch's CUDA graph trees check that it did).
+            inputs = list(args)
+            args.clear()
+            return compiled.forward(*inputs)
+        run._boxed_call = True
+        return run
     return compile_graph
 
 
