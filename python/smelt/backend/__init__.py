@@ -141,16 +141,17 @@ def _with_cudagraphs(gm: torch.fx.GraphModule, example_inputs: List[Any]):
     def forward(aot_graph, aot_inputs, is_inference=False):
         fixed = cudagraphs.fixed_forward_inputs(len(example_inputs), len(aot_inputs))
         compiled, recorded_on[0] = cudagraphs.recorded(
-            _compile_forward, aot_graph, aot_inputs, fixed, is_backward=False,
-            is_inference=is_inference)
+            _compile_forward, aot_graph, aot_inputs, fixed, cudagraphs.static_forward_inputs(fixed),
+            is_backward=False, is_inference=is_inference)
         return compiled
 
     def backward(aot_graph, aot_inputs):
         if recorded_on[0] is None:
             return _compile_backward(aot_graph, aot_inputs)
+        fixed = cudagraphs.fixed_backward_inputs(aot_graph)
         compiled, device = cudagraphs.recorded(
-            _compile_backward, aot_graph, aot_inputs, cudagraphs.fixed_backward_inputs(aot_graph),
-            is_backward=True, is_inference=False)
+            _compile_backward, aot_graph, aot_inputs, fixed, range(fixed), is_backward=True,
+            is_inference=False)
         if device is None:
             return cudagraphs.backward_after_recorded_forward(compiled, recorded_on[0])
         return compiled

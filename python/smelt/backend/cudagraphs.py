@@ -15,19 +15,22 @@ captured, or an input it mutates.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 import torch.fx
 
 
 def recorded(compile_graph: Callable[[torch.fx.GraphModule, List[Any]], Callable],
-             aot_graph: torch.fx.GraphModule, aot_inputs: List[Any], fixed_inputs: int, *,
-             is_backward: bool, is_inference: bool) -> Tuple[Callable, Optional[int]]:
+             aot_graph: torch.fx.GraphModule, aot_inputs: List[Any], fixed_inputs: int,
+             static_inputs: Sequence[int], *, is_backward: bool,
+             is_inference: bool) -> Tuple[Callable, Optional[int]]:
     """compile_graph(aot_graph, aot_inputs) (a boxed function), recorded as a
     CUDA graph where torch's check allows it (the check reads the graph before
-    compile_graph rewrites it); and the device it was recorded for, None
-    where it was not."""
+    compile_graph rewrites it; the first `fixed_inputs` may be mutated); and
+    the device it was recorded for, None where it was not. Inputs at
+    `static_inputs` are read where they lie (a replay copies the others into
+    the graph's buffers)."""
     from torch._dynamo.backends.cudagraphs import (check_for_skip, find_input_mutations,
                                                    get_device_index, get_stack_traces)
     from torch._inductor.cudagraph_trees import cudagraphify_impl
@@ -42,7 +45,7 @@ def recorded(compile_graph: Callable[[torch.fx.GraphModule, List[Any]], Callable
     placeholders = get_placeholder_info(aot_graph.graph)
     mutated = find_input_mutations(aot_graph.graph)
     compiled = compile_graph(aot_graph, aot_inputs)
-    replay = cudagraphify_impl(compiled, aot_inputs, range(fixed_inputs), device_index=device,
+    replay = cudagraphify_impl(compiled, aot_inputs, static_inputs, device_index=device,
                                is_backward=is_backward, is_inference=is_inference,
                                stack_traces=stack_traces, placeholders=placeholders,
                                mutated_input_idxs=mutated)
@@ -65,10 +68,19 @@ def backward_after_recorded_forward(compiled: Callable, device: int) -> Callable
 
 
 def fixed_forward_inputs(dynamo_inputs: int, aot_inputs: int) -> int:
-    """How many of a forward graph's inputs are parameters and buffers (the
-    inputs AOTAutograd lifted; they keep their addresses between calls)."""
+    """How many of a forward graph's first inputs AOTAutograd lifted from the
+    module (parameters and buffers: they keep their addresses)."""
     from torch._inductor.utils import num_fw_fixed_arguments
     return num_fw_fixed_arguments(dynamo_inputs, aot_inputs)
+
+
+def static_forward_inputs(fixed_inputs: int) -> List[int]:
+    """The forward's inputs that keep their addresses between calls: with
+    Dynamo inlining nn.Modules, the parameters are ordinary graph inputs that
+    AOTAutograd marks static (a replay would otherwise copy every weight);
+    else the lifted ones."""
+    from torch._inductor.compile_fx import get_static_input_idxs
+    return list(get_static_input_idxs(fixed_inputs))
 
 
 def fixed_backward_inputs(aot_graph: torch.fx.GraphModule) -> int:
