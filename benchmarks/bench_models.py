@@ -102,6 +102,29 @@ def _to_cuda(value):
     return value
 
 
+def _smelt_kernel_times(profile: Dict[str, tuple]) -> list:
+    """Each smelt kernel of the latest forward: [name, µs per forward,
+    launches, partition, grid, block, scheduler and parameters] (which
+    kernels are slow, and how they were scheduled), slowest first."""
+    import smelt.backend
+    rows = []
+    for report in smelt.backend.reports():
+        for part in report.partitions:
+            segments: List[str] = []  # a segment's first line and its indented ones
+            for line in (part.last_run or "").splitlines():
+                if line[:1].isdigit():
+                    segments.append(line)
+                elif line.startswith("  ") and segments:
+                    segments[-1] += " |" + line.strip()
+            schedules = [seg for seg in segments if " view:" not in seg.split("|")[0]]
+            for kernel, schedule in zip(part.kernels, schedules):
+                name = kernel.compiled.kernel_name
+                us, n = profile.get(name, (0.0, 0.0))
+                rows.append([name, us, n, part.name, list(kernel.grid), list(kernel.block),
+                             schedule[:240]])
+    return sorted(rows, key=lambda row: -row[1])
+
+
 def gpu_times(name: str, iters: int) -> Dict[str, object]:
     """Median µs per forward on the GPU of eager, Inductor and smelt, and of
     both compiled backends with mode="reduce-overhead" (CUDA events, one
@@ -117,6 +140,7 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
     hotspots: Dict[str, list] = {}
     ops: Dict[str, list] = {}
     errors: Dict[str, str] = {}
+    smelt_kernels: list = []
     error = 0.0
     with torch.no_grad():
         expected = output_tensors(model(*args, **kwargs))
@@ -140,6 +164,8 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
                 kernels[mode] = sum(n for _, n in profile.values())
                 top[mode] = sorted(([name[:80], us, n] for name, (us, n) in profile.items()),
                                    key=lambda row: -row[1])[:8]
+                if mode == "smelt":
+                    smelt_kernels = _smelt_kernel_times(profile)
                 host[mode] = host_us(lambda: fn(*args, **kwargs))
                 if mode != "eager":
                     hotspots[mode] = host_hotspots(lambda: fn(*args, **kwargs))
@@ -153,7 +179,7 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
                            ("smelt", "eager")) if a in times and b in times}
     return {"gpu_us": times, "gpu_kernel_us": kernel_us, "gpu_kernels": kernels,
             "gpu_top_kernels": top, "gpu_host_us": host, "gpu_host_hotspots": hotspots,
-            "gpu_host_ops": ops, "gpu_mode_errors": errors, "gpu_max_abs_error": error,
+            "gpu_host_ops": ops, "gpu_smelt_kernels": smelt_kernels, "gpu_mode_errors": errors, "gpu_max_abs_error": error,
             **ratios}
 
 

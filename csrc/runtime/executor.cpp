@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iomanip>
@@ -241,6 +242,7 @@ void FusionExecutor::compileLowered(Fusion* fusion, std::unique_ptr<GpuLower> lo
   current_ = -1;
   for (auto& kernel : variants_) kernel.reset();
   lower_ = std::move(lowered);
+  plan_.reset();
   lowering_ms_ = 0;
   sim_report_ = {};
   fusion_ = fusion;
@@ -415,29 +417,95 @@ std::vector<at::Tensor> FusionExecutor::run(const std::vector<at::Tensor>& input
 }
 
 std::vector<at::Tensor> FusionExecutor::runOnMeta(const std::vector<at::Tensor>& inputs) {
-  std::map<std::string, int64_t> bindings = bind(inputs);
-  const DataType index_type = chooseIndexTypeFor(inputs, bindings);
-  // The launch limits are checked.
-  const LaunchParams params = evaluateLaunch(*variant(index_type), bindings);
+  // The launch limits are checked (the plan evaluates the launch).
+  const std::shared_ptr<const LaunchPlan> plan = planFor(inputs);
   {
     std::lock_guard<std::mutex> lock(state_mutex_);
-    launch_params_ = params;
-    setCurrent(index_type);
+    launch_params_ = plan->params;
+    setCurrent(plan->index_type);
   }
-  return allocateOutputs(bindings, c10::Device(c10::kMeta));
+  return allocateOutputs(*plan, c10::Device(c10::kMeta));
 }
 
-std::vector<at::Tensor> FusionExecutor::allocateOutputs(
-    const std::map<std::string, int64_t>& bindings, c10::Device device) const {
+std::vector<at::Tensor> FusionExecutor::allocateOutputs(const LaunchPlan& plan, c10::Device device) {
   std::vector<at::Tensor> outputs;
-  for (const TensorParam& out : launchInfo().outputs) {
-    std::vector<int64_t> shape;
-    for (const IntExpr& extent : out.shape) shape.push_back(extent.evaluate(bindings));
-    outputs.push_back(at::empty(allocatedExtents(shape, out.expanded),
-                                at::TensorOptions().dtype(toAtenType(out.dtype)).device(device))
-                          .expand(shape));
+  outputs.reserve(plan.outputs.size());
+  for (const LaunchPlan::Output& out : plan.outputs) {
+    outputs.push_back(at::empty(out.allocated, at::TensorOptions().dtype(out.dtype).device(device))
+                          .expand(out.shape));
   }
   return outputs;
+}
+
+namespace {
+
+// Everything a launch plan depends on: per input, a tensor's dtype, rank,
+// sizes and strides, or a scalar's value.
+std::vector<int64_t> launchPlanKey(const std::vector<at::Tensor>& inputs,
+                                   const std::vector<InputSpec>& specs) {
+  std::vector<int64_t> key;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const at::Tensor& t = inputs[i];
+    key.push_back(static_cast<int64_t>(t.scalar_type()));
+    if (!specs[i].is_tensor) {
+      const double value = t.item<double>();
+      int64_t bits = 0;
+      std::memcpy(&bits, &value, sizeof(bits));
+      key.push_back(bits);
+      continue;
+    }
+    key.push_back(t.dim());
+    key.insert(key.end(), t.sizes().begin(), t.sizes().end());
+    key.insert(key.end(), t.strides().begin(), t.strides().end());
+  }
+  return key;
+}
+
+}  // namespace
+
+std::shared_ptr<const LaunchPlan> FusionExecutor::planFor(const std::vector<at::Tensor>& inputs) const {
+  std::vector<int64_t> key = launchPlanKey(inputs, validator_.specs());
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    if (plan_ != nullptr && plan_->key == key) return plan_;
+  }
+  std::shared_ptr<const LaunchPlan> plan = makePlan(inputs, std::move(key));
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  plan_ = plan;
+  return plan;
+}
+
+std::shared_ptr<const LaunchPlan> FusionExecutor::makePlan(const std::vector<at::Tensor>& inputs,
+                                                           std::vector<int64_t> key) const {
+  auto plan = std::make_shared<LaunchPlan>();
+  plan->key = std::move(key);
+  std::map<std::string, int64_t> bindings = bind(inputs);
+  plan->index_type = chooseIndexTypeFor(inputs, bindings);
+  plan->kernel = variant(plan->index_type);
+  plan->params = evaluateLaunch(*plan->kernel, bindings);
+  const KernelLaunchInfo& info = plan->kernel->launchInfo();
+  for (const TensorParam& param : info.outputs) {
+    LaunchPlan::Output out;
+    for (const IntExpr& extent : param.shape) out.shape.push_back(extent.evaluate(bindings));
+    out.allocated = allocatedExtents(out.shape, param.expanded);
+    out.dtype = toAtenType(param.dtype);
+    // The strides of the tensor allocateOutputs makes, from a meta stand-in.
+    const at::Tensor stand_in =
+        at::empty(out.allocated, at::TensorOptions().dtype(out.dtype).device(c10::kMeta)).expand(out.shape);
+    out.kernel_strides = kernelStrides(stand_in);
+    bindTensor(bindings, param.name, stand_in, out.kernel_strides);
+    plan->outputs.push_back(std::move(out));
+  }
+  for (const VectorCondition& condition : info.vector_conditions) {
+    if (auto why = condition.violation(bindings)) {
+      plan->vector_violation =
+          errorMessage(describeParam(condition.tensor), " breaks what the kernel's vectorized (or cp.async) "
+                       "accesses assume: ", condition.toString(), " (", *why, "); pass a contiguous copy "
+                       "(.contiguous()) or reschedule");
+      break;
+    }
+  }
+  return plan;
 }
 
 PreparedLaunch FusionExecutor::prepareLaunch(const std::vector<at::Tensor>& inputs) const {
@@ -456,16 +524,17 @@ c10::Device FusionExecutor::validate(const std::vector<at::Tensor>& inputs,
 PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c10::Device device,
                                        bool load_module) const {
   RECORD_FUNCTION("smelt::prepare", std::vector<c10::IValue>());
-  std::map<std::string, int64_t> bindings = bind(inputs);
+  const std::shared_ptr<const LaunchPlan> plan = planFor(inputs);
   PreparedLaunch prepared;
-  prepared.index_type = chooseIndexTypeFor(inputs, bindings);
-  prepared.kernel = variant(prepared.index_type);
+  prepared.index_type = plan->index_type;
+  prepared.kernel = plan->kernel;
   // "no CUDA device" before any CUDA allocation.
   if (load_module) prepared.kernel->function(device.index());
+  if (!plan->vector_violation.empty()) throw Error(plan->vector_violation);
   const KernelLaunchInfo& info = prepared.kernel->launchInfo();
   prepared.device = device;
-  prepared.params = evaluateLaunch(*prepared.kernel, bindings);
-  prepared.outputs = allocateOutputs(bindings, device);
+  prepared.params = plan->params;
+  prepared.outputs = allocateOutputs(*plan, device);
   std::vector<const at::Tensor*> scalars;
   size_t tensor = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -479,20 +548,12 @@ PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c1
   }
   for (size_t o = 0; o < prepared.outputs.size(); ++o) {
     const at::Tensor& t = prepared.outputs[o];
-    const std::vector<int64_t> strides = kernelStrides(t);
-    bindTensor(bindings, info.outputs[o].name, t, strides);
     // Fresh allocations are aligned far beyond any vector.
     const int64_t alignment = std::max<int64_t>(info.outputs[o].vector_bytes, 1);
     SMELT_INTERNAL_CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % alignment == 0, "output ", o,
                          " is not aligned for its vector stores");
-    prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), strides, prepared.index_type);
-  }
-  for (const VectorCondition& condition : info.vector_conditions) {
-    if (auto why = condition.violation(bindings)) {
-      throw Error(errorMessage(describeParam(condition.tensor),
-                               " breaks what the kernel's vectorized (or cp.async) accesses assume: ", condition.toString(),
-                               " (", *why, "); pass a contiguous copy (.contiguous()) or reschedule"));
-    }
+    prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), plan->outputs[o].kernel_strides,
+                                 prepared.index_type);
   }
   for (size_t s = 0; s < scalars.size(); ++s) addScalarArgument(prepared.arguments, info.scalars[s], *scalars[s]);
   return prepared;

@@ -122,6 +122,29 @@ struct PreparedLaunch {
   c10::Device device = c10::Device(c10::kCPU);
 };
 
+// What a launch derives from its inputs' sizes, strides, dtypes and scalar
+// values alone (not from their addresses): the executor keeps it for the
+// latest such inputs, so a model calling a kernel with the same shapes again
+// skips binding symbols, choosing the index type, evaluating the launch and
+// the output shapes, and checking the vector conditions (host time per
+// launch).
+struct LaunchPlan {
+  std::vector<int64_t> key;  // launchPlanKey(inputs)
+  DataType index_type = DataType::Int;
+  std::shared_ptr<CachedKernel> kernel;  // the variant of index_type
+  LaunchParams params;
+  struct Output {
+    std::vector<int64_t> allocated;  // allocated dense, then expanded to `shape`
+    std::vector<int64_t> shape;
+    std::vector<int64_t> kernel_strides;
+    at::ScalarType dtype = at::kFloat;
+  };
+  std::vector<Output> outputs;
+  // Why these shapes break what the kernel's vector accesses assume ("" when
+  // they do not): an error at launch, not when only compiling.
+  std::string vector_violation;
+};
+
 class FusionExecutor {
  public:
   FusionExecutor();
@@ -219,8 +242,11 @@ class FusionExecutor {
   // Meta tensors: the kernel is compiled and its launch evaluated (limits
   // checked), nothing runs; the outputs are meta tensors of the right sizes.
   std::vector<at::Tensor> runOnMeta(const std::vector<at::Tensor>& inputs);
-  std::vector<at::Tensor> allocateOutputs(const std::map<std::string, int64_t>& bindings,
-                                          c10::Device device) const;
+  // The plan for these inputs' shapes: the latest one if its key matches.
+  std::shared_ptr<const LaunchPlan> planFor(const std::vector<at::Tensor>& inputs) const;
+  std::shared_ptr<const LaunchPlan> makePlan(const std::vector<at::Tensor>& inputs,
+                                             std::vector<int64_t> key) const;
+  static std::vector<at::Tensor> allocateOutputs(const LaunchPlan& plan, c10::Device device);
 
   Fusion* fusion_ = nullptr;
   ExecutorOptions options_;
@@ -240,6 +266,7 @@ class FusionExecutor {
   mutable double lowering_ms_ = 0;
   LaunchParams launch_params_;
   sim::SimReport sim_report_;
+  mutable std::shared_ptr<const LaunchPlan> plan_;  // the latest launch's
 };
 
 }  // namespace smelt
