@@ -7,7 +7,11 @@
 //     prepareLaunch, i.e. everything run() does on CUDA tensors before
 //     cuLaunchKernel (validation, binding sizes, launch parameters, output
 //     allocation, argument packing), measured on CPU tensors so it runs
-//     without a GPU; plus the kernel-cache lookup by key.
+//     without a GPU; plus the kernel-cache lookup by key;
+//   * the host cost of a repeated FusionExecutorCache run (a static-shape
+//     model calls each fusion with the same shapes every forward): its
+//     lookups, the segment's launch plan and output allocation, on meta
+//     tensors (compileFor: everything but the launch).
 // Times are wall-clock (NVRTC and allocation are not pure CPU work).
 #include <benchmark/benchmark.h>
 
@@ -18,6 +22,7 @@
 #include "fusion/transform_replay.h"
 #include "lower/lower.h"
 #include "runtime/executor.h"
+#include "runtime/fusion_executor_cache.h"
 #include "runtime/fusion_key.h"
 #include "runtime/nvrtc_compiler.h"
 #include "scheduler/registry.h"
@@ -132,6 +137,23 @@ void BM_SegmentHeuristicsPerRun(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_SegmentHeuristicsPerRun)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_RepeatedRunHostOverhead(benchmark::State& state) {
+  auto fusion = std::make_unique<Fusion>();
+  {
+    FusionGuard guard(fusion.get());
+    TensorView* x = makeContigTensor(2);
+    fusion->addInput(x);
+    TensorView* e = exp(sub(x, broadcast(max(x, {1}), {false, true})));
+    fusion->addOutput(div(e, broadcast(sum(e, {1}), {false, true})));
+  }
+  FusionExecutorCache cache(std::move(fusion));
+  const std::vector<at::Tensor> inputs = {at::empty({256, 1024}, at::TensorOptions().device(c10::kMeta))};
+  const c10::Device device(c10::kCUDA, 0);
+  cache.compileFor(inputs, device);
+  for (auto _ : state) benchmark::DoNotOptimize(cache.compileFor(inputs, device));
+}
+BENCHMARK(BM_RepeatedRunHostOverhead)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 

@@ -27,6 +27,7 @@
 #                    to build first where GoogleTest is not installed,
 #      SMELT_GPU_CHECKS  which of ctest pytest triton sweep demo sanitizers bench fuzz to run
 #                    (default: all but fuzz),
+#      SMELT_BENCH_MODELS  the zoo models bench_models times (default: all),
 #      SMELT_CXX (default /usr/bin/g++ where it exists), PYTHON (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -113,7 +114,7 @@ if step build 420 bash -c "set -o pipefail; SMELT_BUILD_TYPE=Release SMELT_JOBS=
   }
   want sanitizers && sanitize_reductions racecheck
   want bench && step bench_models 300 "$PYTHON" benchmarks/bench_models.py --gpu-only \
-    --json "$OUT/bench_models_gpu.json"
+    ${SMELT_BENCH_MODELS:+--models "$SMELT_BENCH_MODELS"} --json "$OUT/bench_models_gpu.json"
   want sanitizers && sanitize synccheck
   want sanitizers && sanitize_reductions synccheck
   fuzz_seconds=${SMELT_FUZZ_SECONDS:-240}

@@ -243,6 +243,7 @@ void FusionExecutor::compileLowered(Fusion* fusion, std::unique_ptr<GpuLower> lo
   for (auto& kernel : variants_) kernel.reset();
   lower_ = std::move(lowered);
   plan_.reset();
+  plans_made_ = 0;
   lowering_ms_ = 0;
   sim_report_ = {};
   fusion_ = fusion;
@@ -431,8 +432,8 @@ std::vector<at::Tensor> FusionExecutor::allocateOutputs(const LaunchPlan& plan, 
   std::vector<at::Tensor> outputs;
   outputs.reserve(plan.outputs.size());
   for (const LaunchPlan::Output& out : plan.outputs) {
-    outputs.push_back(at::empty(out.allocated, at::TensorOptions().dtype(out.dtype).device(device))
-                          .expand(out.shape));
+    at::Tensor dense = at::empty(out.allocated, at::TensorOptions().dtype(out.dtype).device(device));
+    outputs.push_back(out.allocated == out.shape ? std::move(dense) : dense.expand(out.shape));
   }
   return outputs;
 }
@@ -477,6 +478,7 @@ std::shared_ptr<const LaunchPlan> FusionExecutor::planFor(const std::vector<at::
 
 std::shared_ptr<const LaunchPlan> FusionExecutor::makePlan(const std::vector<at::Tensor>& inputs,
                                                            std::vector<int64_t> key) const {
+  ++plans_made_;
   auto plan = std::make_shared<LaunchPlan>();
   plan->key = std::move(key);
   std::map<std::string, int64_t> bindings = bind(inputs);

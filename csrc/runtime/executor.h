@@ -185,6 +185,9 @@ class FusionExecutor {
   // Of the latest run, or of the example inputs until the first run: the
   // launch, and the kernel variant (index type, name, source, cubin, key).
   const LaunchParams& launchParams() const;
+  // How many launch plans (LaunchPlan) this executor has made since compile():
+  // a launch with the latest plan's shapes makes none.
+  int64_t plansMade() const { return plans_made_.load(); }
   DataType indexType() const;
   const std::string& kernelName() const;
   const std::string& cudaSource() const;
@@ -267,6 +270,7 @@ class FusionExecutor {
   LaunchParams launch_params_;
   sim::SimReport sim_report_;
   mutable std::shared_ptr<const LaunchPlan> plan_;  // the latest launch's
+  mutable std::atomic<int64_t> plans_made_{0};
 };
 
 }  // namespace smelt

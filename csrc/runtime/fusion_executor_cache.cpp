@@ -225,6 +225,28 @@ std::string inputSignature(const std::vector<at::Tensor>& inputs, std::optional<
   return os.str();
 }
 
+// Everything a run's lookups depend on: the device, and per input its
+// device, dtype, sizes, strides and data alignment, or a scalar's value.
+std::vector<int64_t> runKey(const std::vector<at::Tensor>& inputs, c10::Device device,
+                            bool compile_only) {
+  std::vector<int64_t> key = {static_cast<int64_t>(device.type()), device.index(), compile_only};
+  for (const at::Tensor& t : inputs) {
+    key.push_back(static_cast<int64_t>(t.device().type()));
+    key.push_back(static_cast<int64_t>(t.scalar_type()));
+    key.push_back(t.dim());
+    if (t.dim() == 0 && !t.is_meta() && t.device().is_cpu()) {  // a scalar's value may set extents
+      const double value = t.item<double>();
+      int64_t bits = 0;
+      std::memcpy(&bits, &value, sizeof(bits));
+      key.push_back(bits);
+    }
+    key.insert(key.end(), t.sizes().begin(), t.sizes().end());
+    key.insert(key.end(), t.strides().begin(), t.strides().end());
+    key.push_back(dataAlignment(t));
+  }
+  return key;
+}
+
 std::string FusionRun::toString() const {
   std::ostringstream os;
   if (empty_input) os << "no kernel: an input has an empty dimension (outputs evaluated with ATen)\n";
@@ -296,6 +318,7 @@ void FusionExecutorCache::setHeuristicOverride(HeuristicOverride override_params
   for (auto& [signature, entry] : signatures_) {
     for (auto& per_segment : entry.choices) per_segment.clear();
   }
+  memo_ = RunMemo();
 }
 
 namespace {
@@ -421,6 +444,56 @@ std::vector<at::Tensor> FusionExecutorCache::compileFor(const std::vector<at::Te
   return runSegments(stand_ins, device, true);
 }
 
+// Schedules segment `s` for inputs first seen (its scheduler's heuristics for
+// them) and compiles it, unless a kernel for the parameters it chooses exists;
+// `run` records what it cost.
+void FusionExecutorCache::compileSegment(SignatureEntry& entry, size_t s, std::vector<InputInfo> infos,
+                                         const std::vector<at::Tensor>& segment_inputs,
+                                         c10::Device device, SegmentChoice& choice, SegmentRun& run) {
+  const Segment& segment = entry.segmented.segments[s];
+  const auto schedule_start = std::chrono::steady_clock::now();
+  const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
+  RuntimeInfo runtime(*segment.fusion, std::move(infos), targetArch(options_, device));
+  std::string reason = scheduler.reject_reason(*segment.fusion, runtime);
+  SMELT_INTERNAL_CHECK(reason.empty(), "segment ", s, " was given to the ",
+                       toString(segment.scheduler), " scheduler, which now declines: ",
+                       reason);
+  std::unique_ptr<HeuristicParams> params = scheduler.heuristics(*segment.fusion, runtime);
+  if (override_) override_(*params);
+  choice.params = params->toString();
+  run.heuristics = true;
+  std::unique_ptr<CompiledSegment>& slot = entry.kernels[s][choice.params];
+  if (slot == nullptr) {
+    // The segmentation's check scheduled and lowered it already, unless
+    // these inputs chose other parameters. Taken out of the map first, so
+    // a compile that throws leaves nothing half-moved.
+    CheckedSchedule schedule;
+    auto checked = entry.checked.find(checkedScheduleKey(segment, choice.params));
+    if (checked != entry.checked.end()) {
+      schedule = std::move(checked->second);
+      entry.checked.erase(checked);
+    } else {
+      schedule.scheduled = segment.fusion->clone();
+      scheduler.schedule(*schedule.scheduled, *params);
+    }
+    run.cost.schedule_ms = msSince(schedule_start);
+    auto fresh = std::make_unique<CompiledSegment>();
+    fresh->scheduled = std::move(schedule.scheduled);
+    fresh->executor.compileLowered(fresh->scheduled.get(), std::move(schedule.lowered),
+                                   segment_inputs, options_);
+    if (!fresh->executor.compiledFromCache()) {
+      const CompiledKernel& kernel = fresh->executor.compiledKernel();
+      run.cost.nvrtc_ms = kernel.compile_ms;
+      (kernel.from_disk_cache ? run.cost.disk_cache_hits : run.cost.nvrtc_compiles) += 1;
+    }
+    slot = std::move(fresh);
+    run.compiled = true;
+  } else {
+    run.cost.schedule_ms = msSince(schedule_start);
+  }
+  choice.compiled = slot.get();
+}
+
 std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::Tensor>& inputs,
                                                          c10::Device device, bool compile_only) {
   // Where tensors of this run live: a segment without tensor inputs (an
@@ -431,7 +504,10 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
   std::lock_guard<std::mutex> lock(mutex_);
   last_run_ = FusionRun();
   last_executors_.clear();
-  last_run_.signature = inputSignature(inputs, device);
+  std::vector<int64_t> run_key = runKey(inputs, device, compile_only);
+  const bool repeated = memo_.entry != nullptr && memo_.key == run_key;
+  last_run_.repeated_inputs = repeated;
+  last_run_.signature = repeated ? memo_.signature : inputSignature(inputs, device);
   if (hasEmptyInput(*fusion_, inputs)) {
     // No kernel for an input with an empty dimension: the outputs are empty or
     // a reduction's identity (sum over an empty dimension is 0), from ATen.
@@ -439,7 +515,13 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
     return evaluateWithATen(*fusion_, inputs);
   }
   const auto segment_start = std::chrono::steady_clock::now();
-  SignatureEntry& entry = entryFor(last_run_.signature, inputs, device);
+  SignatureEntry& entry = repeated ? *memo_.entry : entryFor(last_run_.signature, inputs, device);
+  if (!repeated) {
+    memo_.key = std::move(run_key);
+    memo_.signature = last_run_.signature;
+    memo_.entry = &entry;
+    memo_.choices.assign(entry.segmented.segments.size(), nullptr);
+  }
   if (last_run_.new_signature) {
     CompileCost& segmentation = last_run_.segmentation;
     segmentation.segment_ms = msSince(segment_start) - segmentation.schedule_ms - segmentation.lower_ms;
@@ -467,52 +549,17 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
         continue;
       }
     }
-    std::vector<InputInfo> infos = inputInfosOf(*segment.fusion, segment_inputs);
-    SegmentChoice& choice = entry.choices[s][exactInputsKey(infos)];
-    CompiledSegment* compiled = choice.compiled;
-    if (compiled == nullptr) {
-      const auto schedule_start = std::chrono::steady_clock::now();
-      const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
-      RuntimeInfo runtime(*segment.fusion, std::move(infos), targetArch(options_, device));
-      std::string reason = scheduler.reject_reason(*segment.fusion, runtime);
-      SMELT_INTERNAL_CHECK(reason.empty(), "segment ", s, " was given to the ",
-                           toString(segment.scheduler), " scheduler, which now declines: ",
-                           reason);
-      std::unique_ptr<HeuristicParams> params = scheduler.heuristics(*segment.fusion, runtime);
-      if (override_) override_(*params);
-      choice.params = params->toString();
-      run.heuristics = true;
-      std::unique_ptr<CompiledSegment>& slot = entry.kernels[s][choice.params];
-      if (slot == nullptr) {
-        // The segmentation's check scheduled and lowered it already, unless
-        // these inputs chose other parameters. Taken out of the map first, so
-        // a compile that throws leaves nothing half-moved.
-        CheckedSchedule schedule;
-        auto checked = entry.checked.find(checkedScheduleKey(segment, choice.params));
-        if (checked != entry.checked.end()) {
-          schedule = std::move(checked->second);
-          entry.checked.erase(checked);
-        } else {
-          schedule.scheduled = segment.fusion->clone();
-          scheduler.schedule(*schedule.scheduled, *params);
-        }
-        run.cost.schedule_ms = msSince(schedule_start);
-        auto fresh = std::make_unique<CompiledSegment>();
-        fresh->scheduled = std::move(schedule.scheduled);
-        fresh->executor.compileLowered(fresh->scheduled.get(), std::move(schedule.lowered),
-                                       segment_inputs, options_);
-        if (!fresh->executor.compiledFromCache()) {
-          const CompiledKernel& kernel = fresh->executor.compiledKernel();
-          run.cost.nvrtc_ms = kernel.compile_ms;
-          (kernel.from_disk_cache ? run.cost.disk_cache_hits : run.cost.nvrtc_compiles) += 1;
-        }
-        slot = std::move(fresh);
-        run.compiled = true;
-      } else {
-        run.cost.schedule_ms = msSince(schedule_start);
+    SegmentChoice* chosen = memo_.choices[s];
+    if (chosen == nullptr) {
+      std::vector<InputInfo> infos = inputInfosOf(*segment.fusion, segment_inputs);
+      chosen = &entry.choices[s][exactInputsKey(infos)];
+      if (chosen->compiled == nullptr) {
+        compileSegment(entry, s, std::move(infos), segment_inputs, device, *chosen, run);
       }
-      choice.compiled = compiled = slot.get();
+      memo_.choices[s] = chosen;
     }
+    const SegmentChoice& choice = *chosen;
+    CompiledSegment* compiled = choice.compiled;
     run.params = choice.params;
     // An executor lowers at most once: in its compile (a fresh kernel not
     // lowered by the check) or in its first CPU run (a kernel the cache had).

@@ -110,6 +110,9 @@ struct SegmentRun {
 struct FusionRun {
   std::string signature;
   bool new_signature = false;  // segmented for this run
+  // The inputs had exactly the previous run's sizes, strides, alignments and
+  // scalar values: the signature and each segment's choice were not looked up.
+  bool repeated_inputs = false;
   bool empty_input = false;    // an input had an empty dimension: no kernel ran
   std::vector<SegmentRun> segments;
   // Segments the segmentation refused because their schedule did not lower
@@ -211,6 +214,9 @@ class FusionExecutorCache {
   // on meta tensors), keyed by the inputs' signature on `device`.
   std::vector<at::Tensor> runSegments(const std::vector<at::Tensor>& inputs, c10::Device device,
                                       bool compile_only);
+  void compileSegment(SignatureEntry& entry, size_t s, std::vector<InputInfo> infos,
+                      const std::vector<at::Tensor>& segment_inputs, c10::Device device,
+                      SegmentChoice& choice, SegmentRun& run);
 
   std::unique_ptr<Fusion> fusion_;
   InputValidator validator_;  // of fusion_ with every input declared non-contiguous
@@ -220,6 +226,18 @@ class FusionExecutorCache {
   // compiled segments and the latest-run state.
   mutable std::mutex mutex_;
   std::map<std::string, SignatureEntry> signatures_;
+  // The latest run's exact inputs (runKey) and what it looked up for them: a
+  // run with the same inputs again (every call of a static-shape model)
+  // skips building the signature and each segment's exact key. The
+  // segments' inputs follow from the run's (their shapes, strides and
+  // alignments are computed, or fresh allocations aligned beyond 16 bytes).
+  struct RunMemo {
+    std::vector<int64_t> key;
+    std::string signature;
+    SignatureEntry* entry = nullptr;
+    std::vector<SegmentChoice*> choices;  // per segment; null: none yet, or a view
+  };
+  RunMemo memo_;
   FusionRun last_run_;
   CompileCost total_cost_;
   std::vector<const FusionExecutor*> last_executors_;

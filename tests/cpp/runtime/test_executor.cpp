@@ -229,6 +229,42 @@ TEST(Executor, VectorizedAccessesNeedAlignedInputs) {
   EXPECT_TRUE(at::equal(fe.run({rows_of_12})[0], rows_of_12));
 }
 
+// A launch reuses the plan of the latest shapes (index type, launch, output
+// shapes, the vector conditions' verdict); what depends on the data pointers
+// is checked on every launch.
+TEST(Executor, LaunchPlansAreKeptForTheLatestShapes) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildVectorizedCopy();
+  at::Tensor a = at::randn({6, 8});
+  FusionExecutor fe;
+  fe.compile(&fusion, {a});
+  const int64_t made = fe.plansMade();
+  const PreparedLaunch first = fe.prepareLaunch({a});
+  const PreparedLaunch again = fe.prepareLaunch({at::randn({6, 8})});
+  EXPECT_EQ(fe.plansMade(), made + 1);
+  EXPECT_EQ(again.outputs[0].sizes(), first.outputs[0].sizes());
+  EXPECT_EQ(again.outputs[0].strides(), first.outputs[0].strides());
+  EXPECT_NE(again.outputs[0].data_ptr(), first.outputs[0].data_ptr());
+  // Same sizes and strides, a misaligned pointer: the plan is reused and the
+  // alignment still refused.
+  at::Tensor shifted = at::randn({6 * 8 + 1}).narrow(0, 1, 6 * 8).view({6, 8});
+  EXPECT_SMELT_ERROR(fe.prepareLaunch({shifted}), "is not 16-byte aligned");
+  EXPECT_EQ(fe.plansMade(), made + 1);
+  // Shapes that break a vector condition: refused each time, the plan kept.
+  at::Tensor rows_of_10 = at::randn({6, 10}).narrow(1, 0, 8);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_SMELT_ERROR(fe.prepareLaunch({rows_of_10}), "T0.stride[0] is 10, not a multiple of 4");
+  }
+  EXPECT_EQ(fe.plansMade(), made + 2);
+  // Other strides that meet the conditions make a plan of their own; the
+  // values are right.
+  at::Tensor rows_of_12 = at::randn({6, 12}).narrow(1, 0, 8);
+  EXPECT_EQ(fe.prepareLaunch({rows_of_12}).outputs[0].strides(), first.outputs[0].strides());
+  EXPECT_EQ(fe.plansMade(), made + 3);
+  EXPECT_TRUE(at::equal(fe.run({rows_of_12})[0], rows_of_12));
+}
+
 TEST(Executor, MergedDimensionsVectorizeWithAScalarTail) {
   Fusion fusion;
   FusionGuard guard(&fusion);

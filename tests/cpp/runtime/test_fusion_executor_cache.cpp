@@ -124,7 +124,9 @@ TEST(FusionExecutorCache, RepeatedShapesReuseTheSegmentChoice) {
   auto heuristicsRan = [&] { return cache.lastRun().segments.at(0).heuristics; };
   runAndCheck(cache, {randn({8, 64}), randn({8, 64})});
   EXPECT_TRUE(heuristicsRan());
+  EXPECT_FALSE(cache.lastRun().repeated_inputs);
   runAndCheck(cache, {randn({8, 64}), randn({8, 64})});
+  EXPECT_TRUE(cache.lastRun().repeated_inputs);  // nothing looked up
   EXPECT_FALSE(heuristicsRan());
   EXPECT_FALSE(cache.lastRun().segments[0].compiled);
   EXPECT_EQ(cache.lastRun().segments[0].params,
@@ -145,6 +147,7 @@ TEST(FusionExecutorCache, RepeatedShapesReuseTheSegmentChoice) {
   runAndCheck(cache, {wide.narrow(1, 0, 64), randn({8, 64})});
   EXPECT_TRUE(heuristicsRan());
   runAndCheck(cache, {wide.narrow(1, 2, 64), randn({8, 64})});
+  EXPECT_FALSE(cache.lastRun().repeated_inputs);  // the same strides, another alignment
   EXPECT_TRUE(heuristicsRan());
   EXPECT_NE(cache.lastRun().segments[0].params.find("vectorized_inputs={1}"), std::string::npos)
       << cache.lastRun().segments[0].params;
@@ -510,6 +513,13 @@ TEST(FusionExecutorCache, ScalarInputsAndHeuristicOverride) {
             "PointwiseParams{vector_width=2, block=(32, 1), split_grid_y=false, "
             "vectorized_inputs={0}, vectorized_outputs={}}");
   EXPECT_EQ(cache.lastExecutor(0).launchParams().grid[0], 2);
+  // A scalar's value is part of what a repeated run must match (a value may
+  // set an extent); the kernel takes each run's value.
+  const at::Tensor x = randn({100});
+  runAndCheck(cache, {x, at::scalar_tensor(2.0, at::kDouble)});
+  EXPECT_FALSE(cache.lastRun().repeated_inputs);
+  runAndCheck(cache, {x, at::scalar_tensor(2.0, at::kDouble)});
+  EXPECT_TRUE(cache.lastRun().repeated_inputs);
 }
 
 TEST(FusionExecutorCache, Errors) {
