@@ -150,7 +150,8 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
                 if mode == "eager":
                     fn = model
                 else:
-                    import smelt.backend  # noqa: F401  (registers the backend)
+                    import smelt.backend  # (registers the backend)
+                    smelt.backend.reset_reports()  # this model's graphs alone
                     backend, compile_mode = COMPILED[mode]
                     fn = torch.compile(model, backend=backend, mode=compile_mode)
                 for _ in range(3):  # a CUDA graph is recorded on the second or third call
