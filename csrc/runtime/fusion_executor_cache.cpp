@@ -226,15 +226,17 @@ std::string inputSignature(const std::vector<at::Tensor>& inputs, std::optional<
 }
 
 // Everything a run's lookups depend on: the device, and per input its
-// device, dtype, sizes, strides and data alignment, or a scalar's value.
-std::vector<int64_t> runKey(const std::vector<at::Tensor>& inputs, c10::Device device,
-                            bool compile_only) {
+// device, dtype, sizes, strides and data alignment, and a scalar input's
+// value (it may set extents; the segments' keys read it too).
+std::vector<int64_t> runKey(const Fusion& fusion, const std::vector<at::Tensor>& inputs,
+                            c10::Device device, bool compile_only) {
   std::vector<int64_t> key = {static_cast<int64_t>(device.type()), device.index(), compile_only};
-  for (const at::Tensor& t : inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const at::Tensor& t = inputs[i];
     key.push_back(static_cast<int64_t>(t.device().type()));
     key.push_back(static_cast<int64_t>(t.scalar_type()));
     key.push_back(t.dim());
-    if (t.dim() == 0 && !t.is_meta() && t.device().is_cpu()) {  // a scalar's value may set extents
+    if (fusion.inputs()[i]->asTensor() == nullptr && !t.is_meta()) {
       const double value = t.item<double>();
       int64_t bits = 0;
       std::memcpy(&bits, &value, sizeof(bits));
@@ -504,7 +506,7 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
   std::lock_guard<std::mutex> lock(mutex_);
   last_run_ = FusionRun();
   last_executors_.clear();
-  std::vector<int64_t> run_key = runKey(inputs, device, compile_only);
+  std::vector<int64_t> run_key = runKey(*fusion_, inputs, device, compile_only);
   const bool repeated = memo_.entry != nullptr && memo_.key == run_key;
   last_run_.repeated_inputs = repeated;
   last_run_.signature = repeated ? memo_.signature : inputSignature(inputs, device);
