@@ -3,6 +3,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "fusion/error.h"
@@ -181,6 +182,14 @@ class Builder {
     for (const Expr* e : epilogue_) {
       if (e->output() != ops_.output) {
         temps_[e->output()] = local(e->output()->name(), e->output()->dtype(), 1);
+      }
+    }
+    if (!p_.smem_epilogue && n_.constant() && *n_.constant() % 2 == 0) {
+      out_pair_ = local("out_pair", ops_.output->dtype(), 2);
+      for (const auto& [tv, coords] : coords_) {
+        if (tv->isFusionInput() && !coords.empty() && coords.back() == Coord::Col) {
+          in_pairs_[tv] = local(tv->name() + "_pair", tv->dtype(), 2);
+        }
       }
     }
     kernel_.launch.grid[0] = ceilDiv(n_, p_.block_n);
@@ -421,11 +430,20 @@ class Builder {
     kir::ForLoop* nt = loop(mt->body, "i_ent" + tag, n_tiles_, ParallelType::Unroll);
     kir::ForLoop* e = loop(nt->body, "i_e" + tag, mma::kCElementsPerLane, ParallelType::Unroll);
     const IntExpr i = sym("i_e" + tag);
-    at.acc_index = (sym("i_emt" + tag) * n_tiles_ + sym("i_ent" + tag)) * mma::kCElementsPerLane + i;
-    // cElement(lane, i) of fusion/mma_fragment.h, symbolically.
-    at.row = warpRow() * p_.warp_m + sym("i_emt" + tag) * mma::kM + lane() / 4 + i / 2 * 8;
-    at.col = warpCol() * p_.warp_n + sym("i_ent" + tag) * mma::kN + lane() % 4 * 2 + i % 2;
+    at = fragmentElement(sym("i_emt" + tag), sym("i_ent" + tag), i / 2, i % 2);
     return e->body;
+  }
+
+  // Accumulator element 2 half + column of m tile mt and n tile nt of the
+  // thread: cElement(lane, i) of fusion/mma_fragment.h, symbolically. The
+  // two columns of a half are adjacent in one row.
+  FragmentElement fragmentElement(const IntExpr& mt, const IntExpr& nt, const IntExpr& half,
+                                  const IntExpr& column) const {
+    FragmentElement at;
+    at.acc_index = (mt * n_tiles_ + nt) * mma::kCElementsPerLane + half * 2 + column;
+    at.row = warpRow() * p_.warp_m + mt * mma::kM + lane() / 4 + half * 8;
+    at.col = warpCol() * p_.warp_n + nt * mma::kN + lane() % 4 * 2 + column;
+    return at;
   }
 
   kir::Predicate inBounds(const IntExpr& row, const IntExpr& col) const {
@@ -435,29 +453,38 @@ class Builder {
     return p;
   }
 
+  // Element (row, col) of an epilogue tensor in global memory, by the
+  // coordinates its dimensions follow.
+  kir::Access globalAccess(const TensorView* tv, const IntExpr& row, const IntExpr& col) {
+    const kir::Buffer* g = global(tv);
+    IntExpr index = 0;
+    const std::vector<Coord>& c = coords_.at(tv);
+    for (size_t d = 0; d < c.size(); ++d) {
+      if (c[d] == Coord::Zero) continue;
+      const IntExpr coord = c[d] == Coord::Batch ? sym("blockIdx.z") : c[d] == Coord::Row ? row : col;
+      index = index + coord * stride(g, static_cast<int>(d));
+    }
+    return {g, index};
+  }
+
   // The epilogue ops for output element (row, col), reading the matmul
-  // result through `result`.
+  // result through `result`; the output's value goes to `result_to` when
+  // given instead of the output tensor.
   void epilogueOps(kir::StmtList& body, const kir::Access& result, const IntExpr& row,
-                   const IntExpr& col) {
+                   const IntExpr& col, const std::optional<kir::Access>& result_to = std::nullopt) {
     const kir::Predicate guard = inBounds(row, col);
     auto accessOf = [&](const TensorView* tv) -> kir::Access {
       if (tv == ops_.sum) return result;
       if (auto it = temps_.find(tv); it != temps_.end()) return {it->second, 0};
-      const kir::Buffer* g = global(tv);
-      IntExpr index = 0;
-      const std::vector<Coord>& c = coords_.at(tv);
-      for (size_t d = 0; d < c.size(); ++d) {
-        if (c[d] == Coord::Zero) continue;
-        const IntExpr coord = c[d] == Coord::Batch ? sym("blockIdx.z") : c[d] == Coord::Row ? row : col;
-        index = index + coord * stride(g, static_cast<int>(d));
-      }
-      return {g, index};
+      if (auto it = staged_.find(tv); it != staged_.end()) return it->second;
+      return globalAccess(tv, row, col);
     };
+    const auto output = [&] { return result_to ? *result_to : accessOf(ops_.output); };
     if (epilogue_.empty()) {
       // The output is the sum itself: a plain store.
       auto c = std::make_unique<kir::Compute>();
       c->expr = copyExpr();
-      c->out = accessOf(ops_.output);
+      c->out = output();
       c->operands.push_back(accessOperand(result));
       c->predicate = guard;
       append(body, std::move(c));
@@ -466,7 +493,7 @@ class Builder {
     for (const Expr* e : epilogue_) {
       auto c = std::make_unique<kir::Compute>();
       c->expr = e;
-      c->out = e->output() == ops_.output ? accessOf(ops_.output) : kir::Access{temps_.at(e->output()), 0};
+      c->out = e->output() == ops_.output ? output() : kir::Access{temps_.at(e->output()), 0};
       for (const Val* in : e->inputs()) {
         if (const TensorView* tv = in->asTensor()) {
           c->operands.push_back(accessOperand(accessOf(tv)));
@@ -491,12 +518,66 @@ class Builder {
     return copy_expr_;
   }
 
+  // Each thread's accumulators, through the epilogue, to the output. A
+  // thread holds pairs of adjacent columns (elements 2 h and 2 h + 1): with
+  // an even N, each pair is computed into out_pair and stored by a
+  // Vectorize loop of two (one 2-element access where codegen's vector
+  // analysis proves it, vectorize.h; the runtime checks what it assumes).
   void registerEpilogue(kir::StmtList& body) {
-    FragmentElement at;
-    kir::StmtList& inner = fragmentLoops(body, at, "");
-    const IntExpr row = sym("blockIdx.y") * p_.block_m + at.row;
-    const IntExpr col = sym("blockIdx.x") * p_.block_n + at.col;
-    epilogueOps(inner, {acc_, at.acc_index}, row, col);
+    const IntExpr block_row = sym("blockIdx.y") * p_.block_m;
+    const IntExpr block_col = sym("blockIdx.x") * p_.block_n;
+    if (out_pair_ == nullptr) {
+      FragmentElement at;
+      kir::StmtList& inner = fragmentLoops(body, at, "");
+      epilogueOps(inner, {acc_, at.acc_index}, block_row + at.row, block_col + at.col);
+      return;
+    }
+    kir::ForLoop* mt = loop(body, "i_emt", m_tiles_, ParallelType::Unroll);
+    kir::ForLoop* nt = loop(mt->body, "i_ent", n_tiles_, ParallelType::Unroll);
+    kir::ForLoop* half = loop(nt->body, "i_eh", mma::kCElementsPerLane / 2, ParallelType::Unroll);
+    // The pair's elements (row, col) of a pair loop `index`.
+    const auto element = [&](const std::string& index) {
+      const FragmentElement at = fragmentElement(sym("i_emt"), sym("i_ent"), sym("i_eh"), sym(index));
+      return std::make_pair(block_row + at.row, block_col + at.col);
+    };
+    // Global inputs along the output's columns are loaded a pair at a time too.
+    for (const auto& [tv, pair_buffer] : in_pairs_) {
+      kir::ForLoop* load = loop(half->body, "i_lv", 2, ParallelType::Vectorize);
+      const auto [row, col] = element("i_lv");
+      append(load->body, pairCopy(copyExprOf(tv), {pair_buffer, sym("i_lv")},
+                                  globalAccess(tv, row, col), inBounds(row, col)));
+      staged_[tv] = {pair_buffer, sym("i_ep")};
+    }
+    kir::ForLoop* pair = loop(half->body, "i_ep", 2, ParallelType::Unroll);
+    const FragmentElement at = fragmentElement(sym("i_emt"), sym("i_ent"), sym("i_eh"), sym("i_ep"));
+    epilogueOps(pair->body, {acc_, at.acc_index}, block_row + at.row, block_col + at.col,
+                kir::Access{out_pair_, sym("i_ep")});
+    staged_.clear();
+    kir::ForLoop* store = loop(half->body, "i_ev", 2, ParallelType::Vectorize);
+    const auto [row, col] = element("i_ev");
+    append(store->body, pairCopy(copyExprOf(ops_.output), globalAccess(ops_.output, row, col),
+                                 {out_pair_, sym("i_ev")}, inBounds(row, col)));
+  }
+
+  static std::unique_ptr<kir::Compute> pairCopy(const Expr* copy, const kir::Access& out,
+                                                const kir::Access& in, const kir::Predicate& guard) {
+    auto c = std::make_unique<kir::Compute>();
+    c->expr = copy;
+    c->out = out;
+    c->operands.push_back(accessOperand(in));
+    c->predicate = guard;
+    return c;
+  }
+
+  // set(tv): the expression of a copy of tv's elements between buffers of
+  // its dtype (a pair of the output, of an input).
+  const Expr* copyExprOf(const TensorView* tv) {
+    const Expr*& copy = copy_exprs_[tv];
+    if (copy == nullptr) {
+      FusionGuard guard(fusion_);
+      copy = set(const_cast<TensorView*>(tv))->definition();
+    }
+    return copy;
   }
 
   // Fragments -> C_s (the planner inserts the barrier that lets C_s take
@@ -542,6 +623,12 @@ class Builder {
   kir::Buffer* b_frag_ = nullptr;
   kir::Buffer* acc_ = nullptr;
   const Expr* copy_expr_ = nullptr;
+  std::map<const TensorView*, const Expr*> copy_exprs_;
+  // The register epilogue with pairs (an even N): the output's pair, and
+  // each global input read along the output's columns and its pair.
+  kir::Buffer* out_pair_ = nullptr;
+  std::map<const TensorView*, kir::Buffer*> in_pairs_;
+  std::map<const TensorView*, kir::Access> staged_;  // inputs read from their pair
   int load_loops_ = 0;
 };
 

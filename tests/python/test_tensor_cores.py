@@ -64,6 +64,39 @@ def test_execute_falls_back_and_can_be_forced_either_way():
     torch.testing.assert_close(out, reference("relu", *inputs(torch.float16)), rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [64, 24])
+def test_register_epilogue_moves_adjacent_columns_in_pairs(n, device):
+    """A thread's accumulators hold pairs of adjacent columns: with static
+    sizes and an even N the epilogue loads the bias and residual and stores
+    the output a pair (4 bytes of fp16) at a time, with a lane-by-lane tail
+    where the block tile overhangs N (24 in a 32-wide tile). A per-row scale
+    is read per element. Values against torch (the simulator, and the device
+    where there is one)."""
+    m, k = 48, 32
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[m, k], contiguity=[True, True], dtype=DataType.Half)
+        b = fd.define_tensor(shape=[k, n], contiguity=[True, True], dtype=DataType.Half)
+        bias = fd.define_tensor(shape=[n], contiguity=[True], dtype=DataType.Half)
+        residual = fd.define_tensor(shape=[m, n], contiguity=[True, True], dtype=DataType.Half)
+        scale = fd.define_tensor(shape=[m, 1], contiguity=[True, None], dtype=DataType.Half)
+        y = fd.ops.add(fd.ops.matmul(a, b), fd.ops.broadcast(bias, [True, False]))
+        y = fd.ops.add(fd.ops.mul(fd.ops.relu(y), scale), residual)
+        fd.add_output(fd.ops.cast(y, DataType.Half))
+    g = torch.Generator().manual_seed(n)
+    args = [torch.randn(*shape, generator=g).to(torch.float16)
+            for shape in ([m, k], [k, n], [n], [m, n], [m, 1])]
+    out, = fd.execute([x.to(device) for x in args])
+    a_, b_, bias_, residual_, scale_ = [x.float() for x in args]
+    expected = torch.relu(a_ @ b_ + bias_) * scale_ + residual_
+    torch.testing.assert_close(out.cpu().float(), expected, rtol=2e-2, atol=2e-2)
+    assert "tensor cores: yes" in fd.last_run_report(), fd.last_run_report()
+    kernel, = fd.last_kernels()
+    paired = kernel.cuda.count("vectorized: 4-byte accesses")
+    assert paired == 3, kernel.cuda  # the bias, the residual and the output, not the scale
+    assert ("lane by lane" in kernel.cuda) == (n == 24), kernel.cuda
+
+
 def test_float_operands_keep_cuda_cores():
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
