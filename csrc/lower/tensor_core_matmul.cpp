@@ -1,5 +1,6 @@
 #include "lower/tensor_core_matmul.h"
 
+#include <algorithm>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -446,6 +447,12 @@ class Builder {
     return at;
   }
 
+  kir::Predicate columnInBounds(const IntExpr& col) const {
+    kir::Predicate p;
+    p.terms = {{col, kir::Predicate::Term::Kind::LessThan, n_}};
+    return p;
+  }
+
   kir::Predicate inBounds(const IntExpr& row, const IntExpr& col) const {
     kir::Predicate p;
     p.terms = {{row, kir::Predicate::Term::Kind::LessThan, m_},
@@ -532,22 +539,30 @@ class Builder {
       epilogueOps(inner, {acc_, at.acc_index}, block_row + at.row, block_col + at.col);
       return;
     }
-    kir::ForLoop* mt = loop(body, "i_emt", m_tiles_, ParallelType::Unroll);
-    kir::ForLoop* nt = loop(mt->body, "i_ent", n_tiles_, ParallelType::Unroll);
-    kir::ForLoop* half = loop(nt->body, "i_eh", mma::kCElementsPerLane / 2, ParallelType::Unroll);
     // The pair's elements (row, col) of a pair loop `index`.
     const auto element = [&](const std::string& index) {
       const FragmentElement at = fragmentElement(sym("i_emt"), sym("i_ent"), sym("i_eh"), sym(index));
       return std::make_pair(block_row + at.row, block_col + at.col);
     };
-    // Global inputs along the output's columns are loaded a pair at a time too.
-    for (const auto& [tv, pair_buffer] : in_pairs_) {
-      kir::ForLoop* load = loop(half->body, "i_lv", 2, ParallelType::Vectorize);
-      const auto [row, col] = element("i_lv");
-      append(load->body, pairCopy(copyExprOf(tv), {pair_buffer, sym("i_lv")},
-                                  globalAccess(tv, row, col), inBounds(row, col)));
-      staged_[tv] = {pair_buffer, sym("i_ep")};
-    }
+    // Global inputs along the output's columns are loaded a pair at a time
+    // too; N tiles outermost, so one that varies along the columns alone (a
+    // bias) is loaded once per n tile rather than once per row.
+    const auto loadPairs = [&](kir::StmtList& list, bool by_row) {
+      for (const auto& [tv, pair_buffer] : in_pairs_) {
+        const std::vector<Coord>& coords = coords_.at(tv);
+        if ((std::find(coords.begin(), coords.end(), Coord::Row) != coords.end()) != by_row) continue;
+        kir::ForLoop* load = loop(list, "i_lv", 2, ParallelType::Vectorize);
+        const auto [row, col] = element("i_lv");
+        append(load->body, pairCopy(copyExprOf(tv), {pair_buffer, sym("i_lv")}, globalAccess(tv, row, col),
+                                    by_row ? inBounds(row, col) : columnInBounds(col)));
+        staged_[tv] = {pair_buffer, sym("i_ep")};
+      }
+    };
+    kir::ForLoop* nt = loop(body, "i_ent", n_tiles_, ParallelType::Unroll);
+    loadPairs(nt->body, /*by_row=*/false);
+    kir::ForLoop* mt = loop(nt->body, "i_emt", m_tiles_, ParallelType::Unroll);
+    kir::ForLoop* half = loop(mt->body, "i_eh", mma::kCElementsPerLane / 2, ParallelType::Unroll);
+    loadPairs(half->body, /*by_row=*/true);
     kir::ForLoop* pair = loop(half->body, "i_ep", 2, ParallelType::Unroll);
     const FragmentElement at = fragmentElement(sym("i_emt"), sym("i_ent"), sym("i_eh"), sym("i_ep"));
     epilogueOps(pair->body, {acc_, at.acc_index}, block_row + at.row, block_col + at.col,
