@@ -70,8 +70,8 @@ def test_register_epilogue_moves_adjacent_columns_in_pairs(n, device):
     """A thread's accumulators hold pairs of adjacent columns: with static
     sizes and an even N the epilogue loads the bias and residual and stores
     the output a pair (4 bytes of fp16) at a time, with a lane-by-lane tail
-    where the block tile overhangs N (24 in a 32-wide tile). A per-row scale
-    is read per element. Values against torch (the simulator, and the device
+    where the block tile overhangs N (24 in a 32-wide tile); the bias once
+    per n tile. A per-row scale is read per element. Values against torch (the simulator, and the device
     where there is one)."""
     m, k = 48, 32
     with FusionDefinition() as fd:
@@ -94,6 +94,11 @@ def test_register_epilogue_moves_adjacent_columns_in_pairs(n, device):
     kernel, = fd.last_kernels()
     paired = kernel.cuda.count("vectorized: 4-byte accesses")
     assert paired == 3, kernel.cuda  # the bias, the residual and the output, not the scale
+    # The bias (T2) varies along the columns alone: loaded once per n tile,
+    # before the loop over m tiles; the residual (T3) per row, inside it.
+    cuda = kernel.cuda
+    m_tiles = cuda.index("for (index_t i_emt")
+    assert cuda.index("&T2_pair[0]) =") < m_tiles < cuda.index("&T3_pair[0]) ="), cuda
     assert ("lane by lane" in kernel.cuda) == (n == 24), kernel.cuda
 
 
