@@ -25,7 +25,13 @@
 //     element of a block-wide fp32 C_s tile that takes over the operand
 //     tiles' bytes when `promote_reuse`) runs the fusion's pointwise ops after
 //     the matmul (bias, activation, casts) and is stored, guarded by
-//     row < M && col < N.
+//     row < M && col < N. With a static, even N the register epilogue
+//     takes each thread's pairs of adjacent columns: the pair is computed
+//     into registers and stored, and global inputs read along the columns
+//     loaded, by Vectorize loops of two (one 4-byte access for fp16 where
+//     codegen/vectorize.h proves it); n tiles are the outer loop, so an
+//     input varying along the columns alone (a bias) is loaded once per n
+//     tile.
 // Requirements: checkTensorCoreParams (fusion/mma_params.h). At run time
 // the contiguous extent and the other stride of each operand must be
 // multiples of 8 elements and its data 16-byte aligned (whole 16-byte
