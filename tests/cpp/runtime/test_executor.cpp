@@ -202,13 +202,22 @@ size_t countOf(const std::string& text, const std::string& piece) {
   return count;
 }
 
-TEST(Executor, VectorizedAccessesNeedAlignedInputs) {
+// buildVectorizedCopy() compiled for a [6, 8] example `a`.
+struct CompiledVectorizedCopy {
   Fusion fusion;
-  FusionGuard guard(&fusion);
-  buildVectorizedCopy();
-  at::Tensor a = at::randn({6, 8});
   FusionExecutor fe;
-  fe.compile(&fusion, {a});
+  at::Tensor a = at::randn({6, 8});
+  CompiledVectorizedCopy() {
+    FusionGuard guard(&fusion);
+    buildVectorizedCopy();
+    fe.compile(&fusion, {a});
+  }
+};
+
+TEST(Executor, VectorizedAccessesNeedAlignedInputs) {
+  CompiledVectorizedCopy copy;
+  FusionExecutor& fe = copy.fe;
+  const at::Tensor& a = copy.a;
   EXPECT_EQ(countOf(fe.cudaSource(), "vectorized: 16-byte accesses"), 2u) << fe.cudaSource();
   EXPECT_EQ(fe.launchInfo().inputs[0].vector_bytes, 16);
   EXPECT_EQ(fe.launchInfo().outputs[0].vector_bytes, 16);
@@ -233,12 +242,9 @@ TEST(Executor, VectorizedAccessesNeedAlignedInputs) {
 // shapes, the vector conditions' verdict); what depends on the data pointers
 // is checked on every launch.
 TEST(Executor, LaunchPlansAreKeptForTheLatestShapes) {
-  Fusion fusion;
-  FusionGuard guard(&fusion);
-  buildVectorizedCopy();
-  at::Tensor a = at::randn({6, 8});
-  FusionExecutor fe;
-  fe.compile(&fusion, {a});
+  CompiledVectorizedCopy copy;
+  FusionExecutor& fe = copy.fe;
+  const at::Tensor& a = copy.a;
   const int64_t made = fe.plansMade();
   const PreparedLaunch first = fe.prepareLaunch({a});
   const PreparedLaunch again = fe.prepareLaunch({at::randn({6, 8})});
