@@ -490,7 +490,7 @@ class Builder {
     if (epilogue_.empty()) {
       // The output is the sum itself: a plain store.
       auto c = std::make_unique<kir::Compute>();
-      c->expr = copyExpr();
+      c->expr = copyExprOf(ops_.sum);
       c->out = output();
       c->operands.push_back(accessOperand(result));
       c->predicate = guard;
@@ -513,16 +513,6 @@ class Builder {
       c->predicate = guard;
       append(body, std::move(c));
     }
-  }
-
-  // set(sum): the expression of copies that are not fusion ops (the store
-  // when the output is the sum, the staging into C_s).
-  const Expr* copyExpr() {
-    if (copy_expr_ == nullptr) {
-      FusionGuard guard(fusion_);
-      copy_expr_ = set(const_cast<TensorView*>(ops_.sum))->definition();
-    }
-    return copy_expr_;
   }
 
   // Each thread's accumulators, through the epilogue, to the output. A
@@ -584,8 +574,9 @@ class Builder {
     return c;
   }
 
-  // set(tv): the expression of a copy of tv's elements between buffers of
-  // its dtype (a pair of the output, of an input).
+  // set(tv): the expression of copies that are not fusion ops, of tv's
+  // elements between buffers of its dtype (of the sum: the store when the
+  // output is the sum, the staging into C_s; pairs of the output and inputs).
   const Expr* copyExprOf(const TensorView* tv) {
     const Expr*& copy = copy_exprs_[tv];
     if (copy == nullptr) {
@@ -602,7 +593,7 @@ class Builder {
     FragmentElement at;
     kir::StmtList& inner = fragmentLoops(body, at, "s");
     auto stage = std::make_unique<kir::Compute>();
-    stage->expr = copyExpr();
+    stage->expr = copyExprOf(ops_.sum);
     stage->out = {c_smem_, at.row * p_.block_n + at.col};
     stage->operands.push_back(accessOperand({acc_, at.acc_index}));
     append(inner, std::move(stage));
@@ -637,7 +628,6 @@ class Builder {
   kir::Buffer* a_frag_ = nullptr;
   kir::Buffer* b_frag_ = nullptr;
   kir::Buffer* acc_ = nullptr;
-  const Expr* copy_expr_ = nullptr;
   std::map<const TensorView*, const Expr*> copy_exprs_;
   // The register epilogue with pairs (an even N): the output's pair, and
   // each global input read along the output's columns and its pair.

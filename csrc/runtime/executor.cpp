@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iomanip>
@@ -440,25 +439,11 @@ std::vector<at::Tensor> FusionExecutor::allocateOutputs(const LaunchPlan& plan, 
 
 namespace {
 
-// Everything a launch plan depends on: per input, a tensor's dtype, rank,
-// sizes and strides, or a scalar's value.
+// Everything a launch plan depends on (appendShapeKey per input).
 std::vector<int64_t> launchPlanKey(const std::vector<at::Tensor>& inputs,
                                    const std::vector<InputSpec>& specs) {
   std::vector<int64_t> key;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const at::Tensor& t = inputs[i];
-    key.push_back(static_cast<int64_t>(t.scalar_type()));
-    if (!specs[i].is_tensor) {
-      const double value = t.item<double>();
-      int64_t bits = 0;
-      std::memcpy(&bits, &value, sizeof(bits));
-      key.push_back(bits);
-      continue;
-    }
-    key.push_back(t.dim());
-    key.insert(key.end(), t.sizes().begin(), t.sizes().end());
-    key.insert(key.end(), t.strides().begin(), t.strides().end());
-  }
+  for (size_t i = 0; i < inputs.size(); ++i) appendShapeKey(key, inputs[i], !specs[i].is_tensor);
   return key;
 }
 

@@ -226,24 +226,14 @@ std::string inputSignature(const std::vector<at::Tensor>& inputs, std::optional<
 }
 
 // Everything a run's lookups depend on: the device, and per input its
-// device, dtype, sizes, strides and data alignment, and a scalar input's
-// value (it may set extents; the segments' keys read it too).
+// device, appendShapeKey's part and its data alignment.
 std::vector<int64_t> runKey(const Fusion& fusion, const std::vector<at::Tensor>& inputs,
                             c10::Device device, bool compile_only) {
   std::vector<int64_t> key = {static_cast<int64_t>(device.type()), device.index(), compile_only};
   for (size_t i = 0; i < inputs.size(); ++i) {
     const at::Tensor& t = inputs[i];
     key.push_back(static_cast<int64_t>(t.device().type()));
-    key.push_back(static_cast<int64_t>(t.scalar_type()));
-    key.push_back(t.dim());
-    if (fusion.inputs()[i]->asTensor() == nullptr && !t.is_meta()) {
-      const double value = t.item<double>();
-      int64_t bits = 0;
-      std::memcpy(&bits, &value, sizeof(bits));
-      key.push_back(bits);
-    }
-    key.insert(key.end(), t.sizes().begin(), t.sizes().end());
-    key.insert(key.end(), t.strides().begin(), t.strides().end());
+    appendShapeKey(key, t, fusion.inputs()[i]->asTensor() == nullptr && !t.is_meta());
     key.push_back(dataAlignment(t));
   }
   return key;

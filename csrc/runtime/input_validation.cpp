@@ -1,5 +1,6 @@
 #include "runtime/input_validation.h"
 
+#include <cstring>
 #include <unordered_map>
 
 #include "fusion/error.h"
@@ -201,6 +202,19 @@ void InputValidator::checkVectorAlignment(size_t input, const at::Tensor& t, int
   SMELT_CHECK(address % vector_bytes == 0, describe(input), " is read with ", vector_bytes,
               "-byte vector loads but its data pointer ", t.data_ptr(), " is not ", vector_bytes,
               "-byte aligned (a view at an offset?); pass an aligned copy (.clone())");
+}
+
+void appendShapeKey(std::vector<int64_t>& key, const at::Tensor& t, bool scalar) {
+  key.push_back(static_cast<int64_t>(t.scalar_type()));
+  key.push_back(t.dim());
+  if (scalar) {
+    const double value = t.item<double>();
+    int64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(bits));
+    key.push_back(bits);
+  }
+  key.insert(key.end(), t.sizes().begin(), t.sizes().end());
+  key.insert(key.end(), t.strides().begin(), t.strides().end());
 }
 
 }  // namespace smelt

@@ -72,4 +72,10 @@ class InputValidator {
   int64_t num_classes_ = 0;
 };
 
+// Appends what a launch's decisions read of one input apart from its
+// address: a tensor's dtype, rank, sizes and strides, or a scalar's dtype and
+// value (`scalar`: the input is a fusion scalar whose value may set extents).
+// The keys of the executors' launch plans and of repeated cache runs.
+void appendShapeKey(std::vector<int64_t>& key, const at::Tensor& t, bool scalar);
+
 }  // namespace smelt
