@@ -23,13 +23,29 @@ __device__ inline index_t ceilDiv(index_t a, index_t b) { return (a + b - 1) / b
 __device__ inline index_t min(index_t a, index_t b) { return a < b ? a : b; }
 __device__ inline index_t max(index_t a, index_t b) { return a > b ? a : b; }
 
-// torch.maximum / torch.minimum / relu: NaN propagates.
+// torch.maximum / torch.minimum / relu: NaN propagates. From sm_80 on, a
+// float's is one instruction (max.NaN / min.NaN, where -0 < +0, so the
+// operands' order never changes the result); elsewhere a compare and a select.
 template <typename T>
 __device__ inline T maximum(T a, T b) { return (a != a || a > b) ? a : b; }
 template <typename T>
 __device__ inline T minimum(T a, T b) { return (a != a || a < b) ? a : b; }
+#if __CUDA_ARCH__ >= 800
+template <>
+__device__ inline float maximum<float>(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+template <>
+__device__ inline float minimum<float>(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+#endif
 template <typename T>
-__device__ inline T relu(T a) { return (a != a || a > T(0)) ? a : T(0); }
+__device__ inline T relu(T a) { return maximum(a, T(0)); }
 
 // torch.fmod (the dividend's sign) and torch.remainder (the divisor's sign).
 // Integers: x % 0 gives 0 (as the simulator), and x % -1 never traps.
@@ -83,15 +99,27 @@ __device__ inline float quietNaN<float>() { return __int_as_float(0x7fc00000); }
 template <>
 __device__ inline double quietNaN<double>() { return __longlong_as_double(0x7ff8000000000000LL); }
 
+// commutes<T>(): op(a, b) and op(b, a) have the same bits, so the partners
+// of a shuffle step need not agree on an order (butterfly).
 struct Sum {
+  template <typename T>
+  __device__ static constexpr bool commutes() { return true; }
   template <typename T>
   __device__ T operator()(T a, T b) const { return a + b; }
 };
 struct Max {
   template <typename T>
+  __device__ static constexpr bool commutes() { return false; }  // maximum(-0, +0) is +0, maximum(+0, -0) -0
+  template <typename T>
   __device__ T operator()(T a, T b) const { return maximum(a, b); }
 };
+#if __CUDA_ARCH__ >= 800
+template <>
+__device__ constexpr bool Max::commutes<float>() { return true; }  // max.NaN: -0 < +0, NaN made canonical
+#endif
 struct Prod {
+  template <typename T>
+  __device__ static constexpr bool commutes() { return true; }
   template <typename T>
   __device__ T operator()(T a, T b) const { return a * b; }
 };
@@ -158,14 +186,18 @@ __device__ inline unsigned linearThreadIndex() {
 
 // Combines `value` across the lanes whose indices differ only in the bits
 // of the xor offsets Top / 2, ..., Low (powers of two): a butterfly of
-// shuffles among the lanes of `mask`. Both partners of a step apply `op` with
-// the lower lane's value first, so all of them hold the same bits
-// (max(-0, +0) and max(+0, -0) differ).
+// shuffles among the lanes of `mask`. All of them end with the same bits:
+// unless `op` commutes, both partners of a step apply it with the
+// lower lane's value first.
 template <unsigned Low, unsigned Top, typename T, typename Op>
 __device__ T butterfly(T value, unsigned lane, unsigned mask, Op op) {
   for (unsigned offset = Top / 2; offset >= Low; offset /= 2) {
     const T other = __shfl_xor_sync(mask, value, offset);
-    value = (lane & offset) ? op(other, value) : op(value, other);
+    if constexpr (Op::template commutes<T>()) {
+      value = op(value, other);
+    } else {
+      value = (lane & offset) ? op(other, value) : op(value, other);
+    }
   }
   return value;
 }
