@@ -197,12 +197,22 @@ int64_t TensorView::maxInlinePosition() const {
     matches.push_back(matchLoopAxes(this, c));
     pos = std::min(pos, static_cast<int64_t>(matches.back().size()));
   }
-  // Every consumer must run the shared axes in the very same loops.
+  if (pos == 0) return 0;
+  // Checks that the consumers' own compute positions still hold.
+  LoopOwners owners(*fusion(), this);
+  if (consumers.size() == 1) return pos;
+  // Every consumer runs the shared axes in the same loops: consumers in
+  // different loops (siblings, such as two reductions of this tensor) have
+  // them joined, where the joined loop can still run as one.
   for (int64_t i = 0; i < pos; ++i) {
-    auto owner = loopOwner(consumers[0], matches[0][i]);
-    for (size_t k = 1; k < consumers.size(); ++k) {
-      if (loopOwner(consumers[k], matches[k][i]) != owner) return i;
+    std::vector<std::pair<const TensorView*, int64_t>> axes;
+    bool same = true;
+    for (size_t k = 0; k < consumers.size(); ++k) {
+      axes.emplace_back(consumers[k], matches[k][i]);
+      same &= owners.owner(consumers[k], matches[k][i]) == owners.owner(consumers[0], matches[0][i]);
     }
+    owners.inlineDecidingAxis(i, axes);
+    if (!same && !owners.runsAsOneLoop(this, i)) return i;
   }
   return pos;
 }

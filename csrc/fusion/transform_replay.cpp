@@ -408,21 +408,130 @@ void propagateSchedule(TensorView* reference) {
   }
 }
 
-std::pair<const TensorView*, int64_t> loopOwner(const TensorView* tv, int64_t axis) {
-  while (axis < tv->computePosition()) {
-    std::vector<TensorView*> consumers = tv->fusion()->consumersOf(tv);
-    SMELT_INTERNAL_CHECK(!consumers.empty(), tv->name(), " is inlined but has no consumer");
-    std::vector<int64_t> match = matchLoopAxes(tv, consumers[0]);
-    // Reachable from the API: a tensor re-scheduled or re-parallelized after
-    // computeAt/inlineAt no longer matches the loops it was inlined into.
-    SMELT_CHECK(axis < static_cast<int64_t>(match.size()), "tensor ", tv->name(), " is computed at position ",
-                tv->computePosition(), " but its axis ", axis, " (", tv->axis(axis)->toString(),
-                ") no longer maps to a loop of its consumer ", consumers[0]->name(),
-                " (was it split, merged, reordered or parallelized after computeAt/inlineAt?)");
-    axis = match[axis];
-    tv = consumers[0];
+LoopOwners::LoopOwners(const Fusion& fusion, const TensorView* deciding)
+    : fusion_(&fusion), tensors_(fusion.allTensors()), deciding_(deciding) {
+  for (const TensorView* tv : tensors_) {
+    first_slot_[tv] = static_cast<int64_t>(parent_.size());
+    for (int64_t k = 0; k < tv->nDims(); ++k) parent_.push_back(static_cast<int64_t>(parent_.size()));
   }
-  return {tv, axis};
+  for (const TensorView* tv : tensors_) {
+    if (computePosition(tv) == 0) continue;
+    const std::vector<TensorView*> consumers = fusion.consumersOf(tv);
+    SMELT_INTERNAL_CHECK(!consumers.empty(), tv->name(), " is inlined but has no consumer");
+    for (const TensorView* consumer : consumers) {
+      const std::vector<int64_t> match = matchLoopAxes(tv, consumer);
+      // Reachable from the API: a tensor re-scheduled or re-parallelized
+      // after computeAt/inlineAt no longer matches the loops it was inlined into.
+      SMELT_CHECK(computePosition(tv) <= static_cast<int64_t>(match.size()), "tensor ", tv->name(),
+                  " is computed at position ", tv->computePosition(), " but its axis ", match.size(),
+                  " (", tv->axis(static_cast<int64_t>(match.size()))->toString(),
+                  ") no longer maps to a loop of its consumer ", consumer->name(),
+                  " (was it split, merged, reordered or parallelized after computeAt/inlineAt?)");
+      for (int64_t k = 0; k < computePosition(tv); ++k) {
+        const int64_t a = find(slot(tv, k)), b = find(slot(consumer, match[k]));
+        parent_[std::max(a, b)] = std::min(a, b);
+      }
+    }
+  }
+  assignOwners();
+}
+
+void LoopOwners::assignOwners() {
+  // A class is owned by its first owning member in the fusion's order whose
+  // axis iterates (a broadcast axis, even an expanded one, may run once).
+  owner_.assign(parent_.size(), {nullptr, -1});
+  for (bool broadcasts : {false, true}) {
+    for (const TensorView* tv : tensors_) {
+      for (int64_t k = computePosition(tv); k < tv->nDims(); ++k) {
+        auto& owner = owner_[find(slot(tv, k))];
+        if (owner.first == nullptr && tv->axis(k)->isBroadcast() == broadcasts) owner = {tv, k};
+      }
+    }
+  }
+}
+
+void LoopOwners::inlineDecidingAxis(int64_t axis,
+                                    const std::vector<std::pair<const TensorView*, int64_t>>& consumer_axes) {
+  SMELT_INTERNAL_CHECK(deciding_ != nullptr && axis == deciding_position_, "inlineDecidingAxis: axis ", axis,
+                       " is not the next one of the tensor being inlined");
+  deciding_position_ = axis + 1;
+  const int64_t mine = slot(deciding_, axis);
+  for (const auto& [consumer, consumer_axis] : consumer_axes) {
+    const int64_t a = find(mine), b = find(slot(consumer, consumer_axis));
+    parent_[std::max(a, b)] = std::min(a, b);
+  }
+  assignOwners();
+}
+
+bool LoopOwners::runsAsOneLoop(const TensorView* tv, int64_t axis) const {
+  const int64_t loop = find(slot(tv, axis));
+  std::unordered_set<const TensorView*> inside;
+  std::vector<const TensorView*> reducing;  // tensors that reduce over the loop
+  const auto [owner, owner_axis] = this->owner(tv, axis);
+  for (const TensorView* t : tensors_) {
+    for (int64_t k = 0; k < t->nDims(); ++k) {
+      if (find(slot(t, k)) != loop) continue;
+      inside.insert(t);
+      if (t->axis(k)->isReduction()) reducing.push_back(t);
+      if (k < computePosition(t)) continue;
+      // The loops joined must be bound alike and nested in the same loop.
+      const IterDomain* id = t->axis(k);
+      if (!id->isBroadcast() && id->parallelType() != owner->axis(owner_axis)->parallelType()) {
+        return false;
+      }
+      const int64_t parent = k == 0 ? -1 : find(slot(t, k - 1));
+      if (parent != (owner_axis == 0 ? -1 : find(slot(owner, owner_axis - 1)))) return false;
+    }
+  }
+  // Tensors a value of the loop reaches only after the loop has run.
+  std::vector<const TensorView*> after;
+  std::unordered_set<const TensorView*> seen;
+  for (const TensorView* t : inside) {
+    for (const TensorView* c : fusion_->consumersOf(t)) {
+      if (!inside.count(c) && seen.insert(c).second) after.push_back(c);
+    }
+  }
+  for (const TensorView* t : reducing) {
+    for (const TensorView* c : fusion_->consumersOf(t)) {
+      if (seen.insert(c).second) after.push_back(c);
+    }
+  }
+  while (!after.empty()) {
+    const TensorView* t = after.back();
+    after.pop_back();
+    if (inside.count(t)) return false;
+    for (const TensorView* c : fusion_->consumersOf(t)) {
+      if (seen.insert(c).second) after.push_back(c);
+    }
+  }
+  return true;
+}
+
+int64_t LoopOwners::computePosition(const TensorView* tv) const {
+  return tv == deciding_ ? deciding_position_ : tv->computePosition();
+}
+
+int64_t LoopOwners::slot(const TensorView* tv, int64_t axis) const {
+  auto it = first_slot_.find(tv);
+  SMELT_INTERNAL_CHECK(it != first_slot_.end() && axis >= 0 && axis < tv->nDims(), "no loop axis ", axis,
+                       " of ", tv->name(), " in this fusion");
+  return it->second + axis;
+}
+
+int64_t LoopOwners::find(int64_t slot) const {
+  while (parent_[slot] != slot) slot = parent_[slot] = parent_[parent_[slot]];
+  return slot;
+}
+
+std::pair<const TensorView*, int64_t> LoopOwners::owner(const TensorView* tv, int64_t axis) const {
+  const auto& owner = owner_[find(slot(tv, axis))];
+  SMELT_INTERNAL_CHECK(owner.first != nullptr, "the loop of axis ", axis, " of ", tv->name(),
+                       " has no owner (every tensor sharing it is inlined further)");
+  return owner;
+}
+
+std::pair<const TensorView*, int64_t> loopOwner(const TensorView* tv, int64_t axis) {
+  return LoopOwners(*tv->fusion()).owner(tv, axis);
 }
 
 void inlineMost(Fusion* fusion) {

@@ -68,9 +68,49 @@ std::vector<const IdTransform*> viewTransforms(const TensorView* tv);
 // scheduling one reference tensor.
 void propagateSchedule(TensorView* reference);
 
-// The tensor and axis whose loop `tv`'s loop axis `axis` runs in: itself, or
-// (when the axis is left of its compute position) the matching loop of its
-// consumer, followed transitively.
+// Which loop each loop axis of a fusion's computed tensors runs in. A loop
+// axis left of a tensor's compute position runs in the matching loop of
+// every consumer, so the loops those consumers run it in are one loop:
+// siblings (two reductions of one inlined input) share their outer loops.
+// Each set of axes joined this way is one loop, owned by the member that is
+// no further inlined (its axis is at or right of its compute position) that
+// comes first in the fusion's order. An analysis of the fusion as it is: recompute it
+// after scheduling changes.
+class LoopOwners {
+ public:
+  // `deciding`: a tensor whose compute position is being decided, taken as
+  // not inlined.
+  explicit LoopOwners(const Fusion& fusion, const TensorView* deciding = nullptr);
+  std::pair<const TensorView*, int64_t> owner(const TensorView* tv, int64_t axis) const;
+
+  // Takes `deciding` as inlined past its axis `axis`, which runs in the
+  // loops of `consumer_axes` (one per consumer): those become one loop, as
+  // inlining into consumers that run in different loops does.
+  void inlineDecidingAxis(int64_t axis, const std::vector<std::pair<const TensorView*, int64_t>>& consumer_axes);
+  // Whether the tensors computed in the loop of (tv, axis) can run in one
+  // loop: the loops joined in it are bound alike and nested in the same
+  // loop, and no value computed in it reaches another of them through a
+  // tensor computed outside it, or from a reduction over it (both need the
+  // whole loop to have run first).
+  bool runsAsOneLoop(const TensorView* tv, int64_t axis) const;
+
+ private:
+  int64_t computePosition(const TensorView* tv) const;
+  int64_t slot(const TensorView* tv, int64_t axis) const;
+  int64_t find(int64_t slot) const;
+  void assignOwners();
+
+  const Fusion* fusion_;
+  std::vector<TensorView*> tensors_;                           // the fusion's order
+  const TensorView* deciding_;
+  int64_t deciding_position_ = 0;
+  std::unordered_map<const TensorView*, int64_t> first_slot_;  // slots of a tensor: one per axis
+  mutable std::vector<int64_t> parent_;                        // union-find over slots
+  std::vector<std::pair<const TensorView*, int64_t>> owner_;   // per class root slot
+};
+
+// The tensor and axis whose loop `tv`'s loop axis `axis` runs in (LoopOwners
+// of tv's fusion, computed for this call).
 std::pair<const TensorView*, int64_t> loopOwner(const TensorView* tv, int64_t axis);
 
 // Inlines every computed tensor of the active fusion as deep as legal.

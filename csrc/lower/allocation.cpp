@@ -169,7 +169,7 @@ void addBlockReduceWorkspaces(LoweringContext& ctx, kir::StmtList& body) {
 
 }  // namespace
 
-std::vector<int64_t> allocatedAxes(const TensorView* tv) {
+std::vector<int64_t> allocatedAxes(const LoweringContext& ctx, const TensorView* tv) {
   std::vector<int64_t> axes;
   for (int64_t k = 0; k < tv->nDims(); ++k) {
     const IterDomain* id = tv->axis(k);
@@ -177,7 +177,7 @@ std::vector<int64_t> allocatedAxes(const TensorView* tv) {
     // whose binding counts (a serial axis may run in a TIDx loop).
     ParallelType pt = id->parallelType();
     if (k < tv->computePosition()) {
-      auto [owner, owner_axis] = loopOwner(tv, k);
+      auto [owner, owner_axis] = ctx.loopOwner(tv, k);
       pt = owner->axis(owner_axis)->parallelType();
     }
     if (id->isReduction() || id->isBroadcast() || isBlockDim(pt)) continue;
@@ -207,7 +207,7 @@ void insertAllocations(LoweringContext& ctx) {
       }
     } else {
       buffer->name = tv->name();
-      for (int64_t k : allocatedAxes(tv)) buffer->shape.push_back(tv->axis(k)->loopExtent());
+      for (int64_t k : allocatedAxes(ctx, tv)) buffer->shape.push_back(tv->axis(k)->loopExtent());
     }
     for (const IntExpr& extent : buffer->shape) buffer->elements = buffer->elements * extent;
     kir::Buffer* raw = buffer.get();

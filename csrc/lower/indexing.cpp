@@ -45,7 +45,7 @@ IntExpr allocationIndex(const LoweringContext& ctx, const TensorView* tv,
                         const std::vector<IntExpr>& loop_indices) {
   const kir::Buffer* buffer = ctx.bufferOf(tv);
   std::vector<IntExpr> indices;
-  for (int64_t axis : allocatedAxes(tv)) indices.push_back(loop_indices[axis]);
+  for (int64_t axis : allocatedAxes(ctx, tv)) indices.push_back(loop_indices[axis]);
   return rowMajor(buffer->shape, indices);
 }
 

@@ -57,7 +57,7 @@ class LoopNestBuilder {
 
   // The loop of (owner, axis), created inside its parent loop when first needed.
   kir::ForLoop* loopFor(const TensorView* tv, int64_t axis) {
-    auto key = loopOwner(tv, axis);
+    auto key = ctx_.loopOwner(tv, axis);
     auto it = ctx_.loops.find(key);
     if (it != ctx_.loops.end()) return it->second;
     auto [owner, owner_axis] = key;

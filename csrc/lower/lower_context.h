@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 
 #include "fusion/device_limits.h"
 #include "fusion/fusion.h"
+#include "fusion/transform_replay.h"
 #include "lower/kir.h"
 
 namespace smelt {
@@ -43,6 +45,9 @@ struct LoweringContext {
   Fusion* fusion = nullptr;
   LowerOptions options;
   kir::Kernel kernel;
+  // Which loop each loop axis runs in; validate_schedule computes it once
+  // the compute positions are known to be valid.
+  std::optional<LoopOwners> loop_owners;
   // The loop that runs loop axis `axis` of a tensor that owns it (see loopOwner).
   std::map<std::pair<const TensorView*, int64_t>, kir::ForLoop*> loops;
   // Loops that run some of a tensor's loop axes for one statement only: a
@@ -53,6 +58,8 @@ struct LoweringContext {
   // Tensors the circular_buffer pass pipelined (their barriers are its own).
   std::set<const TensorView*> circular_buffered;
 
+  // The tensor and axis that own the loop `tv`'s axis `axis` runs in.
+  std::pair<const TensorView*, int64_t> loopOwner(const TensorView* tv, int64_t axis) const;
   // The loop of `tv`'s loop axis `axis` (following compute-at sharing), or
   // the statement's own copy of it when `stmt` has one.
   kir::ForLoop* loopOf(const TensorView* tv, int64_t axis, const kir::Stmt* stmt = nullptr) const;

@@ -41,13 +41,18 @@ const std::vector<LoweringPass>& loweringPasses(const Fusion& fusion) {
   return passes;
 }
 
+std::pair<const TensorView*, int64_t> LoweringContext::loopOwner(const TensorView* tv,
+                                                                 int64_t axis) const {
+  SMELT_INTERNAL_CHECK(loop_owners.has_value(), "loop owners are asked for before validate_schedule");
+  return loop_owners->owner(tv, axis);
+}
+
 kir::ForLoop* LoweringContext::loopOf(const TensorView* tv, int64_t axis,
                                       const kir::Stmt* stmt) const {
   if (auto own = statement_loops.find(stmt); stmt != nullptr && own != statement_loops.end()) {
     if (auto it = own->second.find(axis); it != own->second.end()) return it->second;
   }
-  auto owner = loopOwner(tv, axis);
-  auto it = loops.find(owner);
+  auto it = loops.find(loopOwner(tv, axis));
   SMELT_INTERNAL_CHECK(it != loops.end(), "no loop for axis ", axis, " of ", tv->name());
   return it->second;
 }

@@ -42,8 +42,12 @@ void checkComputePosition(const TensorView* tv) {
               tv->computePosition(), " but only its first ", max_pos,
               " loop axes map onto its consumers' loops (was a consumer re-scheduled after "
               "computeAt/inlineAt?)");
+}
+
+// After every compute position is valid: the loops `tv` shares.
+void checkSharedLoopBinding(const LoweringContext& ctx, const TensorView* tv) {
   for (int64_t k = 0; k < tv->computePosition(); ++k) {
-    auto [owner, owner_axis] = loopOwner(tv, k);
+    auto [owner, owner_axis] = ctx.loopOwner(tv, k);
     ParallelType mine = tv->axis(k)->parallelType();
     ParallelType shared = owner->axis(owner_axis)->parallelType();
     SMELT_CHECK(mine == ParallelType::Serial || mine == shared,
@@ -129,12 +133,16 @@ void checkReadsStayPrivate(const TensorView* producer) {
 void validateSchedule(LoweringContext& ctx) {
   SMELT_CHECK(!ctx.fusion->outputs().empty(), "cannot lower a fusion without outputs");
   // Consumers first: a producer's checks follow its consumers' compute
-  // positions (loopOwner), which are then known to be valid.
+  // positions, which are then known to be valid.
   const std::vector<TensorView*> tensors = ctx.fusion->allTensors();
+  for (auto it = tensors.rbegin(); it != tensors.rend(); ++it) {
+    if (!(*it)->isFusionInput()) checkComputePosition(*it);
+  }
+  ctx.loop_owners.emplace(*ctx.fusion);
   for (auto it = tensors.rbegin(); it != tensors.rend(); ++it) {
     TensorView* tv = *it;
     if (tv->isFusionInput()) continue;
-    checkComputePosition(tv);
+    checkSharedLoopBinding(ctx, tv);
     if (tv->hasReduction()) checkReduction(tv);
     checkVectorize(tv);
     checkReadsStayPrivate(tv);

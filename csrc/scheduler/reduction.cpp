@@ -65,10 +65,6 @@ std::string reductionRejectReason(const Fusion& fusion) {
   ReductionLayout layout;
   std::string reason = analyzeReductions(fusion, &layout);
   if (!reason.empty()) return reason;
-  if (layout.reductions.size() > 1) {
-    return "it has " + std::to_string(layout.reductions.size()) +
-           " reductions; this scheduler makes one loop nest per kernel";
-  }
   if (layout.broadcasts_back) {
     return "the reduced value of " + layout.reference->name() +
            " is broadcast back (a normalization)";

@@ -320,7 +320,7 @@ TEST(Primitives, InlineMostOnTheVectorizedChainOfCaseA7) {
   EXPECT_EQ(tv2->computePosition(), 0);
 }
 
-TEST(Primitives, InlineRequiresEveryConsumerToShareTheLoop) {
+TEST(Primitives, InlineJoinsTheLoopsOfSiblingConsumers) {
   Fusion fusion;
   FusionGuard guard(&fusion);
   TensorView* tv0 = makeConcreteTensor({8, 8});
@@ -330,13 +330,46 @@ TEST(Primitives, InlineRequiresEveryConsumerToShareTheLoop) {
   TensorView* tv3 = abs(tv1);
   fusion.addOutput(tv2);
   fusion.addOutput(tv3);
-  // tv2 and tv3 run in separate loop nests, so tv1 cannot join either.
-  EXPECT_EQ(tv1->maxInlinePosition(), 0);
-  TensorView* tv4 = add(tv2, tv3);
-  fusion.addOutput(tv4);
-  tv2->inlineAt(2);
-  tv3->inlineAt(2);
-  EXPECT_EQ(tv1->maxInlinePosition(), 2);  // now both run inside tv4's loops
+  // tv2 and tv3 run in loop nests of their own; inlining tv1 into both
+  // makes their loops one.
+  EXPECT_EQ(loopOwner(tv3, 0), std::make_pair(static_cast<const TensorView*>(tv3), int64_t{0}));
+  EXPECT_EQ(tv1->maxInlinePosition(), 2);
+  tv1->inlineAt(2);
+  for (int64_t axis : {0, 1}) {
+    EXPECT_EQ(loopOwner(tv3, axis), std::make_pair(static_cast<const TensorView*>(tv2), axis));
+    EXPECT_EQ(loopOwner(tv1, axis), std::make_pair(static_cast<const TensorView*>(tv2), axis));
+  }
+  // Bound differently, the loops cannot be one.
+  tv1->inlineAt(0);
+  tv3->axis(1)->parallelize(ParallelType::TIDx);
+  EXPECT_EQ(tv1->maxInlinePosition(), 1);
+}
+
+TEST(Primitives, InlineDoesNotJoinALoopAReductionMustFinishFirst) {
+  // x / x.sum(1): the division's column loop cannot be the sum's.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* tv0 = makeConcreteTensor({8, 8});
+  fusion.addInput(tv0);
+  TensorView* tv1 = neg(tv0);
+  TensorView* tv2 = sum(tv1, {1});
+  TensorView* tv3 = div(tv1, broadcast(tv2, {false, true}));
+  fusion.addOutput(tv3);
+  inlineMost(&fusion);
+  EXPECT_EQ(tv2->computePosition(), 1);
+  EXPECT_EQ(tv1->computePosition(), 1);  // the rows' loop only
+  // Nor a loop whose values reach each other through a tensor computed
+  // outside it: exp(x) next to exp(x) + sum(exp(x)) along the same rows.
+  Fusion chain;
+  FusionGuard chain_guard(&chain);
+  TensorView* a = makeConcreteTensor({8});
+  chain.addInput(a);
+  TensorView* b = neg(a);
+  TensorView* total = sum(b, {0});
+  TensorView* c = add(b, broadcast(total, {true}));
+  chain.addOutput(exp(b));
+  chain.addOutput(c);
+  EXPECT_EQ(b->maxInlinePosition(), 0);
 }
 
 TEST(Primitives, CacheAfterAndCacheBefore) {
