@@ -369,3 +369,97 @@ def test_outer_reductions_in_the_strided_shuffle_form_match_torch(rows, cols, dt
     assert [c for c, _ in _reduction_calls(kernel)][0].startswith("stridedGroupReduce"), kernel.cuda
     expected = getattr(torch, "amax" if op == "max" else "sum")(x.float(), 0)
     torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-4)
+
+
+def test_float_max_is_one_nan_propagating_instruction():
+    """From sm_80 on, a float maximum is max.NaN (FMNMX.NAN in SASS): a
+    softmax's row maximum takes one instruction per element, where a compare,
+    a NaN test and a select took three, and the shuffle steps of a commutative
+    op need no select to agree on an operand order."""
+    fd = FusionDefinition()
+    with fd:
+        x = fd.define_tensor([ROWS, 2 * COLS], [True, True], DataType.Half)
+        _softmax(fd, x)
+    fd.compile_for([_meta([ROWS, 2 * COLS])], arch=90)
+    (kernel,) = fd.last_kernels()
+    assert "smelt::groupReduce<" in kernel.cuda, kernel.cuda
+    mnemonics = kernel.quality.sass.mnemonics
+    per_thread = 2 * COLS // (kernel.block[0] * kernel.block[1])
+    shuffle_steps = 5
+    warps = kernel.block[0] * kernel.block[1] // 32
+    # Each element against the running maximum (from -inf), each shuffle
+    # step, then the warps' partials.
+    assert mnemonics.get("FMNMX", 0) == per_thread + shuffle_steps + (warps - 1), \
+        kernel.quality.text()
+    assert mnemonics.get("FSEL", 0) == 0, kernel.quality.text()
+    _assert_clean(fd)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_maximum_and_amax_propagate_nan(device):
+    nan, inf = float("nan"), float("inf")
+    x = torch.tensor([[1.0, nan, 3.0, -2.0], [-0.0, 0.0, -1.0, -0.0], [-inf, -inf, -inf, -inf],
+                      [nan, 2.0, nan, 5.0]], device=device)
+    y = torch.tensor([[nan, 1.0, 2.0, -3.0], [0.0, -0.0, nan, 1.0], [1.0, -inf, nan, 0.0],
+                      [4.0, nan, -1.0, 6.0]], device=device)
+    fd = FusionDefinition()
+    with fd:
+        a = fd.define_tensor([4, 4], [True, True], DataType.Float)
+        b = fd.define_tensor([4, 4], [True, True], DataType.Float)
+        fd.add_output(fd.ops.maximum(a, b))
+        fd.add_output(fd.ops.minimum(a, b))
+        fd.add_output(fd.ops.relu(a))
+        fd.add_output(fd.ops.max(a, [1]))
+    outs = fd.execute([x, y])
+    expected = [torch.maximum(x, y), torch.minimum(x, y), torch.relu(x), torch.amax(x, 1)]
+    for got, want in zip(outs, expected):
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)
+
+
+def _layer_norm_backward(fd, rows, cols):
+    dy_in = fd.define_tensor([rows, cols], [True, True], DataType.Half)
+    x_in = fd.define_tensor([rows, cols], [True, True], DataType.Half)
+    w_in = fd.define_tensor([cols], [True], DataType.Half)
+    mean = fd.ops.broadcast(fd.define_tensor([rows], [True], DataType.Float), [False, True])
+    rstd = fd.ops.broadcast(fd.define_tensor([rows], [True], DataType.Float), [False, True])
+    dy = fd.ops.cast(dy_in, DataType.Float)
+    xhat = fd.ops.mul(fd.ops.sub(fd.ops.cast(x_in, DataType.Float), mean), rstd)
+    wdy = fd.ops.mul(fd.ops.broadcast(fd.ops.cast(w_in, DataType.Float), [True, False]), dy)
+    c1 = fd.ops.mul(fd.ops.sum(fd.ops.mul(xhat, wdy), [1], True), 1.0 / cols)
+    c2 = fd.ops.mul(fd.ops.sum(wdy, [1], True), 1.0 / cols)
+    dx = fd.ops.mul(fd.ops.sub(wdy, fd.ops.add(fd.ops.mul(xhat, c1), c2)), rstd)
+    fd.add_output(fd.ops.cast(dx, DataType.Half))
+    fd.add_output(fd.ops.sum(fd.ops.mul(dy, xhat), [0]))
+    fd.add_output(fd.ops.sum(dy, [0]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_layer_norm_backward_sums_dw_and_db_in_one_kernel(device):
+    """dw and db are sibling column sums of one dy: the reduction scheduler
+    takes both, their loops are one (dy is read once) and the block
+    reductions follow each other in one kernel; dx takes the persistent
+    kernel. Values against torch's own layer-norm backward."""
+    rows, cols = 96, 256
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(rows, cols, generator=g).half()
+    w = torch.randn(cols, generator=g).half()
+    dy = torch.randn(rows, cols, generator=g).half()
+    xf = x.float().requires_grad_()
+    wf = w.float().requires_grad_()
+    bf = torch.zeros(cols, requires_grad=True)
+    torch.nn.functional.layer_norm(xf, (cols,), wf, bf, eps=1e-5).backward(dy.float())
+    mean = x.float().mean(1)
+    rstd = torch.rsqrt(x.float().var(1, unbiased=False) + 1e-5)
+    fd = FusionDefinition()
+    with fd:
+        _layer_norm_backward(fd, rows, cols)
+    dx, dw, db = fd.execute([t.to(device) for t in (dy, x, w, mean, rstd)])
+    kernels = fd.last_kernels()
+    assert len(kernels) == 2, [k.cuda for k in kernels]
+    sums = kernels[1].cuda.split("__global__")[1]
+    assert len(re.findall(r"smelt::stridedGroupReduceN?<", sums)) == 2, sums
+    # dy is loaded once per element: one global read of it in the kernel.
+    assert len(re.findall(r"\bT0\.data\[", sums)) == 1, sums
+    torch.testing.assert_close(dx.cpu().float(), xf.grad, rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(dw.cpu(), wf.grad, rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(db.cpu(), bf.grad, rtol=1e-4, atol=1e-3)
