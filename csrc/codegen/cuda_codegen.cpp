@@ -18,7 +18,7 @@ namespace smelt {
 namespace {
 
 // The prelude every kernel starts with, after the `index_t` typedef
-// (indexTypedef). NVRTC has no <cstdint>, so int64_t is declared here (8
+// (indexTypedef) and the block's extents (kBlockDim). NVRTC has no <cstdint>, so int64_t is declared here (8
 // bytes, like the host's; the Tensor struct layout is what the runtime packs:
 // an 8-byte pointer then 2*N index_t values).
 constexpr const char* kPrelude = R"(
@@ -200,8 +200,13 @@ __device__ T blockReduce(T value, T* workspace, Op op) {
   return result;
 }
 
+// kBlockDim (before the prelude): the block's extents where the launch fixes
+// them, 0 where only blockDim knows; an axis of extent 1 has index 0.
 __device__ inline unsigned linearThreadIndex() {
-  return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+  const unsigned y = kBlockDim[1] == 1 ? 0 : threadIdx.y, z = kBlockDim[2] == 1 ? 0 : threadIdx.z;
+  const unsigned x_extent = kBlockDim[0] != 0 ? kBlockDim[0] : blockDim.x;
+  const unsigned y_extent = kBlockDim[1] != 0 ? kBlockDim[1] : blockDim.y;
+  return (z * y_extent + y) * x_extent + threadIdx.x;
 }
 
 // Combines `value` across the lanes whose indices differ only in the bits
@@ -561,7 +566,7 @@ class Emitter {
     }
     if (half) os_ << "#include <cuda_fp16.h>\n";
     if (bfloat) os_ << "#include <cuda_bf16.h>\n";
-    os_ << (half || bfloat ? "\n" : "") << indexTypedef(options_.index_type) << kPrelude;
+    os_ << (half || bfloat ? "\n" : "") << indexTypedef(options_.index_type) << blockDimConstant() << kPrelude;
     if (!vector_bytes_.empty()) os_ << kVectorPrelude;
     if (uses_tensor_cores_) os_ << codegen::kTensorCorePrelude;
     os_ << "\n";
@@ -603,6 +608,16 @@ class Emitter {
       os_ << (i ? ",\n    " : "\n    ") << params[i];
     }
     os_ << ") {\n";
+  }
+
+  // The launch's block extents for the prelude's thread indexing (0: not
+  // constant), so a one-dimensional block's linear index is threadIdx.x.
+  std::string blockDimConstant() const {
+    std::string extents;
+    for (const IntExpr& dim : kernel_.launch.block) {
+      extents += (extents.empty() ? "" : ", ") + std::to_string(dim.isConstant() ? *dim.constant() : 0);
+    }
+    return "\nnamespace smelt {\nconstexpr unsigned kBlockDim[3] = {" + extents + "};\n}  // namespace smelt\n";
   }
 
   // Lets ptxas budget registers for the block size when it is known.

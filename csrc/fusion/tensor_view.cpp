@@ -198,9 +198,18 @@ int64_t TensorView::maxInlinePosition() const {
     pos = std::min(pos, static_cast<int64_t>(matches.back().size()));
   }
   if (pos == 0) return 0;
-  // Checks that the consumers' own compute positions still hold.
+  if (consumers.size() == 1) {
+    // The loops this tensor would run in are its consumer's, transitively:
+    // their compute positions must still hold.
+    for (const TensorView* c = consumers[0]; c->computePosition() > 0;) {
+      const std::vector<TensorView*> next = fusion()->consumersOf(c);
+      SMELT_INTERNAL_CHECK(!next.empty(), c->name(), " is inlined but has no consumer");
+      for (const TensorView* n : next) inlinedLoopAxes(c, n);
+      c = next[0];
+    }
+    return pos;
+  }
   LoopOwners owners(*fusion(), this);
-  if (consumers.size() == 1) return pos;
   // Every consumer runs the shared axes in the same loops: consumers in
   // different loops (siblings, such as two reductions of this tensor) have
   // them joined, where the joined loop can still run as one.

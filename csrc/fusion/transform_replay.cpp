@@ -408,6 +408,17 @@ void propagateSchedule(TensorView* reference) {
   }
 }
 
+std::vector<int64_t> inlinedLoopAxes(const TensorView* tv, const TensorView* consumer) {
+  std::vector<int64_t> match = matchLoopAxes(tv, consumer);
+  // Reachable from the API: a tensor re-scheduled or re-parallelized after
+  // computeAt/inlineAt no longer matches the loops it was inlined into.
+  SMELT_CHECK(tv->computePosition() <= static_cast<int64_t>(match.size()), "tensor ", tv->name(),
+              " is computed at position ", tv->computePosition(), " but its axis ", match.size(), " (",
+              tv->axis(static_cast<int64_t>(match.size()))->toString(), ") no longer maps to a loop of its consumer ",
+              consumer->name(), " (was it split, merged, reordered or parallelized after computeAt/inlineAt?)");
+  return match;
+}
+
 LoopOwners::LoopOwners(const Fusion& fusion, const TensorView* deciding)
     : fusion_(&fusion), tensors_(fusion.allTensors()), deciding_(deciding) {
   for (const TensorView* tv : tensors_) {
@@ -419,14 +430,7 @@ LoopOwners::LoopOwners(const Fusion& fusion, const TensorView* deciding)
     const std::vector<TensorView*> consumers = fusion.consumersOf(tv);
     SMELT_INTERNAL_CHECK(!consumers.empty(), tv->name(), " is inlined but has no consumer");
     for (const TensorView* consumer : consumers) {
-      const std::vector<int64_t> match = matchLoopAxes(tv, consumer);
-      // Reachable from the API: a tensor re-scheduled or re-parallelized
-      // after computeAt/inlineAt no longer matches the loops it was inlined into.
-      SMELT_CHECK(computePosition(tv) <= static_cast<int64_t>(match.size()), "tensor ", tv->name(),
-                  " is computed at position ", tv->computePosition(), " but its axis ", match.size(),
-                  " (", tv->axis(static_cast<int64_t>(match.size()))->toString(),
-                  ") no longer maps to a loop of its consumer ", consumer->name(),
-                  " (was it split, merged, reordered or parallelized after computeAt/inlineAt?)");
+      const std::vector<int64_t> match = inlinedLoopAxes(tv, consumer);
       for (int64_t k = 0; k < computePosition(tv); ++k) {
         const int64_t a = find(slot(tv, k)), b = find(slot(consumer, match[k]));
         parent_[std::max(a, b)] = std::min(a, b);
@@ -438,13 +442,13 @@ LoopOwners::LoopOwners(const Fusion& fusion, const TensorView* deciding)
 
 void LoopOwners::assignOwners() {
   // A class is owned by its first owning member in the fusion's order whose
-  // axis iterates (a broadcast axis, even an expanded one, may run once).
+  // axis iterates (a plain broadcast axis runs once).
   owner_.assign(parent_.size(), {nullptr, -1});
   for (bool broadcasts : {false, true}) {
     for (const TensorView* tv : tensors_) {
       for (int64_t k = computePosition(tv); k < tv->nDims(); ++k) {
         auto& owner = owner_[find(slot(tv, k))];
-        if (owner.first == nullptr && tv->axis(k)->isBroadcast() == broadcasts) owner = {tv, k};
+        if (owner.first == nullptr && tv->axis(k)->isPlainBroadcast() == broadcasts) owner = {tv, k};
       }
     }
   }
@@ -474,9 +478,13 @@ bool LoopOwners::runsAsOneLoop(const TensorView* tv, int64_t axis) const {
       inside.insert(t);
       if (t->axis(k)->isReduction()) reducing.push_back(t);
       if (k < computePosition(t)) continue;
-      // The loops joined must be bound alike and nested in the same loop.
+      // The loops joined must be bound alike, run as many times and be
+      // nested in the same loop. (A plain broadcast axis has index 0 in any
+      // loop; an expanded one iterates its extent.)
       const IterDomain* id = t->axis(k);
-      if (!id->isBroadcast() && id->parallelType() != owner->axis(owner_axis)->parallelType()) {
+      const IterDomain* owned = owner->axis(owner_axis);
+      if (!id->isPlainBroadcast() &&
+          (id->parallelType() != owned->parallelType() || !id->loopExtent().sameAs(owned->loopExtent()))) {
         return false;
       }
       const int64_t parent = k == 0 ? -1 : find(slot(t, k - 1));

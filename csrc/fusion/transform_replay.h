@@ -68,6 +68,10 @@ std::vector<const IdTransform*> viewTransforms(const TensorView* tv);
 // scheduling one reference tensor.
 void propagateSchedule(TensorView* reference);
 
+// matchLoopAxes of an inlined tensor, checked to cover its compute position
+// (a consumer re-scheduled after the inlining is an error naming both).
+std::vector<int64_t> inlinedLoopAxes(const TensorView* tv, const TensorView* consumer);
+
 // Which loop each loop axis of a fusion's computed tensors runs in. A loop
 // axis left of a tensor's compute position runs in the matching loop of
 // every consumer, so the loops those consumers run it in are one loop:

@@ -253,3 +253,28 @@ def test_layer_norm_of_constant_rows_is_exactly_zero():
     xh, wh, bh = x.half(), w.half(), b.half()
     torch._dynamo.reset()
     assert_same(compiled(f, xh, y.half(), wh, bh), f(xh, y.half(), wh, bh))
+
+
+# ---- sibling loops (torch fuzzer seeds 9800888, 9800120) ----
+# A tensor read by two consumers in different loops joins their loops; loops
+# of different extents (a size-1 axis next to its expansion) must stay apart.
+def test_sums_of_a_tensor_and_of_its_expansion():
+    def fn(x):
+        v = torch.where(x > -0.45, -1.0, x)
+        return v.expand(-1, 4).sum(), v.sum(dim=(0, 1))
+
+    x = (torch.rand(1, 6, generator=torch.Generator().manual_seed(1)) * 4 - 2).transpose(0, 1)
+    for actual, expected in zip(compiled(fn, x), fn(x)):
+        assert_same(actual, expected)
+
+
+def test_softmaxes_next_to_a_cat_of_their_results():
+    def fn(x):
+        v1 = torch.softmax(x, dim=2)
+        v2 = torch.softmax(v1, dim=1)
+        v4 = v2 / 3.0 + v2
+        return torch.cat([torch.where(v4 > v1, 2.5, v4), v2], dim=1), (v2 / 3.0).unsqueeze(-3), v4
+
+    x = torch.rand(5, 5, 5, generator=torch.Generator().manual_seed(1)) * 4 - 2
+    for actual, expected in zip(compiled(fn, x), fn(x)):
+        assert_same(actual, expected)

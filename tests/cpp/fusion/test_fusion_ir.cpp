@@ -345,6 +345,20 @@ TEST(Primitives, InlineJoinsTheLoopsOfSiblingConsumers) {
   EXPECT_EQ(tv1->maxInlinePosition(), 1);
 }
 
+TEST(Primitives, InlineDoesNotJoinLoopsOfDifferentExtents) {
+  // v.sum() next to v.expand(6, 4).sum() for v of [6, 1]: the broadcast
+  // axis's loop runs once, the expanded one's four times.
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* tv0 = makeConcreteTensor({6});
+  fusion.addInput(tv0);
+  TensorView* tv1 = broadcast(neg(tv0), {false, true});
+  fusion.addOutput(sum(tv1, {0, 1}));
+  fusion.addOutput(sum(expand(tv1, {IntExpr(6), IntExpr(4)}), {0, 1}));
+  inlineMost(&fusion);
+  EXPECT_EQ(tv1->computePosition(), 1);
+}
+
 TEST(Primitives, InlineDoesNotJoinALoopAReductionMustFinishFirst) {
   // x / x.sum(1): the division's column loop cannot be the sum's.
   Fusion fusion;

@@ -3,6 +3,10 @@ typedef long long int64_t;
 typedef int64_t index_t;
 
 namespace smelt {
+constexpr unsigned kBlockDim[3] = {128, 1, 1};
+}  // namespace smelt
+
+namespace smelt {
 
 // A tensor kernel parameter: sizes and strides in elements.
 template <typename T, int N>
@@ -180,8 +184,13 @@ __device__ T blockReduce(T value, T* workspace, Op op) {
   return result;
 }
 
+// kBlockDim (before the prelude): the block's extents where the launch fixes
+// them, 0 where only blockDim knows; an axis of extent 1 has index 0.
 __device__ inline unsigned linearThreadIndex() {
-  return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+  const unsigned y = kBlockDim[1] == 1 ? 0 : threadIdx.y, z = kBlockDim[2] == 1 ? 0 : threadIdx.z;
+  const unsigned x_extent = kBlockDim[0] != 0 ? kBlockDim[0] : blockDim.x;
+  const unsigned y_extent = kBlockDim[1] != 0 ? kBlockDim[1] : blockDim.y;
+  return (z * y_extent + y) * x_extent + threadIdx.x;
 }
 
 // Combines `value` across the lanes whose indices differ only in the bits
