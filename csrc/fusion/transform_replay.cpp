@@ -478,15 +478,14 @@ bool LoopOwners::runsAsOneLoop(const TensorView* tv, int64_t axis) const {
       inside.insert(t);
       if (t->axis(k)->isReduction()) reducing.push_back(t);
       if (k < computePosition(t)) continue;
-      // The loops joined must be bound alike, run as many times and be
-      // nested in the same loop. (A plain broadcast axis has index 0 in any
-      // loop; an expanded one iterates its extent.)
+      // The loops joined must be bound alike, run as many times (a plain
+      // broadcast axis's loop runs once: joined into a longer loop, what it
+      // computes would be computed again each time) and be nested in the
+      // same loop.
       const IterDomain* id = t->axis(k);
       const IterDomain* owned = owner->axis(owner_axis);
-      if (!id->isPlainBroadcast() &&
-          (id->parallelType() != owned->parallelType() || !id->loopExtent().sameAs(owned->loopExtent()))) {
-        return false;
-      }
+      const auto trips = [](const IterDomain* d) { return d->isPlainBroadcast() ? IntExpr(1) : d->loopExtent(); };
+      if (id->parallelType() != owned->parallelType() || !trips(id).sameAs(trips(owned))) return false;
       const int64_t parent = k == 0 ? -1 : find(slot(t, k - 1));
       if (parent != (owner_axis == 0 ? -1 : find(slot(owner, owner_axis - 1)))) return false;
     }

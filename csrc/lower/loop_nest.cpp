@@ -1,8 +1,8 @@
 // Pass loop_nest: builds the loop nest and places one statement group per
 // fusion expression. Guarantees:
 //   * every loop axis of a computed tensor runs in exactly one ForLoop; axes
-//     left of a tensor's compute position run in its consumer's loop (one
-//     ForLoop object, see loopOwner), so producers are computed inside their
+//     left of a tensor's compute position run in its consumers' loop (one
+//     ForLoop object, see LoopOwners), so producers are computed inside their
 //     consumers' loops;
 //   * a loop is trivial when it is bound to a block/thread index, vectorized,
 //     or runs once;

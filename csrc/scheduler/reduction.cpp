@@ -80,6 +80,9 @@ std::string gridSplitRejectReason(const Fusion& fusion) {
   if (!reason.empty()) return reason;
   ReductionLayout layout;
   analyzeReductions(fusion, &layout);
+  if (layout.reductions.size() > 1) {
+    return "it has " + std::to_string(layout.reductions.size()) + " reductions; a grid split regroups one";
+  }
   const TensorView* ref = layout.reference;
   const int64_t rank = static_cast<int64_t>(ref->logicalDomain().size());
   if (rank < 2) return "it reduces a whole tensor; a grid split regroups rows";

@@ -1,7 +1,9 @@
-// The reduction scheduler: one reduction (any number of dimensions reduced,
-// with element-wise ops before and after it) whose result is not broadcast
-// back. The reference is the reduction tensor (a register tensor: a reduced
-// output is cached first, so one thread writes each result).
+// The reduction scheduler: reductions over the same dimensions (any number
+// of them reduced, with element-wise ops before and after; several are
+// siblings sharing one loop nest, such as layer-norm backward's dw and db)
+// whose results are not broadcast back. The reference is the first
+// reduction tensor (a register tensor: a reduced output is cached first, so
+// one thread writes each result); the others follow its schedule.
 //
 // Inner (row) reductions, the reduced dimensions innermost in memory: rows
 // are spread over blocks (BIDx), `block_y` rows per block on TIDy when rows

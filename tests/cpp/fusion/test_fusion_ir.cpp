@@ -357,6 +357,20 @@ TEST(Primitives, InlineDoesNotJoinLoopsOfDifferentExtents) {
   fusion.addOutput(sum(expand(tv1, {IntExpr(6), IntExpr(4)}), {0, 1}));
   inlineMost(&fusion);
   EXPECT_EQ(tv1->computePosition(), 1);
+  // A broadcast row written as it is and read by a product over two rows
+  // (llama's rotary cos next to q * cos): joined, the row would be computed
+  // twice.
+  Fusion rows;
+  FusionGuard rows_guard(&rows);
+  TensorView* angle = makeConcreteTensor({8});
+  TensorView* q = makeConcreteTensor({2, 8});
+  rows.addInput(angle);
+  rows.addInput(q);
+  TensorView* cosine = broadcast(cos(angle), {true, false});
+  rows.addOutput(neg(cosine));
+  rows.addOutput(mul(q, cosine));
+  inlineMost(&rows);
+  EXPECT_EQ(cosine->computePosition(), 0);
 }
 
 TEST(Primitives, InlineDoesNotJoinALoopAReductionMustFinishFirst) {
