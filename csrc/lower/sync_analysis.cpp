@@ -38,6 +38,20 @@ std::string crossThreadReason(const LoweringContext& ctx, const TensorView* prod
     auto [w_axis, w_loop] = boundAxis(ctx, producer, pt);
     auto [r_axis, r_loop] = boundAxis(ctx, consumer, pt);
     std::string name = toString(pt);
+    // A plain broadcast axis of a Shared or Global tensor running in a
+    // longer loop bound to pt is stored by thread 0 alone (the predicates
+    // pass), as if unbound.
+    const auto stored_by_thread_zero = [&](const TensorView* tv, int64_t axis, const kir::ForLoop* loop) {
+      return loop != nullptr && tv->memoryType() != MemoryType::Local && tv->axis(axis)->isPlainBroadcast() &&
+             !loop->extent.sameAs(tv->axis(axis)->extent());
+    };
+    if (stored_by_thread_zero(producer, w_axis, w_loop)) {
+      if (consumer->memoryType() != MemoryType::Local &&
+          (r_loop == nullptr || stored_by_thread_zero(consumer, r_axis, r_loop))) {
+        continue;
+      }
+      return name + ": written by thread 0 only (a broadcast axis), read by every thread";
+    }
     if (w_loop == nullptr && r_loop == nullptr) {
       // The writer is guarded to thread 0 along pt; so is a reader that
       // writes Shared or Global memory itself (see the predicates pass).

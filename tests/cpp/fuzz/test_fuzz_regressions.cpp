@@ -502,5 +502,37 @@ TEST(FuzzRegression, BroadcastDimensionMergedByAReshapeMatchesATenThroughTheCach
   }
 }
 
+// Seed 5005546 of the fusion fuzzer: a broadcast output ([1], Global)
+// computed inside a thread loop of 5 is stored by thread 0 alone, and the
+// product next to it read it back in every thread without a barrier (the
+// sync analysis took the shared loop for a thread-private access): NaN in
+// the simulator's reverse thread order.
+TEST(FuzzRegression, BroadcastOutputStoredByOneThreadIsReadAfterABarrier) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* t0 = makeConcreteTensor({5, 2});
+  TensorView* t1 = fusion.newTensor(DataType::Float, {fusion.newIterDomain(1, IterType::Broadcast)},
+                                    MemoryType::Global);
+  fusion.addInput(t0);
+  fusion.addInput(t1);
+  TensorView* t2 = set(max(t0, {1}));
+  TensorView* t3 = sum(t1, {0});
+  TensorView* t4 = broadcast(t3, {true});
+  TensorView* t5 = add(mul(t1, t4), t2);
+  fusion.addOutput(t5);
+  fusion.addOutput(t4);
+  t2->axis(0)->parallelize(ParallelType::Vectorize);
+  inlineMost(&fusion);
+  t2->split(0, 1, false);
+  t3->axis(0)->parallelize(ParallelType::TIDx);
+  t5->axis(0)->parallelize(ParallelType::TIDx);
+  GpuLower lower(&fusion);
+  const kir::Kernel& kernel = lower.run();
+  int64_t barriers = 0;
+  kir::forEachStmt(kernel.body, [&](const kir::Stmt* s, int) { barriers += s->kind() == kir::StmtKind::BlockSync; });
+  EXPECT_GE(barriers, 1) << kernel.toString();
+  expectKernelCorrect(fusion, {at::randn({5, 2}), at::randn({1})});
+}
+
 }  // namespace
 }  // namespace smelt::sim::testing
