@@ -132,18 +132,21 @@ enum class Fit { Best, First };
 Layout placeGreedy(const Problem& p, const std::vector<int>& order, Fit fit) {
   Layout layout;
   layout.offsets.assign(p.size(), -1);
-  std::vector<int> by_offset;  // placed buffers sorted by offset
-  by_offset.reserve(p.size());
-  std::vector<char> conflicting(p.size(), 0);
+  std::vector<int> obstacles;  // the placed buffers `i` conflicts with, by offset
+  obstacles.reserve(p.size());
   for (int i : order) {
-    for (int j : p.neighbors[i]) conflicting[j] = 1;
+    obstacles.clear();
+    for (int j : p.neighbors[i]) {
+      if (layout.offsets[j] >= 0) obstacles.push_back(j);
+    }
+    std::sort(obstacles.begin(), obstacles.end(),
+              [&](int a, int b) { return layout.offsets[a] < layout.offsets[b]; });
     const int64_t size = p.bytes[i];
     const int64_t align = p.align[i];
     int64_t chosen = -1;
     int64_t chosen_gap = std::numeric_limits<int64_t>::max();
     int64_t cursor = 0;  // end of the conflicting bytes seen so far
-    for (int j : by_offset) {
-      if (!conflicting[j]) continue;
+    for (int j : obstacles) {
       const int64_t start = layout.offsets[j];
       int64_t candidate = alignUpConstant(cursor, align);
       if (candidate + size <= start) {
@@ -157,12 +160,8 @@ Layout placeGreedy(const Problem& p, const std::vector<int>& order, Fit fit) {
       cursor = std::max(cursor, start + p.bytes[j]);
     }
     if (chosen < 0) chosen = alignUpConstant(cursor, align);
-    for (int j : p.neighbors[i]) conflicting[j] = 0;
     layout.offsets[i] = chosen;
     layout.total = std::max(layout.total, chosen + size);
-    auto at = std::upper_bound(by_offset.begin(), by_offset.end(), chosen,
-                               [&](int64_t offset, int j) { return offset < layout.offsets[j]; });
-    by_offset.insert(at, i);
   }
   return layout;
 }
@@ -223,6 +222,9 @@ struct Sections {
   // section, so a member stacked under another occupies its size rounded up
   // to it: `top_slack` is the most rounding the topmost member can save.
   std::vector<int64_t> granule, top_slack, padded_bytes;
+  // Per section, its members with their rounding, most rounding first: the
+  // top of a stack of some members saves at most the most of theirs.
+  std::vector<std::vector<std::pair<int, int64_t>>> by_rounding;
   // The lowest total of the whole section stacked from 0: exact where its
   // members' alignments differ and they are few, stackBound() otherwise.
   std::vector<int64_t> lowest_stack;
@@ -232,22 +234,58 @@ struct Sections {
   int64_t padded(size_t s, int64_t bytes) const { return alignUpConstant(bytes, granule[s]); }
   // Lowest total of a stack of the members `open` (pairwise conflicting)
   // above `base`, of `open_padded` padded bytes.
-  int64_t stackBound(size_t s, int64_t base, int64_t open_padded) const {
-    return alignUpConstant(base, granule[s]) + open_padded - top_slack[s];
+  int64_t stackBound(size_t s, int64_t base, int64_t open_padded, int64_t slack) const {
+    return alignUpConstant(base, granule[s]) + open_padded - slack;
+  }
+  // The most rounding the top of a stack of the members `open` can save.
+  int64_t topSlack(size_t s, uint64_t open) const {
+    for (const auto& [i, rounding] : by_rounding[s]) {
+      if ((open >> i) & 1) return rounding;
+    }
+    return 0;
+  }
+
+  // Sections whose members' alignments differ (and are few): the exact
+  // lowest stack of any subset of members above any base, which the padded
+  // sum misses by up to an alignment per larger-aligned member.
+  struct MixedStacks {
+    std::vector<int> list;  // the members
+    int64_t modulus = 0;    // their largest alignment
+    int granule_shift = 0;  // log2 of the granule
+    // rises[subset * residues + r]: lowest top less the base, for a base of
+    // r granules modulo `modulus`.
+    std::vector<int64_t> rises;
+    size_t residues() const { return static_cast<size_t>(modulus >> granule_shift); }
+  };
+  std::vector<MixedStacks> mixed;  // per section; empty `list` where not kept
+
+  // Lowest total of the members `open` stacked above `base`; 0 where the
+  // section keeps no table.
+  int64_t mixedStackBound(size_t s, int64_t base, uint64_t open) const {
+    const MixedStacks& m = mixed[s];
+    if (m.list.empty()) return 0;
+    size_t subset = 0;
+    for (size_t k = 0; k < m.list.size(); ++k) subset |= ((open >> m.list[k]) & 1) << k;
+    const int64_t start = alignUpConstant(base, granule[s]);
+    const size_t residue = static_cast<size_t>((start & (m.modulus - 1)) >> m.granule_shift);
+    return start + m.rises[subset * m.residues() + residue];
   }
 };
 
 constexpr size_t kMaxSearchBuffers = 64;  // buffer sets are bit masks
+// Node budget of the search tried before the long iterated greedy: enough
+// to settle components of a dozen buffers.
+constexpr int64_t kShortSearchNodes = 4096;
 
-// Lowest total of `members` (pairwise conflicting) stacked from 0 when their
-// alignments differ: a larger-aligned member stacked above others starts at
-// its own alignment, so the order matters. Over every order, by the lowest
-// top of each subset stacked first (a lower top never hurts what follows).
-int64_t lowestMixedStack(const Problem& q, uint64_t members) {
-  std::vector<int> list;
-  for (uint64_t bits = members; bits != 0; bits &= bits - 1) list.push_back(__builtin_ctzll(bits));
+// The lowest top of every subset of `list` (pairwise conflicting) stacked
+// above `base`, less `base`, indexed by the subset's bits in `list` order.
+// Where alignments differ, a larger-aligned member stacked above others
+// starts at its own alignment, so the order matters: over every order, by
+// the lowest top of each subset stacked first (a lower top never hurts what
+// follows).
+std::vector<int64_t> lowestStackRises(const Problem& q, const std::vector<int>& list, int64_t base) {
   std::vector<int64_t> top(size_t{1} << list.size(), std::numeric_limits<int64_t>::max());
-  top[0] = 0;
+  top[0] = base;
   for (size_t subset = 0; subset < top.size(); ++subset) {
     for (size_t k = 0; k < list.size(); ++k) {
       if ((subset >> k) & 1) continue;
@@ -256,9 +294,14 @@ int64_t lowestMixedStack(const Problem& q, uint64_t members) {
       top[next] = std::min(top[next], alignUpConstant(top[subset], q.align[i]) + q.bytes[i]);
     }
   }
-  return top.back();
+  for (int64_t& t : top) t -= base;
+  return top;
 }
-constexpr int kMaxMixedStackMembers = 12;  // 4096 subsets
+constexpr size_t kMaxMixedStackMembers = 12;  // 4096 subsets
+// Sections of mixed alignments with at most this many members keep the
+// lowest stack of every subset above every base residue for the search.
+constexpr size_t kMaxMixedTableMembers = 10;
+constexpr size_t kMaxMixedTableEntries = size_t{1} << 14;
 
 std::vector<uint64_t> adjacencyMasks(const Problem& q) {
   SMELT_INTERNAL_CHECK(q.size() <= kMaxSearchBuffers);
@@ -313,12 +356,38 @@ Sections sectionCliques(const Problem& q, const std::vector<uint64_t>& adjacency
     sections.granule.push_back(granule);
     sections.top_slack.push_back(slack);
     sections.padded_bytes.push_back(padded);
-    int64_t lowest = sections.stackBound(sections.size() - 1, 0, padded);
-    bool mixed = false;
-    for (uint64_t bits = cliques[c]; bits != 0; bits &= bits - 1) mixed |= q.align[__builtin_ctzll(bits)] != granule;
-    if (mixed && __builtin_popcountll(cliques[c]) <= kMaxMixedStackMembers) {
-      lowest = std::max(lowest, lowestMixedStack(q, cliques[c]));
+    std::vector<std::pair<int, int64_t>> rounding;
+    for (uint64_t bits = cliques[c]; bits != 0; bits &= bits - 1) {
+      const int i = __builtin_ctzll(bits);
+      rounding.emplace_back(i, alignUpConstant(q.bytes[i], granule) - q.bytes[i]);
     }
+    std::stable_sort(rounding.begin(), rounding.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
+    sections.by_rounding.push_back(std::move(rounding));
+    int64_t lowest = sections.stackBound(sections.size() - 1, 0, padded, slack);
+    Sections::MixedStacks mixed;
+    int64_t modulus = granule;
+    std::vector<int> list;
+    for (uint64_t bits = cliques[c]; bits != 0; bits &= bits - 1) {
+      list.push_back(__builtin_ctzll(bits));
+      modulus = std::max(modulus, q.align[list.back()]);
+    }
+    if (modulus != granule && list.size() <= kMaxMixedTableMembers &&
+        (size_t{1} << list.size()) * static_cast<size_t>(modulus / granule) <= kMaxMixedTableEntries) {
+      mixed.list = list;
+      mixed.modulus = modulus;
+      mixed.granule_shift = __builtin_ctzll(static_cast<uint64_t>(granule));
+      const size_t residues = mixed.residues();
+      mixed.rises.resize((size_t{1} << list.size()) * residues);
+      for (size_t r = 0; r < residues; ++r) {
+        const std::vector<int64_t> rises = lowestStackRises(q, list, static_cast<int64_t>(r) * granule);
+        for (size_t subset = 0; subset < rises.size(); ++subset) mixed.rises[subset * residues + r] = rises[subset];
+      }
+      lowest = std::max(lowest, mixed.rises[((size_t{1} << list.size()) - 1) * residues]);
+    } else if (modulus != granule && list.size() <= kMaxMixedStackMembers) {
+      lowest = std::max(lowest, lowestStackRises(q, list, 0).back());
+    }
+    sections.mixed.push_back(std::move(mixed));
     sections.lowest_stack.push_back(lowest);
   }
   return sections;
@@ -487,8 +556,10 @@ class ExactSearch {
     }
   }
 
-  int64_t lowestFeasible(int i) const {
-    int64_t offset = 0;
+  // The lowest offset at or above `from` where `i` overlaps no placed buffer
+  // it conflicts with: a candidate overlapping one overlaps it up to its end.
+  int64_t lowestFeasible(int i, int64_t from) const {
+    int64_t offset = from;
     const uint64_t obstacles = adjacency_[i] & placed_;
     for (bool moved = true; moved;) {
       moved = false;
@@ -540,17 +611,25 @@ class ExactSearch {
       const uint64_t open = sections_.members[s] & unplaced;
       if (open == 0) continue;
       const int64_t base = std::max(floor_[s], last_offset);
-      if (!fits(sections_.stackBound(s, base, open_padded_[s]))) return false;
+      const int64_t slack = sections_.topSlack(s, open);
+      if (!fits(sections_.stackBound(s, base, open_padded_[s], slack))) return false;
       // The open members' lowest start prunes only where every one of them
       // starts above `highest_base` (starts are multiples of the granule):
       // most sections stop at their first member.
-      const int64_t highest_base = capacity_ - open_padded_[s] + sections_.top_slack[s];
+      const int64_t highest_base = capacity_ - open_padded_[s] + slack;
       int64_t lowest_start = std::numeric_limits<int64_t>::max();
       for (uint64_t bits = open; bits != 0 && lowest_start > highest_base; bits &= bits - 1) {
         lowest_start = std::min(lowest_start, above[__builtin_ctzll(bits)]);
       }
-      if (lowest_start > highest_base && !fits(sections_.stackBound(s, lowest_start, open_padded_[s]))) {
+      if (lowest_start > highest_base && !fits(sections_.stackBound(s, lowest_start, open_padded_[s], slack))) {
         return false;
+      }
+      if (!sections_.mixed[s].list.empty()) {
+        if (!fits(sections_.mixedStackBound(s, base, open))) return false;
+        for (uint64_t bits = open; bits != 0; bits &= bits - 1) {
+          lowest_start = std::min(lowest_start, above[__builtin_ctzll(bits)]);
+        }
+        if (lowest_start > base && !fits(sections_.mixedStackBound(s, lowest_start, open))) return false;
       }
     }
     return true;
@@ -566,7 +645,9 @@ class ExactSearch {
     const int64_t end = offset + p_.bytes[c];
     for (int i : p_.neighbors[c]) {
       if (offsets_[i] >= 0) continue;
-      if (next[i] < end && offset < next[i] + p_.bytes[i]) next[i] = lowestFeasible(i);
+      // Every spot from i's lowest up to c's end now overlaps c, and every
+      // spot below i's lowest overlapped a buffer already.
+      if (next[i] < end && offset < next[i] + p_.bytes[i]) next[i] = lowestFeasible(i, alignUpConstant(end, p_.align[i]));
       next_above[i] = std::max(next_above[i], alignUpConstant(end, p_.align[i]));
     }
     for (int s : sections_.of_buffer[c]) {
@@ -806,17 +887,31 @@ GreedyResult bestGreedy(const Problem& q, std::vector<PlanAttempt>* attempts) {
   return best;
 }
 
-// Iterated greedy: small random changes to the best ordering (a block of it
-// moved earlier, or two buffers swapped), kept when best fit then does no
-// worse. Deterministic (fixed seed), `rounds` tries at most.
-void perturbGreedy(const Problem& q, GreedyResult& best, int64_t rounds,
+// Iterated greedy: a walk of small random changes to an ordering (a block of
+// it moved earlier, or two buffers swapped), each kept when best fit then
+// leaves no more bytes above the target; `best` is the lowest layout seen.
+// Deterministic (seeded), `rounds` tries at most.
+void perturbGreedy(const Problem& q, GreedyResult& best, int64_t rounds, uint64_t seed,
                    std::chrono::steady_clock::time_point deadline) {
   if (q.size() < 3) return;
-  std::mt19937_64 rng(0x5eed + q.size());
+  // The walk keeps a change that leaves no more bytes above the target,
+  // summed over the buffers: unlike the total, that measure falls with
+  // every buffer brought under the target, so the walk is not blind on the
+  // plateaus of equal totals.
+  auto excess = [&](const Layout& layout) {
+    int64_t sum = 0;
+    for (size_t i = 0; i < q.size(); ++i) {
+      sum += std::max<int64_t>(0, layout.offsets[i] + q.bytes[i] - q.lower_bound);
+    }
+    return sum;
+  };
+  std::vector<int> current = best.order;
+  int64_t current_excess = excess(placeGreedy(q, current, Fit::Best));
+  std::mt19937_64 rng(seed + q.size());
   auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
   for (int64_t round = 0; round < rounds && best.layout.total > q.lower_bound; ++round) {
     if ((round & 7) == 7 && std::chrono::steady_clock::now() > deadline) break;
-    std::vector<int> order = best.order;
+    std::vector<int> order = current;
     const size_t a = pick(order.size()), b = pick(order.size());
     if (a == b) continue;
     if (rng() & 1) {
@@ -828,10 +923,15 @@ void perturbGreedy(const Problem& q, GreedyResult& best, int64_t rounds,
                   order.begin() + static_cast<std::ptrdiff_t>(hi) + 1);
     }
     Layout layout = placeGreedy(q, order, Fit::Best);
-    if (layout.total <= best.layout.total) {
-      if (layout.total < best.layout.total) best.name = "iterated best-fit";
-      best.layout = std::move(layout);
-      best.order = std::move(order);
+    const int64_t e = excess(layout);
+    if (layout.total < best.layout.total) {
+      best.name = "iterated best-fit";
+      best.layout = layout;
+      best.order = order;
+    }
+    if (e <= current_excess) {
+      current = std::move(order);
+      current_excess = e;
     }
   }
 }
@@ -935,6 +1035,7 @@ ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
   };
   std::vector<Outcome> outcomes;
   bool exact_ran = false, exact_complete = true, perturbed = false;
+  bool found_by_search = false, proved_by_search = false;
   int64_t search_nodes = 0, search_splits = 0;
   for (const Part& part : parts) {
     const Problem& q = part.q;
@@ -946,28 +1047,62 @@ ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
     } else {
       greedy = bestGreedy(q, nullptr);
     }
-    Layout layout = greedy.layout;
+    Layout layout = greedy.layout;  // the best so far
     bool proved = layout.total <= q.lower_bound;
-    if (!proved && options.heuristic_rounds > 0) {
-      // Each round costs O(n^2): fewer rounds on large components keep the
-      // heuristic path near 1 ms at 128 buffers.
-      const int64_t rounds = std::max<int64_t>(
-          4, std::min<int64_t>(options.heuristic_rounds, 2048 / static_cast<int64_t>(q.size())));
-      perturbGreedy(q, greedy, rounds, deadline);
-      perturbed = perturbed || greedy.layout.total < layout.total;
-      layout = greedy.layout;
-      proved = layout.total <= q.lower_bound;
-    }
-    if (!proved && q.size() <= exact_limit) {
-      ExactSearch exact(q, part.adjacency, part.sections, layout, options.exact_search_node_budget,
-                        deadline);
-      const bool complete = exact.run();
+    bool searched = false, complete = false;  // exhaustively: every layout above is optimal
+    auto keep = [&](const Layout& candidate, bool from_search) {
+      if (candidate.total < layout.total) {
+        layout = candidate;
+        found_by_search = found_by_search || from_search;
+      }
+      proved = proved || complete || layout.total <= q.lower_bound;
+    };
+    const int64_t n = static_cast<int64_t>(q.size());
+    const bool searchable = q.size() <= exact_limit;
+    uint64_t seed = 0x5eed;  // each walk its own changes
+    auto iterate = [&](int64_t rounds, std::chrono::steady_clock::time_point until) {
+      const int64_t before = greedy.layout.total;
+      perturbGreedy(q, greedy, rounds, seed++, until);
+      perturbed = perturbed || greedy.layout.total < before;
+      keep(greedy.layout, false);
+    };
+    int64_t nodes_left = options.exact_search_node_budget;
+    auto search = [&](int64_t budget) {
+      ExactSearch exact(q, part.adjacency, part.sections, layout, budget, deadline);
+      complete = exact.run();
+      searched = true;
+      nodes_left -= exact.nodes();
       search_nodes += exact.nodes();
       search_splits += exact.splits();
+      keep(exact.best(), true);
+    };
+    const int64_t rounds = options.heuristic_rounds;
+    // Each round costs O(n^2): few rounds on large components keep the
+    // heuristic path near 1 ms at 128 buffers.
+    if (!proved && rounds > 0) {
+      iterate(std::max<int64_t>(4, std::min<int64_t>(rounds, 2048 / n)), deadline);
+    }
+    if (exact_limit > 0) {
+      // Small components are settled (found or proved) by a short search.
+      if (!proved && searchable) search(std::min(nodes_left, kShortSearchNodes));
+      // Then the iterated greedy is the search's finder: layouts at a tight
+      // target that the search in address order reaches only after many
+      // restarts, it finds in a few thousand rounds. The search keeps at
+      // least half the time left.
+      if (!proved && rounds > 0) {
+        auto until = deadline;
+        if (searchable) {
+          const auto now = std::chrono::steady_clock::now();
+          until = now + (deadline - now) / 2;
+        }
+        iterate(std::max(rounds, options.search_greedy_work / (n * n)), until);
+      }
+      if (!proved && searchable && nodes_left > 0) search(nodes_left);
+    }
+    if (searched) {
       exact_ran = true;
-      exact_complete = exact_complete && complete;
-      layout = exact.best();
-      proved = complete || layout.total <= q.lower_bound;
+      exact_complete = exact_complete && proved;
+      proved_by_search = proved_by_search || complete;
     }
     for (size_t k = 0; k < members.size(); ++k) {
       composed.offsets[static_cast<size_t>(members[k])] = layout.offsets[k];
@@ -979,9 +1114,11 @@ ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
   for (const Outcome& o : outcomes) proved = proved || (o.proved && o.total == composed.total);
   std::string name;
   if (exact_ran) {
-    name = exact_complete ? "exact" : "exact (budget spent)";
     plan.search_note = "exact search: " + std::to_string(search_nodes) + " nodes, " +
                        std::to_string(search_splits) + " split into independent groups";
+  }
+  if (found_by_search || proved_by_search || (exact_ran && !exact_complete)) {
+    name = exact_complete ? "exact" : "exact (budget spent)";
   } else {
     name = perturbed ? "iterated best-fit" : "best-fit";
   }

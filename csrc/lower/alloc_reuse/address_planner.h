@@ -43,6 +43,11 @@ struct PlannerOptions {
   int64_t exact_search_node_budget = 200000;
   // Iterated best-fit rounds per component that misses the bound (0: none).
   int64_t heuristic_rounds = 64;
+  // Where the exact search is enabled, the iterated best-fit is its finder
+  // and runs longer: up to this many rounds x buffers^2 per component (a
+  // round places every buffer: about 15 ms at 60 buffers), and at most half
+  // the time left for a component the search then takes.
+  int64_t search_greedy_work = int64_t{1} << 25;
   // Wall-clock limit of the iterated greedy and the exact search together;
   // the node budget is the deterministic limit, this one a safety net.
   double search_time_limit_ms = 50.0;

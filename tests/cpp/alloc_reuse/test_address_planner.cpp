@@ -115,7 +115,9 @@ TEST(AddressPlanner, ExactSearchReachesTheBoundTheHeuristicsMiss) {
   EXPECT_EQ(planStatusName(plan), "bound reached");
   EXPECT_EQ(plan.strategy, "exact");
   for (const PlanAttempt& attempt : plan.attempts) {
-    if (attempt.strategy != "exact") EXPECT_GE(attempt.total_bytes, 224) << attempt.strategy;
+    if (attempt.strategy != "exact") {
+      EXPECT_GE(attempt.total_bytes, 224) << attempt.strategy;
+    }
   }
 }
 
