@@ -276,6 +276,9 @@ constexpr size_t kMaxSearchBuffers = 64;  // buffer sets are bit masks
 // Node budget of the search tried before the long iterated greedy: enough
 // to settle components of a dozen buffers.
 constexpr int64_t kShortSearchNodes = 4096;
+// The iterated greedy before the long search: a few hundred rounds per
+// buffer at most (small components are the search's).
+constexpr int64_t kMaxGreedyRoundsPerBuffer = 256;
 
 // The lowest top of every subset of `list` (pairwise conflicting) stacked
 // above `base`, less `base`, indexed by the subset's bits in `list` order.
@@ -1095,7 +1098,8 @@ ConstantPlan planConstantSizes(Problem p, const PlannerOptions& options,
           const auto now = std::chrono::steady_clock::now();
           until = now + (deadline - now) / 2;
         }
-        iterate(std::max(rounds, options.search_greedy_work / (n * n)), until);
+        iterate(std::max(rounds, std::min(options.search_greedy_work / (n * n), kMaxGreedyRoundsPerBuffer * n)),
+                until);
       }
       if (!proved && searchable && nodes_left > 0) search(nodes_left);
     }

@@ -11,10 +11,13 @@
 //   connected component of the conflict graph is planned on its own from
 //   offset 0 (greedy, iterated greedy, then for components of at most
 //   exact_search_max_buffers buffers an exact search over canonical
-//   placements in address order, iterative deepening on the capacity from the
-//   target, each capacity searched by restarts under doubling node limits,
-//   independent groups of unplaced buffers searched one after another,
-//   bounded by a node budget and a time limit, so it always terminates). It
+//   placements in address order: a short one that settles small components,
+//   then a long iterated greedy as its finder, then the rest of the search:
+//   iterative deepening on the capacity from the target, each capacity
+//   searched by restarts under doubling node limits, independent groups of
+//   unplaced buffers searched one after another, bounded by a node budget
+//   and a time limit, so it always terminates; larger components get the
+//   long iterated greedy alone). It
 //   stops as soon as a layout reaches the target: the lower bound, or the
 //   lowest stack of a clique under its alignments where that is higher.
 //   `optimal` is set only when proved: the target is reached, or the search
@@ -44,9 +47,10 @@ struct PlannerOptions {
   // Iterated best-fit rounds per component that misses the bound (0: none).
   int64_t heuristic_rounds = 64;
   // Where the exact search is enabled, the iterated best-fit is its finder
-  // and runs longer: up to this many rounds x buffers^2 per component (a
-  // round places every buffer: about 15 ms at 60 buffers), and at most half
-  // the time left for a component the search then takes.
+  // and runs longer: up to this many rounds x buffers^2 per component (and
+  // 256 rounds per buffer; a round places every buffer: about 15 ms at 60
+  // buffers), and at most half the time left for a component the search
+  // then takes.
   int64_t search_greedy_work = int64_t{1} << 25;
   // Wall-clock limit of the iterated greedy and the exact search together;
   // the node budget is the deterministic limit, this one a safety net.
