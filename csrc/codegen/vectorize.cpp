@@ -79,17 +79,6 @@ IntExpr withValue(const IntExpr& e, const std::string& symbol, int64_t value) {
   return rebuild(e.kind(), withValue(e.lhs(), symbol, value), withValue(e.rhs(), symbol, value));
 }
 
-// Index math is over non-negative values (indices, sizes, strides); only a
-// subtraction may leave them.
-bool nonNegative(const IntExpr& e) {
-  switch (e.kind()) {
-    case K::Constant: return *e.constant() >= 0;
-    case K::Symbol: return true;
-    case K::Sub: return false;
-    default: return nonNegative(e.lhs()) && nonNegative(e.rhs());
-  }
-}
-
 // True when `e` cannot decrease as `symbol` grows.
 bool nonDecreasing(const IntExpr& e, const std::string& symbol) {
   if (!mentions(e, symbol)) return true;

@@ -240,15 +240,6 @@ bool provablyLe(const IntExpr& a, const IntExpr& b) {
   return false;
 }
 
-bool nonNegative(const IntExpr& e, const IntBounds& bounds) {
-  switch (e.kind()) {
-    case IntExpr::Kind::Constant: return *e.constant() >= 0;
-    case IntExpr::Kind::Symbol: return true;  // indices, sizes, strides
-    case IntExpr::Kind::Sub: return false;
-    default: return nonNegative(e.lhs(), bounds) && nonNegative(e.rhs(), bounds);
-  }
-}
-
 // (u * d + v) with u * d's multiplier the same as d: returns v, and u in `u_out`.
 std::optional<IntExpr> splitMultiple(const IntExpr& a, const IntExpr& d, IntExpr* u_out) {
   if (a.kind() != IntExpr::Kind::Add) return std::nullopt;
@@ -330,7 +321,7 @@ std::optional<IntExpr> upperBound(const IntExpr& e, const IntBounds& bounds) {
     case K::Mod:
       // 0 <= a % d < d for a >= 0 (a remaining modulo is one whose
       // dividend's bound is not below d).
-      if (!nonNegative(e.lhs(), bounds) || !nonNegative(e.rhs(), bounds)) return std::nullopt;
+      if (!nonNegative(e.lhs()) || !nonNegative(e.rhs())) return std::nullopt;
       return e.rhs();
     default: return std::nullopt;
   }
@@ -339,6 +330,15 @@ std::optional<IntExpr> upperBound(const IntExpr& e, const IntBounds& bounds) {
 bool provablyBelow(const IntExpr& e, const IntExpr& limit, const IntBounds& bounds) {
   const std::optional<IntExpr> bound = upperBound(e, bounds);
   return bound.has_value() && provablyLe(*bound, limit);
+}
+
+bool nonNegative(const IntExpr& e) {
+  switch (e.kind()) {
+    case IntExpr::Kind::Constant: return *e.constant() >= 0;
+    case IntExpr::Kind::Symbol: return true;  // indices, sizes, strides
+    case IntExpr::Kind::Sub: return false;
+    default: return nonNegative(e.lhs()) && nonNegative(e.rhs());
+  }
 }
 
 IntExpr simplify(const IntExpr& e, const IntBounds& bounds) {
@@ -371,15 +371,15 @@ IntExpr simplify(const IntExpr& e, const IntBounds& bounds) {
     case K::Min: return min(a, b);
     case K::Max: return max(a, b);
     case K::Div: {
-      if (nonNegative(a, bounds)) {
+      if (nonNegative(a)) {
         if (auto ub = upperBound(a, bounds); ub && provablyLe(*ub, b)) return 0;
         IntExpr u;
-        if (auto v = splitMultiple(a, b, &u); v && nonNegative(*v, bounds)) {
+        if (auto v = splitMultiple(a, b, &u); v && nonNegative(*v)) {
           return simplify(u + *v / b, bounds);
         }
         // (u * c + v) / d -> u / (d / c) when c divides d and 0 <= v < c.
         int64_t c = 0;
-        if (auto v = splitFactorOf(a, b, &u, &c); v && nonNegative(u, bounds) && nonNegative(*v, bounds)) {
+        if (auto v = splitFactorOf(a, b, &u, &c); v && nonNegative(u) && nonNegative(*v)) {
           if (auto ub = upperBound(*v, bounds); ub && provablyLe(*ub, IntExpr(c))) {
             return simplify(u / IntExpr(*b.constant() / c), bounds);
           }
@@ -388,7 +388,7 @@ IntExpr simplify(const IntExpr& e, const IntBounds& bounds) {
       return a / b;
     }
     case K::Mod: {
-      if (nonNegative(a, bounds)) {
+      if (nonNegative(a)) {
         if (auto ub = upperBound(a, bounds); ub && provablyLe(*ub, b)) return a;
         // (x % m) % d -> x % d when the constant d divides the constant m.
         if (a.kind() == K::Mod && a.rhs().isConstant() && b.isConstant() && *b.constant() > 0 &&
@@ -396,12 +396,12 @@ IntExpr simplify(const IntExpr& e, const IntBounds& bounds) {
           return simplify(a.lhs() % b, bounds);
         }
         IntExpr u;
-        if (auto v = splitMultiple(a, b, &u); v && nonNegative(*v, bounds)) {
+        if (auto v = splitMultiple(a, b, &u); v && nonNegative(*v)) {
           return simplify(*v % b, bounds);
         }
         // (u * c + v) % d -> (u % (d / c)) * c + v when c divides d and 0 <= v < c.
         int64_t c = 0;
-        if (auto v = splitFactorOf(a, b, &u, &c); v && nonNegative(u, bounds) && nonNegative(*v, bounds)) {
+        if (auto v = splitFactorOf(a, b, &u, &c); v && nonNegative(u) && nonNegative(*v)) {
           if (auto ub = upperBound(*v, bounds); ub && provablyLe(*ub, IntExpr(c))) {
             return simplify(u % IntExpr(*b.constant() / c), bounds) * IntExpr(c) + *v;
           }

@@ -74,6 +74,10 @@ IntExpr substitute(const IntExpr& e, const std::map<std::string, IntExpr>& repla
 // (sizes, strides) but unbounded.
 using IntBounds = std::map<std::string, IntExpr>;
 
+// Index math is over non-negative values (indices, sizes, strides): `e` is
+// provably non-negative unless a subtraction or a negative constant is in it.
+bool nonNegative(const IntExpr& e);
+
 // `e` simplified with what `bounds` knows, for values of every symbol within
 // [0, bound): `x / d -> 0` and `x % d -> x` when 0 <= x < d is provable,
 // `(u * d + v) / d -> u + v / d` and `(u * d + v) % d -> v % d` (d constant

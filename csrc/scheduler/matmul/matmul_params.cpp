@@ -118,9 +118,12 @@ TensorCoreMatmulParams tensorCoreHeuristics(std::optional<int64_t> m, std::optio
   p.b_k_contiguous = b_k_contiguous;
   p.block_m = tile(m);
   p.block_n = tile(n);
-  const bool two_by_two = p.block_m >= 64 && p.block_n >= 64;
-  p.warp_m = two_by_two ? p.block_m / 2 : std::min<int64_t>(p.block_m, 32);
-  p.warp_n = two_by_two ? p.block_n / 2 : std::min<int64_t>(p.block_n, 32);
+  // Warp tiles up to 64 x 32: 64 fp32 accumulators per thread, so a
+  // 128 x 128 block runs 8 warps at 128 registers (two blocks per SM)
+  // rather than 4 warps at 240 (one).
+  const bool two_rows = p.block_m >= 64 && p.block_n >= 64;
+  p.warp_m = two_rows ? p.block_m / 2 : std::min<int64_t>(p.block_m, 32);
+  p.warp_n = std::min<int64_t>(two_rows ? p.block_n / 2 : p.block_n, 32);
   p.block_k = k && *k <= mma::kK ? mma::kK : 32;
   auto chunks_divide = [&] {
     return (p.block_m * p.block_k / 8) % p.threads() == 0 &&

@@ -106,9 +106,10 @@ OperandReuseDecision decideOperandReuse(const MatmulParams& params, DataType a_t
 // symbolic) on `device` (sm_80 or newer, smelt::Error otherwise):
 //   * block_m, block_n: the extent rounded up to a power of two, in [16, 128]
 //     for M and [16, 128] for N (skinny M keeps a 16-row block);
-//   * warps: 2 x 2 when both block sides reach 64 (warp tiles up to 64 x 64:
-//     128 fp32 accumulators per thread, within the register budget), else
-//     one warp per 32 x 32 (or smaller) piece;
+//   * warps: two rows of warps when both block sides reach 64, warp tiles
+//     up to 64 x 32 (64 fp32 accumulators per thread: 128 x 128 blocks run
+//     8 warps at 128 registers, two blocks per SM), else one warp per
+//     32 x 32 (or smaller) piece;
 //   * block_k 32 (16 for K <= 16), raised until every thread copies whole
 //     16-byte chunks of both tiles;
 //   * stages: the K tiles, clamped to [2, 4], then lowered until two blocks'

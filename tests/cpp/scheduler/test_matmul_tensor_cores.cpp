@@ -165,7 +165,7 @@ TEST(TensorCoreChoice, FollowsTheTargetArchitecture) {
       EXPECT_TRUE(contains(p.toString(), "tensor cores: no — sm_75 has no mma.sync m16n8k16")) << p.toString();
     } else {
       EXPECT_EQ(p.tensor_core.toString(),
-                "block 128x128x32, warp 64x64 (4 warps), stages 4, A K-contiguous, B N-contiguous, "
+                "block 128x128x32, warp 64x32 (8 warps), stages 4, A K-contiguous, B N-contiguous, "
                 "swizzle on, smem epilogue off, promote reuse off");
     }
   }

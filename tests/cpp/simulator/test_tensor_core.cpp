@@ -474,7 +474,7 @@ TEST(TensorCoreHeuristics, TilesWarpsAndStagesFitTheTarget) {
     }
     TensorCoreMatmulParams big = tensorCoreHeuristics(4096, 4096, 4096, true, false, target);
     EXPECT_EQ(big.toString(),
-              "block 128x128x32, warp 64x64 (4 warps), stages 4, A K-contiguous, B N-contiguous, "
+              "block 128x128x32, warp 64x32 (8 warps), stages 4, A K-contiguous, B N-contiguous, "
               "swizzle on, smem epilogue off, promote reuse off");
     // Skinny M keeps a 16-row block; block_k doubles so 128 threads copy whole chunks.
     TensorCoreMatmulParams skinny = tensorCoreHeuristics(16, 4096, 4096, true, true, target);

@@ -354,7 +354,7 @@ extern "C" __global__ void __launch_bounds__(128) shared_tiles(
     __syncthreads();  // RAW T2
     {  // i1 over [0, 128) bound to threadIdx.x
       const index_t i1 = threadIdx.x;
-      T3[i1] = T2[(i1 + 1) % 128];
+      T3[i1] = T2[((i1 + 1) & 127)];
     }
     __syncthreads();  // RAW T3
     {  // i1 over [0, 128) bound to threadIdx.x
