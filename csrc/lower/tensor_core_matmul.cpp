@@ -185,11 +185,22 @@ class Builder {
         temps_[e->output()] = local(e->output()->name(), e->output()->dtype(), 1);
       }
     }
-    if (!p_.smem_epilogue && n_.constant() && *n_.constant() % 2 == 0) {
-      out_pair_ = local("out_pair", ops_.output->dtype(), 2);
+    // Vectors along the output's rows: pairs in the register epilogue (a
+    // thread's adjacent columns), 16 bytes of the output from C_s.
+    const int64_t c_s_vector = 16 / dataTypeSize(ops_.output->dtype());
+    const int64_t per_thread = p_.block_m * p_.block_n / p_.threads();
+    if (!p_.smem_epilogue) {
+      vector_ = 2;
+    } else if (c_s_vector >= 2 && p_.block_n % c_s_vector == 0 && per_thread % c_s_vector == 0) {
+      vector_ = c_s_vector;
+    }
+    if (vector_ > 0 && n_.constant() && *n_.constant() % vector_ == 0) {
+      const std::string suffix = p_.smem_epilogue ? "_vec" : "_pair";
+      out_pair_ = local("out" + suffix, ops_.output->dtype(), vector_);
       for (const auto& [tv, coords] : coords_) {
-        if (tv->isFusionInput() && !coords.empty() && coords.back() == Coord::Col) {
-          in_pairs_[tv] = local(tv->name() + "_pair", tv->dtype(), 2);
+        if (tv->isFusionInput() && !coords.empty() && coords.back() == Coord::Col &&
+            vector_ * dataTypeSize(tv->dtype()) <= 16) {
+          in_pairs_[tv] = local(tv->name() + suffix, tv->dtype(), vector_);
         }
       }
     }
@@ -600,6 +611,10 @@ class Builder {
     auto sync = std::make_unique<kir::BlockSync>();
     sync->reason = "RAW C_s";
     append(body, std::move(sync));
+    if (out_pair_ != nullptr) {
+      smemVectorEpilogue(body);
+      return;
+    }
     const int64_t per_thread = p_.block_m * p_.block_n / p_.threads();
     kir::ForLoop* l = loop(body, "i_out", per_thread, ParallelType::Unroll);
     const IntExpr flat = sym("i_out") * p_.threads() + sym("threadIdx.x");
@@ -607,6 +622,36 @@ class Builder {
     const IntExpr tile_col = flat % p_.block_n;
     epilogueOps(l->body, {c_smem_, flat}, sym("blockIdx.y") * p_.block_m + tile_row,
                 sym("blockIdx.x") * p_.block_n + tile_col);
+  }
+
+  // Each thread takes `vector_` consecutive columns of C_s at a time: the
+  // epilogue inputs along the columns loaded, and the output stored, by
+  // Vectorize loops (16-byte accesses where codegen/vectorize.h proves
+  // them).
+  void smemVectorEpilogue(kir::StmtList& body) {
+    const int64_t vectors_per_row = p_.block_n / vector_;
+    const int64_t per_thread = p_.block_m * vectors_per_row / p_.threads();
+    kir::ForLoop* l = loop(body, "i_out", per_thread, ParallelType::Unroll);
+    const IntExpr flat = sym("i_out") * p_.threads() + sym("threadIdx.x");
+    const IntExpr tile_row = flat / vectors_per_row;
+    const IntExpr tile_col = flat % vectors_per_row * vector_;
+    const IntExpr row = sym("blockIdx.y") * p_.block_m + tile_row;
+    const auto column = [&](const std::string& index) {
+      return sym("blockIdx.x") * p_.block_n + tile_col + sym(index);
+    };
+    for (const auto& [tv, vector_buffer] : in_pairs_) {
+      kir::ForLoop* load = loop(l->body, "i_lv", vector_, ParallelType::Vectorize);
+      append(load->body, pairCopy(copyExprOf(tv), {vector_buffer, sym("i_lv")},
+                                  globalAccess(tv, row, column("i_lv")), inBounds(row, column("i_lv"))));
+      staged_[tv] = {vector_buffer, sym("i_ep")};
+    }
+    kir::ForLoop* element = loop(l->body, "i_ep", vector_, ParallelType::Unroll);
+    epilogueOps(element->body, {c_smem_, tile_row * p_.block_n + tile_col + sym("i_ep")}, row, column("i_ep"),
+                kir::Access{out_pair_, sym("i_ep")});
+    staged_.clear();
+    kir::ForLoop* store = loop(l->body, "i_ev", vector_, ParallelType::Vectorize);
+    append(store->body, pairCopy(copyExprOf(ops_.output), globalAccess(ops_.output, row, column("i_ev")),
+                                 {out_pair_, sym("i_ev")}, inBounds(row, column("i_ev"))));
   }
 
   Fusion* fusion_;
@@ -629,8 +674,10 @@ class Builder {
   kir::Buffer* b_frag_ = nullptr;
   kir::Buffer* acc_ = nullptr;
   std::map<const TensorView*, const Expr*> copy_exprs_;
-  // The register epilogue with pairs (an even N): the output's pair, and
-  // each global input read along the output's columns and its pair.
+  // The epilogue by vectors of `vector_` columns (N a multiple of it): the
+  // output's vector, and each global input read along the output's columns
+  // and its vector.
+  int64_t vector_ = 0;
   kir::Buffer* out_pair_ = nullptr;
   std::map<const TensorView*, kir::Buffer*> in_pairs_;
   std::map<const TensorView*, kir::Access> staged_;  // inputs read from their pair

@@ -31,7 +31,10 @@
 //     loaded, by Vectorize loops of two (one 4-byte access for fp16 where
 //     codegen/vectorize.h proves it); n tiles are the outer loop, so an
 //     input varying along the columns alone (a bias) is loaded once per n
-//     tile.
+//     tile. The shared epilogue with a static N, a multiple of the output's
+//     16-byte vector (8 fp16), takes 16 bytes of consecutive columns of C_s
+//     per thread at a time: those inputs loaded, and the output stored, by
+//     Vectorize loops of the vector (16-byte accesses).
 // Requirements: checkTensorCoreParams (fusion/mma_params.h). At run time
 // the contiguous extent and the other stride of each operand must be
 // multiples of 8 elements and its data 16-byte aligned (whole 16-byte

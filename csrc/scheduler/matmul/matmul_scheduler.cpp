@@ -408,6 +408,9 @@ MatmulParams matmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime,
   if (isTensorCoreType(a_type) && a_type == b_type && device.arch >= 80) {
     p.tensor_core = tensorCoreHeuristics(m, n, k, aIsKContiguous(p.layout),
                                          !bIsNContiguous(p.layout), device);
+    // The kernel's N: vectors along the output's rows need it static.
+    chooseTensorCoreEpilogue(p.tensor_core, pattern.b->logicalNoReductions().at(batch + 1)->extent().constant(),
+                             pattern.output->dtype());
   }
   p.tensor_core_blocker = tensorCoreBlocker(pattern, runtime, p.layout, device);
   p.use_tensor_cores = p.tensor_core_blocker.empty();

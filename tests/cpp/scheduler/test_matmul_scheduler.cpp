@@ -355,6 +355,7 @@ TEST(MatmulScheduler, BatchedOnTensorCores) {
     MatmulParams params = matmulHeuristics(fusion, runtime, DeviceLimits::sm90());
     ASSERT_TRUE(params.use_tensor_cores) << params.tensor_core_blocker;
     params.tensor_core.smem_epilogue = smem_epilogue;
+    params.tensor_core.promote_reuse = smem_epilogue;
     scheduleMatmul(&fusion, params);
     SCOPED_TRACE(::testing::Message() << "smem epilogue " << smem_epilogue);
     expectKernelCorrect(fusion, inputs, 2e-2, 2e-2);
