@@ -134,8 +134,9 @@ def test_static_block_reductions_use_warp_shuffles(cols):
     """With a constant block shape and groups of consecutive threads, a block
     reduction is warp shuffles, not the shared-memory tree with a barrier per
     level: a group of whole warps shuffles within each warp, writes one
-    partial per warp and combines them after one barrier (two in all); a group
-    within a warp needs no shared memory and one barrier."""
+    partial per warp and, after one barrier (two in all), combines the
+    partials by shuffles again (lane l takes partial l, a power of two of
+    them); a group within a warp needs no shared memory and one barrier."""
     fd = FusionDefinition()
     with fd:
         x = fd.define_tensor([ROWS, cols], [True, True], DataType.Half)
@@ -149,7 +150,10 @@ def test_static_block_reductions_use_warp_shuffles(cols):
     assert calls[0][1] == f"{block_x}, {block_x * block_y}", calls
     sass = kernel.quality.sass
     width = min(block_x, 32)
-    assert sass.mnemonics.get("SHFL", 0) == width.bit_length() - 1, kernel.quality.text()
+    warps = block_x // 32 if block_x > 32 else 1
+    assert warps & (warps - 1) == 0
+    assert sass.mnemonics.get("SHFL", 0) == (width.bit_length() - 1) + (warps.bit_length() - 1), \
+        kernel.quality.text()
     assert sass.block_barriers == (2 if block_x > 32 else 1), kernel.quality.text()
     assert kernel.shared_memory_bytes == (block_x * block_y * 4 if block_x > 32 else 0)
     _assert_clean(fd)
@@ -388,8 +392,9 @@ def test_float_max_is_one_nan_propagating_instruction():
     shuffle_steps = 5
     warps = kernel.block[0] * kernel.block[1] // 32
     # Each element against the running maximum (from -inf), each shuffle
-    # step, then the warps' partials.
-    assert mnemonics.get("FMNMX", 0) == per_thread + shuffle_steps + (warps - 1), \
+    # step, then the warps' partials by shuffles (a power of two of them).
+    assert warps & (warps - 1) == 0
+    assert mnemonics.get("FMNMX", 0) == per_thread + shuffle_steps + (warps.bit_length() - 1), \
         kernel.quality.text()
     assert mnemonics.get("FSEL", 0) == 0, kernel.quality.text()
     _assert_clean(fd)

@@ -229,8 +229,11 @@ __device__ T warpReduce(T value, Op op) {
 // blockReduce for groups that are aligned runs of `Size` consecutive threads
 // (the codegen checks the block shape): within a warp by shuffles alone; a
 // group of whole warps writes one partial per warp to `workspace` and, after
-// one barrier, every thread combines its group's partials in the same order.
-// Ends with a barrier, as blockReduce.
+// one barrier, every thread combines its group's partials in the same order:
+// with a power of two of them, lane l takes partial l % Warps and the same
+// butterfly combines the lanes (one load and log2(Warps) shuffles, not a
+// load and an op per partial), else in a loop. Ends with a barrier, as
+// blockReduce.
 template <unsigned Size, unsigned Threads, typename T, typename Op>
 __device__ T groupReduce(T value, T* workspace, Op op) {
   static_assert(Size <= 32 ? (Size & (Size - 1)) == 0 : Size % 32 == 0, "groupReduce: size");
@@ -243,12 +246,20 @@ __device__ T groupReduce(T value, T* workspace, Op op) {
   const T partial = warpReduce<32, Threads>(value, op);
   if (linear % 32 == 0) workspace[linear / 32] = partial;
   __syncthreads();
-  const T* partials = workspace + linear / Size * (Size / 32);
-  T result = partials[0];
+  constexpr unsigned Warps = Size / 32;
+  const T* partials = workspace + linear / Size * Warps;
+  if constexpr (Warps <= 32 && (Warps & (Warps - 1)) == 0) {
+    const unsigned lane = linear % 32;
+    const T result = butterfly<1, Warps>(partials[lane % Warps], lane, 0xffffffffu, op);
+    __syncthreads();
+    return result;
+  } else {
+    T result = partials[0];
 #pragma unroll
-  for (unsigned w = 1; w < Size / 32; ++w) result = op(result, partials[w]);
-  __syncthreads();
-  return result;
+    for (unsigned w = 1; w < Warps; ++w) result = op(result, partials[w]);
+    __syncthreads();
+    return result;
+  }
 }
 
 // blockReduce for groups of `Size` threads `Stride` apart, for each of the
