@@ -64,17 +64,9 @@ def test_execute_falls_back_and_can_be_forced_either_way():
     torch.testing.assert_close(out, reference("relu", *inputs(torch.float16)), rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("n", [64, 24])
-def test_register_epilogue_moves_adjacent_columns_in_pairs(n, device):
-    """A thread's accumulators hold pairs of adjacent columns: with static
-    sizes and an even N the epilogue loads the bias and residual and stores
-    the output a pair (4 bytes of fp16) at a time, with a lane-by-lane tail
-    where the block tile overhangs N (24 in a 32-wide tile); the bias once
-    per n tile. A per-row scale is read per element. Values against torch (the simulator, and the device
-    where there is one). K = 16 keeps the operand tiles smaller than a
-    shared epilogue tile would be, so the epilogue stays in registers."""
-    m, k = 48, 16
+def run_bias_relu_scale_residual(m, n, k, device):
+    """relu(a @ b + bias) * scale + residual in fp16 (scale per row), run on
+    `device` and checked against torch; the run's report and its kernel."""
     with FusionDefinition() as fd:
         a = fd.define_tensor(shape=[m, k], contiguity=[True, True], dtype=DataType.Half)
         b = fd.define_tensor(shape=[k, n], contiguity=[True, True], dtype=DataType.Half)
@@ -91,8 +83,22 @@ def test_register_epilogue_moves_adjacent_columns_in_pairs(n, device):
     a_, b_, bias_, residual_, scale_ = [x.float() for x in args]
     expected = torch.relu(a_ @ b_ + bias_) * scale_ + residual_
     torch.testing.assert_close(out.cpu().float(), expected, rtol=2e-2, atol=2e-2)
-    assert "tensor cores: yes" in fd.last_run_report(), fd.last_run_report()
     kernel, = fd.last_kernels()
+    return fd.last_run_report(), kernel
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [64, 24])
+def test_register_epilogue_moves_adjacent_columns_in_pairs(n, device):
+    """A thread's accumulators hold pairs of adjacent columns: with static
+    sizes and an even N the epilogue loads the bias and residual and stores
+    the output a pair (4 bytes of fp16) at a time, with a lane-by-lane tail
+    where the block tile overhangs N (24 in a 32-wide tile); the bias once
+    per n tile. A per-row scale is read per element. Values against torch (the simulator, and the device
+    where there is one). K = 16 keeps the operand tiles smaller than a
+    shared epilogue tile would be, so the epilogue stays in registers."""
+    report, kernel = run_bias_relu_scale_residual(48, n, 16, device)
+    assert "tensor cores: yes" in report, report
     paired = kernel.cuda.count("vectorized: 4-byte accesses")
     assert paired == 3, kernel.cuda  # the bias, the residual and the output, not the scale
     # The bias (T2) varies along the columns alone: loaded once per n tile,
@@ -101,19 +107,6 @@ def test_register_epilogue_moves_adjacent_columns_in_pairs(n, device):
     m_tiles = cuda.index("for (index_t i_emt")
     assert cuda.index("&T2_pair[0]) =") < m_tiles < cuda.index("&T3_pair[0]) ="), cuda
     assert ("lane by lane" in kernel.cuda) == (n == 24), kernel.cuda
-
-
-def bias_relu_scale_residual(m, n, k):
-    with FusionDefinition() as fd:
-        a = fd.define_tensor(shape=[m, k], contiguity=[True, True], dtype=DataType.Half)
-        b = fd.define_tensor(shape=[k, n], contiguity=[True, True], dtype=DataType.Half)
-        bias = fd.define_tensor(shape=[n], contiguity=[True], dtype=DataType.Half)
-        residual = fd.define_tensor(shape=[m, n], contiguity=[True, True], dtype=DataType.Half)
-        scale = fd.define_tensor(shape=[m, 1], contiguity=[True, None], dtype=DataType.Half)
-        y = fd.ops.add(fd.ops.matmul(a, b), fd.ops.broadcast(bias, [True, False]))
-        y = fd.ops.add(fd.ops.mul(fd.ops.relu(y), scale), residual)
-        fd.add_output(fd.ops.cast(y, DataType.Half))
-    return fd
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -125,18 +118,8 @@ def test_shared_epilogue_moves_16_byte_vectors(n, device):
     stored, 16 bytes at a time (Triton's store width); the per-row scale per
     element. N = 24 and 40 overhang their block tile by whole vectors.
     Values against torch (the simulator, and the device where there is one)."""
-    m, k = 48, 32
-    fd = bias_relu_scale_residual(m, n, k)
-    g = torch.Generator().manual_seed(n)
-    args = [torch.randn(*shape, generator=g).to(torch.float16)
-            for shape in ([m, k], [k, n], [n], [m, n], [m, 1])]
-    out, = fd.execute([x.to(device) for x in args])
-    a_, b_, bias_, residual_, scale_ = [x.float() for x in args]
-    expected = torch.relu(a_ @ b_ + bias_) * scale_ + residual_
-    torch.testing.assert_close(out.cpu().float(), expected, rtol=2e-2, atol=2e-2)
-    report = fd.last_run_report()
+    report, kernel = run_bias_relu_scale_residual(48, n, 32, device)
     assert "tensor cores: yes" in report and "smem epilogue on, promote reuse on" in report, report
-    kernel, = fd.last_kernels()
     assert kernel.cuda.count("vectorized: 16-byte accesses") == 3, kernel.cuda
     assert "C_s" in kernel.cuda and "4-byte accesses" not in kernel.cuda, kernel.cuda
     # C_s takes the operand tiles' bytes: no more shared memory than they use.
