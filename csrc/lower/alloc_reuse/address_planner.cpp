@@ -220,8 +220,8 @@ struct Sections {
   std::vector<uint64_t> members;
   // Every start is a multiple of the smallest alignment `granule` of the
   // section, so a member stacked under another occupies its size rounded up
-  // to it: `top_slack` is the most rounding the topmost member can save.
-  std::vector<int64_t> granule, top_slack, padded_bytes;
+  // to it; only the topmost member saves its rounding.
+  std::vector<int64_t> granule, padded_bytes;
   // Per section, its members with their rounding, most rounding first: the
   // top of a stack of some members saves at most the most of theirs.
   std::vector<std::vector<std::pair<int, int64_t>>> by_rounding;
@@ -259,11 +259,10 @@ struct Sections {
   };
   std::vector<MixedStacks> mixed;  // per section; empty `list` where not kept
 
-  // Lowest total of the members `open` stacked above `base`; 0 where the
-  // section keeps no table.
+  // Lowest total of the members `open` stacked above `base` (a section
+  // that keeps a table).
   int64_t mixedStackBound(size_t s, int64_t base, uint64_t open) const {
     const MixedStacks& m = mixed[s];
-    if (m.list.empty()) return 0;
     size_t subset = 0;
     for (size_t k = 0; k < m.list.size(); ++k) subset |= ((open >> m.list[k]) & 1) << k;
     const int64_t start = alignUpConstant(base, granule[s]);
@@ -348,33 +347,27 @@ Sections sectionCliques(const Problem& q, const std::vector<uint64_t>& adjacency
     for (uint64_t bits = cliques[c]; bits != 0; bits &= bits - 1) {
       granule = std::min(granule, q.align[__builtin_ctzll(bits)]);
     }
-    int64_t padded = 0, slack = 0;
-    for (uint64_t bits = cliques[c]; bits != 0; bits &= bits - 1) {
-      const int64_t bytes = q.bytes[__builtin_ctzll(bits)];
-      padded += alignUpConstant(bytes, granule);
-      slack = std::max(slack, alignUpConstant(bytes, granule) - bytes);
-      sections.of_buffer[__builtin_ctzll(bits)].push_back(static_cast<int>(sections.size()));
-    }
-    sections.members.push_back(cliques[c]);
-    sections.granule.push_back(granule);
-    sections.top_slack.push_back(slack);
-    sections.padded_bytes.push_back(padded);
+    int64_t padded = 0;
+    int64_t modulus = granule;  // the largest alignment
+    std::vector<int> list;
     std::vector<std::pair<int, int64_t>> rounding;
     for (uint64_t bits = cliques[c]; bits != 0; bits &= bits - 1) {
       const int i = __builtin_ctzll(bits);
+      padded += alignUpConstant(q.bytes[i], granule);
       rounding.emplace_back(i, alignUpConstant(q.bytes[i], granule) - q.bytes[i]);
+      list.push_back(i);
+      modulus = std::max(modulus, q.align[i]);
+      sections.of_buffer[i].push_back(static_cast<int>(sections.size()));
     }
     std::stable_sort(rounding.begin(), rounding.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
+    const int64_t slack = rounding.front().second;
+    sections.members.push_back(cliques[c]);
+    sections.granule.push_back(granule);
+    sections.padded_bytes.push_back(padded);
     sections.by_rounding.push_back(std::move(rounding));
     int64_t lowest = sections.stackBound(sections.size() - 1, 0, padded, slack);
     Sections::MixedStacks mixed;
-    int64_t modulus = granule;
-    std::vector<int> list;
-    for (uint64_t bits = cliques[c]; bits != 0; bits &= bits - 1) {
-      list.push_back(__builtin_ctzll(bits));
-      modulus = std::max(modulus, q.align[list.back()]);
-    }
     if (modulus != granule && list.size() <= kMaxMixedTableMembers &&
         (size_t{1} << list.size()) * static_cast<size_t>(modulus / granule) <= kMaxMixedTableEntries) {
       mixed.list = list;
@@ -384,7 +377,9 @@ Sections sectionCliques(const Problem& q, const std::vector<uint64_t>& adjacency
       mixed.rises.resize((size_t{1} << list.size()) * residues);
       for (size_t r = 0; r < residues; ++r) {
         const std::vector<int64_t> rises = lowestStackRises(q, list, static_cast<int64_t>(r) * granule);
-        for (size_t subset = 0; subset < rises.size(); ++subset) mixed.rises[subset * residues + r] = rises[subset];
+        for (size_t subset = 0; subset < rises.size(); ++subset) {
+          mixed.rises[subset * residues + r] = rises[subset];
+        }
       }
       lowest = std::max(lowest, mixed.rises[((size_t{1} << list.size()) - 1) * residues]);
     } else if (modulus != granule && list.size() <= kMaxMixedStackMembers) {
@@ -648,10 +643,11 @@ class ExactSearch {
     const int64_t end = offset + p_.bytes[c];
     for (int i : p_.neighbors[c]) {
       if (offsets_[i] >= 0) continue;
+      const int64_t above_c = alignUpConstant(end, p_.align[i]);
       // Every spot from i's lowest up to c's end now overlaps c, and every
       // spot below i's lowest overlapped a buffer already.
-      if (next[i] < end && offset < next[i] + p_.bytes[i]) next[i] = lowestFeasible(i, alignUpConstant(end, p_.align[i]));
-      next_above[i] = std::max(next_above[i], alignUpConstant(end, p_.align[i]));
+      if (next[i] < end && offset < next[i] + p_.bytes[i]) next[i] = lowestFeasible(i, above_c);
+      next_above[i] = std::max(next_above[i], above_c);
     }
     for (int s : sections_.of_buffer[c]) {
       floor_trail_.push_back(floor_[s]);
