@@ -31,6 +31,13 @@ int64_t epilogueTileBytes(const TensorCoreMatmulParams& p) {
   return p.smem_epilogue ? p.block_m * p.block_n * 4 : 0;
 }
 
+int64_t sharedEpilogueVector(const TensorCoreMatmulParams& p, std::optional<int64_t> n, DataType output) {
+  const int64_t vector = 16 / dataTypeSize(output);
+  const int64_t per_thread = p.block_m * p.block_n / p.threads();
+  const bool fits = vector >= 2 && n && *n % vector == 0 && p.block_n % vector == 0 && per_thread % vector == 0;
+  return fits ? vector : 0;
+}
+
 void checkTensorCoreParams(const TensorCoreMatmulParams& p) {
   for (auto [value, name] : {std::pair{p.block_m, "block_m"}, {p.block_n, "block_n"},
                              {p.block_k, "block_k"}, {p.warp_m, "warp_m"}, {p.warp_n, "warp_n"}}) {

@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "fusion/types.h"
 
 namespace smelt {
 
@@ -34,6 +37,12 @@ struct TensorCoreMatmulParams {
 // Shared-memory bytes of the operand tiles (all stages) and of the C_s tile.
 int64_t operandTileBytes(const TensorCoreMatmulParams& params);
 int64_t epilogueTileBytes(const TensorCoreMatmulParams& params);
+
+// The elements of `output` in the 16-byte vectors the shared epilogue
+// moves along a row of C_s, or 0 where it cannot: N (`n`, the kernel's
+// static extent) must be a multiple of the vector, and so must the block's
+// columns and each thread's share of the block.
+int64_t sharedEpilogueVector(const TensorCoreMatmulParams& params, std::optional<int64_t> n, DataType output);
 
 // Throws smelt::Error naming the parameter when `params` cannot form a
 // kernel: tile sizes are powers of two, warp_m % 16 == 0, warp_n % 8 == 0,

@@ -186,15 +186,14 @@ class Builder {
       }
     }
     // Vectors along the output's rows: pairs in the register epilogue (a
-    // thread's adjacent columns), 16 bytes of the output from C_s.
-    const int64_t c_s_vector = 16 / dataTypeSize(ops_.output->dtype());
-    const int64_t per_thread = p_.block_m * p_.block_n / p_.threads();
+    // thread's adjacent columns, with an even static N), 16 bytes of the
+    // output from C_s.
     if (!p_.smem_epilogue) {
-      vector_ = 2;
-    } else if (c_s_vector >= 2 && p_.block_n % c_s_vector == 0 && per_thread % c_s_vector == 0) {
-      vector_ = c_s_vector;
+      vector_ = n_.constant() && *n_.constant() % 2 == 0 ? 2 : 0;
+    } else {
+      vector_ = sharedEpilogueVector(p_, n_.constant(), ops_.output->dtype());
     }
-    if (vector_ > 0 && n_.constant() && *n_.constant() % vector_ == 0) {
+    if (vector_ > 0) {
       const std::string suffix = p_.smem_epilogue ? "_vec" : "_pair";
       out_pair_ = local("out" + suffix, ops_.output->dtype(), vector_);
       for (const auto& [tv, coords] : coords_) {

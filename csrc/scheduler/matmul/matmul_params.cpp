@@ -145,11 +145,9 @@ TensorCoreMatmulParams tensorCoreHeuristics(std::optional<int64_t> m, std::optio
 }
 
 void chooseTensorCoreEpilogue(TensorCoreMatmulParams& p, std::optional<int64_t> n, DataType output) {
-  const int64_t vector = 16 / dataTypeSize(output);
-  const int64_t per_thread = p.block_m * p.block_n / p.threads();
-  const int64_t c_s_bytes = p.block_m * p.block_n * dataTypeSize(DataType::Float);
-  p.smem_epilogue = n && *n % vector == 0 && p.block_n % vector == 0 && per_thread % vector == 0 &&
-                    c_s_bytes <= operandTileBytes(p);
+  TensorCoreMatmulParams shared = p;
+  shared.smem_epilogue = true;
+  p.smem_epilogue = sharedEpilogueVector(p, n, output) > 0 && epilogueTileBytes(shared) <= operandTileBytes(p);
   p.promote_reuse = p.smem_epilogue;
 }
 

@@ -125,8 +125,8 @@ TensorCoreMatmulParams tensorCoreHeuristics(std::optional<int64_t> m, std::optio
 // fp32 C_s tile (smem_epilogue, promote_reuse) where it makes every output
 // store 16 bytes wide (the register epilogue stores a thread's pairs of
 // adjacent columns: 4 or 8 bytes) at no cost in shared memory, its bytes
-// taken from the operand tiles': N static and a multiple of the 16-byte
-// vector, which divides the block's columns and each thread's share.
+// taken from the operand tiles' (sharedEpilogueVector, fusion/mma_params.h,
+// says where the vectors fit).
 void chooseTensorCoreEpilogue(TensorCoreMatmulParams& p, std::optional<int64_t> n, DataType output);
 
 }  // namespace smelt
