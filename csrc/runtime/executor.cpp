@@ -214,6 +214,10 @@ int targetArch(const ExecutorOptions& options, c10::Device device) {
   return cuda::computeCapability(device.is_cuda() && device.has_index() ? device.index() : 0);
 }
 
+ExecutionTarget executionTarget(const ExecutorOptions& options, c10::Device device) {
+  return ExecutionTarget(targetArch(options, device), device.is_cuda(), options.matmul);
+}
+
 std::string LaunchParams::toString() const {
   return errorMessage("grid(", grid[0], ", ", grid[1], ", ", grid[2], ") block(", block[0], ", ",
                       block[1], ", ", block[2], ") smem ", smem_bytes, " B (",

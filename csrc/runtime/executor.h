@@ -70,6 +70,7 @@
 #include "runtime/kernel_arguments.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/simulator/sim_report.h"
+#include "scheduler/runtime_info.h"
 
 namespace smelt {
 
@@ -89,12 +90,17 @@ struct ExecutorOptions {
   c10::Device device = c10::Device(c10::kCPU);
   // nullptr: FusionExecutor::globalCache().
   KernelCache* cache = nullptr;
+  // Who computes the matmuls of automatically scheduled fusions
+  // (scheduler/matmul/matmul_choice.h): by the measured rules, or forced.
+  MatmulPolicy matmul = MatmulPolicy::Auto;
 };
 
 // The compute capability kernels for inputs on `device` are compiled for:
 // options.arch when set, else the device's (device 0 for CPU inputs), else
 // sm_90 when there is no GPU. The schedulers' heuristics target it too.
 int targetArch(const ExecutorOptions& options, c10::Device device);
+// targetArch, whether `device` is a GPU, and the options' matmul policy.
+ExecutionTarget executionTarget(const ExecutorOptions& options, c10::Device device);
 
 // What of `options` and the target architecture decides a kernel, as text
 // for cache keys ("sm_90 smem_limit=... hazards=precise allocator=best").

@@ -24,6 +24,7 @@
 #include "runtime/disk_kernel_cache.h"
 #include "runtime/fusion_key.h"
 #include "runtime/input_validation.h"
+#include "runtime/library_matmul.h"
 #include "scheduler/registry.h"
 #include "scheduler/window_inputs.h"
 
@@ -72,7 +73,8 @@ std::string checkedScheduleKey(const Segment& segment, const std::string& params
 std::string segmentationKey(const Fusion& fusion, const std::string& signature,
                             const ExecutorOptions& options, int arch) {
   return errorMessage("smelt build ", buildId(), "\nsignature ", signature, "\n",
-                      optionsKey(options, arch), "\n", fusionCacheKey(fusion));
+                      optionsKey(options, arch), " matmul=", toString(options.matmul), "\n",
+                      fusionCacheKey(fusion));
 }
 
 // The groups a process of this build segmented the fusion into for `key`,
@@ -248,6 +250,10 @@ std::string FusionRun::toString() const {
       os << i << " view: no kernel, the outputs are views of the inputs\n";
       continue;
     }
+    if (s.library) {
+      os << i << " " << smelt::toString(s.scheduler) << " " << s.params << "\n";
+      continue;
+    }
     os << i << " " << smelt::toString(s.scheduler) << " " << s.params << " "
        << (s.compiled ? "compiled" : "reused") << " " << s.launch.toString() << "\n";
   }
@@ -361,8 +367,9 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
       tv->setContiguity(contiguityOf(inputs[i]));
     }
   }
-  const int arch = targetArch(options_, device);
-  RuntimeInfo runtime(*entry.fusion, inputInfosOf(*entry.fusion, inputs), arch);
+  const ExecutionTarget target = executionTarget(options_, device);
+  const int arch = target.arch;
+  RuntimeInfo runtime(*entry.fusion, inputInfosOf(*entry.fusion, inputs), target);
   const std::string stored_key = segmentationKey(*entry.fusion, signature, options_, arch);
   if (!override_) {
     if (std::optional<SegmentedFusion> stored = loadSegmentation(stored_key, *entry.fusion, runtime)) {
@@ -377,6 +384,7 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
   // The schedules it lowers are kept for the first run (CheckedSchedule).
   const SegmentCheck lowers = [this, &entry](const Segment& segment,
                                              const RuntimeInfo& segment_runtime) {
+    if (segment.scheduler == SchedulerType::LibraryMatmul) return std::string();  // nothing lowers
     const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
     CompileCost& cost = last_run_.segmentation;
     const auto start = std::chrono::steady_clock::now();
@@ -408,6 +416,12 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
   entry.kernels.resize(entry.segmented.segments.size());
   entry.choices.resize(entry.segmented.segments.size());
   entry.may_view = segmentsThatMayBeViews(*entry.fusion, entry.segmented);
+  for (const Segment& segment : entry.segmented.segments) {
+    std::optional<LibraryMatmulParams>& library = entry.library.emplace_back();
+    if (segment.scheduler != SchedulerType::LibraryMatmul) continue;
+    const RuntimeInfo segment_runtime(*segment.fusion, segmentInputInfos(segment, runtime), target);
+    library = libraryMatmulHeuristics(*segment.fusion, segment_runtime);
+  }
   last_run_.new_signature = true;
   return signatures_.emplace(signature, std::move(entry)).first->second;
 }
@@ -445,7 +459,7 @@ void FusionExecutorCache::compileSegment(SignatureEntry& entry, size_t s, std::v
   const Segment& segment = entry.segmented.segments[s];
   const auto schedule_start = std::chrono::steady_clock::now();
   const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
-  RuntimeInfo runtime(*segment.fusion, std::move(infos), targetArch(options_, device));
+  RuntimeInfo runtime(*segment.fusion, std::move(infos), executionTarget(options_, device));
   std::string reason = scheduler.reject_reason(*segment.fusion, runtime);
   SMELT_INTERNAL_CHECK(reason.empty(), "segment ", s, " was given to the ",
                        toString(segment.scheduler), " scheduler, which now declines: ",
@@ -541,6 +555,17 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
         continue;
       }
     }
+    if (const std::optional<LibraryMatmulParams>& library = entry.library[s]) {
+      const auto run_start = std::chrono::steady_clock::now();
+      const std::vector<at::Tensor> outputs = runLibraryMatmul(library->call, segment_inputs);
+      run.run_ms = msSince(run_start);
+      run.library = true;
+      run.params = library->toString();
+      values[segment.outputs.at(0)] = outputs.at(0);
+      last_run_.segments.push_back(std::move(run));
+      last_executors_.push_back(nullptr);
+      continue;
+    }
     SegmentChoice* chosen = memo_.choices[s];
     if (chosen == nullptr) {
       std::vector<InputInfo> infos = inputInfosOf(*segment.fusion, segment_inputs);
@@ -598,7 +623,10 @@ const FusionExecutor& FusionExecutorCache::lastExecutor(size_t segment) const {
   SMELT_CHECK(segment < last_executors_.size(), "the latest run has ", last_executors_.size(),
               " segments; there is no segment ", segment);
   SMELT_CHECK(last_executors_[segment] != nullptr, "segment ", segment,
-              " of the latest run ran no kernel (its outputs were views of its inputs)");
+              " of the latest run ran no kernel (",
+              last_run_.segments[segment].library ? "a library computed its matmul"
+                                                  : "its outputs were views of its inputs",
+              ")");
   return *last_executors_[segment];
 }
 

@@ -46,6 +46,7 @@
 #include "runtime/executor.h"
 #include "runtime/input_validation.h"
 #include "scheduler/heuristic.h"
+#include "scheduler/matmul/library_matmul.h"
 #include "scheduler/runtime_info.h"
 #include "scheduler/segmenter.h"
 
@@ -100,6 +101,9 @@ struct SegmentRun {
   // No kernel ran: the segment only moves data and its outputs were views of
   // its inputs (outputsAsViews); then params, compiled and launch are unset.
   bool view = false;
+  // No smelt kernel ran: a library computed the segment's matmul
+  // (scheduler == LibraryMatmul; params say which call and why).
+  bool library = false;
   LaunchParams launch;
   // This run's compile work for the segment (segment_ms unused) and the
   // wall time of its launch or simulation.
@@ -204,6 +208,8 @@ class FusionExecutorCache {
     // Per segment: it only moves data, and views of its inputs may stand for
     // its outputs without a user telling (segmentsThatMayBeViews).
     std::vector<bool> may_view;
+    // Per segment: the library call of a LibraryMatmul segment.
+    std::vector<std::optional<LibraryMatmulParams>> library;
   };
 
   // `device`: where the inputs are (their target architecture steers the

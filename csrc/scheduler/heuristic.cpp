@@ -10,6 +10,7 @@ std::string toString(SchedulerType type) {
     case SchedulerType::Reduction: return "reduction";
     case SchedulerType::Persistent: return "persistent";
     case SchedulerType::Matmul: return "matmul";
+    case SchedulerType::LibraryMatmul: return "library_matmul";
   }
   return "?";
 }

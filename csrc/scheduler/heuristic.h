@@ -10,7 +10,9 @@
 
 namespace smelt {
 
-enum class SchedulerType { Pointwise, Reduction, Persistent, Matmul };
+// LibraryMatmul: a matmul a library computes (cuBLAS through ATen, at run
+// time); no kernel is generated for it (scheduler/matmul/library_matmul.h).
+enum class SchedulerType { Pointwise, Reduction, Persistent, Matmul, LibraryMatmul };
 
 std::string toString(SchedulerType type);
 

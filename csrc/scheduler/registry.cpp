@@ -1,6 +1,8 @@
 #include "scheduler/registry.h"
 
 #include "fusion/error.h"
+#include "scheduler/matmul/library_matmul.h"
+#include "scheduler/matmul/matmul_choice.h"
 #include "scheduler/matmul/matmul_scheduler.h"
 #include "scheduler/normalization.h"
 #include "scheduler/pointwise.h"
@@ -10,9 +12,24 @@ namespace smelt {
 
 namespace {
 
+SchedulerEntry libraryMatmulEntry() {
+  return typedEntry(SchedulerType::LibraryMatmul, libraryMatmulRejectReason,
+                    libraryMatmulHeuristics, scheduleLibraryMatmul);
+}
+
+// Declines a matmul the library computes: the segmenter then gives its core
+// to the library and the epilogue to the schedulers around it.
+std::string matmulSchedulerRejectReason(const Fusion& f, const RuntimeInfo& r) {
+  std::string reason = matmulRejectReason(f);
+  if (reason.empty() && libraryTakesMatmulOf(f, r)) {
+    reason = "the matmul runs in the library (" + chooseMatmul(f, r).reason + ")";
+  }
+  return reason;
+}
+
 SchedulerEntry matmulEntry() {
   return typedEntry<MatmulParams>(
-      SchedulerType::Matmul, [](const Fusion& f, const RuntimeInfo&) { return matmulRejectReason(f); },
+      SchedulerType::Matmul, matmulSchedulerRejectReason,
       [](const Fusion& f, const RuntimeInfo& r) {
         return matmulHeuristics(f, r, DeviceLimits::forArch(r.targetArch()));
       },
@@ -43,9 +60,10 @@ SchedulerEntry pointwiseEntry() {
 }  // namespace
 
 const std::vector<SchedulerEntry>& schedulerEntries() {
-  // The matmul first: it is also a reduction.
-  static const std::vector<SchedulerEntry> entries = {matmulEntry(), persistentEntry(),
-                                                      reductionEntry(), pointwiseEntry()};
+  // The matmuls first: a matmul is also a reduction.
+  static const std::vector<SchedulerEntry> entries = {libraryMatmulEntry(), matmulEntry(),
+                                                      persistentEntry(), reductionEntry(),
+                                                      pointwiseEntry()};
   return entries;
 }
 

@@ -38,8 +38,17 @@ int64_t alignmentOf(uint64_t address) {
   return alignment;
 }
 
-RuntimeInfo::RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs, int target_arch)
-    : fusion_(&fusion), inputs_(std::move(inputs)), target_arch_(target_arch) {
+std::string toString(MatmulPolicy policy) {
+  switch (policy) {
+    case MatmulPolicy::Auto: return "auto";
+    case MatmulPolicy::Library: return "library";
+    case MatmulPolicy::Generated: return "generated";
+  }
+  return "?";
+}
+
+RuntimeInfo::RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs, ExecutionTarget target)
+    : fusion_(&fusion), inputs_(std::move(inputs)), target_(target) {
   const auto& vals = fusion.inputs();
   SMELT_CHECK(vals.size() == inputs_.size(), "the fusion takes ", vals.size(), " inputs but ",
               inputs_.size(), " were given");

@@ -30,17 +30,36 @@ struct InputInfo {
 // The power of two, at most 16, that divides `address` (16 for address 0).
 int64_t alignmentOf(uint64_t address);
 
+// Who computes a matmul (scheduler/matmul/matmul_choice.h): the rules
+// backed by measurements (Auto), or always a library (cuBLAS through ATen),
+// or always smelt's generated kernel.
+enum class MatmulPolicy { Auto, Library, Generated };
+std::string toString(MatmulPolicy policy);
+
+// Where the kernels of a launch run: the compute capability they are
+// compiled for, and whether a GPU runs them (false: the CPU simulator). The
+// choice of a matmul's implementation depends on both.
+struct ExecutionTarget {
+  int arch = 90;
+  bool gpu = false;
+  MatmulPolicy matmul = MatmulPolicy::Auto;
+  // A simulated target of `arch` (what tests and compiling without a GPU see).
+  ExecutionTarget(int arch = 90) : arch(arch) {}  // NOLINT: an arch alone is a target
+  ExecutionTarget(int arch, bool gpu, MatmulPolicy matmul) : arch(arch), gpu(gpu), matmul(matmul) {}
+};
+
 // The inputs of one launch bound to a fusion: extents evaluate to numbers.
 class RuntimeInfo {
  public:
   // Checks that `inputs` match the fusion's inputs (kinds, dtypes, ranks and
   // constant extents); throws smelt::Error naming the input otherwise.
-  // `target_arch`: the compute capability the kernels are compiled for (the
-  // executor's; sm_90 where there is no GPU).
-  RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs, int target_arch = 90);
+  // `target`: where the kernels run; its arch is the compute capability they
+  // are compiled for (the executor's; sm_90 where there is no GPU).
+  RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs, ExecutionTarget target = {});
 
   const std::vector<InputInfo>& inputs() const { return inputs_; }
-  int targetArch() const { return target_arch_; }
+  const ExecutionTarget& target() const { return target_; }
+  int targetArch() const { return target_.arch; }
   // The info of a fusion input tensor, nullptr for other tensors.
   const InputInfo* inputInfo(const TensorView* tv) const;
   int64_t evaluate(const IntExpr& e) const { return e.evaluate(bindings_); }
@@ -52,7 +71,7 @@ class RuntimeInfo {
  private:
   const Fusion* fusion_;
   std::vector<InputInfo> inputs_;
-  int target_arch_;
+  ExecutionTarget target_;
   std::map<std::string, int64_t> bindings_;
 };
 

@@ -51,6 +51,11 @@ std::string names(const std::vector<const Val*>& vals) {
   return text;
 }
 
+// The generated kernel's and the library's: each takes a matmul whole.
+bool isMatmulScheduler(SchedulerType type) {
+  return type == SchedulerType::Matmul || type == SchedulerType::LibraryMatmul;
+}
+
 class Segmenter {
  public:
   Segmenter(const Fusion& fusion, const RuntimeInfo& runtime, const ParamsOverride& override_params,
@@ -81,7 +86,7 @@ class Segmenter {
  private:
   std::string checked(const Segment& segment) const {
     if (!check_) return "";
-    RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_), runtime_.targetArch());
+    RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_), runtime_.target());
     return check_(segment, runtime);
   }
 
@@ -96,18 +101,18 @@ class Segmenter {
     // in a segment of that scheduler: another scheduler taking it together
     // with more (an epilogue the matmul scheduler declines, a second output)
     // would run it as a plain reduction.
-    const std::vector<std::vector<int>> cores = matmulCores();
+    const std::vector<MatmulCore> cores = matmulCores();
     if (std::optional<Segment> whole = trySegment(all)) {
-      if (cores.empty() || whole->scheduler == SchedulerType::Matmul) {
+      if (cores.empty() || isMatmulScheduler(whole->scheduler)) {
         choose(std::move(*whole), all, result);
         return result;
       }
     }
     group_of_.assign(exprs_.size(), -1);
-    for (const std::vector<int>& core : cores) {
-      for (int e : core) group_of_[e] = static_cast<int>(groups_.size());
-      groups_.push_back(core);
-      group_scheduler_.push_back(SchedulerType::Matmul);
+    for (const MatmulCore& core : cores) {
+      for (int e : core.exprs) group_of_[e] = static_cast<int>(groups_.size());
+      groups_.push_back(core.exprs);
+      group_scheduler_.push_back(core.scheduler);
     }
     for (size_t i = 0; i < exprs_.size(); ++i) {
       if (group_of_[i] >= 0) continue;
@@ -246,8 +251,8 @@ class Segmenter {
     // .view(B, T, N)) became a pointwise segment the matmul could no longer
     // join; grown from the matmul, only the reshape is left (a view segment).
     auto touchesMatmul = [&](const Edge& e) {
-      return group_scheduler_[e.producer] == SchedulerType::Matmul ||
-             group_scheduler_[e.consumer] == SchedulerType::Matmul;
+      return isMatmulScheduler(group_scheduler_[e.producer]) ||
+             isMatmulScheduler(group_scheduler_[e.consumer]);
     };
     std::stable_sort(edges.begin(), edges.end(), [&](const Edge& a, const Edge& b) {
       if (a.saved_bytes != b.saved_bytes) return a.saved_bytes > b.saved_bytes;
@@ -267,9 +272,15 @@ class Segmenter {
       std::sort(candidate.begin(), candidate.end());
       std::optional<Segment> merged = trySegment(candidate);
       if (!merged) continue;
-      const bool has_matmul = group_scheduler_[edge.producer] == SchedulerType::Matmul ||
-                              group_scheduler_[edge.consumer] == SchedulerType::Matmul;
-      if (has_matmul && merged->scheduler != SchedulerType::Matmul) continue;
+      // A matmul's group keeps its scheduler: another taking it with more
+      // would run the matmul as a plain reduction.
+      bool keeps_matmul = true;
+      for (int g : {edge.producer, edge.consumer}) {
+        if (isMatmulScheduler(group_scheduler_[g]) && merged->scheduler != group_scheduler_[g]) {
+          keeps_matmul = false;
+        }
+      }
+      if (!keeps_matmul) continue;
       for (int x : groups_[edge.producer]) group_of_[x] = edge.consumer;
       groups_[edge.consumer] = candidate;
       groups_[edge.producer].clear();
@@ -324,13 +335,17 @@ class Segmenter {
     return numel * dataTypeSize(tv->dtype());
   }
 
-  // The expressions of each matmul that the matmul scheduler takes as a
-  // segment of its own (sorted; disjoint): the sum over K, the product of
-  // broadcast operands and the broadcasts, with the cast before each
-  // broadcast where the scheduler takes that too (its operands are then the
-  // uncast tensors).
-  std::vector<std::vector<int>> matmulCores() {
-    std::vector<std::vector<int>> cores;
+  // The expressions of each matmul that a matmul scheduler (the generated
+  // kernel's or the library's) takes as a segment of its own (sorted;
+  // disjoint): the sum over K, the product of broadcast operands and the
+  // broadcasts, with the cast before each broadcast where the scheduler
+  // takes that too (its operands are then the uncast tensors).
+  struct MatmulCore {
+    std::vector<int> exprs;
+    SchedulerType scheduler;
+  };
+  std::vector<MatmulCore> matmulCores() {
+    std::vector<MatmulCore> cores;
     std::set<int> taken;
     auto producerOf = [&](const Val* v, ExprType type) -> int {
       auto p = producer_.find(v);
@@ -362,9 +377,9 @@ class Segmenter {
           continue;
         }
         std::optional<Segment> segment = trySegment(*candidate);
-        if (segment && segment->scheduler == SchedulerType::Matmul) {
+        if (segment && isMatmulScheduler(segment->scheduler)) {
           taken.insert(candidate->begin(), candidate->end());
-          cores.push_back(*candidate);
+          cores.push_back({*candidate, segment->scheduler});
           break;
         }
       }
@@ -414,7 +429,7 @@ class Segmenter {
                       int owner) {
     int64_t max_chunks = 1;
     if (segment.scheduler == SchedulerType::Reduction) {
-      RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_), runtime_.targetArch());
+      RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_), runtime_.target());
       ReductionParams params = reductionHeuristics(*segment.fusion, runtime);
       if (override_) override_(params);
       max_chunks = params.grid_split;
@@ -512,7 +527,7 @@ class Segmenter {
   // are all computed again where they are read runs no kernel.
   void recomputeCheapInputs() {
     for (int g : executionOrder()) {
-      if (group_scheduler_[g] == SchedulerType::Matmul) continue;
+      if (isMatmulScheduler(group_scheduler_[g])) continue;
       bool changed = true;
       while (changed) {
         changed = false;
@@ -634,7 +649,7 @@ class Segmenter {
     segment.fusion = copySubgraph(fusion_, exprs, segment.inputs, segment.outputs, nullptr,
                                   extentRewrite(segment.inputs));
     checkSymbols(*segment.fusion);
-    RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_), runtime_.targetArch());
+    RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_), runtime_.target());
     std::optional<SchedulerType> type = selectScheduler(*segment.fusion, runtime, reasons);
     if (!type) return std::nullopt;
     segment.scheduler = *type;

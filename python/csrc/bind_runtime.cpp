@@ -63,6 +63,15 @@ py::dict costDict(const CompileCost& cost) {
   return d;
 }
 
+// "auto", "library" or "generated" (matmul_choice.h).
+MatmulPolicy matmulPolicy(const std::string& name) {
+  for (MatmulPolicy policy : {MatmulPolicy::Auto, MatmulPolicy::Library, MatmulPolicy::Generated}) {
+    if (toString(policy) == name) return policy;
+  }
+  throw Error(errorMessage("matmul must be \"auto\", \"library\" or \"generated\", got \"",
+                           name, "\""));
+}
+
 ExecutorOptions executorOptions(const std::string& device, SmemHazards hazards,
                                 SmemAllocator allocator) {
   ExecutorOptions options;
@@ -122,9 +131,11 @@ void bindRuntime(py::module_& m) {
   py::class_<FusionExecutorCache, std::shared_ptr<FusionExecutorCache>>(m, "FusionExecutorCache")
       .def(py::init([](const Fusion& fusion, const std::string& device, SmemHazards hazards,
                        SmemAllocator allocator, std::optional<bool> tensor_cores, int arch,
-                       const std::map<std::string, int64_t>& reduction_params) {
+                       const std::map<std::string, int64_t>& reduction_params,
+                       const std::string& matmul) {
         ExecutorOptions options = executorOptions(device, hazards, allocator);
         options.arch = arch;  // 0: the device's
+        options.matmul = matmulPolicy(matmul);
         auto cache = std::make_shared<FusionExecutorCache>(fusion.clone(), options);
         for (const auto& [name, value] : reduction_params) reductionField(name);  // checks names
         // None: the matmul heuristics choose; True/False: forced either way
@@ -144,7 +155,8 @@ void bindRuntime(py::module_& m) {
         return cache;
       }), py::arg("fusion"), py::arg("device") = "cpu", py::arg("hazards") = defaults.smem_hazards,
           py::arg("allocator") = defaults.smem_allocator, py::arg("tensor_cores") = std::nullopt,
-          py::arg("arch") = 0, py::arg("reduction_params") = std::map<std::string, int64_t>{})
+          py::arg("arch") = 0, py::arg("reduction_params") = std::map<std::string, int64_t>{},
+          py::arg("matmul") = "auto")
       .def("run", [](FusionExecutorCache& c, const std::vector<at::Tensor>& inputs,
                      const std::optional<std::string>& device) {
         std::optional<c10::Device> target;
@@ -166,7 +178,8 @@ void bindRuntime(py::module_& m) {
       .def("last_kernels", [](const std::shared_ptr<FusionExecutorCache>& c) {
         std::vector<KernelView> views;
         for (size_t s = 0; s < c->lastRun().segments.size(); ++s) {
-          if (!c->lastRun().segments[s].view) views.push_back(KernelView{c, &c->lastExecutor(s)});
+          const SegmentRun& run = c->lastRun().segments[s];
+          if (!run.view && !run.library) views.push_back(KernelView{c, &c->lastExecutor(s)});
         }
         return views;
       })

@@ -7,6 +7,7 @@ SmeltError naming the input.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, List, Optional, Sequence
 
 import torch
@@ -97,8 +98,34 @@ def _device(fd, args: List[torch.Tensor], requested: Optional[Any] = None) -> to
     return wanted if wanted is not None else torch.device("cpu")
 
 
+MATMUL_POLICIES = ("auto", "library", "generated")
+
+
+def matmul_policy(matmul: Optional[str] = None) -> str:
+    """Who computes matmuls of automatically scheduled fusions: `matmul` when
+    given, else $SMELT_MATMUL, else "auto" (per matmul by the measured rules:
+    a library, cuBLAS through ATen, on GPUs; smelt's generated kernel in the
+    CPU simulator). "library" and "generated" force one side."""
+    policy = matmul if matmul is not None else os.environ.get("SMELT_MATMUL") or "auto"
+    if policy not in MATMUL_POLICIES:
+        raise SmeltError(f"matmul must be one of {', '.join(MATMUL_POLICIES)}, got {policy!r}")
+    return policy
+
+
+def _auto_kind(tensor_cores: Optional[bool], arch: Optional[int], matmul: str) -> str:
+    """The fusion cache's name for an automatic executor with these choices."""
+    kind = "auto"
+    if tensor_cores is not None:
+        kind += f":tensor_cores={tensor_cores}"
+    if arch is not None:
+        kind += f":arch={arch}"
+    if matmul != "auto":
+        kind += f":matmul={matmul}"
+    return kind
+
+
 def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None,
-            device: Optional[Any] = None) -> List[torch.Tensor]:
+            device: Optional[Any] = None, matmul: Optional[str] = None) -> List[torch.Tensor]:
     args = _arguments(fd, inputs)
     target = _device(fd, args, device)
     key = fd._records_key()
@@ -106,14 +133,16 @@ def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None,
     if entry.key is not key:
         fd._adopt_key(entry.key)
     if fd.is_scheduled:
-        if tensor_cores is not None:
-            raise SmeltError("execute: tensor_cores is a choice of the automatic matmul scheduler; "
-                             "this fusion is scheduled by hand")
+        if tensor_cores is not None or matmul is not None:
+            raise SmeltError("execute: tensor_cores and matmul are choices of the automatic "
+                             "schedulers; this fusion is scheduled by hand")
         executor = fusion_cache().executor(entry, str(target),
                                            lambda: ManualExecutor(fd, args, target))
     else:
-        kind = "auto" if tensor_cores is None else f"auto:tensor_cores={tensor_cores}"
-        executor = fusion_cache().executor(entry, kind, lambda: AutoExecutor(fd, tensor_cores))
+        policy = matmul_policy(matmul)
+        executor = fusion_cache().executor(
+            entry, _auto_kind(tensor_cores, None, policy),
+            lambda: AutoExecutor(fd, tensor_cores, matmul=policy))
     from smelt.fusion_definition import logical_view
     outputs = [logical_view(out, layout)
                for out, layout in zip(executor.run(args, target), fd._output_layouts)]
@@ -123,7 +152,7 @@ def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None,
 
 
 def compile_for(fd, inputs: Sequence[Any], device: Optional[str] = None,
-                arch: Optional[int] = None) -> List[torch.Tensor]:
+                arch: Optional[int] = None, matmul: Optional[str] = None) -> List[torch.Tensor]:
     args = _arguments(fd, inputs)
     if fd.is_scheduled:
         raise SmeltError("compile_for: this fusion is scheduled by hand; FusionExecutor compiles "
@@ -135,8 +164,9 @@ def compile_for(fd, inputs: Sequence[Any], device: Optional[str] = None,
         raise SmeltError(f"compile_for: arch must be a compute capability as major*10+minor "
                          f"(80 for sm_80), got {arch!r}")
     entry = fusion_cache().entry(fd._records_key())
-    kind = "auto" if arch is None else f"auto:arch={arch}"
-    executor = fusion_cache().executor(entry, kind, lambda: AutoExecutor(fd, arch=arch))
+    policy = matmul_policy(matmul)
+    executor = fusion_cache().executor(entry, _auto_kind(None, arch, policy),
+                                       lambda: AutoExecutor(fd, arch=arch, matmul=policy))
     from smelt.fusion_definition import logical_view
     outputs = executor.compile_for(args, str(target))
     fd._last_executor = executor
@@ -167,12 +197,13 @@ class AutoExecutor:
     signature by FusionExecutorCache (new shapes may bring new kernels)."""
 
     def __init__(self, fd, tensor_cores: Optional[bool] = None, arch: Optional[int] = None,
-                 reduction_params: Optional[dict] = None):
+                 reduction_params: Optional[dict] = None, matmul: str = "auto"):
         # reduction_params: fields of every reduction segment's heuristics set
         # by name, e.g. {"block_y": 64} (a tuning hook for benchmarks).
         self._impl = _C.FusionExecutorCache(fd.build_fusion(), tensor_cores=tensor_cores,
                                             arch=arch or 0,
-                                            reduction_params=reduction_params or {})
+                                            reduction_params=reduction_params or {},
+                                            matmul=matmul)
 
     def run(self, args: List[torch.Tensor], device: torch.device) -> List[torch.Tensor]:
         return self._impl.run(args, str(device))

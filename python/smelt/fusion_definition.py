@@ -864,7 +864,8 @@ class FusionDefinition:
 
     # ---- running and inspecting (see _execution.py, inspection.py) ----
     def execute(self, inputs: Sequence[Any], *, device: Optional[Any] = None,
-                tensor_cores: Optional[bool] = None) -> List[torch.Tensor]:
+                tensor_cores: Optional[bool] = None,
+                matmul: Optional[str] = None) -> List[torch.Tensor]:
         """Runs the fusion: CUDA tensors on the GPU, CPU tensors through the
         CPU simulator (the reference path: exact CUDA semantics, slow).
         Returns the outputs in add_output order.
@@ -877,12 +878,21 @@ class FusionDefinition:
         choose (mma.sync for fp16/bf16 operands on sm_80+ when the extents
         allow; last_run_report() says why not); True forces tensor cores
         (SmeltError naming the operand and axis where they cannot run);
-        False keeps CUDA cores."""
+        False keeps CUDA cores.
+
+        matmul (unscheduled fusions): who computes each matmul. "auto"
+        (default, or $SMELT_MATMUL) decides per matmul by rules backed by
+        measurements: a library (cuBLAS through ATen) on GPUs, with the
+        epilogue fused into smelt's kernels around it; smelt's generated
+        kernel in the CPU simulator. "library" or "generated" forces one
+        side (on CPU tensors "library" runs ATen's CPU matmul).
+        last_run_report() names the choice and its reason."""
         from smelt._execution import execute
-        return execute(self, inputs, tensor_cores, device)
+        return execute(self, inputs, tensor_cores, device, matmul)
 
     def compile_for(self, inputs: Sequence[Any], device: Optional[str] = None, *,
-                    arch: Optional[int] = None) -> List[torch.Tensor]:
+                    arch: Optional[int] = None,
+                    matmul: Optional[str] = None) -> List[torch.Tensor]:
         """Segments, schedules, lowers and compiles the (unscheduled) fusion
         for inputs like `inputs`, running nothing; a later execute() of such
         inputs on `device` finds every kernel ready. Tensors of any device,
@@ -895,9 +905,12 @@ class FusionDefinition:
         arch: a compute capability as major*10+minor (80 for sm_80) to
         schedule and compile for instead of the device's: the kernels are for
         inspection (last_kernels(), smelt.kernel_quality); a later execute()
-        compiles for the device it runs on."""
+        compiles for the device it runs on.
+        matmul: as for execute(); with device="cuda" (meta inputs, no GPU
+        needed) last_run_report() says which matmuls a GPU run would give
+        to the library."""
         from smelt._execution import compile_for
-        return compile_for(self, inputs, device, arch)
+        return compile_for(self, inputs, device, arch, matmul)
 
     def compile_cost(self) -> dict:
         """What compiling this fusion has cost so far, over every execute()

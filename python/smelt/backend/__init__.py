@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-from typing import Any, List
+from typing import Any, List, Optional
 
 import torch
 from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
 
+from smelt._execution import matmul_policy
 from smelt.backend import cudagraphs
 from smelt.backend.partition import GraphReport, PartitionReport, partition_graph
 
@@ -92,9 +93,9 @@ def reset_reports() -> None:
     _REPORTS.clear()
 
 
-def _compiler(kind: str):
+def _compiler(kind: str, matmul: Optional[str]):
     def compile_graph(gm: torch.fx.GraphModule, example_inputs: List[Any]):
-        compiled, report = partition_graph(gm, f"{kind} graph {len(_REPORTS)}")
+        compiled, report = partition_graph(gm, f"{kind} graph {len(_REPORTS)}", matmul)
         _REPORTS.append(report)
 
         def run(args: List[Any]):
@@ -109,17 +110,15 @@ def _compiler(kind: str):
     return compile_graph
 
 
-_compile_forward = _compiler("forward")
-_compile_backward = _compiler("backward")
-_without_cudagraphs = aot_autograd(fw_compiler=_compile_forward, bw_compiler=_compile_backward,
-                                   decompositions=DECOMPOSITIONS)
 
 # torch.compile's modes as Inductor reads them: whether graphs are recorded
 # as CUDA graphs (smelt has no autotuning; "max-autotune" means what it means
 # to Inductor minus the tuning).
 MODES = {"default": False, "reduce-overhead": True, "max-autotune": True,
          "max-autotune-no-cudagraphs": False}
-OPTIONS = ("cudagraphs",)
+# cudagraphs: record CUDA graphs (as the mode says by default); matmul:
+# "auto", "library" or "generated", who computes matmuls (fd.execute's).
+OPTIONS = ("cudagraphs", "matmul")
 
 
 def _uses_cudagraphs(mode, options) -> bool:
@@ -133,24 +132,33 @@ def _uses_cudagraphs(mode, options) -> bool:
     return bool((options or {}).get("cudagraphs", MODES[mode or "default"]))
 
 
-def _with_cudagraphs(gm: torch.fx.GraphModule, example_inputs: List[Any]):
+def _without_cudagraphs(gm: torch.fx.GraphModule, example_inputs: List[Any],
+                        matmul: Optional[str]):
+    return aot_autograd(fw_compiler=_compiler("forward", matmul),
+                        bw_compiler=_compiler("backward", matmul),
+                        decompositions=DECOMPOSITIONS)(gm, example_inputs)
+
+
+def _with_cudagraphs(gm: torch.fx.GraphModule, example_inputs: List[Any], matmul: Optional[str]):
     """AOTAutograd's graphs compiled by smelt, each recorded as a CUDA graph
     where torch allows it (cudagraphs.py)."""
+    compile_forward = _compiler("forward", matmul)
+    compile_backward = _compiler("backward", matmul)
     recorded_on: List[Any] = [None]  # the forward's device, None if not recorded
 
     def forward(aot_graph, aot_inputs, is_inference=False):
         fixed = cudagraphs.fixed_forward_inputs(len(example_inputs), len(aot_inputs))
         compiled, recorded_on[0] = cudagraphs.recorded(
-            _compile_forward, aot_graph, aot_inputs, fixed, cudagraphs.static_forward_inputs(fixed),
+            compile_forward, aot_graph, aot_inputs, fixed, cudagraphs.static_forward_inputs(fixed),
             is_backward=False, is_inference=is_inference)
         return compiled
 
     def backward(aot_graph, aot_inputs):
         if recorded_on[0] is None:
-            return _compile_backward(aot_graph, aot_inputs)
+            return compile_backward(aot_graph, aot_inputs)
         fixed = cudagraphs.fixed_backward_inputs(aot_graph)
         compiled, device = cudagraphs.recorded(
-            _compile_backward, aot_graph, aot_inputs, fixed, range(fixed), is_backward=True,
+            compile_backward, aot_graph, aot_inputs, fixed, range(fixed), is_backward=True,
             is_inference=False)
         if device is None:
             return cudagraphs.backward_after_recorded_forward(compiled, recorded_on[0])
@@ -165,9 +173,12 @@ def smelt_backend(gm: torch.fx.GraphModule, example_inputs: List[Any], mode=None
     """The backend torch.compile calls: `torch.compile(model, backend="smelt")`,
     with `mode="reduce-overhead"` (or `options={"cudagraphs": True}`) to
     replay each compiled graph as a CUDA graph."""
+    matmul = (options or {}).get("matmul")
+    if matmul is not None:
+        matmul_policy(matmul)  # an unknown policy fails here, naming the choices
     if _uses_cudagraphs(mode, options):
-        return _with_cudagraphs(gm, example_inputs)
-    return _without_cudagraphs(gm, example_inputs)
+        return _with_cudagraphs(gm, example_inputs, matmul)
+    return _without_cudagraphs(gm, example_inputs, matmul)
 
 
 def _register() -> None:

@@ -75,8 +75,10 @@ def _compile_jobs(graph: torch.fx.Graph, fusion_of, arguments) -> List[Tuple[Any
     return jobs
 
 
-def compile_all(definitions: Sequence[Tuple[Any, list, str]]) -> Tuple[float, List[str]]:
-    """Compiles each (FusionDefinition, meta inputs, device) on the pool.
+def compile_all(definitions: Sequence[Tuple[Any, list, str]],
+                matmul: Optional[str] = None) -> Tuple[float, List[str]]:
+    """Compiles each (FusionDefinition, meta inputs, device) on the pool,
+    with fd.compile_for's `matmul` option.
     Returns the wall milliseconds it took and the errors met (one line
     each; those fusions fall back at their first call)."""
     threads = compile_threads()
@@ -88,7 +90,7 @@ def compile_all(definitions: Sequence[Tuple[Any, list, str]]) -> Tuple[float, Li
     def compile_one(job):
         fd, inputs, device = job
         try:
-            fd.compile_for(inputs, device=device)
+            fd.compile_for(inputs, device=device, matmul=matmul)
         except Exception as e:  # noqa: BLE001 - the first call meets it again and falls back
             errors.append(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
 

@@ -96,6 +96,9 @@ class GraphReport:
     compile_ahead_ms: float = 0.0  # compiling every fusion before the first call (wall)
     compile_ahead_errors: List[str] = field(default_factory=list)
     definitions: List[FusionDefinition] = field(default_factory=list, repr=False)
+    # Each fusion call with static traced inputs: (definition, meta stand-ins
+    # of its inputs, device), what compiling ahead compiled.
+    traced_calls: List[tuple] = field(default_factory=list, repr=False)
 
     def compile_cost(self) -> Dict[str, float]:
         """What compiling the graph's fusions cost so far (compiled ahead
@@ -124,6 +127,23 @@ class GraphReport:
             if p.failed:
                 failed.update(p.ops)
         return sum(n for op, n in (self.torch_ops + failed).items() if op not in METADATA_OPS)
+
+    def matmul_segments(self, device: str = "cuda", matmul: Optional[str] = None) -> Counter:
+        """The matmul segments the graph's fusions become on `device` for their
+        traced inputs, counted by scheduler and parameters' first words
+        ("library_matmul aten::mm Float -> Float", "matmul MatmulParams{..."):
+        which implementation each matmul gets there, decided without a GPU
+        (compile_for on meta stand-ins; nothing runs)."""
+        segments: Counter = Counter()
+        for fd, inputs, _ in self.traced_calls:
+            fd.compile_for(inputs, device=device, matmul=matmul)
+            for line in fd.last_run_report().splitlines():
+                words = line.split()
+                if len(words) > 1 and words[0].isdigit() and words[1] in ("matmul", "library_matmul"):
+                    call = line.split("{", 1)[1].split(";", 1)[0] if words[1] == "library_matmul" \
+                        else "smelt's kernel"
+                    segments[f"{words[1]}: {call}"] += 1
+        return segments
 
     def smelt_kernels(self) -> int:
         """Kernels smelt launched in the latest call of the graph."""
@@ -371,10 +391,11 @@ class SmeltPartition(torch.nn.Module):
     runs it from then on: no retry on every call."""
 
     def __init__(self, submodule: torch.fx.GraphModule, fd: FusionDefinition,
-                 layouts: List[OutputLayout], report: PartitionReport):
+                 layouts: List[OutputLayout], report: PartitionReport, matmul: Optional[str]):
         super().__init__()
         self.eager = submodule
         self.fd = fd
+        self.matmul = matmul  # the backend's matmul option (fd.execute's)
         self.layouts = layouts
         self.report = report
         output = next(n for n in submodule.graph.nodes if n.op == "output")
@@ -386,7 +407,7 @@ class SmeltPartition(torch.nn.Module):
             return self.eager(*args)
         try:
             outs = self.fd.execute(fusion_arguments(self.fd, args),
-                                   device=self.fd.partition_device)
+                                   device=self.fd.partition_device, matmul=self.matmul)
         except SmeltError as e:
             self.report.fallback_runs += 1
             self.report.fallback_reason = str(e)
@@ -423,10 +444,11 @@ def eliminate_common_subexpressions(gm: torch.fx.GraphModule) -> None:
         gm.recompile()
 
 
-def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
+def partition_graph(gm: torch.fx.GraphModule, graph_name: str, matmul: Optional[str] = None):
     """Replaces each supported partition of `gm` by a SmeltPartition (gm is
     modified in place); returns gm and the report. Partitions that do not
-    become fusions keep their torch code under the name torch_partition_N."""
+    become fusions keep their torch code under the name torch_partition_N.
+    matmul: who computes the fusions' matmuls (fd.execute's option)."""
     start = time.perf_counter()
     eliminate_common_subexpressions(gm)
     drop_empty_cat_operands(gm.graph)
@@ -472,7 +494,7 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
         fusions += 1
         part = PartitionReport(name, Counter(_op_name(n) for n in calls), [n.name for n in calls])
         delattr(fused, node.target)
-        setattr(fused, name, SmeltPartition(submodule, fd, layouts, part))
+        setattr(fused, name, SmeltPartition(submodule, fd, layouts, part, matmul))
         node.target = name
         report.partitions.append(part)
     fused.recompile()
@@ -484,5 +506,6 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str):
     report.partition_ms = (time.perf_counter() - start) * 1000.0
     jobs = compile_jobs(fused.graph, lambda target: getattr(fused, target).fd
                         if target.startswith("smelt_fusion_") else None, fusion_arguments)
-    report.compile_ahead_ms, report.compile_ahead_errors = compile_all(jobs)
+    report.traced_calls = jobs
+    report.compile_ahead_ms, report.compile_ahead_errors = compile_all(jobs, matmul)
     return fused, report

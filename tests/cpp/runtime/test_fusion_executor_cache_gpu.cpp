@@ -1,5 +1,5 @@
 // FusionExecutorCache on CUDA tensors (label gpu): every scheduler (the
-// matmul with a pointwise epilogue included), segmented fusions (two
+// matmul with a pointwise epilogue included, generated or in the library), segmented fusions (two
 // reductions, a matmul followed by a reduction, a grid-split long row),
 // against torch on the same inputs. Skipped without a GPU.
 #include <gtest/gtest.h>
@@ -27,6 +27,9 @@ struct GpuCase {
   std::vector<std::vector<int64_t>> shapes;
   SchedulerType first_scheduler;
   size_t segments;
+  // Auto gives a GPU's matmuls to the library (cuBLAS through ATen);
+  // Generated runs smelt's own matmul kernel.
+  MatmulPolicy matmul = MatmulPolicy::Auto;
 };
 
 class CacheOnGpu : public ::testing::TestWithParam<GpuCase> {};
@@ -39,7 +42,9 @@ TEST_P(CacheOnGpu, MatchesTorch) {
     FusionGuard guard(fusion.get());
     c.build(*fusion);
   }
-  FusionExecutorCache cache(std::move(fusion));
+  ExecutorOptions options;
+  options.matmul = c.matmul;
+  FusionExecutorCache cache(std::move(fusion), options);
   std::vector<at::Tensor> inputs;
   for (const auto& shape : c.shapes) inputs.push_back(at::randn(shape, at::Device(at::kCUDA, 0)));
   std::vector<at::Tensor> outputs = cache.runFusionWithInputs(inputs);
@@ -91,13 +96,27 @@ INSTANTIATE_TEST_SUITE_P(
                   TensorView* bias = input(f, 1);
                   f.addOutput(relu(add(matmul(a, b), broadcast(bias, {true, false}))));
                 },
-                {{301, 257}, {257, 199}, {199}}, SchedulerType::Matmul, 1},
+                {{301, 257}, {257, 199}, {199}}, SchedulerType::Matmul, 1, MatmulPolicy::Generated},
         GpuCase{"matmul_then_reduction",
                 [](Fusion& f) {
                   TensorView* a = input(f, 2);
                   f.addOutput(sum(relu(matmul(a, input(f, 2))), {1}));
                 },
-                {{300, 129}, {129, 517}}, SchedulerType::Matmul, 2},
+                {{300, 129}, {129, 517}}, SchedulerType::Matmul, 2, MatmulPolicy::Generated},
+        GpuCase{"library_matmul_bias_relu",
+                [](Fusion& f) {
+                  TensorView* a = input(f, 2);
+                  TensorView* b = input(f, 2);
+                  TensorView* bias = input(f, 1);
+                  f.addOutput(relu(add(matmul(a, b), broadcast(bias, {true, false}))));
+                },
+                {{301, 257}, {257, 199}, {199}}, SchedulerType::LibraryMatmul, 2},
+        GpuCase{"library_matmul_then_reduction",
+                [](Fusion& f) {
+                  TensorView* a = input(f, 2);
+                  f.addOutput(sum(relu(matmul(a, input(f, 2))), {1}));
+                },
+                {{300, 129}, {129, 517}}, SchedulerType::LibraryMatmul, 2},
         GpuCase{"long_rows_grid_split",
                 [](Fusion& f) {
                   TensorView* x = input(f, 2);

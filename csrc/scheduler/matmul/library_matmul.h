@@ -1,0 +1,59 @@
+// The library-matmul "scheduler": a segment that is exactly one matmul,
+// computed at run time by a library (cuBLAS/cuBLASLt through ATen's mm and
+// bmm) instead of a generated kernel, where chooseMatmul (matmul_choice.h)
+// says so. It takes the matmul core as matmul() builds it (the casts of
+// Half/BFloat16 operands to Float, the broadcasts, the product and the sum
+// over K) and at most a cast of the sum back to the operands' type, which
+// the library's output is; the epilogue (bias, activation, residual) stays
+// in the segments around it, fused with its neighbours by smelt's kernels.
+// Nothing is scheduled or lowered: the runtime calls the library
+// (runtime/library_matmul.h).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "fusion/fusion.h"
+#include "scheduler/heuristic.h"
+#include "scheduler/runtime_info.h"
+
+namespace smelt {
+
+// What the runtime calls for a library-matmul segment.
+struct LibraryMatmulCall {
+  size_t a_input = 0;  // positions of the operands among the fusion's inputs
+  size_t b_input = 0;
+  bool batched = false;             // bmm: [B, M, K] x [B, K, N]
+  DataType operand_type = DataType::Float;
+  DataType output_type = DataType::Float;  // the operands' type, or Float (the sum itself)
+};
+
+struct LibraryMatmulParams : HeuristicParams {
+  LibraryMatmulCall call;
+  std::string reason;  // chooseMatmul's
+
+  SchedulerType type() const override { return SchedulerType::LibraryMatmul; }
+  // "LibraryMatmul{aten::mm Half -> Half; library: ...}"
+  std::string toString() const override;
+  std::unique_ptr<HeuristicParams> clone() const override {
+    return std::make_unique<LibraryMatmulParams>(*this);
+  }
+};
+
+// Why the fusion is not one matmul a library computes for these inputs on
+// the runtime's target; empty when it is.
+std::string libraryMatmulRejectReason(const Fusion& fusion, const RuntimeInfo& runtime);
+// Whether the library computes the matmul of a fusion the matmul scheduler
+// takes (its core carved out into a segment of its own, the epilogue left
+// to the segments around it): then the matmul scheduler declines it.
+bool libraryTakesMatmulOf(const Fusion& fusion, const RuntimeInfo& runtime);
+// The call for an accepted fusion; throws smelt::Error with the reason otherwise.
+LibraryMatmulParams libraryMatmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime);
+// The call, without the choice: the fusion must be exactly a matmul core
+// (and its output cast) the library can compute.
+LibraryMatmulCall libraryMatmulCall(const Fusion& fusion);
+// Always throws: a library matmul is not scheduled, the runtime calls the library.
+void scheduleLibraryMatmul(Fusion& fusion, const LibraryMatmulParams& params);
+
+}  // namespace smelt
