@@ -312,7 +312,7 @@ def fill_markdown(model: str, fills: List[Dict[str, object]], device: Device) ->
         lines.append(
             f"| {f['name']} | {f['scheduler']} | {dims(f['grid'])} | {dims(f['block'])} | "
             f"{f['registers']} | {f['smem_bytes']} | {f['blocks_per_sm']} ({f['limited_by']}) | "
-            f"{f['waves']:.2f} | {f['bytes_moved'] / 1e6:.3g} | {f['flops'] / 1e9:.3g} | "
+            f"{f['waves']:.3g} | {f['bytes_moved'] / 1e6:.3g} | {f['flops'] / 1e9:.3g} | "
             f"{f['floor_us']:.3g} |" +
             (f" {f['measured_us']:.1f} |" if f.get("measured_us") else " — |" if measured else "") +
             (" **FLAG** |" if f["underfilled"] else " |"))
