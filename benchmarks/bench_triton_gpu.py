@@ -13,7 +13,12 @@ outputs), four implementations of the same computation:
   the same constexprs, warps and stages, launched through triton.jit;
 - Inductor: torch.compile of the eager reference below (what a torch.compile
   user gets today);
-- eager: that reference in plain PyTorch (fp32 math, as both kernels do).
+- eager: that reference in plain PyTorch (fp32 math, as both kernels do);
+- cublas (the matmul only): torch.relu(torch.mm(a, b) + bias) in fp16 eager,
+  and the kernel time of torch.mm alone (cuBLAS: the floor any epilogue adds to).
+
+By default the row ops run at 8192x4096 and the matmul at issue 41's six
+shapes (MATMUL_SHAPES).
 
 Every output of smelt, Triton and Inductor is compared with the reference
 (max abs error; a NaN or an error over the op's tolerance marks the row
@@ -44,6 +49,12 @@ import bench_triton_quality as quality  # noqa: E402
 from bench_torch_compile import kernel_profile, kernel_time_us  # noqa: E402
 
 EPS = quality.EPS
+# Who measures what, in the JSON and the table; "cublas" for the matmul only.
+SIDES = ("smelt", "triton", "inductor", "eager", "cublas")
+# Issue 41's matmul shapes (MxNxK, fp16 + bias + ReLU): square ones, a
+# thin M (decode-like 64 and 512 rows), and an MLP's up projection.
+MATMUL_SHAPES = ["4096x4096x4096", "8192x8192x8192", "2048x2048x2048", "512x4096x4096",
+                 "64x4096x4096", "4096x11008x4096"]
 
 
 # --------------------------------------------------------------------------
@@ -217,6 +228,9 @@ def measure(name: str, shape: tuple, seed: int = 0) -> dict:
         "inductor": lambda: inductor(*inputs),
         "eager": lambda: reference(*inputs),
     }
+    if name == "matmul_bias_relu":
+        a, b, bias = inputs
+        sides["cublas"] = lambda: [torch.relu(torch.mm(a, b) + bias)]  # fp16 eager
     for side, fn in sides.items():
         entry: Dict[str, Any] = {}
         try:
@@ -230,6 +244,8 @@ def measure(name: str, shape: tuple, seed: int = 0) -> dict:
                 entry["gb_per_s"] = row["min_bytes"] / entry["kernel_us"] / 1e3
             if side == "smelt":
                 entry["smelt_kernels"] = [k.compiled.kernel_name for k in fd.last_kernels()]
+            if side == "cublas":  # the matmul alone: what any epilogue adds to
+                entry["mm_kernel_us"], _ = kernel_time_us(lambda: torch.mm(a, b))
         except Exception as e:  # a failure is a result
             entry["error"] = f"{type(e).__name__}: {str(e).strip()[:1500]}"
         row[side] = entry
@@ -284,26 +300,32 @@ def markdown(rows: List[dict], device: str) -> str:
              "Kernel: summed device time of one call's CUDA kernels (torch.profiler); wall: "
              "do_bench median (host overhead included); GB/s: least bytes moved over kernel "
              "time; error: max abs against the eager reference.", "",
-             "| op | shape | smelt kernel us (n) | Triton | Inductor | eager | smelt/Triton | "
-             "smelt/Inductor | smelt GB/s | smelt wall us | Triton wall | smelt error |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "cuBLAS: the matmul's torch.mm + bias + ReLU in fp16 eager, and torch.mm alone "
+             "(the cuBLAS kernel any epilogue adds to).", "",
+             "| op | shape | smelt kernel us (n) | Triton | Inductor | eager | cuBLAS mm + "
+             "bias + ReLU | cuBLAS mm alone | smelt/Triton | smelt/Inductor | smelt/cuBLAS mm | "
+             "smelt GB/s | smelt wall us | Triton wall | smelt error |",
+             "|---" * 15 + "|"]
     for r in rows:
         def k(side):
-            e = r.get(side, {})
+            e = r.get(side)
+            if e is None:
+                return "—"
             if "error" in e:
                 return "error"
             return f"{_fmt(e.get('kernel_us'))} ({_fmt(e.get('kernels'), 0)})" + (
                 " WRONG" if e.get("wrong") else "")
-        s, t, i = (r.get(x, {}) for x in ("smelt", "triton", "inductor"))
-        ratio = lambda a, b: _fmt(a["kernel_us"] / b["kernel_us"], 2) if (  # noqa: E731
-            a.get("kernel_us") and b.get("kernel_us")) else "—"
+        s, t, i, c = (r.get(x, {}) for x in ("smelt", "triton", "inductor", "cublas"))
+        ratio = lambda a, b, key="kernel_us": _fmt(a["kernel_us"] / b[key], 2) if (  # noqa: E731
+            a.get("kernel_us") and b.get(key)) else "—"
         lines.append(
             f"| {r['op']} | {'x'.join(map(str, r['shape']))} | {k('smelt')} | {k('triton')} | "
-            f"{k('inductor')} | {k('eager')} | {ratio(s, t)} | {ratio(s, i)} | "
+            f"{k('inductor')} | {k('eager')} | {k('cublas')} | {_fmt(c.get('mm_kernel_us'))} | "
+            f"{ratio(s, t)} | {ratio(s, i)} | {ratio(s, c, 'mm_kernel_us')} | "
             f"{_fmt(s.get('gb_per_s'), 0)} | {_fmt(s.get('wall_us'))} | "
             f"{_fmt(t.get('wall_us'))} | {s.get('max_error', s.get('error', '—'))} |")
     errors = [(r["op"], side, r[side]["error"]) for r in rows
-              for side in ("smelt", "triton", "inductor", "eager") if "error" in r.get(side, {})]
+              for side in SIDES if "error" in r.get(side, {})]
     if errors:
         lines += ["", "Errors:"] + [f"- {op} ({side}): {msg}" for op, side, msg in errors]
     return "\n".join(lines) + "\n"
@@ -312,7 +334,7 @@ def markdown(rows: List[dict], device: str) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ops", default=",".join(quality.OPS))
-    p.add_argument("--shapes", default="8192x4096,4096x4096x4096",
+    p.add_argument("--shapes", default=",".join(["8192x4096"] + MATMUL_SHAPES),
                    help="AxB for the row ops, MxNxK for the matmul")
     p.add_argument("--json", default=None)
     p.add_argument("--md", default=None)
@@ -344,15 +366,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         rows.append(row)
         print(json.dumps({k: row[k] for k in ("op", "shape")} | {
             side: {k: v for k, v in row[side].items() if k != "smelt_kernels"}
-            for side in ("smelt", "triton", "inductor", "eager")}), flush=True)
+            for side in SIDES if side in row}), flush=True)
     text = markdown(rows, device)
     print(text)
     if args.json:
         Path(args.json).write_text(json.dumps({"device": device, "rows": rows}, indent=2))
     if args.md:
         Path(args.md).write_text(text)
-    wrong = [r["op"] for r in rows for side in ("smelt", "triton", "inductor")
-             if r[side].get("wrong") or "error" in r[side]]
+    wrong = [r["op"] for r in rows for side in ("smelt", "triton", "inductor", "cublas")
+             if side in r and (r[side].get("wrong") or "error" in r[side])]
     return 1 if wrong else 0
 
 

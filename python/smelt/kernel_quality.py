@@ -11,8 +11,8 @@ instruction count and mix (integer, float, conversion, memory, control,
 other), local-memory loads/stores (LDL/STL), CALLs and the integer-division
 routines among them, global load/store widths, block barriers. Theoretical
 occupancy for sm_80 and sm_90 from registers, shared memory and threads per
-block against smelt's device-limits table (the CUDA occupancy calculator's
-arithmetic). Only mnemonics are counted: no SASS semantics are modelled.
+block against smelt's device-limits table (smelt.occupancy, the CUDA occupancy
+calculator's arithmetic). Only mnemonics are counted: no SASS semantics are modelled.
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, Optional
 
-from smelt import _C
 from smelt._C import SmeltError
+from smelt.occupancy import Occupancy, occupancy
 
 # Instruction classes by base mnemonic (the part before the first '.'; a
 # leading U, the uniform datapath, is the same class).
@@ -174,35 +174,6 @@ def count_sass(sass: str) -> SassCounts:
     counts.mix, counts.mnemonics = dict(mix), dict(bases.most_common())
     counts.global_loads, counts.global_stores = dict(loads), dict(stores)
     return counts
-
-
-@dataclass(frozen=True)
-class Occupancy:
-    arch: int
-    blocks_per_sm: int
-    warps_per_sm: int
-    occupancy: float  # warps per SM over the SM's maximum
-    limited_by: str  # threads, blocks, registers or shared memory
-
-
-def occupancy(arch: int, threads_per_block: int, registers: int, smem_per_block: int) -> Occupancy:
-    """Theoretical occupancy (the occupancy calculator's arithmetic)."""
-    d = _C.device_limits(arch)
-    warps_per_block = -(-threads_per_block // 32)
-    unit = d["register_allocation_unit"]
-    regs_per_warp = -(-max(registers, 1) * 32 // unit) * unit
-    limits = {
-        "blocks": d["max_blocks_per_sm"],
-        "threads": d["max_threads_per_sm"] // (warps_per_block * 32),
-        "registers": (d["registers_per_sm"] // regs_per_warp) // warps_per_block,
-    }
-    if smem_per_block > 0:
-        limits["shared memory"] = d["shared_memory_per_sm"] // (
-            smem_per_block + d["reserved_shared_memory_per_block"])
-    limited_by = min(limits, key=lambda k: limits[k])
-    blocks = max(limits[limited_by], 0)
-    warps = blocks * warps_per_block
-    return Occupancy(arch, blocks, warps, warps / (d["max_threads_per_sm"] // 32), limited_by)
 
 
 @dataclass

@@ -151,3 +151,23 @@ def test_compile_cost_cold_then_warm_process():
     assert warm["nvrtc_compiles"] == 0 and warm["disk_cache_hits"] == cold["nvrtc_compiles"]
     assert warm["compile_ahead_ms"] < cold["compile_ahead_ms"]
     assert "| gpt2 | cold |" in bench.markdown([row])
+
+
+def test_gpu_table_has_first_calls_and_each_kernels_fill(monkeypatch):
+    """The GPU rows' first-call seconds per mode, and smelt's kernels on the
+    GPU: waves, floor and measured µs, a kernel under one wave flagged."""
+    bench = _bench()
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    fill = {"name": "smelt_kernel_1", "scheduler": "matmul", "grid": [4, 2, 1],
+            "block": [128, 1, 1], "registers": 64, "smem_bytes": 32768, "blocks_per_sm": 4,
+            "limited_by": "registers", "waves": 8 / 528, "bytes_moved": 3_000_000,
+            "flops": 2_000_000_000, "floor_us": 2.02, "underfilled": True, "measured_us": 51.25}
+    rows = [{"model": "mlp_4096_bf16", "gpu_us": {"eager": 1058.0, "smelt": 2430.0},
+             "gpu_first_call_s": {"eager": 0.25, "smelt": 12.34}, "gpu_max_abs_error": 0.01,
+             "gpu_kernel_fill": [fill, {**fill, "name": "smelt_kernel_2", "underfilled": False}]}]
+    table = bench.markdown(rows, {})
+    assert "| 0.01 | 0.2 / — / 12.3 / — / — | 1 of 2 |" in table, table
+    assert "mlp_4096_bf16: smelt's kernels on NVIDIA H200 (132 SMs" in table, table
+    assert ("| smelt_kernel_1 | matmul | 4×2×1 | 128×1×1 | 64 | 32768 | 4 (registers) | 0.0152 | "
+            "3 | 2 | 2.02 | 51.2 | **FLAG** |") in table, table
+    assert "| smelt_kernel_2 | matmul |" in table and table.count("**FLAG**") == 1, table

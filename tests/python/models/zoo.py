@@ -26,22 +26,29 @@ def _seeded(build: Callable[[], torch.nn.Module]) -> Callable[[], torch.nn.Modul
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return build().eval()
-    seeded.__name__ = build.__name__
+    seeded.__name__ = getattr(build, "__name__", "model")
     return seeded
 
 
-def _token_ids(seq: int = SEQ) -> Callable[[int], Tuple[tuple, dict]]:
+def _token_ids(seq: int = SEQ, batch: int = BATCH,
+               vocab: int = VOCAB) -> Callable[[int], Tuple[tuple, dict]]:
     def make(seed: int) -> Tuple[tuple, dict]:
         g = torch.Generator().manual_seed(seed)
-        return (torch.randint(0, VOCAB, (BATCH, seq), generator=g),), {}
+        return (torch.randint(0, vocab, (batch, seq), generator=g),), {}
     return make
 
 
-def _images(batch: int, size: int) -> Callable[[int], Tuple[tuple, dict]]:
+def _randn(shape: Tuple[int, ...],
+           dtype: torch.dtype = torch.float) -> Callable[[int], Tuple[tuple, dict]]:
     def make(seed: int) -> Tuple[tuple, dict]:
         g = torch.Generator().manual_seed(seed)
-        return (torch.randn(batch, 3, size, size, generator=g),), {}
+        return (torch.randn(shape, generator=g).to(dtype),), {}
     return make
+
+
+def _images(batch: int, size: int,
+            dtype: torch.dtype = torch.float) -> Callable[[int], Tuple[tuple, dict]]:
+    return _randn((batch, 3, size, size), dtype)
 
 
 @_seeded
