@@ -126,6 +126,7 @@ class GraphCopier {
     raw->setComputePosition(tv->computePosition());
     if (tv->shouldPromoteReuse()) raw->promoteReuse();
     raw->circularBuffer(tv->circularBufferStages());
+    raw->padRows(tv->paddedRowElements(), tv->rowPadding());
   }
 
   const Fusion& src_;

@@ -25,8 +25,9 @@ DeviceLimits common(int arch) {
 }
 
 DeviceLimits entry(int arch, int64_t smem_per_block, int64_t smem_per_sm, int64_t threads_per_sm,
-                   int64_t blocks_per_sm) {
+                   int64_t blocks_per_sm, int64_t sm_count) {
   DeviceLimits d = common(arch);
+  d.sm_count = sm_count;
   d.max_shared_memory_per_block = smem_per_block;
   d.shared_memory_per_sm = smem_per_sm;
   d.max_threads_per_sm = threads_per_sm;
@@ -38,10 +39,10 @@ DeviceLimits entry(int arch, int64_t smem_per_block, int64_t smem_per_sm, int64_
 
 const std::vector<DeviceLimits>& DeviceLimits::table() {
   static const std::vector<DeviceLimits> entries = {
-      entry(75, 65536, 65536, 1024, 16),     // T4: 64 KiB
-      entry(80, 166912, 167936, 2048, 32),   // A100: 163 / 164 KiB
-      entry(86, 101376, 102400, 1536, 16),   // RTX 30xx, sm_87/89 too: 99 / 100 KiB
-      entry(90, 232448, 233472, 2048, 32),   // H100/H200: 227 / 228 KiB
+      entry(75, 65536, 65536, 1024, 16, 40),     // T4: 64 KiB
+      entry(80, 166912, 167936, 2048, 32, 108),  // A100: 163 / 164 KiB
+      entry(86, 101376, 102400, 1536, 16, 84),   // RTX 30xx, sm_87/89 too: 99 / 100 KiB
+      entry(90, 232448, 233472, 2048, 32, 132),  // H100/H200 SXM: 227 / 228 KiB
   };
   return entries;
 }

@@ -24,6 +24,9 @@ struct DeviceLimits {
   int64_t max_threads_per_block = 0;
   int64_t max_threads_per_sm = 0;
   int64_t max_blocks_per_sm = 0;
+  // Streaming multiprocessors of the architecture's data-center part (the
+  // grid a kernel must reach to use them all).
+  int64_t sm_count = 0;
   int64_t max_block[3] = {0, 0, 0};  // blockDim.x/y/z
   int64_t max_grid[3] = {0, 0, 0};   // gridDim.x/y/z
   // Registers: per thread (ptxas's cap), the file one block may use, and the

@@ -198,6 +198,15 @@ class TensorView : public Val {
   TensorView* circularBuffer(int64_t stages);
   int64_t circularBufferStages() const { return circular_buffer_stages_; }
 
+  // Lays a Shared tensor out in rows of `row_elements` consecutive elements of
+  // its row-major allocation, each followed by `padding` unused elements, so
+  // that threads reading one element of each of several rows (a column of a
+  // K-contiguous matmul tile) reach different banks. The allocation's size
+  // must be a multiple of `row_elements`. padRows(0, 0) removes the padding.
+  TensorView* padRows(int64_t row_elements, int64_t padding);
+  int64_t paddedRowElements() const { return padded_row_elements_; }
+  int64_t rowPadding() const { return row_padding_; }
+
   // Human-readable schedule: logical domain, each transform, loop domain,
   // memory type and compute position.
   std::string transformsString() const;
@@ -225,6 +234,8 @@ class TensorView : public Val {
   int64_t compute_position_ = 0;
   bool promote_reuse_ = false;
   int64_t circular_buffer_stages_ = 1;
+  int64_t padded_row_elements_ = 0;
+  int64_t row_padding_ = 0;
 };
 
 // ---------------------------------------------------------------------------

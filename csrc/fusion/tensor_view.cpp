@@ -91,6 +91,8 @@ TensorView* TensorView::setMemoryType(MemoryType mtype) {
   if (mtype != MemoryType::Shared) {
     promote_reuse_ = false;
     circular_buffer_stages_ = 1;
+    padded_row_elements_ = 0;
+    row_padding_ = 0;
   }
   return this;
 }
@@ -367,12 +369,25 @@ TensorView* TensorView::circularBuffer(int64_t stages) {
   return this;
 }
 
+TensorView* TensorView::padRows(int64_t row_elements, int64_t padding) {
+  const bool off = row_elements == 0 && padding == 0;
+  SMELT_CHECK(off || (row_elements > 0 && padding > 0), "padRows(", row_elements, ", ", padding,
+              "): tensor ", name_, " needs a positive row length and padding (0, 0 removes it)");
+  SMELT_CHECK(off || memory_type_ == MemoryType::Shared, "padRows: tensor ", name_, " is in ",
+              memory_type_, " memory; only Shared tensors are padded (call setMemoryType(Shared) "
+              "first)");
+  padded_row_elements_ = row_elements;
+  row_padding_ = padding;
+  return this;
+}
+
 std::string TensorView::transformsString() const {
   std::ostringstream os;
   os << name_ << " (" << memory_type_ << " " << dtype();
   if (compute_position_ > 0) os << ", computeAt " << compute_position_;
   if (promote_reuse_) os << ", promoteReuse";
   if (circular_buffer_stages_ > 1) os << ", circularBuffer " << circular_buffer_stages_;
+  if (row_padding_ > 0) os << ", padRows " << padded_row_elements_ << " + " << row_padding_;
   os << ")\n";
   auto domain = [&](const char* what, const std::vector<IterDomain*>& ids) {
     os << "  " << what << ": [";

@@ -55,6 +55,17 @@ void computeLaunch(LoweringContext& ctx) {
 }
 
 // Inserts `alloc` into `body` before the first child whose subtree computes tv.
+// TensorView::padRows: rows of the allocation followed by unused elements.
+void padRows(kir::Buffer& buffer, const TensorView& tv) {
+  const int64_t row = tv.paddedRowElements();
+  const auto elements = buffer.elements.constant();
+  SMELT_CHECK(elements && *elements % row == 0, "padRows(", row, ", ", tv.rowPadding(), "): Shared tensor ",
+              tv.name(), " allocates ", buffer.elements, " elements, not a constant multiple of the row");
+  buffer.row_elements = row;
+  buffer.row_padding = tv.rowPadding();
+  buffer.elements = *elements / row * (row + tv.rowPadding());
+}
+
 void insertBeforeFirstWrite(kir::StmtList& body, std::unique_ptr<kir::Allocate> alloc,
                             const TensorView* tv) {
   auto writes = [&](const kir::Stmt* root) {
@@ -210,6 +221,7 @@ void insertAllocations(LoweringContext& ctx) {
       for (int64_t k : allocatedAxes(ctx, tv)) buffer->shape.push_back(tv->axis(k)->loopExtent());
     }
     for (const IntExpr& extent : buffer->shape) buffer->elements = buffer->elements * extent;
+    if (tv->memoryType() == MemoryType::Shared && tv->rowPadding() > 0) padRows(*buffer, *tv);
     kir::Buffer* raw = buffer.get();
     kernel.buffers.push_back(std::move(buffer));
     ctx.buffers[tv] = raw;

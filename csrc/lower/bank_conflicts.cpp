@@ -58,6 +58,7 @@ class Analyzer {
     std::string index;
     IntExpr extent;
     bool vectorized = false;  // one access of extent elements, at index 0
+    bool iterates = false;    // emitted as a loop of more than one trip
   };
 
   void walk(const kir::StmtList& list, std::vector<LoopVar> loops,
@@ -67,7 +68,7 @@ class Analyzer {
         std::vector<LoopVar> inner = loops;
         if (!isParallelDim(loop->parallel_type)) {
           inner.push_back({loop->index, loop->extent,
-                           loop->parallel_type == ParallelType::Vectorize});
+                           loop->parallel_type == ParallelType::Vectorize, !loop->trivial});
         }
         if (isThreadDim(loop->parallel_type)) thread_loops_[loop->index] = loop->parallel_type;
         walk(loop->body, inner, guards);
@@ -204,6 +205,7 @@ class Analyzer {
     result.buffer = s.access->buffer->name;
     result.kind = s.kind;
     result.bytes_per_lane = s.bytes_per_lane;
+    result.in_loop = std::any_of(loops.begin(), loops.end(), [](const LoopVar& l) { return l.iterates; });
     const auto* ld = dynamic_cast<const kir::LdMatrix*>(&stmt);
     bool first = true;
     for (const auto& iteration : iterations(loops)) {
@@ -273,7 +275,7 @@ std::string BankConflictReport::toString() const {
   for (const BankConflictAccess& a : accesses) {
     os << "  position " << a.position << " " << a.kind << " " << a.buffer << " "
        << a.bytes_per_lane << " B/lane: " << a.ways << "-way (" << a.wavefronts << "/"
-       << a.ideal_wavefronts << " wavefronts)\n";
+       << a.ideal_wavefronts << " wavefronts)" << (a.in_loop ? " in a loop" : "") << "\n";
   }
   for (int64_t p : unevaluated_positions) os << "  position " << p << ": not evaluated\n";
   return os.str();

@@ -35,6 +35,8 @@ struct BankConflictAccess {
   int64_t ways = 1;
   int64_t wavefronts = 0;
   int64_t ideal_wavefronts = 0;
+  // Inside a loop that iterates (a non-trivial serial or unrolled loop).
+  bool in_loop = false;
   bool conflictFree() const { return ways <= 1; }
 };
 

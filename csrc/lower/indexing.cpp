@@ -2,7 +2,8 @@
 //   * an output element is addressed from the indices of the loops its
 //     statement runs in: a Global tensor through its logical indices and the
 //     "T<n>.stride[d]" parameters, a Shared/Local buffer row-major over its
-//     allocated loop axes;
+//     allocated loop axes (a padded Shared buffer skipping the padding after
+//     each row);
 //   * an input element is addressed at the consumer's logical indices mapped
 //     through the op (broadcast, expanded and squeezed axes read index 0;
 //     a permute's axes map to their new positions; a reshape's input axes to
@@ -46,7 +47,10 @@ IntExpr allocationIndex(const LoweringContext& ctx, const TensorView* tv,
   const kir::Buffer* buffer = ctx.bufferOf(tv);
   std::vector<IntExpr> indices;
   for (int64_t axis : allocatedAxes(ctx, tv)) indices.push_back(loop_indices[axis]);
-  return rowMajor(buffer->shape, indices);
+  const IntExpr element = rowMajor(buffer->shape, indices);
+  if (buffer->row_padding == 0) return element;
+  // Padded rows (TensorView::padRows): skip the padding of the rows before.
+  return element + element / buffer->row_elements * buffer->row_padding;
 }
 
 class Indexer {

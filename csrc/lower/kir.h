@@ -42,6 +42,11 @@ struct Buffer {
   // Extents of the allocated axes, outermost first, and the element count.
   std::vector<IntExpr> shape;
   IntExpr elements = 1;
+  // A Shared buffer laid out in rows of `row_elements` (of the row-major
+  // shape), each followed by `row_padding` unused elements
+  // (TensorView::padRows); 0: unpadded. `elements` counts the padding.
+  int64_t row_elements = 0;
+  int64_t row_padding = 0;
   int64_t alignment = 16;  // bytes; shared buffers only
   // Byte offset in the dynamic shared-memory array (planned by alloc_reuse).
   std::optional<IntExpr> address;
@@ -63,6 +68,10 @@ struct Predicate {
     IntExpr lhs;
     Kind kind = Kind::LessThan;
     IntExpr rhs;
+    // The tensor axis whose logical extent this term keeps the index under
+    // (`index < extent`, set by the predicates pass); nullptr for thread,
+    // single-writer, overrun and loop-trip terms.
+    const IterDomain* bounded_axis = nullptr;
   };
   std::vector<Term> terms;
   bool alwaysTrue() const { return terms.empty(); }

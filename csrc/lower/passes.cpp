@@ -33,6 +33,7 @@ const std::vector<LoweringPass>& loweringPasses(const Fusion& fusion) {
       {"allocation", insertAllocations},
       {"indexing", computeIndices},
       {"predicates", insertPredicates},
+      {"predicate_elimination", eliminatePredicates},
       {"circular_buffer", insertCircularBuffers},
       {"simplify_predicates", simplifyPredicates},
       {"syncs", insertSyncs},

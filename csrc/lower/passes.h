@@ -30,6 +30,7 @@ void buildLoopNest(LoweringContext& ctx);
 void insertAllocations(LoweringContext& ctx);
 void computeIndices(LoweringContext& ctx);
 void insertPredicates(LoweringContext& ctx);
+void eliminatePredicates(LoweringContext& ctx);
 void insertCircularBuffers(LoweringContext& ctx);
 void simplifyPredicates(LoweringContext& ctx);
 void insertSyncs(LoweringContext& ctx);

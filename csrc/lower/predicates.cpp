@@ -85,7 +85,7 @@ class Predicator {
       bool in_range_by_construction =
           index.kind() == IntExpr::Kind::Mod && index.rhs().sameAs(id->extent());
       if (needsBoundsCheck(tv, id) && !in_range_by_construction) {
-        pred.terms.push_back({index, Term::Kind::LessThan, id->extent()});
+        pred.terms.push_back({index, Term::Kind::LessThan, id->extent(), id});
       }
     }
     // An expanded dimension is stored once (index 0; a Global output with

@@ -3,7 +3,8 @@
 // when the index's exclusive upper bound, from the extents of the serial
 // loops around the statement and the launch's block and grid dimensions for
 // thread and block indices, is provably at most the extent (constants, or
-// the same expression); other terms stay. A kernel of static sizes whose
+// the same expression); other terms stay. Operands' in-bounds tests (a pad's,
+// a zero-filled tile load's) are simplified alike. A kernel of static sizes whose
 // tiles divide them then computes and stores without per-element compares
 // (a 4096x4096 matmul epilogue: two compares per element before).
 #include <string>
@@ -47,7 +48,13 @@ class PredicateSimplifier {
           run(branch.else_body);
           break;
         }
-        case kir::StmtKind::Compute: simplify(static_cast<kir::Compute&>(*stmt).predicate); break;
+        case kir::StmtKind::Compute: {
+          auto& c = static_cast<kir::Compute&>(*stmt);
+          simplify(c.predicate);
+          // A zero-filled load's bounds (predicate_elimination) or a pad's.
+          for (kir::Operand& op : c.operands) simplify(op.in_bounds);
+          break;
+        }
         case kir::StmtKind::ReduceInit: simplify(static_cast<kir::ReduceInit&>(*stmt).predicate); break;
         case kir::StmtKind::ReduceStep: simplify(static_cast<kir::ReduceStep&>(*stmt).predicate); break;
         case kir::StmtKind::BlockReduce: {

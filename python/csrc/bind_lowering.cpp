@@ -15,6 +15,7 @@
 #include "fusion/error.h"
 #include "lower/alloc_reuse/address_planner.h"
 #include "lower/alloc_reuse/stack_allocator.h"
+#include "lower/main_loop_guards.h"
 #include "fusion/device_limits.h"
 #include "runtime/nvrtc_compiler.h"
 
@@ -137,6 +138,35 @@ py::dict planBuffers(const std::vector<std::tuple<std::string, int64_t, int64_t,
 
 }  // namespace
 
+py::list bankConflictsToPython(const BankConflictReport& report) {
+  py::list result;
+  for (const BankConflictAccess& a : report.accesses) {
+    py::dict d;
+    d["position"] = a.position;
+    d["kind"] = a.kind;
+    d["buffer"] = a.buffer;
+    d["bytes_per_lane"] = a.bytes_per_lane;
+    d["ways"] = a.ways;
+    d["wavefronts"] = a.wavefronts;
+    d["ideal_wavefronts"] = a.ideal_wavefronts;
+    d["in_loop"] = a.in_loop;
+    result.append(d);
+  }
+  return result;
+}
+
+py::list mainLoopGuardsToPython(const kir::Kernel& kernel) {
+  py::list result;
+  for (const MainLoopGuard& g : findMainLoopGuards(kernel)) {
+    py::dict d;
+    d["position"] = g.position;
+    d["buffer"] = g.buffer;
+    d["guard"] = g.guard;
+    result.append(d);
+  }
+  return result;
+}
+
 py::object intOrText(const IntExpr& e) {
   if (auto value = e.constant()) return py::int_(*value);
   return py::str(e.toString());
@@ -168,6 +198,11 @@ void bindLowering(py::module_& m) {
       .def_property_readonly("smem_plan_svg", [](const LoweredKernel& k) {
         return k.plan() ? k.plan()->report_svg : std::string();
       })
+      .def_property_readonly("bank_conflicts", [](const LoweredKernel& k) {
+        return k.plan() ? bankConflictsToPython(k.plan()->bank_conflicts) : py::list();
+      })
+      .def_property_readonly("main_loop_guards",
+                             [](const LoweredKernel& k) { return mainLoopGuardsToPython(k.kernel()); })
       .def_property_readonly("smem_tensor_bytes", [](const LoweredKernel& k) {
         return k.plan() ? intOrText(k.plan()->tensor_bytes) : py::object(py::int_(0));
       })

@@ -99,6 +99,10 @@ void bindKernelView(py::module_& m) {
       .def_property_readonly("smem_plan_text", [](const KernelView& k) { return k.plan().report_text; })
       .def_property_readonly("smem_plan_json", [](const KernelView& k) { return k.plan().report_json; })
       .def_property_readonly("smem_plan_svg", [](const KernelView& k) { return k.plan().report_svg; })
+      .def_property_readonly("bank_conflicts",
+                             [](const KernelView& k) { return bankConflictsToPython(k.plan().bank_conflicts); })
+      .def_property_readonly("main_loop_guards",
+                             [](const KernelView& k) { return mainLoopGuardsToPython(k.executor->kernel()); })
       .def_property_readonly("smem_tensor_bytes",
                              [](const KernelView& k) { return intOrText(k.plan().tensor_bytes); })
       .def_property_readonly("simulation_report",

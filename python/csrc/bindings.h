@@ -28,6 +28,13 @@ struct LoweredKernel {
 // A size as a Python int when constant, else its expression text.
 pybind11::object intOrText(const IntExpr& e);
 
+// The kernel checks (issue 41) as lists of dicts: every shared access the
+// bank-conflict analysis measured (position, kind, buffer, bytes_per_lane,
+// ways, wavefronts, ideal_wavefronts, in_loop), and the guards inside main
+// loops (lower/main_loop_guards.h: position, buffer, guard).
+pybind11::list bankConflictsToPython(const BankConflictReport& report);
+pybind11::list mainLoopGuardsToPython(const kir::Kernel& kernel);
+
 void bindFusion(pybind11::module_& m);    // enums, Fusion, nodes, schedule primitives, ops
 void bindLowering(pybind11::module_& m);  // GpuLower, kernel IR, CUDA, smem plan, NVRTC
 void bindRuntime(pybind11::module_& m);   // executors on at::Tensor and their kernels

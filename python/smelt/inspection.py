@@ -173,6 +173,19 @@ class Kernel:
     def smem_plan(self) -> SmemPlan:
         return SmemPlan.from_source(self._source)
 
+    @property
+    def bank_conflicts(self) -> List[Dict[str, Any]]:
+        """Every shared access the bank-conflict analysis measured (lower/bank_conflicts.h):
+        position, kind (read, write, cp.async, ldmatrix), buffer, bytes_per_lane, ways,
+        wavefronts, ideal_wavefronts, in_loop."""
+        return self._source.bank_conflicts
+
+    @property
+    def main_loop_guards(self) -> List[Dict[str, Any]]:
+        """Guards that run on every K step of every tile (lower/main_loop_guards.h):
+        position, buffer, guard. Empty for a kernel without a main loop."""
+        return self._source.main_loop_guards
+
     @cached_property
     def cuda(self) -> str:
         return self._cuda()

@@ -46,10 +46,17 @@ std::string MatmulParams::toString() const {
   return os.str();
 }
 
+int64_t operandRowPadding(bool k_contiguous, DataType dtype) {
+  return k_contiguous ? std::max<int64_t>(1, 4 / dataTypeSize(dtype)) : 0;
+}
+
 MatmulSmemEstimate estimateSmem(const MatmulParams& params, DataType a_type, DataType b_type) {
   MatmulSmemEstimate e;
-  const int64_t a_tile = params.block_m * params.block_k * dataTypeSize(a_type);
-  const int64_t b_tile = params.block_k * params.block_n * dataTypeSize(b_type);
+  const bool pad = params.pad_k_contiguous_tiles;
+  const int64_t a_row = params.block_k + operandRowPadding(pad && aIsKContiguous(params.layout), a_type);
+  const int64_t b_row = params.block_k + operandRowPadding(pad && !bIsNContiguous(params.layout), b_type);
+  const int64_t a_tile = params.block_m * a_row * dataTypeSize(a_type);
+  const int64_t b_tile = b_row * params.block_n * dataTypeSize(b_type);
   e.operand_bytes = params.stages * (a_tile + b_tile);
   e.epilogue_bytes =
       params.smem_epilogue ? params.block_m * params.block_n * dataTypeSize(DataType::Float) : 0;

@@ -47,6 +47,10 @@ struct MatmulParams : HeuristicParams {
   // their bytes after the main loop (case D2; see decideOperandReuse).
   bool promote_operand_reuse = false;
   MatmulLayout layout = MatmulLayout::TT;
+  // Pad the rows of K-contiguous operand tiles (operandRowPadding) so the K
+  // loop reads them without bank conflicts; off lays them out unpadded, as
+  // nvFuser does (the planner cases D1/D2 reproduce its figures).
+  bool pad_k_contiguous_tiles = true;
   // Why promote_operand_reuse has its value (set by the heuristics).
   std::string promotion_reason;
   // Tensor cores: scheduleMatmul replaces the matmul by an MmaOp tiled as
@@ -73,8 +77,14 @@ struct MatmulParams : HeuristicParams {
   }
 };
 
-// Shared-memory bytes of one block of a schedule, from the tile sizes (every
-// tile is a multiple of 16 bytes, so planned addresses need no padding).
+// The padding (elements) after each block_k row of a K-contiguous operand
+// tile (TensorView::padRows): one 4-byte word, so that lanes reading one k of
+// consecutive rows reach different banks; 0 for an M- or N-contiguous tile,
+// whose lanes read consecutive elements of one row.
+int64_t operandRowPadding(bool k_contiguous, DataType dtype);
+
+// Shared-memory bytes of one block of a schedule, from the tile sizes and
+// the K-contiguous tiles' row padding.
 struct MatmulSmemEstimate {
   int64_t operand_bytes = 0;   // stages x (A tile + B tile)
   int64_t epilogue_bytes = 0;  // the fp32 C_s tile, 0 without smem epilogue

@@ -223,6 +223,11 @@ void scheduleOperandLoad(TensorView* tile, bool k_inner, const MatmulParams& p, 
   tile->split(b + 3, p.threadsX());  // [Outer, Ko, iterations, TIDy, TIDx]
   tile->axis(b + 3)->parallelize(ParallelType::TIDy);
   tile->axis(b + 4)->parallelize(ParallelType::TIDx);
+  // A K-contiguous tile is stored as loaded, in rows of block_k (one per row
+  // of M or N), so global loads stay coalesced along K. The K loop's lanes
+  // read one k of 16 rows: with rows a multiple of 32 words apart, all in one
+  // bank. One word of padding per row puts them in 16 banks.
+  if (k_inner && p.pad_k_contiguous_tiles) tile->padRows(p.block_k, operandRowPadding(true, tile->dtype()));
 }
 
 // The output tile [Mo, No, BMt, BNt, TM, TN] (scheduleOutputTile) re-tiled
@@ -382,6 +387,19 @@ MatmulParams matmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime,
   auto tile = [](int64_t e) { return std::clamp<int64_t>(scheduler_utils::nextPowerOfTwo(e), 16, 128); };
   p.block_m = tile(m);
   p.block_n = tile(n);
+  // A small problem gets smaller tiles, down to 16 x 16, until its grid has a
+  // block for every SM: halve the longer side (N on a tie).
+  // (A batch broadcast in one operand has the other's extent.)
+  const int64_t batches =
+      pattern.batched ? std::max(runtime.extent(pattern.a->logicalNoReductions().at(0)),
+                                 runtime.extent(pattern.b->logicalNoReductions().at(0)))
+                      : 1;
+  auto blocks = [&] {
+    return scheduler_utils::ceilDiv(m, p.block_m) * scheduler_utils::ceilDiv(n, p.block_n) * batches;
+  };
+  while (blocks() < device.sm_count && std::max(p.block_m, p.block_n) > 16) {
+    (p.block_n >= p.block_m ? p.block_n : p.block_m) /= 2;
+  }
   p.thread_m = p.block_m / 16;
   p.thread_n = p.block_n / 16;
   // Every thread loads at least one element of each operand tile.

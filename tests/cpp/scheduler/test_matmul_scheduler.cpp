@@ -14,6 +14,7 @@
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "lower/alloc_reuse/kernel_plan.h"
+#include "lower/main_loop_guards.h"
 #include "runtime/executor_test_util.h"
 #include "scheduler/matmul/matmul_scheduler.h"
 #include "scheduler/registry.h"
@@ -246,7 +247,8 @@ TEST(MatmulScheduler, SelectedForSizeOneAndPaddedOperands) {
 // A user override of the matmul parameters through the cache: small tiles,
 // the shared epilogue tile and promoted operand reuse; the kernel is
 // compiled for the changed parameters, its plan overlays C_s on the operand
-// tiles (max(3 x (1,024 + 1,024), 4,096) = 6,144 B for fp32), and it
+// tiles (max(3 x (1,152 + 1,024), 4,096) = 6,528 B for fp32: A is K-contiguous, its rows
+// padded by one word), and it
 // simulates without races against ATen.
 TEST(MatmulScheduler, UserOverrideThroughTheCache) {
   auto fusion = std::make_unique<Fusion>();
@@ -270,7 +272,7 @@ TEST(MatmulScheduler, UserOverrideThroughTheCache) {
   EXPECT_NE(run.params.find("block tile (m, n, k): 32 x 32 x 8"), std::string::npos) << run.params;
   EXPECT_NE(run.params.find("promote operand reuse: yes"), std::string::npos) << run.params;
   const kir::Kernel& kernel = cache.lastExecutor(0).kernel();
-  EXPECT_EQ(plannedTotal(kernel), 6144);
+  EXPECT_EQ(plannedTotal(kernel), 6528);
   EXPECT_EQ(*bufferNamed(kernel, "C_s")->address->constant(), 0);
   EXPECT_EQ(countSyncs(kernel, true), 1);
 }
@@ -398,7 +400,8 @@ TEST(MatmulScheduler, SelectedForSymbolicMatmulWithEpilogue) {
   std::unique_ptr<HeuristicParams> params = scheduleFusion(fusion, runtime);
   const auto& matmul_params = paramsAs<MatmulParams>(*params);
   EXPECT_EQ(matmul_params.layout, MatmulLayout::TN);
-  EXPECT_EQ(matmul_params.block_m, 64);
+  // 64 x 64 tiles would be one block: halved to 16 x 16 (16 blocks).
+  EXPECT_EQ(matmul_params.block_m, 16);
   EXPECT_EQ(matmul_params.stages, 2);
   expectKernelCorrect(fusion, inputs, 1e-4, 1e-4);
 }
@@ -421,6 +424,7 @@ MatmulParams caseParams(int64_t block_m, int64_t block_n, int64_t block_k, int64
   p.stages = stages;
   p.smem_epilogue = true;
   p.promote_operand_reuse = promote;
+  p.pad_k_contiguous_tiles = false;  // nvFuser's tiles are unpadded
   return p;
 }
 
@@ -613,6 +617,7 @@ TEST(MatmulPlan, TotalsForTileConfigurations) {
   }
 }
 
+// 64^3 would be one 64 x 64 block: the tiles halve to 16 x 16 (16 blocks).
 TEST(MatmulHeuristics, SmallCubeShrinksTilesAndTakesAFreeEpilogue) {
   Fusion fusion;
   FusionGuard guard(&fusion);
@@ -620,11 +625,11 @@ TEST(MatmulHeuristics, SmallCubeShrinksTilesAndTakesAFreeEpilogue) {
   MatmulParams p = matmulHeuristics(fusion, runtimeFor(fusion, MatmulLayout::TT));
   EXPECT_EQ(p.toString(),
             "MatmulParams\n"
-            "  block tile (m, n, k): 64 x 64 x 32\n"
-            "  thread tile (m, n): 4 x 4 (16 x 16 threads)\n"
+            "  block tile (m, n, k): 16 x 16 x 32\n"
+            "  thread tile (m, n): 1 x 1 (16 x 16 threads)\n"
             "  stages: 2\n"
             "  smem epilogue: yes\n"
-            "  promote operand reuse: yes (raises blocks per SM from 4 to 6 (49152 B -> 32768 B))\n"
+            "  promote operand reuse: no (does not raise blocks per SM (8))\n"
             "  layout: TT\n"
             "  tensor cores: no — operands are float and float; mma.sync m16n8k16 takes Half or "
             "BFloat16\n");
@@ -691,6 +696,105 @@ TEST(MatmulScheduler, Errors) {
     TensorView* product = mul(broadcast(a, {false, false, true}), broadcast(b, {true, false, false}));
     fusion.addOutput(sum(product, {0, 1}));
     EXPECT_SMELT_ERROR(scheduleMatmul(&fusion, MatmulParams()), "is not a matmul");
+  }
+}
+
+// Issue 41: the CUDA-core kernel of a linear's shape (17 x N x K, fp32, every
+// layout; an nn.Linear weight arrives as B = W.t(), the TN layout), as the
+// heuristics schedule it.
+struct LinearCase {
+  int64_t m, n, k;
+};
+
+std::unique_ptr<Fusion> heuristicMatmul(const LinearCase& c, MatmulLayout layout, MatmulParams* params = nullptr) {
+  auto fusion = std::make_unique<Fusion>();
+  FusionGuard guard(fusion.get());
+  buildMatmul(c.m, c.n, c.k, DataType::Float, Epilogue::BiasRelu);
+  const MatmulParams p = matmulHeuristics(*fusion, runtimeFor(*fusion, layout));
+  scheduleMatmul(fusion.get(), p);
+  if (params != nullptr) *params = p;
+  return fusion;
+}
+
+// Operand tiles are conflict free whatever the storage order: a K-contiguous
+// tile has one word of padding per row, so the K loop's reads of one k of 16
+// rows (16-way before) and the tile loads are 1-way; in every layout,
+// nothing inside a loop is worse than 2-way. The kernel matches ATen in the
+// simulator and NVRTC compiles it with ptxas shared memory equal to the plan.
+TEST(MatmulKernelChecks, OperandTilesAreConflictFreeInEveryLayout) {
+  for (MatmulLayout layout : {MatmulLayout::TT, MatmulLayout::TN, MatmulLayout::NT, MatmulLayout::NN}) {
+    SCOPED_TRACE(toString(layout));
+    const LinearCase c{17, 192, 64};
+    std::unique_ptr<Fusion> fusion = heuristicMatmul(c, layout);
+    {
+      FusionGuard guard(fusion.get());
+      expectKernelCorrect(*fusion, layoutInputs(*fusion, layout), 1e-4, 1e-4);
+    }
+    std::unique_ptr<Fusion> again = heuristicMatmul(c, layout);
+    FusionGuard guard(again.get());
+    GpuLower lower(again.get());
+    const kir::Kernel& kernel = lower.run();
+    const BankConflictReport& report = kernel.smem_plan->bank_conflicts;
+    int64_t operand_accesses = 0;
+    for (const BankConflictAccess& a : report.accesses) {
+      if (a.buffer == "A_s" || a.buffer == "B_s") {
+        ++operand_accesses;
+        EXPECT_EQ(a.ways, 1) << report.toString();
+      }
+      if (a.in_loop) EXPECT_LE(a.ways, 2) << report.toString();
+    }
+    EXPECT_GE(operand_accesses, 4) << report.toString();  // each tile written and read
+    EXPECT_TRUE(report.unevaluated_positions.empty()) << report.toString();
+    expectCompilesWithPlannedSharedMemory(*again, "matmul_" + toString(layout));
+  }
+}
+
+// Full tiles run an unguarded K loop: with N = 192 and 576 (not multiples of
+// the tile) and K = 100 (not a multiple of block_k), no statement of the K
+// loop is guarded by a tensor bound and no register statement is guarded at
+// all; the tile loads read zero past M, N and K instead. Values match ATen.
+TEST(MatmulKernelChecks, KLoopIsUnguardedWhenTilesOverhang) {
+  for (const LinearCase& c : {LinearCase{17, 192, 768}, LinearCase{17, 576, 192}, LinearCase{17, 192, 100}}) {
+    SCOPED_TRACE(::testing::Message() << c.m << " x " << c.n << " x " << c.k);
+    std::unique_ptr<Fusion> fusion = heuristicMatmul(c, MatmulLayout::TN);
+    FusionGuard guard(fusion.get());
+    {
+      std::unique_ptr<Fusion> copy = heuristicMatmul(c, MatmulLayout::TN);
+      FusionGuard copy_guard(copy.get());
+      GpuLower lower(copy.get());
+      const kir::Kernel& kernel = lower.run();
+      const std::vector<MainLoopGuard> guards = findMainLoopGuards(kernel);
+      EXPECT_TRUE(guards.empty()) << guards.front().buffer << " " << guards.front().guard << "\n"
+                                  << kernel.toString();
+      int64_t zero_filled = 0;
+      kir::forEachStmt(kernel.body, [&](const kir::Stmt* s, int) {
+        const auto* compute = dynamic_cast<const kir::Compute*>(s);
+        if (compute != nullptr && compute->out.buffer->memory == MemoryType::Shared &&
+            !compute->operands[0].in_bounds.alwaysTrue()) {
+          ++zero_filled;
+        }
+      });
+      EXPECT_GE(zero_filled, 2) << kernel.toString();  // A's and B's loads (and prologue copies)
+    }
+    expectKernelCorrect(*fusion, layoutInputs(*fusion, MatmulLayout::TN), 1e-4, 1e-4);
+  }
+}
+
+// Small problems fill the GPU: the tiles halve (longer side first) until the
+// grid has a block per SM (132 on sm_90) or the tile is 16 x 16.
+TEST(MatmulKernelChecks, SmallProblemsGetABlockPerSm) {
+  struct Expected {
+    LinearCase shape;
+    int64_t block_m, block_n;
+  };
+  for (const Expected& e : {Expected{{17, 768, 192}, 16, 16}, Expected{{17, 192, 768}, 16, 16},
+                            Expected{{512, 512, 64}, 32, 32}, Expected{{4096, 4096, 64}, 128, 128}}) {
+    SCOPED_TRACE(::testing::Message() << e.shape.m << " x " << e.shape.n);
+    MatmulParams p;
+    heuristicMatmul(e.shape, MatmulLayout::TN, &p);
+    EXPECT_EQ(p.block_m, e.block_m);
+    EXPECT_EQ(p.block_n, e.block_n);
+    EXPECT_EQ(p.threads(), 256);
   }
 }
 
