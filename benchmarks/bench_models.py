@@ -65,12 +65,15 @@ GPU_ONLY = set(real_size.CASES)
 # Names --models also takes for a whole set.
 GROUPS = {"zoo": list(CASES), "real_size": list(real_size.CASES)}
 
-GPU_MODES = ("eager", "inductor", "smelt", "inductor-graphs", "smelt-graphs")
-# The compiled backends: "-graphs" is torch.compile's mode="reduce-overhead"
-# (each compiled graph replayed as a CUDA graph).
-COMPILED = {"inductor": ("inductor", None), "smelt": ("smelt", None),
-            "inductor-graphs": ("inductor", "reduce-overhead"),
-            "smelt-graphs": ("smelt", "reduce-overhead")}
+GPU_MODES = ("eager", "inductor", "smelt", "smelt-generated", "inductor-graphs", "smelt-graphs")
+# The compiled backends (backend, mode, options): "-graphs" is torch.compile's
+# mode="reduce-overhead" (each compiled graph replayed as a CUDA graph);
+# "smelt-generated" runs smelt's own matmul kernels, where the default gives
+# a GPU's matmuls to cuBLAS (the choice before and after, in one run).
+COMPILED = {"inductor": ("inductor", None, None), "smelt": ("smelt", None, None),
+            "smelt-generated": ("smelt", None, {"matmul": "generated"}),
+            "inductor-graphs": ("inductor", "reduce-overhead", None),
+            "smelt-graphs": ("smelt", "reduce-overhead", None)}
 
 
 def measure(name: str) -> Dict[str, object]:
@@ -185,8 +188,8 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
                 else:
                     import smelt.backend  # (registers the backend)
                     smelt.backend.reset_reports()  # this model's graphs alone
-                    backend, compile_mode = COMPILED[mode]
-                    fn = torch.compile(model, backend=backend, mode=compile_mode)
+                    backend, compile_mode, options = COMPILED[mode]
+                    fn = torch.compile(model, backend=backend, mode=compile_mode, options=options)
                 for call in range(3):  # a CUDA graph is recorded on the second or third call
                     start = time.perf_counter()
                     actual = output_tensors(fn(*args, **kwargs))

@@ -50,7 +50,7 @@ from bench_torch_compile import kernel_profile, kernel_time_us  # noqa: E402
 
 EPS = quality.EPS
 # Who measures what, in the JSON and the table; "cublas" for the matmul only.
-SIDES = ("smelt", "triton", "inductor", "eager", "cublas")
+SIDES = ("smelt", "smelt_generated", "triton", "inductor", "eager", "cublas")
 # Issue 41's matmul shapes (MxNxK, fp16 + bias + ReLU): square ones, a
 # thin M (decode-like 64 and 512 rows), and an MLP's up projection.
 MATMUL_SHAPES = ["4096x4096x4096", "8192x8192x8192", "2048x2048x2048", "512x4096x4096",
@@ -231,6 +231,9 @@ def measure(name: str, shape: tuple, seed: int = 0) -> dict:
     if name == "matmul_bias_relu":
         a, b, bias = inputs
         sides["cublas"] = lambda: [torch.relu(torch.mm(a, b) + bias)]  # fp16 eager
+        # smelt's own kernel, epilogue inside; "smelt" is the default choice
+        # (on a GPU the matmul in cuBLAS, the epilogue in smelt's kernel).
+        sides["smelt_generated"] = lambda: fd.execute(inputs, matmul="generated")
     for side, fn in sides.items():
         entry: Dict[str, Any] = {}
         try:
@@ -242,7 +245,7 @@ def measure(name: str, shape: tuple, seed: int = 0) -> dict:
             entry["kernel_us"], entry["kernels"] = kernel_time_us(fn)
             if entry["kernel_us"] > 0:
                 entry["gb_per_s"] = row["min_bytes"] / entry["kernel_us"] / 1e3
-            if side == "smelt":
+            if side.startswith("smelt"):
                 entry["smelt_kernels"] = [k.compiled.kernel_name for k in fd.last_kernels()]
             if side == "cublas":  # the matmul alone: what any epilogue adds to
                 entry["mm_kernel_us"], _ = kernel_time_us(lambda: torch.mm(a, b))
@@ -301,11 +304,13 @@ def markdown(rows: List[dict], device: str) -> str:
              "do_bench median (host overhead included); GB/s: least bytes moved over kernel "
              "time; error: max abs against the eager reference.", "",
              "cuBLAS: the matmul's torch.mm + bias + ReLU in fp16 eager, and torch.mm alone "
-             "(the cuBLAS kernel any epilogue adds to).", "",
-             "| op | shape | smelt kernel us (n) | Triton | Inductor | eager | cuBLAS mm + "
-             "bias + ReLU | cuBLAS mm alone | smelt/Triton | smelt/Inductor | smelt/cuBLAS mm | "
-             "smelt GB/s | smelt wall us | Triton wall | smelt error |",
-             "|---" * 15 + "|"]
+             "(the cuBLAS kernel any epilogue adds to). smelt: its default choice (on a GPU "
+             "the matmul in cuBLAS, its epilogue in a smelt kernel); smelt generated: smelt's "
+             "own matmul kernel, epilogue inside.", "",
+             "| op | shape | smelt kernel us (n) | smelt generated | Triton | Inductor | eager | "
+             "cuBLAS mm + bias + ReLU | cuBLAS mm alone | smelt/Triton | smelt/Inductor | "
+             "smelt/cuBLAS mm | smelt GB/s | smelt wall us | Triton wall | smelt error |",
+             "|---" * 16 + "|"]
     for r in rows:
         def k(side):
             e = r.get(side)
@@ -319,7 +324,8 @@ def markdown(rows: List[dict], device: str) -> str:
         ratio = lambda a, b, key="kernel_us": _fmt(a["kernel_us"] / b[key], 2) if (  # noqa: E731
             a.get("kernel_us") and b.get(key)) else "—"
         lines.append(
-            f"| {r['op']} | {'x'.join(map(str, r['shape']))} | {k('smelt')} | {k('triton')} | "
+            f"| {r['op']} | {'x'.join(map(str, r['shape']))} | {k('smelt')} | "
+            f"{k('smelt_generated')} | {k('triton')} | "
             f"{k('inductor')} | {k('eager')} | {k('cublas')} | {_fmt(c.get('mm_kernel_us'))} | "
             f"{ratio(s, t)} | {ratio(s, i)} | {ratio(s, c, 'mm_kernel_us')} | "
             f"{_fmt(s.get('gb_per_s'), 0)} | {_fmt(s.get('wall_us'))} | "

@@ -3,6 +3,7 @@
 // unscheduled one, scheduled automatically per input signature) and a view of
 // each kernel they compiled. CUDA tensors run on the GPU, CPU tensors in the
 // simulator.
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "bindings.h"
+#include "runtime/disk_kernel_cache.h"
 #include "runtime/executor.h"
 #include "runtime/fusion_executor_cache.h"
 #include "runtime/index_type.h"
@@ -219,6 +221,21 @@ void bindRuntime(py::module_& m) {
       })
       .def_property_readonly("num_signatures", &FusionExecutorCache::numSignatures)
       .def_property_readonly("num_compiled_kernels", &FusionExecutorCache::numCompiledKernels);
+
+  // The disk cache's entries of other kinds (disk_kernel_cache.h) for the
+  // Python side's decisions (the matmul autotuner's): None when the cache is
+  // off, there is no entry, or it is corrupt (with a warning).
+  m.def("load_cache_entry", [](const std::string& kind, const std::string& key) -> std::optional<py::bytes> {
+    const std::optional<std::filesystem::path> dir = kernelCacheDir();
+    if (!dir) return std::nullopt;
+    std::optional<std::string> payload = loadCacheEntry(*dir, kind, key);
+    if (!payload) return std::nullopt;
+    return py::bytes(*payload);
+  }, py::arg("kind"), py::arg("key"));
+  m.def("store_cache_entry", [](const std::string& kind, const std::string& key, const std::string& payload) {
+    const std::optional<std::filesystem::path> dir = kernelCacheDir();
+    return dir && storeCacheEntry(*dir, kind, key, payload);
+  }, py::arg("kind"), py::arg("key"), py::arg("payload"));
 }
 
 }  // namespace smelt::python

@@ -109,3 +109,45 @@ def test_zoo_matmuls_run_in_the_library_on_a_gpu(name):
     assert ran == matmuls, "\n".join(p.last_run for r in reports for p in r.partitions)
     on_gpu = sum((r.matmul_segments("cuda") for r in reports), start=Counter())
     assert sum(on_gpu.values()) == matmuls and all(k.startswith("library_matmul") for k in on_gpu), on_gpu
+
+
+def test_autotune_keeps_the_faster_policy_on_disk(tmp_path, monkeypatch):
+    """The autotuner measures each candidate once per fusion, inputs and GPU
+    (here a stand-in measure: no GPU on this machine), keeps the faster in
+    the disk cache, and a later choice reads it without measuring."""
+    from smelt.backend import autotune
+    monkeypatch.setenv("SMELT_KERNEL_CACHE_DIR", str(tmp_path))
+    fd = linear_relu(DataType.Half)
+    meta = [torch.empty(64, 32, dtype=torch.float16, device="meta"),
+            torch.empty(48, 32, dtype=torch.float16, device="meta").t(),
+            torch.empty(48, dtype=torch.float16, device="meta")]
+    measured = []
+
+    def measure(fd_, inputs, device, policy):
+        measured.append((tuple(inputs[0].shape), policy))
+        return {"library": 5.0, "generated": 3.0}[policy]
+
+    assert autotune.choose(fd, meta, "cuda", measure) == "generated"
+    assert measured == [((64, 32), "library"), ((64, 32), "generated")]
+    assert autotune.choose(fd, meta, "cuda", measure) == "generated"
+    assert len(measured) == 2  # read from the disk cache
+    other = [torch.empty(16, 32, dtype=torch.float16, device="meta")] + meta[1:]
+    assert autotune.choose(fd, other, "cuda", measure) == "generated" and len(measured) == 4
+    # Only fusions with a matmul, on a GPU, are tuned.
+    with FusionDefinition() as pointwise:
+        x = pointwise.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
+        pointwise.add_output(pointwise.ops.relu(x))
+    jobs = [(fd, meta, "cuda"), (fd, other, "cpu"), (pointwise, [torch.empty(4, device="meta")], "cuda")]
+    assert autotune.tuned_policies(jobs, measure) == {id(fd): "generated"}
+    assert len(measured) == 4
+
+
+@pytest.mark.usefixtures("fresh_dynamo")
+def test_max_autotune_mode_on_cpu_tensors_keeps_the_rules():
+    model = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    x = torch.randn(6, 12)
+    with torch.no_grad():
+        out = torch.compile(model, backend="smelt", mode="max-autotune-no-cudagraphs")(x)
+        torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-5)
+    report = smelt.backend.last_report()
+    assert report.matmul_policies and set(report.matmul_policies.values()) == {"auto"}, report

@@ -110,14 +110,16 @@ def _compiler(kind: str, matmul: Optional[str]):
     return compile_graph
 
 
-
 # torch.compile's modes as Inductor reads them: whether graphs are recorded
-# as CUDA graphs (smelt has no autotuning; "max-autotune" means what it means
-# to Inductor minus the tuning).
+# as CUDA graphs.
 MODES = {"default": False, "reduce-overhead": True, "max-autotune": True,
          "max-autotune-no-cudagraphs": False}
+# Modes whose matmuls are autotuned on a GPU unless the matmul option says
+# otherwise (autotune.py).
+AUTOTUNE_MODES = ("max-autotune", "max-autotune-no-cudagraphs")
 # cudagraphs: record CUDA graphs (as the mode says by default); matmul:
-# "auto", "library" or "generated", who computes matmuls (fd.execute's).
+# "auto", "library" or "generated", who computes matmuls (fd.execute's), or
+# "autotune", the faster measured per fusion on a GPU (autotune.py).
 OPTIONS = ("cudagraphs", "matmul")
 
 
@@ -173,10 +175,11 @@ def smelt_backend(gm: torch.fx.GraphModule, example_inputs: List[Any], mode=None
     """The backend torch.compile calls: `torch.compile(model, backend="smelt")`,
     with `mode="reduce-overhead"` (or `options={"cudagraphs": True}`) to
     replay each compiled graph as a CUDA graph."""
-    matmul = (options or {}).get("matmul")
-    if matmul is not None:
+    cuda_graphs = _uses_cudagraphs(mode, options)
+    matmul = (options or {}).get("matmul", "autotune" if mode in AUTOTUNE_MODES else None)
+    if matmul not in (None, "autotune"):
         matmul_policy(matmul)  # an unknown policy fails here, naming the choices
-    if _uses_cudagraphs(mode, options):
+    if cuda_graphs:
         return _with_cudagraphs(gm, example_inputs, matmul)
     return _without_cudagraphs(gm, example_inputs, matmul)
 

@@ -23,6 +23,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
 from smelt._C import SmeltError
+from smelt.backend import autotune
 from smelt.backend.compile_ahead import compile_all, compile_jobs
 from smelt.backend.layout import OutputLayout, traced_layout
 from smelt.backend.view_sinking import sink_views_after_matmuls
@@ -99,6 +100,8 @@ class GraphReport:
     # Each fusion call with static traced inputs: (definition, meta stand-ins
     # of its inputs, device), what compiling ahead compiled.
     traced_calls: List[tuple] = field(default_factory=list, repr=False)
+    # With the matmul option "autotune": per fusion the policy it runs with.
+    matmul_policies: Dict[str, str] = field(default_factory=dict)
 
     def compile_cost(self) -> Dict[str, float]:
         """What compiling the graph's fusions cost so far (compiled ahead
@@ -448,7 +451,8 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str, matmul: Optional[
     """Replaces each supported partition of `gm` by a SmeltPartition (gm is
     modified in place); returns gm and the report. Partitions that do not
     become fusions keep their torch code under the name torch_partition_N.
-    matmul: who computes the fusions' matmuls (fd.execute's option)."""
+    matmul: who computes the fusions' matmuls (fd.execute's option), or
+    "autotune": per fusion on a GPU, the faster of the two (autotune.py)."""
     start = time.perf_counter()
     eliminate_common_subexpressions(gm)
     drop_empty_cat_operands(gm.graph)
@@ -494,7 +498,8 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str, matmul: Optional[
         fusions += 1
         part = PartitionReport(name, Counter(_op_name(n) for n in calls), [n.name for n in calls])
         delattr(fused, node.target)
-        setattr(fused, name, SmeltPartition(submodule, fd, layouts, part, matmul))
+        setattr(fused, name, SmeltPartition(submodule, fd, layouts, part,
+                                            None if matmul == "autotune" else matmul))
         node.target = name
         report.partitions.append(part)
     fused.recompile()
@@ -507,5 +512,14 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str, matmul: Optional[
     jobs = compile_jobs(fused.graph, lambda target: getattr(fused, target).fd
                         if target.startswith("smelt_fusion_") else None, fusion_arguments)
     report.traced_calls = jobs
+    if matmul == "autotune":
+        tuned = autotune.tuned_policies(jobs)
+        for node in fused.graph.nodes:
+            if node.op == "call_module" and node.target.startswith("smelt_fusion_"):
+                partition = getattr(fused, node.target)
+                partition.matmul = tuned.get(id(partition.fd))
+        report.matmul_policies = {p.name: getattr(fused, p.name).matmul or "auto"
+                                  for p in report.partitions}
+        matmul = None  # each fusion's own, compiled by the tuning's runs
     report.compile_ahead_ms, report.compile_ahead_errors = compile_all(jobs, matmul)
     return fused, report
