@@ -61,6 +61,18 @@ TensorView* input(Fusion& fusion, int64_t rank) {
   return tv;
 }
 
+void matmulBiasRelu(Fusion& f) {
+  TensorView* a = input(f, 2);
+  TensorView* b = input(f, 2);
+  TensorView* bias = input(f, 1);
+  f.addOutput(relu(add(matmul(a, b), broadcast(bias, {true, false}))));
+}
+
+void matmulThenReduction(Fusion& f) {
+  TensorView* a = input(f, 2);
+  f.addOutput(sum(relu(matmul(a, input(f, 2))), {1}));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Schedulers, CacheOnGpu,
     ::testing::Values(
@@ -89,34 +101,14 @@ INSTANTIATE_TEST_SUITE_P(
                   f.addOutput(sum(mul(x, broadcast(sum(x, {1}), {false, true})), {0}));
                 },
                 {{300, 500}}, SchedulerType::Reduction, 2},
-        GpuCase{"matmul_bias_relu",
-                [](Fusion& f) {
-                  TensorView* a = input(f, 2);
-                  TensorView* b = input(f, 2);
-                  TensorView* bias = input(f, 1);
-                  f.addOutput(relu(add(matmul(a, b), broadcast(bias, {true, false}))));
-                },
-                {{301, 257}, {257, 199}, {199}}, SchedulerType::Matmul, 1, MatmulPolicy::Generated},
-        GpuCase{"matmul_then_reduction",
-                [](Fusion& f) {
-                  TensorView* a = input(f, 2);
-                  f.addOutput(sum(relu(matmul(a, input(f, 2))), {1}));
-                },
-                {{300, 129}, {129, 517}}, SchedulerType::Matmul, 2, MatmulPolicy::Generated},
-        GpuCase{"library_matmul_bias_relu",
-                [](Fusion& f) {
-                  TensorView* a = input(f, 2);
-                  TensorView* b = input(f, 2);
-                  TensorView* bias = input(f, 1);
-                  f.addOutput(relu(add(matmul(a, b), broadcast(bias, {true, false}))));
-                },
-                {{301, 257}, {257, 199}, {199}}, SchedulerType::LibraryMatmul, 2},
-        GpuCase{"library_matmul_then_reduction",
-                [](Fusion& f) {
-                  TensorView* a = input(f, 2);
-                  f.addOutput(sum(relu(matmul(a, input(f, 2))), {1}));
-                },
-                {{300, 129}, {129, 517}}, SchedulerType::LibraryMatmul, 2},
+        GpuCase{"matmul_bias_relu", matmulBiasRelu, {{301, 257}, {257, 199}, {199}},
+                SchedulerType::Matmul, 1, MatmulPolicy::Generated},
+        GpuCase{"matmul_then_reduction", matmulThenReduction, {{300, 129}, {129, 517}},
+                SchedulerType::Matmul, 2, MatmulPolicy::Generated},
+        GpuCase{"library_matmul_bias_relu", matmulBiasRelu, {{301, 257}, {257, 199}, {199}},
+                SchedulerType::LibraryMatmul, 2},
+        GpuCase{"library_matmul_then_reduction", matmulThenReduction, {{300, 129}, {129, 517}},
+                SchedulerType::LibraryMatmul, 2},
         GpuCase{"long_rows_grid_split",
                 [](Fusion& f) {
                   TensorView* x = input(f, 2);
