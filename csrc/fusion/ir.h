@@ -201,8 +201,9 @@ class TensorView : public Val {
   // Lays a Shared tensor out in rows of `row_elements` consecutive elements of
   // its row-major allocation, each followed by `padding` unused elements, so
   // that threads reading one element of each of several rows (a column of a
-  // K-contiguous matmul tile) reach different banks. The allocation's size
-  // must be a multiple of `row_elements`. padRows(0, 0) removes the padding.
+  // K-contiguous matmul tile) reach different banks. An allocation that is
+  // not a constant multiple of `row_elements` (a tile of a broadcast operand)
+  // stays unpadded. padRows(0, 0) removes the padding.
   TensorView* padRows(int64_t row_elements, int64_t padding);
   int64_t paddedRowElements() const { return padded_row_elements_; }
   int64_t rowPadding() const { return row_padding_; }

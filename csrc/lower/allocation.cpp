@@ -56,11 +56,12 @@ void computeLaunch(LoweringContext& ctx) {
 
 // Inserts `alloc` into `body` before the first child whose subtree computes tv.
 // TensorView::padRows: rows of the allocation followed by unused elements.
+// Padding only moves elements between banks, so an allocation that is not
+// whole rows (a matmul tile of a broadcast operand: one element) stays as it is.
 void padRows(kir::Buffer& buffer, const TensorView& tv) {
   const int64_t row = tv.paddedRowElements();
   const auto elements = buffer.elements.constant();
-  SMELT_CHECK(elements && *elements % row == 0, "padRows(", row, ", ", tv.rowPadding(), "): Shared tensor ",
-              tv.name(), " allocates ", buffer.elements, " elements, not a constant multiple of the row");
+  if (!elements || *elements % row != 0) return;
   buffer.row_elements = row;
   buffer.row_padding = tv.rowPadding();
   buffer.elements = *elements / row * (row + tv.rowPadding());

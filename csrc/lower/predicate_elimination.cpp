@@ -16,7 +16,8 @@
 //     the extent the sum adds exactly 0.
 // A chain statement that has any other guard term (a thread extent, a single
 // writer), a Global operand, a scalar operand or several writers leaves the
-// whole sum as it was. Runs after `predicates`, before `circular_buffer`
+// whole sum as it was; so does a sum over an axis the summed tensor has as a
+// broadcast (no tile holds it, so no load zero-fills past its extent). Runs after `predicates`, before `circular_buffer`
 // (whose prologue copies the loads as rewritten here).
 #include <algorithm>
 #include <unordered_map>
@@ -62,7 +63,10 @@ class PredicateEliminator {
 
   void run() {
     for (kir::ReduceStep* step : steps_) {
-      if (step->expr->op() != ReductionOpType::Sum || !onlyAxisBounds(step->predicate)) continue;
+      if (step->expr->op() != ReductionOpType::Sum || !onlyAxisBounds(step->predicate) ||
+          reducesABroadcast(*step->expr)) {
+        continue;
+      }
       Chain chain;
       if (!collect(step->expr->input(0)->asTensor(), chain)) continue;
       for (kir::Compute* load : chain.loads) zeroFill(*load);
@@ -80,6 +84,19 @@ class PredicateEliminator {
     std::vector<kir::Compute*> loads;      // Global -> Shared copies, zero-filled
     std::unordered_set<const TensorView*> seen;
   };
+
+  // A reduced axis that is a broadcast in the summed tensor (a K of extent
+  // 1 declared as such) is no axis of the tiles: their loads have no bound
+  // on it to zero-fill, and every step past its extent would add the same
+  // product again.
+  static bool reducesABroadcast(const ReductionOp& sum) {
+    const std::vector<IterDomain*>& out = sum.output()->logicalDomain();
+    const std::vector<IterDomain*>& in = sum.input(0)->asTensor()->logicalDomain();
+    for (size_t d = 0; d < out.size() && d < in.size(); ++d) {
+      if (out[d]->isReduction() && in[d]->isBroadcast()) return true;
+    }
+    return false;
+  }
 
   // The only statement writing `tv`, or nullptr.
   kir::Compute* writer(const TensorView* tv) const {

@@ -103,12 +103,12 @@ def test_gpu_timings_table(monkeypatch):
     the simulator's figures (--gpu-only) print no first table."""
     bench = _bench()
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "TestGPU")
-    modes = ("eager", "inductor", "smelt", "inductor-graphs", "smelt-graphs")
+    modes = ("eager", "inductor", "smelt", "smelt-generated", "inductor-graphs", "smelt-graphs")
     rows = [{"model": "gpt2",
-             "gpu_us": dict(zip(modes, (1694.8, 997.4, 7436.7, 120.0, 100.0))),
-             "gpu_kernel_us": dict(zip(modes, (900.0, 400.4, 650.6, 401.0, 640.0))),
-             "gpu_kernels": dict(zip(modes, (60.0, 24.0, 22.0, 24.0, 22.0))),
-             "gpu_host_us": dict(zip(modes, (1500.2, 900.0, 6000.4, 30.0, 25.0))),
+             "gpu_us": dict(zip(modes, (1694.8, 997.4, 7436.7, 9000.0, 120.0, 100.0))),
+             "gpu_kernel_us": dict(zip(modes, (900.0, 400.4, 650.6, 820.0, 401.0, 640.0))),
+             "gpu_kernels": dict(zip(modes, (60.0, 24.0, 22.0, 20.0, 24.0, 22.0))),
+             "gpu_host_us": dict(zip(modes, (1500.2, 900.0, 6000.4, 6100.0, 30.0, 25.0))),
              "gpu_max_abs_error": 8.9e-08},
             {"model": "vit", "gpu_us": {"eager": 900.0, "smelt": 450.0}, "gpu_max_abs_error": 0.0,
              "gpu_mode_errors": {"inductor": "RuntimeError: no"}},
@@ -116,10 +116,10 @@ def test_gpu_timings_table(monkeypatch):
     table = bench.markdown(rows, {})
     assert "nodes fused" not in table, table
     assert "GPU (TestGPU), median µs per forward" in table, table
-    assert ("| gpt2 | 1694.8 | 997.4 | 7436.7 | 120.0 | 100.0 | ×0.13 | ×1.20 | "
-            "900 (60) / 400 (24) / 651 (22) / 401 (24) / 640 (22) | 1500 / 900 / 6000 / 30 / 25 | "
-            "8.9e-08 |") in table, table
-    assert "| vit | 900.0 | — | 450.0 | — | — | — | — |" in table, table
+    assert ("| gpt2 | 1694.8 | 997.4 | 7436.7 | 9000.0 | 120.0 | 100.0 | ×0.13 | ×1.20 | "
+            "900 (60) / 400 (24) / 651 (22) / 820 (20) / 401 (24) / 640 (22) | "
+            "1500 / 900 / 6000 / 6100 / 30 / 25 | 8.9e-08 |") in table, table
+    assert "| vit | 900.0 | — | 450.0 | — | — | — | — | — |" in table, table
     assert "vit inductor failed: RuntimeError: no" in table, table
     assert "GPU run of bert failed: SmeltError: boom" in table, table
 
@@ -166,7 +166,7 @@ def test_gpu_table_has_first_calls_and_each_kernels_fill(monkeypatch):
              "gpu_first_call_s": {"eager": 0.25, "smelt": 12.34}, "gpu_max_abs_error": 0.01,
              "gpu_kernel_fill": [fill, {**fill, "name": "smelt_kernel_2", "underfilled": False}]}]
     table = bench.markdown(rows, {})
-    assert "| 0.01 | 0.2 / — / 12.3 / — / — | 1 of 2 |" in table, table
+    assert "| 0.01 | 0.2 / — / 12.3 / — / — / — | 1 of 2 |" in table, table
     assert "mlp_4096_bf16: smelt's kernels on NVIDIA H200 (132 SMs" in table, table
     assert ("| smelt_kernel_1 | matmul | 4×2×1 | 128×1×1 | 64 | 32768 | 4 (registers) | 0.0152 | "
             "3 | 2 | 2.02 | 51.2 | **FLAG** |") in table, table

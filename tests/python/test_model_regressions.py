@@ -148,8 +148,8 @@ def test_report_counts_every_node_and_names_torch_partitions():
     gm_holder = []
     original = smelt.backend.partition_graph
 
-    def spy(gm, name):
-        result = original(gm, name)
+    def spy(gm, name, matmul):
+        result = original(gm, name, matmul)
         gm_holder.append(result[0])
         return result
     smelt.backend.partition_graph = spy
