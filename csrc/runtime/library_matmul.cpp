@@ -20,6 +20,7 @@ std::vector<at::Tensor> runLibraryMatmul(const LibraryMatmulCall& call,
     b = b.expand({batch, b.size(1), b.size(2)});
   }
   const at::ScalarType output = toAtenType(call.output_type);
+  if (call.bias_input) return {at::addmm(inputs.at(*call.bias_input), a, b)};  // of the operands' type
   if (a.scalar_type() == output) return {call.batched ? at::bmm(a, b) : at::mm(a, b)};
   // Float results of Half/BFloat16 operands: cuBLAS writes its fp32
   // accumulator directly; elsewhere the operands are widened first (the same

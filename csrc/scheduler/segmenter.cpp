@@ -11,6 +11,7 @@
 
 #include "fusion/clone.h"
 #include "fusion/error.h"
+#include "scheduler/matmul/library_matmul.h"
 #include "scheduler/reduction.h"
 #include "scheduler/registry.h"
 
@@ -378,6 +379,7 @@ class Segmenter {
         }
         std::optional<Segment> segment = trySegment(*candidate);
         if (segment && isMatmulScheduler(segment->scheduler)) {
+          if (segment->scheduler == SchedulerType::LibraryMatmul) withLibraryEpilogue(i, *candidate, taken);
           taken.insert(candidate->begin(), candidate->end());
           cores.push_back({*candidate, segment->scheduler});
           break;
@@ -385,6 +387,29 @@ class Segmenter {
       }
     }
     return cores;
+  }
+
+  // A library matmul's core (of the sum exprs_[sum]) with the largest part of
+  // its epilogue the library computes too (addmm's bias add, the cast back:
+  // libraryMatmulEpilogues) that no other core holds.
+  void withLibraryEpilogue(size_t sum, std::vector<int>& core, const std::set<int>& taken) {
+    for (const std::vector<const Expr*>& epilogue : libraryMatmulEpilogues(exprs_[sum]->output())) {
+      std::vector<int> candidate = core;
+      for (const Expr* e : epilogue) {
+        auto it = std::find(exprs_.begin(), exprs_.end(), e);
+        if (it != exprs_.end()) candidate.push_back(static_cast<int>(it - exprs_.begin()));
+      }
+      std::sort(candidate.begin(), candidate.end());
+      if (candidate.size() != core.size() + epilogue.size() ||
+          std::any_of(candidate.begin(), candidate.end(), [&](int e) { return taken.count(e); })) {
+        continue;
+      }
+      std::optional<Segment> segment = trySegment(candidate);
+      if (segment && segment->scheduler == SchedulerType::LibraryMatmul) {
+        core = std::move(candidate);
+        return;
+      }
+    }
   }
 
   // Bytes of the tensors `producer` computes that only `consumer` (and
@@ -401,6 +426,14 @@ class Segmenter {
       return type == ExprType::Reshape || type == ExprType::Squeeze || type == ExprType::Broadcast;
     };
     if (std::all_of(groups_[consumer].begin(), groups_[consumer].end(), regroups)) return 0;
+    // Likewise a producer that only reshapes a tensor it reads (the view of
+    // a library matmul's [B*T, N] result as [B, T, N]): merged, it saves no
+    // bytes, and its reshape would bar the normalization after the consumer
+    // (the bias and residual add, then LayerNorm) from the consumer's kernel.
+    const auto reshapes = [&](int e) {
+      return exprs_[e]->type() == ExprType::Reshape || exprs_[e]->type() == ExprType::Squeeze;
+    };
+    if (std::all_of(groups_[producer].begin(), groups_[producer].end(), reshapes)) return 0;
     int64_t bytes = 0;
     for (int m : groups_[producer]) {
       const TensorView* tv = exprs_[m]->output();

@@ -373,3 +373,19 @@ def test_reduce_overhead_mode_reads_parameters_where_they_lie():
     # Nothing was lifted (fixed == 0): the forward's inputs are Dynamo's.
     assert len(seen["parameters"]) == 4 and set(seen["parameters"]) <= set(seen["static"]), seen
     assert len(seen["static"]) == 4, seen  # the activation is copied
+
+
+@pytest.mark.usefixtures("fresh_dynamo")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_floor_division_rounds_the_quotient_in_float(dtype):
+    """torch floors (or truncates) the float quotient of half/bfloat16
+    operands, then rounds: -5.28125 / 1.0546875 is -5.0074, floored -6. The
+    quotient rounded to bfloat16 first is -5.0, floored -5 (the OpInfo
+    sweep's bfloat16 floor_divide)."""
+    a = torch.tensor([-5.28125, 7.5, -3.0], dtype=dtype)
+    b = torch.tensor([1.0546875, 2.0, 0.7], dtype=dtype)
+
+    def f(a, b):
+        return torch.floor_divide(a, b), torch.div(a, b, rounding_mode="trunc")
+    for got, want in zip(torch.compile(f, backend="smelt")(a, b), f(a, b)):
+        assert torch.equal(got, want), (got, want)

@@ -51,8 +51,49 @@ std::string coreReason(const MatmulPattern& p) {
   return "";
 }
 
+// addmm's bias add after `result` (a matmul's sum): add(result,
+// broadcast(bias')) with bias' a [N] row of the operands' type, or its cast
+// to the accumulator's type; nullopt when `result` is not so used.
+struct BiasAdd {
+  const Expr* add = nullptr;
+  const Expr* broadcast = nullptr;
+  const Expr* cast = nullptr;  // of the bias, or null
+  const TensorView* bias = nullptr;
+};
+
+std::optional<BiasAdd> matchBiasAdd(const TensorView* result, DataType type) {
+  if (result->uses().size() != 1) return std::nullopt;
+  BiasAdd match;
+  match.add = result->uses()[0];
+  if (match.add->type() != ExprType::Binary ||
+      static_cast<const BinaryOp*>(match.add)->op() != BinaryOpType::Add) {
+    return std::nullopt;
+  }
+  const Val* other = match.add->input(0) == result ? match.add->input(1) : match.add->input(0);
+  const TensorView* row = other->asTensor();
+  if (row == nullptr || row->definition() == nullptr ||
+      row->definition()->type() != ExprType::Broadcast ||
+      static_cast<const BroadcastOp*>(row->definition())->isNewAxis() != std::vector<bool>{true, false}) {
+    return std::nullopt;
+  }
+  match.broadcast = row->definition();
+  match.bias = match.broadcast->input(0)->asTensor();
+  if (match.bias->definition() != nullptr && isCastTo(match.bias->definition(), result->dtype())) {
+    match.cast = match.bias->definition();
+    match.bias = match.cast->input(0)->asTensor();
+  }
+  if (match.bias->dtype() != type) return std::nullopt;
+  return match;
+}
+
+// The cast of `result` to `type`, its only use, or null.
+const Expr* castBack(const TensorView* result, DataType type) {
+  return result->uses().size() == 1 && isCastTo(result->uses()[0], type) ? result->uses()[0] : nullptr;
+}
+
 // Fills `call` and returns "", or returns why the fusion is not exactly a
-// matmul (and the cast of its result) that the library computes.
+// matmul (with addmm's bias add, for a 2-D one) and the cast of its result
+// that the library computes.
 std::string analyzeCall(const Fusion& fusion, LibraryMatmulCall& call) {
   std::string reason = matmulRejectReason(fusion);
   if (!reason.empty()) return reason;
@@ -61,20 +102,32 @@ std::string analyzeCall(const Fusion& fusion, LibraryMatmulCall& call) {
   if (!reason.empty()) return reason;
   const DataType type = p.a->dtype();
   // The core: per operand its cast (if any) and broadcast, the product and
-  // the sum; plus at most the output cast.
+  // the sum; then at most the bias add and the cast back to the operands' type.
   const auto is_cast = [](const Expr* use) { return use->type() == ExprType::Unary ? 1 : 0; };
-  const size_t core = 4 + is_cast(p.a_use) + is_cast(p.b_use);
-  const bool output_cast = p.output != p.sum;
-  if (output_cast && !(isCastTo(p.output->definition(), type) &&
-                       p.output->definition()->input(0) == p.sum)) {
-    return errorMessage("the epilogue ", p.output->definition()->toString(),
-                        " is not the cast of the matmul's result to ", type,
-                        "; it runs in a kernel of its own next to the library's matmul");
+  size_t exprs = 4 + is_cast(p.a_use) + is_cast(p.b_use);
+  const TensorView* result = p.sum;
+  if (result != p.output && !p.batched) {
+    if (std::optional<BiasAdd> bias = matchBiasAdd(result, type); bias && bias->bias->isFusionInput()) {
+      call.bias_input = inputPosition(fusion, bias->bias);
+      exprs += bias->cast != nullptr ? 3 : 2;
+      result = bias->add->output();
+    }
   }
-  const size_t expected = core + (output_cast ? 1 : 0);
-  if (fusion.exprs().size() != expected || p.operand_used_elsewhere != nullptr) {
-    return "the fusion computes more than the matmul (and the cast of its result); the epilogue "
-           "runs in a kernel of its own next to the library's matmul";
+  if (result != p.output) {
+    if (!(isCastTo(p.output->definition(), type) && p.output->definition()->input(0) == result)) {
+      return errorMessage("the epilogue ", p.output->definition()->toString(),
+                          " is not addmm's bias add or the cast of the matmul's result to ", type,
+                          "; it runs in a kernel of its own next to the library's matmul");
+    }
+    ++exprs;
+  }
+  if (call.bias_input && p.output->dtype() != type) {
+    return errorMessage("the biased result is ", p.output->dtype(), ", not the operands' ", type,
+                        " that addmm writes");
+  }
+  if (fusion.exprs().size() != exprs || p.operand_used_elsewhere != nullptr) {
+    return "the fusion computes more than the matmul (its bias add and the cast of its result); the "
+           "epilogue runs in a kernel of its own next to the library's matmul";
   }
   call.a_input = inputPosition(fusion, p.a);
   call.b_input = inputPosition(fusion, p.b);
@@ -88,7 +141,8 @@ std::string analyzeCall(const Fusion& fusion, LibraryMatmulCall& call) {
 
 std::string LibraryMatmulParams::toString() const {
   std::ostringstream os;
-  os << "LibraryMatmul{aten::" << (call.batched ? "bmm" : "mm") << " " << call.operand_type
+  const char* op = call.batched ? "bmm" : call.bias_input ? "addmm" : "mm";
+  os << "LibraryMatmul{aten::" << op << " " << call.operand_type
      << " -> " << call.output_type << "; " << reason << "}";
   return os.str();
 }
@@ -105,6 +159,29 @@ std::string libraryMatmulRejectReason(const Fusion& fusion, const RuntimeInfo& r
 bool libraryTakesMatmulOf(const Fusion& fusion, const RuntimeInfo& runtime) {
   return coreReason(findMatmul(fusion)).empty() &&
          chooseMatmul(fusion, runtime).implementation == MatmulImplementation::Library;
+}
+
+std::vector<std::vector<const Expr*>> libraryMatmulEpilogues(const TensorView* sum) {
+  // The operands' type: of the first operand before its cast, as matmul() reads it.
+  const TensorView* operand = sum->definition()->input(0)->definition()->input(0)->asTensor();
+  operand = operand->definition()->input(0)->asTensor();  // before the broadcast
+  if (operand->definition() != nullptr && operand->definition()->type() == ExprType::Unary &&
+      static_cast<const UnaryOp*>(operand->definition())->op() == UnaryOpType::Cast) {
+    operand = operand->definition()->input(0)->asTensor();
+  }
+  const DataType type = operand->dtype();
+  std::vector<std::vector<const Expr*>> epilogues;
+  if (std::optional<BiasAdd> bias = matchBiasAdd(sum, type)) {
+    std::vector<const Expr*> exprs = {bias->add, bias->broadcast};
+    if (bias->cast != nullptr) exprs.push_back(bias->cast);
+    if (const Expr* cast = castBack(bias->add->output(), type)) {
+      epilogues.push_back(exprs);
+      epilogues.back().push_back(cast);
+    }
+    epilogues.push_back(exprs);
+  }
+  if (const Expr* cast = castBack(sum, type)) epilogues.push_back({cast});
+  return epilogues;
 }
 
 LibraryMatmulCall libraryMatmulCall(const Fusion& fusion) {

@@ -3,16 +3,20 @@
 // bmm) instead of a generated kernel, where chooseMatmul (matmul_choice.h)
 // says so. It takes the matmul core as matmul() builds it (the casts of
 // Half/BFloat16 operands to Float, the broadcasts, the product and the sum
-// over K) and at most a cast of the sum back to the operands' type, which
-// the library's output is; the epilogue (bias, activation, residual) stays
-// in the segments around it, fused with its neighbours by smelt's kernels.
+// over K), for a 2-D matmul addmm's bias add (a row of the operands' type,
+// which cuBLASLt adds in its epilogue), and at most a cast of the result back
+// to the operands' type, which the library's output is; the rest of the
+// epilogue (activation, residual) stays in the segments around it, fused
+// with its neighbours by smelt's kernels.
 // Nothing is scheduled or lowered: the runtime calls the library
 // (runtime/library_matmul.h).
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "fusion/fusion.h"
 #include "scheduler/heuristic.h"
@@ -25,6 +29,8 @@ struct LibraryMatmulCall {
   size_t a_input = 0;  // positions of the operands among the fusion's inputs
   size_t b_input = 0;
   bool batched = false;             // bmm: [B, M, K] x [B, K, N]
+  // addmm: the position of the [N] bias added to every row (2-D matmuls).
+  std::optional<size_t> bias_input;
   DataType operand_type = DataType::Float;
   DataType output_type = DataType::Float;  // the operands' type, or Float (the sum itself)
 };
@@ -48,6 +54,13 @@ std::string libraryMatmulRejectReason(const Fusion& fusion, const RuntimeInfo& r
 // takes (its core carved out into a segment of its own, the epilogue left
 // to the segments around it): then the matmul scheduler declines it.
 bool libraryTakesMatmulOf(const Fusion& fusion, const RuntimeInfo& runtime);
+// What the library computes with a matmul after `sum` (the sum over K of
+// the product of broadcast operands, as matmul() builds it), as sets of
+// expressions a library segment may take beyond the core, the largest
+// first: addmm's bias add (with its row's broadcast and cast) and the cast
+// back to the operands' type; the bias add alone; the cast alone. The
+// segmenter grows a library matmul's core with the first the scheduler takes.
+std::vector<std::vector<const Expr*>> libraryMatmulEpilogues(const TensorView* sum);
 // The call for an accepted fusion; throws smelt::Error with the reason otherwise.
 LibraryMatmulParams libraryMatmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime);
 // The call, without the choice: the fusion must be exactly a matmul core

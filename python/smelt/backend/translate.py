@@ -228,7 +228,6 @@ def _simple(fd_op: str) -> Translator:
 
 
 _ELEMENTWISE = {
-    "mul": [aten.mul.Tensor, aten.mul.Scalar, prims.mul.default],
     "add": [prims.add.default],
     "sub": [prims.sub.default],
     "maximum": [aten.maximum.default, prims.maximum.default],
@@ -263,6 +262,17 @@ for _name, _targets in _ELEMENTWISE.items():
         TRANSLATORS[_target] = _simple(_name)
 
 
+@translates(aten.mul.Tensor, aten.mul.Scalar, prims.mul.default)
+def _mul(t, node, a, b):
+    # A factor of 1 (addmm's alpha and beta as torch decomposes it) is the
+    # other operand, cast to the product's dtype by translate(): no multiply
+    # between a matmul and its bias add, which the library's addmm takes.
+    for x, y in ((a, b), (b, a)):
+        if type(y) in (int, float) and y == 1 and isinstance(x, torch.fx.Node):
+            return t.operand(x, node)
+    return t.fd.ops.mul(t.operand(a, node), t.operand(b, node))
+
+
 @translates(aten.clone.default)
 def _clone(t, node, x, memory_format=None):
     # Fusion outputs are contiguous whatever the memory format asked.
@@ -289,6 +299,10 @@ def _div(t, node, a, b, rounding_mode=None):
     if rounding_mode is None:
         return ops.truediv(x, y)
     if meta_tensor(node).dtype.is_floating_point:
+        if meta_tensor(node).dtype in (torch.float16, torch.bfloat16):
+            # Rounded in float, as torch does: a half/bfloat16 quotient would
+            # round first (-5.0074 to -5.0 in bfloat16, floored to -5, not -6).
+            x, y = (ops.cast(v, DataType.Float) if isinstance(v, Tensor) else v for v in (x, y))
         q = ops.truediv(x, y)
         return ops.trunc(q) if rounding_mode == "trunc" else ops.floor(q)
     q = ops.div(x, y)
