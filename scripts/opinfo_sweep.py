@@ -5,9 +5,10 @@ torch.compile(backend="smelt", dynamic=False), against eager.
                                    [--ops NAME ...] [--out benchmarks/results/opinfo/NAME]
 
 Each in-scope op's first --samples sample inputs per dtype run in eager and
-compiled (a fresh Dynamo state each); a sample is wrong when the compiled
-result differs in value (the dtype's tolerance), dtype, shape or strides, or
-when one side raises and the other does not. Coverage is whether a smelt
+compiled (a fresh Dynamo state each, under no_grad; the op's function
+variant: in-place and out= variants are not run); a sample is wrong when
+the compiled result differs in value (the dtype's tolerance), dtype, shape
+or strides, or when one side raises and the other does not. Coverage is whether a smelt
 kernel ran for the op (any sample, any dtype); what kept the others in torch
 is read from the backend's GraphReports. Writes NAME.json and NAME.md (per
 op, by family, and the top reasons ops stay unfused). tests/python/
@@ -24,7 +25,7 @@ import signal
 import sys
 import time
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
@@ -215,6 +216,10 @@ def time_limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
+# How a problem that is an exception, not a wrong result, begins.
+ERROR_PROBLEMS = ("eager raised", "compiled raised what eager does not")
+
+
 @dataclass
 class SampleResult:
     dtype: str
@@ -360,9 +365,9 @@ def run_sample(op, sample, dtype: torch.dtype, index: int, timeout: float = 0) -
         pass  # the problem says so already
     elif eager_error is not None:
         if compiled_error is None:
-            result.problem = f"eager raised {type(eager_error).__name__}, compiled did not"
+            result.problem = f"{ERROR_PROBLEMS[0]} {type(eager_error).__name__}, compiled did not"
     elif compiled_error is not None:
-        result.problem = (f"compiled raised what eager does not: {type(compiled_error).__name__}: "
+        result.problem = (f"{ERROR_PROBLEMS[1]}: {type(compiled_error).__name__}: "
                           f"{_first_line(str(compiled_error))}")
     else:
         def reference():  # the sample in float64
@@ -396,6 +401,29 @@ class OpResult:
     def problems(self) -> List[str]:
         return [f"{s.dtype} sample {s.index}: {s.problem}" for s in self.samples if s.problem]
 
+    def problems_of(self, kind: str) -> List[str]:
+        """kind "error": an exception only one side raised, or a timeout;
+        "wrong": a wrong value, dtype, shape, stride or structure."""
+        return [f"{s.dtype} sample {s.index}: {s.problem}" for s in self.samples if s.problem
+                and (s.problem.startswith(ERROR_PROBLEMS) or s.timed_out) == (kind == "error")]
+
+    def by_dtype(self) -> Dict[str, Dict[str, int]]:
+        """dtype -> samples run, samples that ran a smelt kernel."""
+        table: Dict[str, Dict[str, int]] = {}
+        for s in self.samples:
+            row = table.setdefault(s.dtype, {"samples": 0, "fused": 0})
+            row["samples"] += 1
+            row["fused"] += s.smelt_kernels > 0
+        return table
+
+    def unfused(self) -> Dict[str, str]:
+        """aten op -> why smelt left it in torch, over every sample."""
+        reasons: Dict[str, str] = {}
+        for s in self.samples:
+            for aten, why in s.unfused.items():
+                reasons.setdefault(aten, why)
+        return reasons
+
 
 def run_op(op, dtypes: Sequence[torch.dtype], samples: int, timeout: float = 0) -> OpResult:
     result = OpResult(op_name(op), family(op))
@@ -425,6 +453,8 @@ def summarize(results: List[OpResult]) -> Dict[str, Any]:
         "ops_with_samples": len(ran),
         "samples": sum(len(r.samples) for r in results),
         "problems": sum(len(r.problems) for r in results),
+        "errors": sum(len(r.problems_of("error")) for r in results),
+        "wrong": sum(len(r.problems_of("wrong")) for r in results),
         "timeouts": sum(s.timed_out for r in results for s in r.samples),
         "fused_ops": sum(r.fused for r in ran),
         "by_family": {fam: dict(c) for fam, c in sorted(by_family.items())},
@@ -452,8 +482,10 @@ def write_reports(results: List[OpResult], out: Path, context: Dict[str, Any]) -
     out.parent.mkdir(parents=True, exist_ok=True)
     data = {"context": context, "summary": summary,
             "ops": [{"name": r.name, "family": r.family, "fused": r.fused,
-                     "sample_error": r.sample_error, "problems": r.problems,
-                     "samples": [asdict(s) for s in r.samples]} for r in results]}
+                     "dtypes": r.by_dtype(), "errors": r.problems_of("error"),
+                     "wrong": r.problems_of("wrong"), "sample_error": r.sample_error,
+                     "seconds": round(sum(s.seconds for s in r.samples), 2),
+                     "unfused": r.unfused()} for r in results]}
     out.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
     out.with_suffix(".md").write_text(markdown(results, summary, context))
     return summary
@@ -467,8 +499,9 @@ def markdown(results: List[OpResult], summary: Dict[str, Any], context: Dict[str
         f"{', '.join(context['dtypes'])}; torch {context['torch']}; "
         f"{context['seconds']:.0f} s. Produced by `scripts/opinfo_sweep.py`.", "",
         f"- **{summary['ops']} ops in scope, {summary['ops_with_samples']} with samples in these "
-        f"dtypes, {summary['samples']} samples: {summary['problems']} problems "
-        f"(wrong values, dtypes, shapes, strides or exceptions), {summary['timeouts']} timeouts.**",
+        f"dtypes, {summary['samples']} samples: {summary['errors']} errors (exceptions only one "
+        f"side raised; {summary['timeouts']} timeouts), {summary['wrong']} wrong results "
+        f"(values, dtypes, shapes or strides).**",
         f"- **{summary['fused_ops']} of {summary['ops_with_samples']} ops ran a smelt kernel "
         f"({pct(summary['fused_ops'], summary['ops_with_samples'])}).**", "",
         "## Coverage by family", "",
@@ -484,21 +517,31 @@ def markdown(results: List[OpResult], summary: Dict[str, Any], context: Dict[str
     lines += ["", "## Unfused ops by family, with smelt's reasons", "",
               "Families in order of unfused ops; each reason is `aten op: why` from the "
               "backend's GraphReport (unsupported nodes, torch partitions, run-time failures), "
-              "followed by the OpInfo ops that hit it.", ""]
+              "followed by the OpInfo ops that hit it. First the aten ops most often in the way.",
+              ""]
     unfused_count = {fam: len({op for ops in reasons.values() for op in ops})
                      for fam, reasons in table.items()}
+    # The aten ops whose lowering would fuse the most OpInfo ops (an OpInfo op
+    # may need several).
+    blockers = Counter(reason.split(":")[0] for reasons in table.values()
+                       for reason, ops in reasons.items() for _ in ops
+                       if not reason.startswith("getitem"))  # an output of an op in torch
+    lines += ["| aten op left in torch | unfused OpInfo ops it is in |", "| --- | ---: |"]
+    lines += [f"| `{aten}` | {n} |" for aten, n in blockers.most_common(30)] + [""]
     for fam in sorted(table, key=lambda f: -unfused_count[f]):
         lines.append(f"### {fam}: {unfused_count[fam]} unfused ops")
         lines.append("")
         for reason, ops in sorted(table[fam].items(), key=lambda kv: -len(kv[1])):
             lines.append(f"- {reason.replace('|', '/')} — {', '.join(f'`{o}`' for o in ops)}")
         lines.append("")
-    lines += ["## Per op", "", "| op | family | dtypes | samples | smelt kernel | problems |",
-              "| --- | --- | --- | ---: | --- | ---: |"]
+    lines += ["## Per op", "", "Samples per dtype as fused/run (samples that ran a smelt kernel).",
+              "", "| op | family | dtypes | samples | smelt kernel | errors | wrong |",
+              "| --- | --- | --- | ---: | --- | ---: | ---: |"]
     for r in sorted(results, key=lambda r: (r.family, r.name)):
-        dtypes = ", ".join(dict.fromkeys(s.dtype for s in r.samples)) or "-"
-        lines.append(f"| `{r.name}` | {r.family} | {dtypes} | {len(r.samples)} | "
-                     f"{'yes' if r.fused else 'no'} | {len(r.problems)} |")
+        dtypes = ", ".join(f"{d} {c['fused']}/{c['samples']}" for d, c in r.by_dtype().items())
+        lines.append(f"| `{r.name}` | {r.family} | {dtypes or '-'} | {len(r.samples)} | "
+                     f"{'yes' if r.fused else 'no'} | {len(r.problems_of('error'))} | "
+                     f"{len(r.problems_of('wrong'))} |")
     lines += ["", "## Out of scope", "", "| op or prefix | reason |", "| --- | --- |"]
     lines += [f"| `{k}` | {v} |" for k, v in EXCLUDED.items()]
     return "\n".join(lines) + "\n"

@@ -131,8 +131,14 @@ def test_exceptions_must_match_eager():
     x = torch.ones(3)
     result = sweep.run_sample(SimpleNamespace(op=only_in_eager), _sample(x), torch.float32, 0)
     assert "eager raised ValueError, compiled did not" in result.problem
+    errors = [result]
     result = sweep.run_sample(SimpleNamespace(op=only_compiled), _sample(x), torch.float32, 0)
     assert "compiled raised what eager does not" in result.problem
+    errors.append(result)
+    # Reports count them as errors, apart from wrong results.
+    wrong = sweep.SampleResult("float32", 2, problem="output[0]: wrong values: ...")
+    op_result = sweep.OpResult("fake", "elementwise unary", errors + [wrong])
+    assert len(op_result.problems_of("error")) == 2 and len(op_result.problems_of("wrong")) == 1
     # And the kernel that ran is counted.
     result = sweep.run_sample(add, _sample(x, x), torch.float32, 0)
     assert result.problem is None and result.smelt_kernels == 1
