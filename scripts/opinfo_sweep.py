@@ -341,6 +341,8 @@ def run_sample(op, sample, dtype: torch.dtype, index: int, timeout: float = 0) -
     eager_inputs, compiled_inputs = fresh_inputs(), fresh_inputs()
     torch._dynamo.reset()
     smelt.backend.reset_reports()
+    graph_breaks = torch._dynamo.utils.counters["graph_break"]
+    graph_breaks.clear()
     with torch.no_grad():
         try:
             expected, eager_error = call(*eager_inputs), None
@@ -360,6 +362,9 @@ def run_sample(op, sample, dtype: torch.dtype, index: int, timeout: float = 0) -
     result.graphs = len(reports)
     result.smelt_kernels = sum(r.smelt_kernels() for r in reports)
     result.unfused = _unfused_reasons(reports)
+    if graph_breaks:  # what Dynamo left to Python (the backend never saw it)
+        result.unfused["Dynamo graph break"] = "; ".join(
+            " ".join(line.strip() for line in key.splitlines()[:2])[:200] for key in graph_breaks)
     result.eager_raised = eager_error is not None
     if result.timed_out:
         pass  # the problem says so already

@@ -142,3 +142,14 @@ def test_exceptions_must_match_eager():
     # And the kernel that ran is counted.
     result = sweep.run_sample(add, _sample(x, x), torch.float32, 0)
     assert result.problem is None and result.smelt_kernels == 1
+
+
+def test_graph_breaks_are_reported_as_why_unfused():
+    """Code Dynamo leaves to Python never reaches the backend: the sample says so."""
+    import smelt.backend  # noqa: F401
+
+    def broken(x):
+        torch._dynamo.graph_break()
+        return x.sum()
+    result = sweep.run_sample(SimpleNamespace(op=broken), _sample(torch.ones(3)), torch.float32, 0)
+    assert result.problem is None and "graph_break" in result.unfused["Dynamo graph break"]
