@@ -5,7 +5,8 @@
 #   apt (Debian): ninja-build ccache libgtest-dev libbenchmark-dev
 #   pip (PyPI):   torch==2.11.* (the default PyPI wheel is the CUDA 13 build;
 #                 it brings libtorch, its CMake config and pybind11),
-#                 pytest, scikit-build-core, numpy, hypothesis;
+#                 pytest, scikit-build-core, numpy, hypothesis, expecttest
+#                 (torch.testing's op database, tests/python/test_opinfo.py);
 #                 transformers, timm, torchvision (the model zoo's tests),
 #                 pinned with torch held at the installed version
 #
@@ -56,7 +57,8 @@ try:
 except Exception:
     missing.append("torch==2.11.*")
 for module, requirement in [("pytest", "pytest"), ("scikit_build_core", "scikit-build-core"),
-                            ("numpy", "numpy"), ("hypothesis", "hypothesis")]:
+                            ("numpy", "numpy"), ("hypothesis", "hypothesis"),
+                            ("expecttest", "expecttest")]:
     try:
         importlib.import_module(module)
     except Exception:
@@ -70,7 +72,7 @@ if [[ -n "$missing_pip" ]]; then
   "$PYTHON" -m pip install --no-input --progress-bar off $missing_pip
   command -v pyenv >/dev/null && pyenv rehash || true
 else
-  log "pip: torch 2.11, pytest, scikit-build-core, numpy, hypothesis already installed"
+  log "pip: torch 2.11, pytest, scikit-build-core, numpy, hypothesis, expecttest already installed"
 fi
 
 # ------------------------------------------------- test models (the model zoo)
