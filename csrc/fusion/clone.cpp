@@ -55,6 +55,7 @@ class GraphCopier {
                            const std::vector<const Val*>& outputs) {
     for (const Val* in : inputs) dst_.inputs_.push_back(map_(in));
     for (const Val* out : outputs) dst_.outputs_.push_back(map_(out));
+    dst_.graphChanged();
   }
 
  private:

@@ -43,6 +43,7 @@ void Fusion::addOutput(Val* val) {
               " is a fusion input; add set(input) as the output to copy it");
   tv->setMemoryType(MemoryType::Global);
   outputs_.push_back(val);
+  graphChanged();
 }
 
 bool Fusion::isInput(const Val* val) const {
@@ -61,11 +62,20 @@ void Fusion::removeExpr(Expr* expr) {
                          [&](const std::unique_ptr<Expr>& e) { return e.get() == expr; });
   SMELT_INTERNAL_CHECK(it != exprs_.end(), "removeExpr: ", expr->toString(), " is not in the fusion");
   exprs_.erase(it);
+  graphChanged();
 }
 
-std::vector<Expr*> Fusion::exprs() const {
+void Fusion::graphChanged() {
+  std::lock_guard<std::mutex> lock(order_mutex_);
+  order_.reset();
+}
+
+std::shared_ptr<const Fusion::ExprOrder> Fusion::exprOrder() const {
+  std::lock_guard<std::mutex> lock(order_mutex_);
+  if (order_) return order_;
   // Depth-first from the outputs; an expression is emitted after its producers.
-  std::vector<Expr*> order;
+  auto result = std::make_shared<ExprOrder>();
+  std::vector<Expr*>& order = result->exprs;
   std::unordered_set<const Expr*> done;
   std::vector<std::pair<Expr*, size_t>> stack;
   for (Val* out : outputs_) {
@@ -82,8 +92,12 @@ std::vector<Expr*> Fusion::exprs() const {
       stack.pop_back();
     }
   }
-  return order;
+  for (size_t i = 0; i < order.size(); ++i) result->position.emplace(order[i], i);
+  order_ = std::move(result);
+  return order_;
 }
+
+std::vector<Expr*> Fusion::exprs() const { return exprOrder()->exprs; }
 
 std::vector<TensorView*> Fusion::allTensors() const {
   std::vector<TensorView*> result;
@@ -101,11 +115,15 @@ std::vector<TensorView*> Fusion::allTensors() const {
 }
 
 std::vector<TensorView*> Fusion::consumersOf(const TensorView* tv) const {
-  std::vector<TensorView*> result;
-  for (Expr* e : exprs()) {
-    const auto& ins = e->inputs();
-    if (std::find(ins.begin(), ins.end(), tv) != ins.end()) result.push_back(e->output());
+  const std::shared_ptr<const ExprOrder> order = exprOrder();
+  std::vector<std::pair<size_t, TensorView*>> found;
+  for (const Expr* use : tv->uses()) {
+    auto p = order->position.find(use);
+    if (p != order->position.end()) found.emplace_back(p->second, use->output());
   }
+  std::sort(found.begin(), found.end());
+  std::vector<TensorView*> result;
+  for (const auto& [position, consumer] : found) result.push_back(consumer);
   return result;
 }
 

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "fusion/ir.h"
@@ -31,7 +33,9 @@ class Fusion {
   // given, receives the original -> copy correspondence.
   std::unique_ptr<Fusion> clone(CloneMap* map = nullptr) const;
 
-  // Expressions that outputs depend on, producers before consumers.
+  // Expressions that outputs depend on, producers before consumers. The
+  // order is kept until the graph changes (schedulers and passes ask per
+  // tensor: recomputing it each time made them quadratic in the fusion).
   std::vector<Expr*> exprs() const;
   // Tensors reachable from the outputs (inputs included), in topological order.
   std::vector<TensorView*> allTensors() const;
@@ -58,6 +62,7 @@ class Fusion {
     auto expr = std::make_unique<ExprT>(std::forward<Args>(args)...);
     ExprT* raw = expr.get();
     exprs_.push_back(std::move(expr));
+    graphChanged();
     return raw;
   }
 
@@ -67,6 +72,18 @@ class Fusion {
  private:
   friend class FusionGuard;
   friend class GraphCopier;
+  friend class Expr;  // replaceInput / replaceOutput change the graph
+
+  // exprs() and each expression's place in it.
+  struct ExprOrder {
+    std::vector<Expr*> exprs;
+    std::unordered_map<const Expr*, size_t> position;
+  };
+  std::shared_ptr<const ExprOrder> exprOrder() const;
+  // Drops the kept order: called by every change of an expression's inputs
+  // or outputs and of the fusion's outputs.
+  void graphChanged();
+
   std::vector<std::unique_ptr<Val>> vals_;
   std::vector<std::unique_ptr<Expr>> exprs_;
   std::vector<std::unique_ptr<IterDomain>> iter_domains_;
@@ -76,6 +93,9 @@ class Fusion {
   int64_t next_tensor_number_ = 0;
   int64_t next_scalar_number_ = 0;
   int64_t next_iter_domain_id_ = 0;
+  // Fusions compiled on several threads are read concurrently (const).
+  mutable std::mutex order_mutex_;
+  mutable std::shared_ptr<const ExprOrder> order_;
 };
 
 class FusionGuard {

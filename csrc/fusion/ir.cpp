@@ -254,6 +254,7 @@ void Expr::replaceInput(Val* old_val, Val* new_val) {
   if (std::find(new_uses.begin(), new_uses.end(), this) == new_uses.end()) {
     new_uses.push_back(this);
   }
+  new_val->fusion()->graphChanged();
 }
 
 void Expr::replaceOutput(Val* old_val, Val* new_val) {
@@ -262,6 +263,7 @@ void Expr::replaceOutput(Val* old_val, Val* new_val) {
       out = new_val;
       old_val->definition_ = nullptr;
       new_val->definition_ = this;
+      new_val->fusion()->graphChanged();
       return;
     }
   }

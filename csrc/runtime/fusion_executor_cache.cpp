@@ -148,6 +148,7 @@ CompileCost& CompileCost::operator+=(const CompileCost& other) {
   nvrtc_compiles += other.nvrtc_compiles;
   disk_cache_hits += other.disk_cache_hits;
   segmentations_from_disk += other.segmentations_from_disk;
+  segment_candidates += other.segment_candidates;
   return *this;
 }
 
@@ -406,6 +407,7 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
   };
   if (last_run_.segmentation.segmentations_from_disk == 0) {
     entry.segmented = segmentFusion(*entry.fusion, runtime, override_, lowers);
+    last_run_.segmentation.segment_candidates = entry.segmented.candidates_checked;
     if (!override_) storeSegmentation(stored_key, entry.segmented);
   }
   if (dumpEnabled("segments")) {

@@ -85,6 +85,9 @@ struct CompileCost {
   // Signatures whose segmentation was read from the disk cache (no search,
   // no checks: see above).
   int64_t segmentations_from_disk = 0;
+  // Candidate segments the search offered to the schedulers
+  // (SegmentedFusion::candidates_checked): its work, counted.
+  int64_t segment_candidates = 0;
   double totalMs() const { return segment_ms + schedule_ms + lower_ms + nvrtc_ms; }
   CompileCost& operator+=(const CompileCost& other);
 };

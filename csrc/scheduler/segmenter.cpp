@@ -63,8 +63,21 @@ class Segmenter {
             const SegmentCheck& check)
       : fusion_(fusion), runtime_(runtime), override_(override_params), check_(check),
         exprs_(fusion.exprs()) {
+    std::unordered_map<const Expr*, int> index;
     for (size_t i = 0; i < exprs_.size(); ++i) {
+      index.emplace(exprs_[i], static_cast<int>(i));
       for (const Val* out : exprs_[i]->outputs()) producer_[out] = static_cast<int>(i);
+    }
+    readers_.assign(exprs_.size(), {});
+    for (size_t i = 0; i < exprs_.size(); ++i) {
+      for (const Val* out : exprs_[i]->outputs()) {
+        for (const Expr* use : out->uses()) {
+          auto reader = index.find(use);
+          if (reader != index.end()) readers_[i].push_back(reader->second);
+        }
+      }
+      std::sort(readers_[i].begin(), readers_[i].end());
+      readers_[i].erase(std::unique(readers_[i].begin(), readers_[i].end()), readers_[i].end());
     }
   }
 
@@ -77,6 +90,7 @@ class Segmenter {
       SegmentedFusion result = segmentOnce();
       if (!refusal_) {
         result.refused = std::move(refused);
+        result.candidates_checked = candidates_checked_;
         return result;
       }
       refused_.insert(*refusal_);
@@ -260,35 +274,59 @@ class Segmenter {
       if (touchesMatmul(a) != touchesMatmul(b)) return touchesMatmul(a);
       return groups_[a.consumer].front() > groups_[b.consumer].front();
     });
+    for (const Edge& edge : edges) {
+      if (merge(edge)) return true;
+    }
+    // Sibling pairs are listed only when no producer-consumer pair merges:
+    // pairs of readers of a common tensor are many.
     std::vector<Edge> siblings = siblingEdges();
     std::stable_sort(siblings.begin(), siblings.end(),
                      [](const Edge& a, const Edge& b) { return a.saved_bytes > b.saved_bytes; });
-    edges.insert(edges.end(), siblings.begin(), siblings.end());
-    for (const Edge& edge : edges) {
-      if (mergeMakesCycle(edge.producer, edge.consumer)) continue;
-      if (edge.siblings && mergeMakesCycle(edge.consumer, edge.producer)) continue;
-      std::vector<int> candidate = groups_[edge.producer];
-      candidate.insert(candidate.end(), groups_[edge.consumer].begin(),
-                       groups_[edge.consumer].end());
-      std::sort(candidate.begin(), candidate.end());
-      std::optional<Segment> merged = trySegment(candidate);
-      if (!merged) continue;
-      // A matmul's group keeps its scheduler: another taking it with more
-      // would run the matmul as a plain reduction.
-      bool keeps_matmul = true;
-      for (int g : {edge.producer, edge.consumer}) {
-        if (isMatmulScheduler(group_scheduler_[g]) && merged->scheduler != group_scheduler_[g]) {
-          keeps_matmul = false;
-        }
-      }
-      if (!keeps_matmul) continue;
-      for (int x : groups_[edge.producer]) group_of_[x] = edge.consumer;
-      groups_[edge.consumer] = candidate;
-      groups_[edge.producer].clear();
-      group_scheduler_[edge.consumer] = merged->scheduler;
-      return true;
+    for (const Edge& edge : siblings) {
+      if (merge(edge)) return true;
     }
     return false;
+  }
+
+  // Merges the pair `edge` when a scheduler takes the union and no cycle
+  // forms; whether it did.
+  bool merge(const Edge& edge) {
+    std::vector<int> candidate = groups_[edge.producer];
+    candidate.insert(candidate.end(), groups_[edge.consumer].begin(), groups_[edge.consumer].end());
+    std::sort(candidate.begin(), candidate.end());
+    auto known = merge_schedulers_.find(candidate);
+    if (known != merge_schedulers_.end() && !known->second) return false;
+    if (mergeMakesCycle(edge.producer, edge.consumer)) return false;
+    if (edge.siblings && mergeMakesCycle(edge.consumer, edge.producer)) return false;
+    std::optional<SchedulerType> merged = mergeScheduler(candidate);
+    if (!merged) return false;
+    // A matmul's group keeps its scheduler: another taking it with more
+    // would run the matmul as a plain reduction.
+    for (int g : {edge.producer, edge.consumer}) {
+      if (isMatmulScheduler(group_scheduler_[g]) && *merged != group_scheduler_[g]) return false;
+    }
+    for (int x : groups_[edge.producer]) group_of_[x] = edge.consumer;
+    groups_[edge.consumer] = candidate;
+    groups_[edge.producer].clear();
+    group_scheduler_[edge.consumer] = *merged;
+    return true;
+  }
+
+  // The scheduler taking the merge candidate `members`, or nullopt. While
+  // groups merge no expression is copied, so the answer depends on the
+  // members alone: it is worked out once per candidate, not once per round
+  // (most candidates a round declines are offered again in the next).
+  std::optional<SchedulerType> mergeScheduler(const std::vector<int>& members) {
+    SMELT_INTERNAL_CHECK(std::all_of(copies_of_.begin(), copies_of_.end(),
+                                     [](const std::vector<int>& c) { return c.empty(); }),
+                         "merge candidates are remembered only before recomputation");
+    if (refused_.count(members)) return std::nullopt;  // refused since it was remembered
+    auto [known, fresh] = merge_schedulers_.try_emplace(members);
+    if (fresh) {
+      std::optional<Segment> segment = trySegment(members);
+      if (segment) known->second = segment->scheduler;
+    }
+    return known->second;
   }
 
   // Pairs of groups that read a common tensor (an input or another group's)
@@ -440,9 +478,7 @@ class Segmenter {
       if (tv->isFusionOutput()) continue;
       bool read_by_consumer = false;
       bool read_elsewhere = false;
-      for (size_t e = 0; e < exprs_.size(); ++e) {
-        const auto& ins = exprs_[e]->inputs();
-        if (std::find(ins.begin(), ins.end(), tv) == ins.end()) continue;
+      for (int e : readers_[m]) {
         if (group_of_[e] == consumer) {
           read_by_consumer = true;
         } else if (group_of_[e] != producer) {
@@ -520,11 +556,12 @@ class Segmenter {
       if (owner >= 0 && group_of_[m] != owner) continue;  // a copy
       for (const Val* out : exprs_[m]->outputs()) {
         bool used_outside = out->isFusionOutput();
-        for (size_t e = 0; e < exprs_.size() && !used_outside; ++e) {
-          if (std::binary_search(members.begin(), members.end(), static_cast<int>(e))) continue;
+        for (size_t r = 0; r < readers_[m].size() && !used_outside; ++r) {
+          const int e = readers_[m][r];
+          if (std::binary_search(members.begin(), members.end(), e)) continue;
           const auto& ins = exprs_[e]->inputs();
           used_outside = std::find(ins.begin(), ins.end(), out) != ins.end() &&
-                         readsFromOutside(static_cast<int>(e), m);
+                         readsFromOutside(e, m);
         }
         if (used_outside) outputs.push_back(out);
       }
@@ -666,6 +703,7 @@ class Segmenter {
       if (reasons != nullptr) reasons->push_back("refused by the check: " + refusal->second);
       return std::nullopt;
     }
+    ++candidates_checked_;
     Segment segment;
     std::vector<const Expr*> exprs;
     std::unordered_set<const Val*> seen;
@@ -800,13 +838,8 @@ class Segmenter {
     std::set<int> result;
     for (int m : groups_[group]) {
       if (group_of_[m] != group) continue;
-      for (const Val* out : exprs_[m]->outputs()) {
-        for (size_t e = 0; e < exprs_.size(); ++e) {
-          const auto& ins = exprs_[e]->inputs();
-          if (group_of_[e] != group && std::find(ins.begin(), ins.end(), out) != ins.end()) {
-            result.insert(group_of_[e]);
-          }
-        }
+      for (int e : readers_[m]) {
+        if (group_of_[e] != group) result.insert(group_of_[e]);
       }
     }
     return {result.begin(), result.end()};
@@ -865,6 +898,14 @@ class Segmenter {
   // The first refusal of the latest segmentation: the group, and why.
   std::optional<std::pair<std::vector<int>, std::string>> refusal_;
   std::unordered_map<const Val*, int> producer_;
+  // Per expression, the expressions reading its outputs (sorted).
+  std::vector<std::vector<int>> readers_;
+  // Merge candidates already offered to the schedulers: the scheduler taking
+  // each, nullopt for none (mergeScheduler).
+  std::map<std::vector<int>, std::optional<SchedulerType>> merge_schedulers_;
+  // Candidates made into a segment fusion and offered to the schedulers
+  // (SegmentedFusion::candidates_checked).
+  int64_t candidates_checked_ = 0;
   std::vector<std::vector<int>> groups_;
   std::vector<SchedulerType> group_scheduler_;  // the scheduler taking each group
   std::vector<int> group_of_;

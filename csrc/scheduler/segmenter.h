@@ -87,6 +87,10 @@ struct SegmentedFusion {
   // makes two segments of one group. segmentFusionAs makes the segments
   // again from them (the runtime keeps them across processes).
   std::vector<std::vector<int>> groups;
+  // The search's work: candidate groups made into a segment fusion and
+  // offered to the schedulers (a candidate offered again is remembered, not
+  // checked again). It grows linearly with repeated blocks of a fusion.
+  int64_t candidates_checked = 0;
   // "segment 0 (reduction): T0 -> T2\nsegment 1 (pointwise): T0, T2 -> T5\n"
   std::string toString() const;
 };

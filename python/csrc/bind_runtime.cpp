@@ -62,6 +62,7 @@ py::dict costDict(const CompileCost& cost) {
   d["nvrtc_compiles"] = cost.nvrtc_compiles;
   d["disk_cache_hits"] = cost.disk_cache_hits;
   d["segmentations_from_disk"] = cost.segmentations_from_disk;
+  d["segment_candidates"] = cost.segment_candidates;
   return d;
 }
 

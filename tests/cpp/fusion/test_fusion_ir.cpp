@@ -425,6 +425,35 @@ TEST(Primitives, CacheAfterAndCacheBefore) {
   EXPECT_EQ(fusion.exprs().size(), 4u);
 }
 
+// The expression order a fusion keeps between calls follows every change
+// of the graph: cacheAfter/cacheBefore (replaceInput, replaceOutput), a new
+// output, a removed expression.
+TEST(Primitives, ExpressionOrderFollowsGraphChanges) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* tv0 = makeConcreteTensor({8, 4});
+  fusion.addInput(tv0);
+  TensorView* tv1 = neg(tv0);
+  TensorView* tv2 = sum(tv1, {1});
+  fusion.addOutput(tv2);
+  ASSERT_EQ(fusion.exprs().size(), 2u);
+  EXPECT_EQ(fusion.consumersOf(tv0), std::vector<TensorView*>{tv1});
+  TensorView* cached_in = tv0->cacheAfter();
+  EXPECT_EQ(fusion.consumersOf(tv0), std::vector<TensorView*>{cached_in});
+  EXPECT_EQ(fusion.consumersOf(cached_in), std::vector<TensorView*>{tv1});
+  TensorView* producer = tv2->cacheBefore();
+  EXPECT_EQ(fusion.consumersOf(tv1), std::vector<TensorView*>{producer});
+  EXPECT_EQ(fusion.exprs().back()->output(), tv2);
+  TensorView* tv3 = exp(tv1);  // computes nothing an output needs yet
+  EXPECT_EQ(fusion.exprs().size(), 4u);
+  EXPECT_EQ(fusion.consumersOf(tv1), std::vector<TensorView*>{producer});
+  fusion.addOutput(tv3);
+  EXPECT_EQ(fusion.exprs().size(), 5u);
+  EXPECT_EQ(fusion.consumersOf(tv1), (std::vector<TensorView*>{producer, tv3}));
+  fusion.removeExpr(tv3->definition());
+  EXPECT_EQ(fusion.consumersOf(tv1), std::vector<TensorView*>{producer});
+}
+
 TEST(Primitives, SetMemoryTypeAndPromoteReuse) {
   Fusion fusion;
   FusionGuard guard(&fusion);

@@ -802,5 +802,40 @@ TEST(Segmentation, InputsWeighingMoreThanTheTensorAreNotReadAgain) {
   EXPECT_EQ(segmented.segments[1].inputs, std::vector<const Val*>{v}) << segmented.toString();
 }
 
+// Issue 43: the search's work grows linearly with the number of repeated
+// blocks (a transformer's layers). Each round merges the best pair a
+// scheduler takes; the pairs it declined stay declined while their groups
+// are unchanged, and are remembered rather than offered to the schedulers
+// again every round. Offering them again made the search quadratic: 12, 26,
+// 60, 152 candidates for 1, 2, 4, 8 blocks; now 12, 24, 48, 96.
+TEST(Segmentation, SearchWorkGrowsLinearlyWithRepeatedBlocks) {
+  const int64_t m = 8, k = 16;
+  auto candidates = [&](int blocks) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* v = makeConcreteTensor({m, k});
+    fusion.addInput(v);
+    std::vector<at::Tensor> inputs = {randn({m, k})};
+    for (int b = 0; b < blocks; ++b) {
+      TensorView* w = makeConcreteTensor({k, k});
+      fusion.addInput(w);
+      inputs.push_back(randn({k, k}));
+      TensorView* h = matmul(v, w);
+      v = add(div(h, broadcast(sum(h, {1}), {false, true})), v);
+    }
+    fusion.addOutput(v);
+    RuntimeInfo runtime(fusion, inputInfosOf(fusion, inputs));
+    const SegmentedFusion segmented = segmentFusion(fusion, runtime);
+    EXPECT_EQ(segmented.segments.size(), static_cast<size_t>(2 * blocks)) << segmented.toString();
+    return segmented.candidates_checked;
+  };
+  const int64_t one = candidates(1), two = candidates(2), four = candidates(4), eight = candidates(8);
+  SCOPED_TRACE(::testing::Message() << "candidates checked for 1, 2, 4, 8 blocks: " << one << ", "
+                                    << two << ", " << four << ", " << eight);
+  // Each block adds the same work: 4 more blocks cost what 2 and 2 did.
+  EXPECT_EQ(eight - four, 2 * (four - two));
+  EXPECT_LE(eight, 8 * one);
+}
+
 }  // namespace
 }  // namespace smelt::testing
