@@ -100,6 +100,10 @@ def measure(name: str) -> Dict[str, object]:
     reports = smelt.backend.reports()
     code = machine_code(reports)
     fills = kernel_fills(reports, device_named(None))
+    # What a GPU would launch, decided here: each fusion compiled for CUDA on
+    # its traced inputs (the matmuls there go to cuBLAS by default).
+    on_gpu = Counter("library" if s.startswith("library_matmul") else s
+                     for r in reports for s in r.segments_on("cuda"))
     return {
         "model": name,
         "graphs": len(reports),
@@ -114,6 +118,9 @@ def measure(name: str) -> Dict[str, object]:
         "second_call_s": times[1],
         "smelt_kernels_per_forward": sum(r.smelt_kernels() for r in reports),
         "torch_launches_per_forward": sum(r.torch_launches() for r in reports),
+        "gpu_smelt_kernels_per_forward": sum(n for kind, n in on_gpu.items()
+                                             if kind not in ("library", "view")),
+        "gpu_library_calls_per_forward": on_gpu["library"],
         **code,
         "kernel_fill": fills,
         "underfilled_kernels": sum(f["underfilled"] for f in fills),
@@ -326,7 +333,7 @@ def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
     lines = [] if not any("nodes_fused" in r for r in rows) else [
              "| model | nodes fused / total | fused fraction | fusions | run-time fallbacks | "
              "max abs error | first call | second call | launches per forward: smelt + torch "
-             "(Inductor) | SASS non-matmul, distinct kernels (Inductor) | stack frames | "
+             "(Inductor); on a GPU (compiled for it here) | SASS non-matmul, distinct kernels (Inductor) | stack frames | "
              "kernels under one wave that could fill the GPU |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in (r for r in rows if "nodes_fused" in r):
@@ -334,6 +341,9 @@ def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
         launches = f"{r['smelt_kernels_per_forward']} + {r['torch_launches_per_forward']}"
         if "launches_per_forward" in peer:
             launches += f" ({peer['launches_per_forward']})"
+        if "gpu_library_calls_per_forward" in r:  # the matmuls in cuBLAS
+            launches += (f"; GPU: {r['gpu_smelt_kernels_per_forward']} + "
+                         f"{r['gpu_library_calls_per_forward']} cuBLAS + {r['torch_launches_per_forward']}")
         sass = str(r["sass_non_matmul"])
         if "total_sass_instructions" in peer:
             sass += f" ({peer['total_sass_instructions']})"

@@ -108,7 +108,7 @@ def test_zoo_matmuls_run_in_the_library_on_a_gpu(name):
     ran = sum(p.last_run.count(" library_matmul ") for r in reports for p in r.partitions)
     assert ran == matmuls, "\n".join(p.last_run for r in reports for p in r.partitions)
     on_gpu = sum((r.matmul_segments("cuda") for r in reports), start=Counter())
-    assert sum(on_gpu.values()) == matmuls and all(k.startswith("library_matmul") for k in on_gpu), on_gpu
+    assert sum(on_gpu.values()) == matmuls and all(k.startswith("library_matmul ") for k in on_gpu), on_gpu
 
 
 def test_autotune_keeps_the_faster_policy_on_disk(tmp_path, monkeypatch):

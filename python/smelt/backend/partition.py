@@ -131,22 +131,31 @@ class GraphReport:
                 failed.update(p.ops)
         return sum(n for op, n in (self.torch_ops + failed).items() if op not in METADATA_OPS)
 
-    def matmul_segments(self, device: str = "cuda", matmul: Optional[str] = None) -> Counter:
-        """The matmul segments the graph's fusions become on `device` for their
-        traced inputs, counted by scheduler and parameters' first words
-        ("library_matmul aten::mm Float -> Float", "matmul MatmulParams{..."):
-        which implementation each matmul gets there, decided without a GPU
-        (compile_for on meta stand-ins; nothing runs)."""
-        segments: Counter = Counter()
+    def segments_on(self, device: str = "cuda", matmul: Optional[str] = None) -> List[str]:
+        """What the graph's fusions become on `device` for their traced
+        inputs, decided without running or needing that device (compile_for
+        on meta stand-ins): per segment "scheduler" ("view" for a segment that
+        is a view, "library_matmul aten::mm float -> float" for a library
+        call). Each fusion's last_run_report() then shows that compile."""
+        segments: List[str] = []
         for fd, inputs, _ in self.traced_calls:
             fd.compile_for(inputs, device=device, matmul=matmul)
             for line in fd.last_run_report().splitlines():
                 words = line.split()
-                if len(words) > 1 and words[0].isdigit() and words[1] in ("matmul", "library_matmul"):
-                    call = line.split("{", 1)[1].split(";", 1)[0] if words[1] == "library_matmul" \
-                        else "smelt's kernel"
-                    segments[f"{words[1]}: {call}"] += 1
+                if len(words) < 2 or not words[0].isdigit():
+                    continue
+                if words[1] == "library_matmul":
+                    segments.append("library_matmul " + line.split("{", 1)[1].split(";", 1)[0])
+                else:
+                    segments.append(words[1].rstrip(":"))
         return segments
+
+    def matmul_segments(self, device: str = "cuda", matmul: Optional[str] = None) -> Counter:
+        """The matmul segments among segments_on(device): which implementation
+        each matmul gets there ("library_matmul aten::mm float -> float", or
+        "matmul" for smelt's generated kernel)."""
+        return Counter(s for s in self.segments_on(device, matmul)
+                       if s == "matmul" or s.startswith("library_matmul"))
 
     def smelt_kernels(self) -> int:
         """Kernels smelt launched in the latest call of the graph."""
