@@ -2,7 +2,6 @@
 
 #include "fusion/error.h"
 #include "scheduler/matmul/library_matmul.h"
-#include "scheduler/matmul/matmul_choice.h"
 #include "scheduler/matmul/matmul_scheduler.h"
 #include "scheduler/normalization.h"
 #include "scheduler/pointwise.h"
@@ -20,11 +19,11 @@ SchedulerEntry libraryMatmulEntry() {
 // Declines a matmul the library computes: the segmenter then gives its core
 // to the library and the epilogue to the schedulers around it.
 std::string matmulSchedulerRejectReason(const Fusion& f, const RuntimeInfo& r) {
-  std::string reason = matmulRejectReason(f);
-  if (reason.empty() && libraryTakesMatmulOf(f, r)) {
-    reason = "the matmul runs in the library (" + chooseMatmul(f, r).reason + ")";
-  }
-  return reason;
+  MatmulPattern pattern;
+  std::string reason = matmulRejectReason(f, &pattern);
+  if (!reason.empty()) return reason;
+  const std::string library = libraryTakesMatmul(pattern, r);
+  return library.empty() ? "" : "the matmul runs in the library (" + library + ")";
 }
 
 SchedulerEntry matmulEntry() {

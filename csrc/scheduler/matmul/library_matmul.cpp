@@ -94,10 +94,9 @@ const Expr* castBack(const TensorView* result, DataType type) {
 // Fills `call` and returns "", or returns why the fusion is not exactly a
 // matmul (with addmm's bias add, for a 2-D one) and the cast of its result
 // that the library computes.
-std::string analyzeCall(const Fusion& fusion, LibraryMatmulCall& call) {
-  std::string reason = matmulRejectReason(fusion);
+std::string analyzeCall(const Fusion& fusion, LibraryMatmulCall& call, MatmulPattern& p) {
+  std::string reason = matmulRejectReason(fusion, &p);
   if (!reason.empty()) return reason;
-  const MatmulPattern p = findMatmul(fusion);
   reason = coreReason(p);
   if (!reason.empty()) return reason;
   const DataType type = p.a->dtype();
@@ -137,6 +136,17 @@ std::string analyzeCall(const Fusion& fusion, LibraryMatmulCall& call) {
   return "";
 }
 
+// Fills `params` (the call and the choice's reason) and returns "", or
+// returns why the library does not compute this fusion for these inputs.
+std::string decide(const Fusion& fusion, const RuntimeInfo& runtime, LibraryMatmulParams& params) {
+  MatmulPattern pattern;
+  std::string reason = analyzeCall(fusion, params.call, pattern);
+  if (!reason.empty()) return reason;
+  const MatmulChoice choice = chooseMatmul(pattern, runtime);
+  params.reason = choice.reason;
+  return choice.implementation == MatmulImplementation::Library ? "" : choice.reason;
+}
+
 }  // namespace
 
 std::string LibraryMatmulParams::toString() const {
@@ -148,17 +158,14 @@ std::string LibraryMatmulParams::toString() const {
 }
 
 std::string libraryMatmulRejectReason(const Fusion& fusion, const RuntimeInfo& runtime) {
-  LibraryMatmulCall call;
-  std::string reason = analyzeCall(fusion, call);
-  if (!reason.empty()) return reason;
-  const MatmulChoice choice = chooseMatmul(fusion, runtime);
-  if (choice.implementation != MatmulImplementation::Library) return choice.reason;
-  return "";
+  LibraryMatmulParams unused;
+  return decide(fusion, runtime, unused);
 }
 
-bool libraryTakesMatmulOf(const Fusion& fusion, const RuntimeInfo& runtime) {
-  return coreReason(findMatmul(fusion)).empty() &&
-         chooseMatmul(fusion, runtime).implementation == MatmulImplementation::Library;
+std::string libraryTakesMatmul(const MatmulPattern& pattern, const RuntimeInfo& runtime) {
+  if (!coreReason(pattern).empty()) return "";
+  const MatmulChoice choice = chooseMatmul(pattern, runtime);
+  return choice.implementation == MatmulImplementation::Library ? choice.reason : "";
 }
 
 std::vector<std::vector<const Expr*>> libraryMatmulEpilogues(const TensorView* sum) {
@@ -184,19 +191,10 @@ std::vector<std::vector<const Expr*>> libraryMatmulEpilogues(const TensorView* s
   return epilogues;
 }
 
-LibraryMatmulCall libraryMatmulCall(const Fusion& fusion) {
-  LibraryMatmulCall call;
-  const std::string reason = analyzeCall(fusion, call);
-  SMELT_CHECK(reason.empty(), "library matmul: ", reason);
-  return call;
-}
-
 LibraryMatmulParams libraryMatmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {
-  const std::string reason = libraryMatmulRejectReason(fusion, runtime);
-  SMELT_CHECK(reason.empty(), "library matmul: ", reason);
   LibraryMatmulParams params;
-  params.call = libraryMatmulCall(fusion);
-  params.reason = chooseMatmul(fusion, runtime).reason;
+  const std::string reason = decide(fusion, runtime, params);
+  SMELT_CHECK(reason.empty(), "library matmul: ", reason);
   return params;
 }
 

@@ -20,6 +20,7 @@
 
 #include "fusion/fusion.h"
 #include "scheduler/heuristic.h"
+#include "scheduler/matmul/matmul_scheduler.h"
 #include "scheduler/runtime_info.h"
 
 namespace smelt {
@@ -50,10 +51,11 @@ struct LibraryMatmulParams : HeuristicParams {
 // Why the fusion is not one matmul a library computes for these inputs on
 // the runtime's target; empty when it is.
 std::string libraryMatmulRejectReason(const Fusion& fusion, const RuntimeInfo& runtime);
-// Whether the library computes the matmul of a fusion the matmul scheduler
-// takes (its core carved out into a segment of its own, the epilogue left
-// to the segments around it): then the matmul scheduler declines it.
-bool libraryTakesMatmulOf(const Fusion& fusion, const RuntimeInfo& runtime);
+// Why the library computes `pattern`, the matmul of a fusion the matmul
+// scheduler takes (its core carved out into a segment of its own, the
+// epilogue left to the segments around it): then the matmul scheduler
+// declines it. "" when the library does not.
+std::string libraryTakesMatmul(const MatmulPattern& pattern, const RuntimeInfo& runtime);
 // What the library computes with a matmul after `sum` (the sum over K of
 // the product of broadcast operands, as matmul() builds it), as sets of
 // expressions a library segment may take beyond the core, the largest
@@ -63,9 +65,6 @@ bool libraryTakesMatmulOf(const Fusion& fusion, const RuntimeInfo& runtime);
 std::vector<std::vector<const Expr*>> libraryMatmulEpilogues(const TensorView* sum);
 // The call for an accepted fusion; throws smelt::Error with the reason otherwise.
 LibraryMatmulParams libraryMatmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime);
-// The call, without the choice: the fusion must be exactly a matmul core
-// (and its output cast) the library can compute.
-LibraryMatmulCall libraryMatmulCall(const Fusion& fusion);
 // Always throws: a library matmul is not scheduled, the runtime calls the library.
 void scheduleLibraryMatmul(Fusion& fusion, const LibraryMatmulParams& params);
 

@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "fusion/error.h"
-#include "scheduler/matmul/matmul_scheduler.h"
 
 namespace smelt {
 
@@ -107,8 +106,7 @@ MatmulChoice chooseMatmul(const MatmulProblem& problem, const ExecutionTarget& t
                               nearest->n, "x", nearest->k, " (", nearest->operand_type, ")"));
 }
 
-MatmulProblem matmulProblem(const Fusion& fusion, const RuntimeInfo& runtime) {
-  const MatmulPattern pattern = findMatmul(fusion);
+MatmulProblem matmulProblem(const MatmulPattern& pattern, const RuntimeInfo& runtime) {
   const size_t batch = pattern.batched ? 1 : 0;
   const std::vector<IterDomain*> a = pattern.a->logicalNoReductions();
   MatmulProblem problem;
@@ -121,8 +119,8 @@ MatmulProblem matmulProblem(const Fusion& fusion, const RuntimeInfo& runtime) {
   return problem;
 }
 
-MatmulChoice chooseMatmul(const Fusion& fusion, const RuntimeInfo& runtime) {
-  return chooseMatmul(matmulProblem(fusion, runtime), runtime.target());
+MatmulChoice chooseMatmul(const MatmulPattern& pattern, const RuntimeInfo& runtime) {
+  return chooseMatmul(matmulProblem(pattern, runtime), runtime.target());
 }
 
 }  // namespace smelt

@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <string>
 
-#include "fusion/fusion.h"
 #include "fusion/types.h"
+#include "scheduler/matmul/matmul_scheduler.h"
 #include "scheduler/runtime_info.h"
 
 namespace smelt {
@@ -45,9 +45,9 @@ bool libraryTakesOperandType(DataType type);
 
 MatmulChoice chooseMatmul(const MatmulProblem& problem, const ExecutionTarget& target);
 
-// The problem of the fusion's matmul (findMatmul) for these inputs, and the
-// choice for it on the runtime's target.
-MatmulProblem matmulProblem(const Fusion& fusion, const RuntimeInfo& runtime);
-MatmulChoice chooseMatmul(const Fusion& fusion, const RuntimeInfo& runtime);
+// The problem of a fusion's matmul (matmul_scheduler.h's pattern) for these
+// inputs, and the choice for it on the runtime's target.
+MatmulProblem matmulProblem(const MatmulPattern& pattern, const RuntimeInfo& runtime);
+MatmulChoice chooseMatmul(const MatmulPattern& pattern, const RuntimeInfo& runtime);
 
 }  // namespace smelt

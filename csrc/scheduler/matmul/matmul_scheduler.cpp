@@ -353,9 +353,11 @@ MatmulSchedule scheduleTensorCoreMatmul(Fusion* fusion, const Analysis& analysis
 
 }  // namespace
 
-std::string matmulRejectReason(const Fusion& fusion) {
-  Analysis unused;
-  return analyze(fusion, unused);
+std::string matmulRejectReason(const Fusion& fusion, MatmulPattern* pattern) {
+  Analysis analysis;
+  std::string reason = analyze(fusion, analysis);
+  if (reason.empty() && pattern != nullptr) *pattern = analysis.pattern;
+  return reason;
 }
 
 MatmulPattern findMatmul(const Fusion& fusion) { return analyzeOrThrow(fusion).pattern; }

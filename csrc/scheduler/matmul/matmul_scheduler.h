@@ -51,7 +51,8 @@ struct MatmulPattern {
 // it can: not exactly one reduction that is a matmul, an operand computed in
 // the fusion, not exactly one [M, N] output, an epilogue op that is not
 // pointwise.
-std::string matmulRejectReason(const Fusion& fusion);
+// `pattern`, when given, receives the matmul of a fusion it accepts.
+std::string matmulRejectReason(const Fusion& fusion, MatmulPattern* pattern = nullptr);
 // The matmul; throws smelt::Error with the reject reason.
 MatmulPattern findMatmul(const Fusion& fusion);
 

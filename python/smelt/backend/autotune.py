@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, List, Sequence
 import torch
 
 from smelt import _C
+from smelt.backend.compile_ahead import storage_extent
 
 CANDIDATES = ("library", "generated")
 # Calls timed per candidate, after one warm-up call that compiles.
@@ -37,7 +38,7 @@ def random_like(meta: Any, device: str) -> Any:
     a matmul's inputs could have (a Python number stays as it is)."""
     if not isinstance(meta, torch.Tensor):
         return meta
-    extent = meta.storage_offset() + 1 + sum((s - 1) * abs(st) for s, st in zip(meta.shape, meta.stride()))
+    extent = storage_extent(meta.shape, meta.stride(), meta.storage_offset())
     if meta.dtype.is_floating_point:
         storage = torch.randn(extent, device=device).to(meta.dtype)
     elif meta.dtype == torch.bool:

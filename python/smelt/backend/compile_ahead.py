@@ -33,6 +33,11 @@ def compile_threads() -> int:
         raise SmeltError(f"SMELT_COMPILE_THREADS must be a number of threads, got {value!r}")
 
 
+def storage_extent(sizes: Sequence[int], strides: Sequence[int], offset: int) -> int:
+    """Elements of storage a non-empty strided view reaches (its offset included)."""
+    return offset + 1 + sum((s - 1) * abs(st) for s, st in zip(sizes, strides))
+
+
 def meta_stand_in(val: Any) -> Optional[Any]:
     """A meta tensor with `val`'s sizes, strides, dtype and storage offset (a
     Python number stays as it is); None when a size or stride is symbolic."""
@@ -43,8 +48,8 @@ def meta_stand_in(val: Any) -> Optional[Any]:
         return None
     if any(s == 0 for s in sizes):
         return torch.empty_strided(sizes, strides, dtype=val.dtype, device="meta")
-    extent = val.storage_offset() + 1 + sum((s - 1) * abs(st) for s, st in zip(sizes, strides))
-    storage = torch.empty(extent, dtype=val.dtype, device="meta")
+    storage = torch.empty(storage_extent(sizes, strides, val.storage_offset()), dtype=val.dtype,
+                          device="meta")
     return storage.as_strided(sizes, strides, val.storage_offset())
 
 
