@@ -124,25 +124,48 @@ def _auto_kind(tensor_cores: Optional[bool], arch: Optional[int], matmul: str) -
     return kind
 
 
+def _flatten_vectors(fd, inputs: Sequence[Any]) -> Sequence[Any]:
+    """nvFuser's vector inputs (define_vector(n)) come as lists or tuples
+    among the inputs: their numbers take the places of the n scalars."""
+    if not isinstance(inputs, (list, tuple)) or \
+            not any(isinstance(a, (list, tuple, torch.Size)) for a in inputs):
+        return inputs
+    flat: List[Any] = []
+    for a in inputs:
+        flat.extend(a if isinstance(a, (list, tuple, torch.Size)) else [a])
+    return flat
+
+
+def _concretized(fd, args: List[torch.Tensor]):
+    """fd itself, or the concrete fusion of a definition with ops whose
+    extents need the run's values, and the arguments for it."""
+    if not getattr(fd, "_deferred", False):
+        return fd, args
+    from smelt._concretize import concretize
+    return concretize(fd, args)
+
+
 def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None,
             device: Optional[Any] = None, matmul: Optional[str] = None) -> List[torch.Tensor]:
+    inputs = _flatten_vectors(fd, inputs)
     args = _arguments(fd, inputs)
     target = _device(fd, args, device)
-    key = fd._records_key()
+    run_fd, args = _concretized(fd, args)
+    key = run_fd._records_key()
     entry = fusion_cache().entry(key)
     if entry.key is not key:
-        fd._adopt_key(entry.key)
-    if fd.is_scheduled:
+        run_fd._adopt_key(entry.key)
+    if run_fd.is_scheduled:
         if tensor_cores is not None or matmul is not None:
             raise SmeltError("execute: tensor_cores and matmul are choices of the automatic "
                              "schedulers; this fusion is scheduled by hand")
         executor = fusion_cache().executor(entry, str(target),
-                                           lambda: ManualExecutor(fd, args, target))
+                                           lambda: ManualExecutor(run_fd, args, target))
     else:
         policy = matmul_policy(matmul)
         executor = fusion_cache().executor(
             entry, _auto_kind(tensor_cores, None, policy),
-            lambda: AutoExecutor(fd, tensor_cores, matmul=policy))
+            lambda: AutoExecutor(run_fd, tensor_cores, matmul=policy))
     from smelt.fusion_definition import logical_view
     outputs = [logical_view(out, layout)
                for out, layout in zip(executor.run(args, target), fd._output_layouts)]
@@ -153,20 +176,22 @@ def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None,
 
 def compile_for(fd, inputs: Sequence[Any], device: Optional[str] = None,
                 arch: Optional[int] = None, matmul: Optional[str] = None) -> List[torch.Tensor]:
+    inputs = _flatten_vectors(fd, inputs)
     args = _arguments(fd, inputs)
     if fd.is_scheduled:
         raise SmeltError("compile_for: this fusion is scheduled by hand; FusionExecutor compiles "
                          "it for its example inputs (fd.lower() shows the kernel)")
     target = torch.device(device) if device is not None else _device(fd, args)
+    run_fd, args = _concretized(fd, args)
     if target.type == "meta":
         target = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if arch is not None and (not isinstance(arch, int) or arch < 50 or arch % 10 > 9):
         raise SmeltError(f"compile_for: arch must be a compute capability as major*10+minor "
                          f"(80 for sm_80), got {arch!r}")
-    entry = fusion_cache().entry(fd._records_key())
+    entry = fusion_cache().entry(run_fd._records_key())
     policy = matmul_policy(matmul)
     executor = fusion_cache().executor(entry, _auto_kind(None, arch, policy),
-                                       lambda: AutoExecutor(fd, arch=arch, matmul=policy))
+                                       lambda: AutoExecutor(run_fd, arch=arch, matmul=policy))
     from smelt.fusion_definition import logical_view
     outputs = executor.compile_for(args, str(target))
     fd._last_executor = executor

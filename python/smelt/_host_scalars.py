@@ -33,16 +33,30 @@ class RunEnv:
 
 
 def _trunc_div(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    # nvFuser's div: integers truncate (C's /), floats divide.
+    # nvFuser's div: integers truncate (C's /), floats divide. An integer
+    # division by zero gives -1, as the kernel's (and torch's on the GPU).
     if a.is_floating_point() or b.is_floating_point():
         return torch.true_divide(a, b)
+    if not bool(b):
+        return torch.full((), -1, dtype=torch.promote_types(a.dtype, b.dtype))
     return torch.div(a, b, rounding_mode="trunc")
+
+
+def _integer_rest(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+    # remainder/fmod of integers by zero: 0, as the kernel's (torch's CPU raises).
+    def rest(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        if not (a.is_floating_point() or b.is_floating_point()) and not bool(b):
+            return torch.zeros((), dtype=torch.promote_types(a.dtype, b.dtype))
+        return fn(a, b)
+    return rest
 
 
 _SPECIAL: Dict[str, Callable[..., torch.Tensor]] = {
     "set": lambda a: a.clone(),
     "div": _trunc_div,
     "truediv": torch.true_divide,
+    "remainder": _integer_rest(torch.remainder),
+    "fmod": _integer_rest(torch.fmod),
 }
 
 

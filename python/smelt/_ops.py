@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional, Sequence
 from smelt import _C
 from smelt._C import DataType
 from smelt._records import ExtentRef, Impl
+from smelt._concretize import DEFERRED, placeholder
 
 
 def as_val(x: Any) -> Any:
@@ -204,6 +205,9 @@ DEFINITION_OPS: Dict[str, Impl] = {
     "flatten": _C.flatten,
     "linear": _C.linear,
     "gelu": lambda tv, approximate: _C.gelu(tv, approximate == "tanh"),
+    # An op whose extents need the run's values (see _concretize.py): the
+    # definition holds a placeholder; execute() builds the concrete op.
+    DEFERRED: lambda op, *args: placeholder(op, *args),
     **{name: _unary(getattr(_C, name)) for name in UNARY_OPS},
     **{name: _binary(getattr(_C, name)) for name in BINARY_OPS},
 }

@@ -262,6 +262,16 @@ Value.__abs__ = lambda self: self.fd.ops.abs(self)
 Value.__invert__ = lambda self: self.fd.ops.bitwise_not(self)
 
 
+def _int_or_value(entry: Any) -> Any:
+    """A bound, width or shape entry: constant scalars become ints."""
+    if isinstance(entry, Scalar) and entry.is_constant and entry.dtype not in (
+            DataType.Double, DataType.Float, DataType.Half, DataType.BFloat16, DataType.Bool):
+        return int(entry._val.value)
+    if isinstance(entry, bool):
+        return int(entry)
+    return entry
+
+
 class Shape(list):
     """A tensor's extents: a list that can also be called (nvFuser's shape())."""
 
@@ -345,21 +355,49 @@ class Operators:
         at run time, Tensor.size(d) of a fusion input (e.g. [y.size(0), -1])."""
         return self._op("expand", x, tuple(shape))
 
-    def pad(self, x: Tensor, pad_widths: Sequence[int], value: Number = 0.0) -> Tensor:
-        return self._op("pad", x, tuple(pad_widths), value)
+    def pad(self, x: Tensor, pad_widths: Sequence[Any], value: Number = 0.0) -> Tensor:
+        """torch.nn.functional.pad: widths from the last dimension, (before,
+        after) pairs; negative widths crop. Widths may be scalar inputs or
+        sizes: the pad is then concretized at execute (see _concretize.py)."""
+        widths = tuple(_int_or_value(w) for w in pad_widths)
+        from smelt._concretize import pad_needs_run_values
+        if isinstance(x, Tensor) and pad_needs_run_values(x.shape, widths):
+            return self._fd._deferred_op("pad", x, widths, value)
+        return self._op("pad", x, widths, value)
 
-    def slice(self, x: Tensor, start_indices: Sequence[int], end_indices: Sequence[int],
-              strides: Optional[Sequence[int]] = None) -> Tensor:
-        """x[start:end] along every dimension (nvFuser's form). Negative
-        positions count from the end and both clamp, as in Python; steps
-        other than 1 are not supported."""
+    def slice(self, x: Tensor, start_indices: Sequence[Any], end_indices: Sequence[Any],
+              strides: Optional[Sequence[int]] = None, *,
+              manual_normalization: bool = False) -> Tensor:
+        """x[start:end] along every dimension (nvFuser's form). Bounds are
+        ints, scalar inputs or sizes (e.g. T.shape()); negative positions
+        count from the end and both clamp, as in Python (an end before the
+        start gives an empty slice), unless manual_normalization=True, when
+        they are taken as given and must lie in [0, extent]. Bounds known only
+        at run time, and crops of extents known only at run time, are
+        concretized at execute. Steps other than 1 are not supported."""
         if strides is not None and any(s != 1 for s in strides):
             raise SmeltError(f"slice: steps {list(strides)} are not supported, only 1")
-        return self._op("slice", x, tuple(start_indices), tuple(end_indices))
+        starts = tuple(_int_or_value(a) for a in start_indices)
+        stops = tuple(_int_or_value(b) for b in end_indices)
+        from smelt._concretize import slice_needs_run_values
+        if not isinstance(x, Tensor) or len(starts) != x.ndim or len(stops) != x.ndim:
+            return self._op("slice", x, starts, stops)  # the core names the mismatch
+        if manual_normalization or slice_needs_run_values(x.shape, starts, stops):
+            return self._fd._deferred_op("slice", x, starts, stops, bool(manual_normalization))
+        return self._op("slice", x, starts, stops)
 
-    def cat(self, tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-        """torch.cat: joins tensors along `dim` (its extents must be constants)."""
-        return self._op("cat", tuple(tensors), dim)
+    def cat(self, tensors: Sequence[Tensor], dim: int = 0, manual_padding: bool = False) -> Tensor:
+        """torch.cat: joins tensors along `dim`. Extents along `dim` known
+        only at run time are concretized at execute (manual_padding, an
+        nvFuser hint, changes nothing here)."""
+        tensors = tuple(tensors)
+        if tensors and all(isinstance(t, Tensor) for t in tensors):
+            rank = tensors[0].ndim
+            d = dim + rank if dim < 0 else dim
+            if 0 <= d < rank and all(t.ndim == rank for t in tensors) and \
+                    not all(isinstance(t.size(d), int) for t in tensors):
+                return self._fd._deferred_op("cat", tensors, dim)
+        return self._op("cat", tensors, dim)
 
     def index_select(self, x: Tensor, index: Tensor, dim: int) -> Tensor:
         """x's dimensions before `dim`, then index's, then x's after `dim`:
@@ -412,7 +450,25 @@ class Operators:
         time). nvFuser's new_shape= is the same argument."""
         if (shape is None) == (new_shape is None):
             raise SmeltError("reshape: give the new shape once (shape= or nvFuser's new_shape=)")
-        return self._op("reshape", x, tuple(shape if shape is not None else new_shape))
+        entries = tuple(_int_or_value(e) for e in (shape if shape is not None else new_shape))
+        if isinstance(x, Tensor) and any(isinstance(e, Scalar) for e in entries):
+            return self._fd._deferred_op("reshape", x, entries)  # scalar inputs: at execute
+        try:
+            return self._op("reshape", x, entries)
+        except SmeltError:
+            # A split of an extent known only at run time: concretized at execute.
+            if not isinstance(x, Tensor) or all(isinstance(n, int) for n in x.shape):
+                raise
+            return self._fd._deferred_op("reshape", x, entries)
+
+    def stride_order(self, x: Tensor, stride_order: Sequence[int]) -> Tensor:
+        """nvFuser's stride_order op: x, to be laid out in memory with
+        dimension i having the stride_order[i]-th smallest stride when it is
+        an output (as add_output(t, stride_order=) does)."""
+        _layout_order(x, stride_order)  # checks the permutation
+        out = self.set(x)
+        self._fd._stride_orders[out.index] = tuple(stride_order)
+        return out
 
 
     def var(self, x: Tensor, dims: Union[int, Sequence[int], None] = None, correction: int = 1,
@@ -495,7 +551,10 @@ class FusionDefinition:
     Subclasses may define it in `definition(self)` and schedule it in
     `schedule(self)`; both run when the object is created."""
 
-    def __init__(self):
+    def __init__(self, id: Optional[int] = None, max_length: Optional[int] = None):
+        # id, max_length: nvFuser's fusion-cache slot and record limit; the
+        # cache here keys on the record itself, so an id only names it.
+        self._given_id = id
         self._records: List[Record] = []
         self._key_cache = None  # (records counted, the fusion cache's key of them)
         self._scheduled_cache = None  # (records counted, is_scheduled of them)
@@ -520,6 +579,10 @@ class FusionDefinition:
         self._empty_dims: Dict[int, tuple] = {}
         self._defining = False
         self._last_executor = None
+        # Set once an op is deferred to execute (see _concretize.py).
+        self._deferred = False
+        # fd.ops.stride_order: tensor index -> the stride order it asks for.
+        self._stride_orders: Dict[int, tuple] = {}
         self.ops = Operators(self)
         if type(self).definition is not FusionDefinition.definition:
             with self:
@@ -622,6 +685,9 @@ class FusionDefinition:
                 raise SmeltError(f"define_scalar: value {value} (a scalar input of that type) and "
                                  f"dtype={dtype} disagree")
             value, dtype = None, value
+        if isinstance(value, complex):
+            raise SmeltError(f"define_scalar: complex scalars ({value}) are not supported: smelt "
+                             "has no complex dtype (no complex arithmetic in codegen)")
         if value is not None and not isinstance(value, (bool, int, float)):
             raise SmeltError(f"define_scalar: expected a Python number, None or a DataType, got "
                              f"{type(value).__name__}")
@@ -690,13 +756,30 @@ class FusionDefinition:
             return self._host_scalar(dtype, getter)
         return operand
 
-    def define_vector(self, values: Sequence[Any]) -> List[Any]:
-        """nvFuser's vector of sizes: here simply the list itself (ints or
-        Tensor.size() symbols), accepted wherever a shape is."""
+    def define_vector(self, values: Union[int, Sequence[Any]],
+                      dtype: Any = DataType.Int) -> List[Any]:
+        """nvFuser's vector of sizes, accepted wherever a shape or slice
+        bounds are. define_vector([...]): the list itself (ints, scalars,
+        Tensor.size() values); define_vector(n): n integer scalar inputs of
+        `dtype`, given to execute() as a list or tuple among the inputs (or
+        as n numbers in their place)."""
+        dtype = to_data_type(dtype)
+        if dtype not in (DataType.Int, DataType.Int32):
+            raise SmeltError(f"define_vector: dtype {dtype} is not an index type (Int or Int32)")
+        if isinstance(values, int) and not isinstance(values, bool):
+            if values < 0:
+                raise SmeltError(f"define_vector: size {values} is negative")
+            return [self.define_scalar(dtype=dtype) for _ in range(values)]
+        if not isinstance(values, (list, tuple)):
+            raise SmeltError(f"define_vector: expected a list of sizes or a length, got "
+                             f"{type(values).__name__}")
         return list(values)
 
     def id(self) -> int:
-        """A stable identifier of this definition: equal for equal records."""
+        """A stable identifier of this definition: equal for equal records
+        (the id given to FusionDefinition(id=...) when there was one)."""
+        if self._given_id is not None:
+            return self._given_id
         return hash(tuple(self._records)) & ((1 << 63) - 1)
 
     def validate(self, inputs: Sequence[Any], reference_outputs: Optional[Sequence[Any]] = None,
@@ -744,6 +827,8 @@ class FusionDefinition:
         its own buffer first, so the fusion may still read the input."""
         if not isinstance(tensor, Tensor) or tensor.fd is not self:
             raise SmeltError("add_output: expected a tensor of this FusionDefinition")
+        if stride_order is None and alias_input is None:
+            stride_order = self._stride_orders.get(tensor.index)
         if alias_input is not None:
             self._add_alias(tensor, alias_input, stride_order)
         if any(tensor is t for t in self._inputs):
@@ -821,6 +906,10 @@ class FusionDefinition:
     # ---- building fusions from the record ----
     def build_fusion(self):
         """A fresh _C.Fusion from the record (definition and schedule)."""
+        if self._deferred:
+            raise SmeltError("this fusion has ops whose extents are known only at run time "
+                             "(a slice, pad, cat or reshape by scalar inputs or run-time sizes); "
+                             "it is concretized by execute() for its inputs")
         fusion = _C.Fusion()
         with _C.FusionGuard(fusion):
             replay(self._records, _ops.IMPLS, [])
@@ -834,6 +923,12 @@ class FusionDefinition:
 
     def _schedule_op(self, op: str, *args: Any) -> Any:
         return self._apply(op, args)
+
+    def _deferred_op(self, op: str, *args: Any) -> Any:
+        """An op whose extents need the run's values (see _concretize.py)."""
+        out = self._define_op("deferred", op, *args)
+        self._deferred = True
+        return out
 
     def _apply(self, op: str, args: Sequence[Any]) -> Any:
         record = Record(op, freeze([self._ref(a) for a in args]))

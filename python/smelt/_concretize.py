@@ -1,0 +1,500 @@
+"""Concretization: ops whose output extents are known only at run time.
+
+A slice, pad, cat or reshape whose extents depend on a scalar input (or on
+arithmetic of run-time sizes), or that crops a dimension whose extent is
+symbolic, cannot be built into the definition Fusion: the core needs its
+crops as constants. Such a call is recorded as a *deferred* record,
+``Record("deferred", (op, *args))``, and the definition fusion gets a
+placeholder of the right rank and dtype (a ``full`` of fresh symbolic
+extents) so that later calls check ranks and dtypes as usual.
+
+At execute, :func:`concretize` rebuilds the record with the run's values:
+
+* the scalars the deferred records read are bound (user scalar inputs and
+  host scalars, e.g. ``fd.ops.sub(x.size(1), 2)``);
+* slice bounds are normalized as Python does (negative from the end, both
+  clamped; an end before the start gives an empty slice) unless the slice
+  was defined with ``manual_normalization=True``, when they must already be
+  within ``[0, extent]``;
+* each deferred record becomes the ordinary op with integer arguments; an
+  input extent that op must know as a constant is made static in the
+  concrete fusion's ``define_tensor`` (only those extents: the others stay
+  symbolic);
+* a result with no element becomes a ``full`` whose zero extent is a scalar
+  input bound to 0 (the runtime launches nothing for it).
+
+The concrete record is itself the fusion cache's key, so a *binding class*
+(the values the extents depend on, and the static input extents) has its
+own kernels, while scalars that change no extent stay kernel arguments. The
+definition and its concrete fusions share one implementation: the concrete
+record replays through the same op implementations (_ops.IMPLS).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+import torch
+
+from smelt import _C
+from smelt._C import DataType, SmeltError
+from smelt._records import ExtentRef, Record, Ref, apply
+
+INT64_MAX = (1 << 63) - 1
+DEFERRED = "deferred"
+_SIZE_SYMBOL = re.compile(r"T(\d+)\.size\[(\d+)\]")
+_INTEGER_TYPES = (DataType.Int, DataType.Int32, DataType.Int16, DataType.Int8, DataType.UInt8)
+
+
+# ---- definition time: the placeholder --------------------------------------
+
+_placeholder_count = [0]
+
+
+def _fresh_extent(op: str, d: int) -> Any:
+    _placeholder_count[0] += 1
+    return _C.IntExpr.symbol(f"{op}{_placeholder_count[0]}.extent[{d}]")
+
+
+def _check_int_entry(op: str, what: str, entry: Any) -> None:
+    """A bound, width or shape entry: an int, a Size, or an integer scalar."""
+    if isinstance(entry, (ExtentRef, int)) and not isinstance(entry, bool):
+        return
+    if isinstance(entry, _C.Val) and not entry.is_tensor and entry.dtype in _INTEGER_TYPES:
+        return
+    raise SmeltError(f"{op}: {what} {entry} is not an integer (an int, Tensor.size(d), or an "
+                     f"integer scalar)")
+
+
+def _rank(tv: Any) -> int:
+    return len(tv.logical_no_reductions)
+
+
+def placeholder(op: str, *args: Any) -> Any:
+    """The definition fusion's stand-in for a deferred op: its rank and
+    dtype, with the argument checks that do not need the run's values."""
+    if op == "slice":
+        tv, starts, stops, manual = args
+        rank = _rank(tv)
+        if len(starts) != rank or len(stops) != rank:
+            raise SmeltError(f"slice: tensor {tv.name} has rank {rank} but {len(starts)} starts "
+                             f"and {len(stops)} ends were given")
+        for d, (a, b) in enumerate(zip(starts, stops)):
+            _check_int_entry("slice", f"dimension {d}'s start", a)
+            _check_int_entry("slice", f"dimension {d}'s end", b)
+        return _stand_in(op, tv.dtype, [None] * rank)
+    if op == "pad":
+        tv, widths, _value = args
+        rank = _rank(tv)
+        if len(widths) % 2 or len(widths) // 2 > rank:
+            raise SmeltError(f"pad: tensor {tv.name} of rank {rank} needs an even number of "
+                             f"widths, at most {2 * rank}, got {len(widths)}")
+        for k, w in enumerate(widths):
+            _check_int_entry("pad", f"width {k}", w)
+        padded = {rank - 1 - k for k in range(len(widths) // 2)}
+        return _stand_in(op, tv.dtype, [None if d in padded else tv.logical_no_reductions[d].size
+                                        for d in range(rank)])
+    if op == "cat":
+        tvs, dim = args
+        rank = _rank(tvs[0])
+        d = dim + rank if dim < 0 else dim
+        if not 0 <= d < rank:
+            raise SmeltError(f"cat: dimension {dim} is out of range for rank {rank}")
+        for tv in tvs:
+            if _rank(tv) != rank:
+                raise SmeltError(f"cat: {tv.name} has rank {_rank(tv)} where {tvs[0].name} has "
+                                 f"rank {rank}")
+        dtype = _promoted([tv.dtype for tv in tvs])
+        return _stand_in(op, dtype, [None if k == d else tvs[0].logical_no_reductions[k].size
+                                     for k in range(rank)])
+    if op == "reshape":
+        tv, shape = args
+        for k, e in enumerate(shape):
+            _check_int_entry("reshape", f"entry {k}", e)
+        if sum(1 for e in shape if isinstance(e, int) and e == -1) > 1:
+            raise SmeltError(f"reshape: shape {_show(shape)} of {tv.name} has more than one -1")
+        return _stand_in(op, tv.dtype, [None] * len(shape))
+    raise SmeltError(f"{op}: cannot be deferred")  # not reached
+
+
+def _stand_in(op: str, dtype: DataType, extents: Sequence[Any]) -> Any:
+    shape = [_fresh_extent(op, d) if e is None else e for d, e in enumerate(extents)]
+    return _C.full(shape, _C.constant(0.0, dtype), dtype)
+
+
+def _promoted(dtypes: Sequence[DataType]) -> DataType:
+    from smelt.dtypes import to_data_type, to_torch_dtype
+    result = to_torch_dtype(dtypes[0])
+    for dt in dtypes[1:]:
+        result = torch.promote_types(result, to_torch_dtype(dt))
+    return to_data_type(result)
+
+
+def _show(entries: Sequence[Any]) -> str:
+    return "[" + ", ".join(str(e) for e in entries) + "]"
+
+
+# ---- which calls are deferred -----------------------------------------------
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def slice_needs_run_values(sizes: Sequence[Any], starts: Sequence[Any],
+                           stops: Sequence[Any]) -> bool:
+    """Whether a slice of a tensor of `sizes` (ints, or run-time sizes)
+    needs the run's values: a bound that is not an int, a crop of a
+    run-time extent, or an empty result (the core builds none)."""
+    for size, a, b in zip(sizes, starts, stops):
+        if not (_is_int(a) and _is_int(b)):
+            return True
+        whole = a == 0 and b >= INT64_MAX
+        if whole:
+            continue
+        if not _is_int(size):
+            return True
+        start, stop = (_clamp(a, size), _clamp(b, size))
+        if stop <= start:
+            return True
+    return False
+
+
+def pad_needs_run_values(sizes: Sequence[Any], widths: Sequence[Any]) -> bool:
+    if not all(_is_int(w) for w in widths):
+        return True
+    rank = len(sizes)
+    for k in range(len(widths) // 2):
+        size, lo, hi = sizes[rank - 1 - k], widths[2 * k], widths[2 * k + 1]
+        if (lo < 0 or hi < 0) and not _is_int(size):
+            return True
+        if _is_int(size) and size + lo + hi < 1:
+            return True
+    return False
+
+
+def _clamp(p: int, extent: int) -> int:
+    if p < 0:
+        p += extent
+    return min(max(p, 0), extent)
+
+
+# ---- execute time: the concrete fusion --------------------------------------
+
+class ConcreteDefinition:
+    """A FusionDefinition's record with the run's extents: what the executor
+    builds, schedules and caches (it quacks like a FusionDefinition for
+    _execution's AutoExecutor / ManualExecutor)."""
+
+    def __init__(self, records: Tuple[Record, ...], arg_plan: Tuple[Any, ...],
+                 is_scheduled: bool):
+        self.records = records
+        self.arg_plan = arg_plan  # per concrete fusion input: original position, or ("zero",)
+        self.is_scheduled = is_scheduled
+        self._key = None
+
+    def _records_key(self):
+        from smelt.fusion_cache import RecordsKey
+        if self._key is None:
+            self._key = RecordsKey(self.records)
+        return self._key
+
+    def _adopt_key(self, key) -> None:
+        if self._key == key:
+            self._key = key
+
+    def build_fusion(self):
+        from smelt import _ops
+        from smelt._records import replay
+        fusion = _C.Fusion()
+        with _C.FusionGuard(fusion):
+            replay(self.records, _ops.IMPLS, [])
+        return fusion
+
+    def arguments(self, args: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+        return [torch.tensor(0, dtype=torch.int64) if p == ("zero",) else args[p]
+                for p in self.arg_plan]
+
+
+class _NeedStatic(Exception):
+    """A deferred op found input extents it needs as constants."""
+
+    def __init__(self, dims: Set[Tuple[int, int]]):
+        super().__init__()
+        self.dims = dims
+
+
+def concretize(fd, args: List[torch.Tensor]):
+    """(ConcreteDefinition, its arguments) for a run with `args` (the
+    fusion's inputs in order, host scalars included)."""
+    scalars = _scalar_values(fd, args)
+    static: Set[Tuple[int, int]] = set(getattr(fd, "_static_dims", ()))
+    while True:
+        try:
+            concrete = _Concretizer(fd, args, scalars, static).run()
+        except _NeedStatic as need:
+            grown = static | need.dims
+            if grown == static:  # cannot happen: a static extent is a constant
+                raise SmeltError("concretization did not converge") from None
+            static = grown
+            fd._static_dims = frozenset(static)
+            continue
+        return concrete, concrete.arguments(args)
+
+
+def _scalar_values(fd, args: Sequence[torch.Tensor]) -> Dict[int, Any]:
+    """Handle index -> value of every scalar input of the run (the user's
+    and the host scalars)."""
+    from smelt.fusion_definition import Scalar
+    values: Dict[int, Any] = {}
+    for entry, arg in zip(fd._fusion_inputs, args):
+        if entry[0] == "user":
+            decl = fd._inputs[entry[1]]
+            if isinstance(decl, Scalar):
+                values[decl.index] = None if arg.is_meta else arg.item()
+        else:
+            values[entry[1].index] = None if arg.is_meta else arg.item()
+    return values
+
+
+class _Concretizer:
+    def __init__(self, fd, args, scalars, static):
+        self.fd = fd
+        self.args = args
+        self.scalars = scalars
+        self.static = static
+        self.records: List[Record] = []
+        self.values: List[Any] = []       # concrete fusion's values
+        self.remap: Dict[int, int] = {}   # definition value index -> concrete value index
+        self.arg_plan: List[Any] = []
+        self.sizes: Dict[str, int] = {}   # concrete size symbol -> value
+        self.symbol_dims: Dict[str, Tuple[int, int]] = {}  # -> (fusion input position, dim)
+        self.need: Set[Tuple[int, int]] = set()
+        self.zero: Optional[int] = None   # concrete index of the scalar bound to 0
+        self.input_position = 0
+
+    # records with Refs remapped, applied to the concrete fusion
+    def _emit(self, op: str, args: Sequence[Any]) -> List[int]:
+        record = Record(op, tuple(args))
+        from smelt import _ops
+        new = apply(_ops.IMPLS[op], record, self.values)
+        self.records.append(record)
+        return list(range(len(self.values) - len(new), len(self.values)))
+
+    def _map(self, a: Any) -> Any:
+        if isinstance(a, Ref):
+            return Ref(self.remap[a.index])
+        if isinstance(a, ExtentRef):
+            return ExtentRef(tuple((self._map(v), d) for v, d in a.factors), a.scale)
+        if isinstance(a, tuple):
+            return tuple(self._map(x) for x in a)
+        return a
+
+    def run(self) -> ConcreteDefinition:
+        fusion = _C.Fusion()
+        count = 0  # values the definition had created before this record
+        with _C.FusionGuard(fusion):
+            for record in self.fd._records:
+                if record.op == DEFERRED:
+                    new = self._deferred(record.args[0], record.args[1:])
+                elif record.op == "define_tensor":
+                    new = self._define_tensor(record)
+                elif record.op == "define_scalar" and record.args[0] is None:
+                    self.arg_plan.append(self.input_position)
+                    self.input_position += 1
+                    new = self._emit(record.op, self._map(record.args))
+                    value = self.scalars.get(count)
+                    if record.args[1] in _INTEGER_TYPES and value is not None:
+                        self.sizes[self.values[new[0]].symbol] = int(value)
+                else:
+                    new = self._emit(record.op, self._map(record.args))
+                for k, concrete in enumerate(new):
+                    self.remap[count + k] = concrete
+                count += len(new)
+        if self.need:
+            raise _NeedStatic(self.static | self.need)
+        return ConcreteDefinition(tuple(self.records), tuple(self.arg_plan),
+                                  self.fd.is_scheduled)
+
+    def _define_tensor(self, record: Record) -> List[int]:
+        shape, contiguity, dtype = record.args
+        position = self.input_position
+        self.input_position += 1
+        self.arg_plan.append(position)
+        arg = self.args[position]
+        shape = list(shape)
+        for d, n in enumerate(shape):
+            if n == -1 and (position, d) in self.static and arg.shape[d] > 0:
+                shape[d] = int(arg.shape[d])
+        new = self._emit("define_tensor", (tuple(shape), contiguity, dtype))
+        tv = self.values[new[0]]
+        for d, id_ in enumerate(tv.logical_no_reductions):
+            text = str(id_.size)
+            if _SIZE_SYMBOL.fullmatch(text):
+                self.symbol_dims[text] = (position, d)
+                self.sizes[text] = int(arg.shape[d])
+        return new
+
+    # ---- values of the run ----
+    def _value(self, op: str, what: str, entry: Any) -> int:
+        """An int argument of a deferred op, with the run's values."""
+        if isinstance(entry, Ref):
+            handle = self.fd._handles[entry.index]
+            val = self.fd._values[entry.index]
+            if val.is_constant:
+                return int(val.value)
+            value = self.scalars.get(entry.index)
+            if value is None:
+                raise SmeltError(f"{op}: {what} is a scalar known only at run time; give it a "
+                                 f"value (compile_for's meta inputs have none)")
+            return int(value)
+        if isinstance(entry, ExtentRef):
+            n = entry.scale
+            for v, d in entry.factors:
+                n *= self._extent(self.values[self.remap[v.index]], d)
+            return n
+        return int(entry)
+
+    def _extent(self, tv: Any, d: int) -> int:
+        size = tv.logical_no_reductions[d].size
+        if size.value is not None:
+            return int(size.value)
+        return int(size.evaluate(self.sizes))
+
+    def _require_constant(self, op: str, tv: Any, d: int) -> bool:
+        """Whether extent d of tv is a constant; else asks for its symbols to
+        be made static (the run restarts) and says False."""
+        size = tv.logical_no_reductions[d].size
+        if size.value is not None:
+            return True
+        symbols = re.findall(r"[A-Za-z_][\w.\[\]]*", str(size))
+        for symbol in symbols:
+            dim = self.symbol_dims.get(symbol)
+            if dim is None:
+                raise SmeltError(
+                    f"{op}: dimension {d} of {tv.name} has the extent {size}, which this op needs "
+                    f"as a constant; only extents of input tensors can be made static")
+            self.need.add(dim)
+        return False
+
+    def _empty(self, dtype: DataType, shape: Sequence[int]) -> List[int]:
+        """A tensor of `shape` (an extent is 0) as a full whose zero extents
+        are a scalar input bound to 0."""
+        if self.zero is None:
+            self.arg_plan.append(("zero",))
+            self.zero = self._emit("define_scalar", (None, DataType.Int))[0]
+        entries = tuple(Ref(self.zero) if n == 0 else n for n in shape)
+        fill = False if dtype == DataType.Bool else 0
+        return self._emit("full", (entries, fill, dtype))
+
+    # ---- the deferred ops ----
+    def _deferred(self, op: str, args: Sequence[Any]) -> List[int]:
+        return getattr(self, f"_{op}")(*args)
+
+    def _tensor(self, ref: Ref) -> Tuple[Ref, Any]:
+        index = self.remap[ref.index]
+        return Ref(index), self.values[index]
+
+    def _slice(self, ref, starts, stops, manual) -> List[int]:
+        cref, tv = self._tensor(ref)
+        rank = _rank(tv)
+        extents = [self._extent(tv, d) for d in range(rank)]
+        lo, hi, out = [], [], []
+        for d in range(rank):
+            e = extents[d]
+            a = self._value("slice", f"dimension {d}'s start", starts[d])
+            b = self._value("slice", f"dimension {d}'s end", stops[d])
+            if manual:
+                if not 0 <= a <= b <= e:
+                    raise SmeltError(
+                        f"slice: dimension {d} of {self._name(ref)} (extent {e}) takes [{a}, {b}), "
+                        f"outside the tensor; with manual_normalization=True bounds must satisfy "
+                        f"0 <= start <= end <= extent")
+            else:
+                a, b = _clamp(a, e), _clamp(b, e)
+                b = max(a, b)
+            lo.append(a)
+            hi.append(b)
+            out.append(b - a)
+        if any(n == 0 for n in out):
+            return self._empty(tv.dtype, out)
+        cropped = [d for d in range(rank) if (lo[d], hi[d]) != (0, extents[d])]
+        if not all([self._require_constant("slice", tv, d) for d in cropped]):
+            return self._stub(tv.dtype, out)
+        return self._emit("slice", (cref, tuple(lo[d] if d in cropped else 0 for d in range(rank)),
+                                    tuple(hi[d] if d in cropped else INT64_MAX
+                                          for d in range(rank))))
+
+    def _stub(self, dtype, shape) -> List[int]:
+        """Keeps the walk going when a restart is already due."""
+        return self._emit("full", (tuple(max(n, 1) for n in shape), False if dtype ==
+                                   DataType.Bool else 0, dtype))
+
+    def _pad(self, ref, widths, value) -> List[int]:
+        cref, tv = self._tensor(ref)
+        rank = _rank(tv)
+        ws = [self._value("pad", f"width {k}", w) for k, w in enumerate(widths)]
+        out = [self._extent(tv, d) for d in range(rank)]
+        negative = []
+        for k in range(len(ws) // 2):
+            d = rank - 1 - k
+            n = out[d] + ws[2 * k] + ws[2 * k + 1]
+            if n < 0:
+                raise SmeltError(f"pad: dimension {d} of {self._name(ref)} (extent {out[d]}) with "
+                                 f"widths ({ws[2 * k]}, {ws[2 * k + 1]}) would have extent {n}")
+            if ws[2 * k] < 0 or ws[2 * k + 1] < 0:
+                negative.append(d)
+            out[d] = n
+        if any(n == 0 for n in out):
+            return self._empty(tv.dtype, out)
+        if not all([self._require_constant("pad", tv, d) for d in negative]):
+            return self._stub(tv.dtype, out)
+        return self._emit("pad", (cref, tuple(ws), self._map(value)))
+
+    def _cat(self, refs, dim) -> List[int]:
+        pieces = [self._tensor(r) for r in refs]
+        rank = _rank(pieces[0][1])
+        d = dim + rank if dim < 0 else dim
+        dtype = _promoted([tv.dtype for _, tv in pieces])
+        kept = [(r, tv) for r, tv in pieces if self._extent(tv, d) > 0]
+        shape = [self._extent(pieces[0][1], k) for k in range(rank)]
+        shape[d] = sum(self._extent(tv, d) for _, tv in pieces)
+        if not kept or any(n == 0 for n in shape):
+            return self._empty(dtype, shape)
+        if not all([self._require_constant("cat", tv, d) for _, tv in kept]):
+            return self._stub(dtype, shape)
+        new = self._emit("cat", (tuple(r for r, _ in kept), d))
+        if self.values[new[0]].dtype != dtype:
+            new = self._emit("cast", (Ref(new[0]), dtype))
+        return new
+
+    def _reshape(self, ref, shape) -> List[int]:
+        cref, tv = self._tensor(ref)
+        rank = _rank(tv)
+        numel = 1
+        for d in range(rank):
+            numel *= self._extent(tv, d)
+        entries = [self._value("reshape", f"entry {k}", e) for k, e in enumerate(shape)]
+        infer = [k for k, e in enumerate(entries) if e == -1]
+        known = 1
+        for k, e in enumerate(entries):
+            if e < -1 or (e == -1 and len(infer) > 1):
+                raise SmeltError(f"reshape: shape {entries} of {self._name(ref)} has an invalid "
+                                 f"entry {e} at {k}")
+            if e != -1:
+                known *= e
+        if infer:
+            if known == 0 or numel % known:
+                raise SmeltError(f"reshape: shape {entries} is invalid for {self._name(ref)} of "
+                                 f"{numel} elements")
+            entries[infer[0]] = numel // known
+        elif known != numel:
+            raise SmeltError(f"reshape: shape {entries} is invalid for {self._name(ref)} of "
+                             f"{numel} elements")
+        if numel == 0:
+            return self._empty(tv.dtype, entries)
+        if not all([self._require_constant("reshape", tv, d) for d in range(rank)]):
+            return self._stub(tv.dtype, entries)
+        return self._emit("reshape", (cref, tuple(entries)))
+
+    def _name(self, ref: Ref) -> str:
+        return self.fd._values[ref.index].name
