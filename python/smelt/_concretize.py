@@ -114,6 +114,19 @@ def placeholder(op: str, *args: Any) -> Any:
         if sum(1 for e in shape if isinstance(e, int) and e == -1) > 1:
             raise SmeltError(f"reshape: shape {_show(shape)} of {tv.name} has more than one -1")
         return _stand_in(op, tv.dtype, [None] * len(shape))
+    if op == "expand":
+        tv, shape = args
+        rank = _rank(tv)
+        if len(shape) != rank:
+            raise SmeltError(f"expand: tensor {tv.name} has rank {rank} but the shape has "
+                             f"{len(shape)} entries")
+        for d, (e, id_) in enumerate(zip(shape, tv.logical_no_reductions)):
+            _check_int_entry("expand", f"entry {d}", e)
+            if _is_int(e) and e != -1 and id_.iter_type != _C.IterType.Broadcast and \
+                    id_.size.value is not None and id_.size.value != e:
+                raise SmeltError(f"expand: dimension {d} of {tv.name} has extent {id_.size} and "
+                                 f"is not a broadcast, so it cannot expand to {e}")
+        return _stand_in(op, tv.dtype, [None] * rank)
     raise SmeltError(f"{op}: cannot be deferred")  # not reached
 
 
@@ -382,6 +395,7 @@ class _Concretizer:
         if self.zero is None:
             self.arg_plan.append(("zero",))
             self.zero = self._emit("define_scalar", (None, DataType.Int))[0]
+            self.sizes[self.values[self.zero].symbol] = 0
         entries = tuple(Ref(self.zero) if n == 0 else n for n in shape)
         fill = False if dtype == DataType.Bool else 0
         return self._emit("full", (entries, fill, dtype))
@@ -495,6 +509,16 @@ class _Concretizer:
         if not all([self._require_constant("reshape", tv, d) for d in range(rank)]):
             return self._stub(tv.dtype, entries)
         return self._emit("reshape", (cref, tuple(entries)))
+
+    def _expand(self, ref, shape) -> List[int]:
+        cref, tv = self._tensor(ref)
+        out = []
+        for d, e in enumerate(shape):
+            n = self._value("expand", f"entry {d}", e)
+            out.append(self._extent(tv, d) if n == -1 else n)
+        if any(n == 0 for n in out):
+            return self._empty(tv.dtype, out)
+        return self._emit("expand", (cref, self._map(tuple(shape))))
 
     def _name(self, ref: Ref) -> str:
         return self.fd._values[ref.index].name

@@ -353,7 +353,10 @@ class Operators:
     def expand(self, x: Tensor, shape: Sequence[Union[int, str]]) -> Tensor:
         """Entries are ints (-1 keeps the dimension) or, for a size known only
         at run time, Tensor.size(d) of a fusion input (e.g. [y.size(0), -1])."""
-        return self._op("expand", x, tuple(shape))
+        shape = tuple(_int_or_value(e) for e in shape)
+        if isinstance(x, Tensor) and any(isinstance(e, int) and e == 0 for e in shape):
+            return self._fd._deferred_op("expand", x, shape)  # to no element: at execute
+        return self._op("expand", x, shape)
 
     def pad(self, x: Tensor, pad_widths: Sequence[Any], value: Number = 0.0) -> Tensor:
         """torch.nn.functional.pad: widths from the last dimension, (before,
@@ -380,8 +383,11 @@ class Operators:
         starts = tuple(_int_or_value(a) for a in start_indices)
         stops = tuple(_int_or_value(b) for b in end_indices)
         from smelt._concretize import slice_needs_run_values
-        if not isinstance(x, Tensor) or len(starts) != x.ndim or len(stops) != x.ndim:
-            return self._op("slice", x, starts, stops)  # the core names the mismatch
+        if not isinstance(x, Tensor):
+            raise SmeltError(f"slice: expected a tensor, got {type(x).__name__}")
+        if len(starts) != x.ndim or len(stops) != x.ndim:
+            raise SmeltError(f"slice: tensor {x.name} has rank {x.ndim} but {len(starts)} starts "
+                             f"and {len(stops)} ends were given")
         if manual_normalization or slice_needs_run_values(x.shape, starts, stops):
             return self._fd._deferred_op("slice", x, starts, stops, bool(manual_normalization))
         return self._op("slice", x, starts, stops)

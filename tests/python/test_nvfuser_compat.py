@@ -141,3 +141,248 @@ def test_binary_ops_broadcast_lower_rank_tensors_implicitly():
     added, chosen = fd.execute([X, B, M])
     torch.testing.assert_close(added, X + B)
     torch.testing.assert_close(chosen, torch.where(M, X, B))
+
+
+# ---- issue 45: concretization of symbolic extents, the remaining call forms ----
+# These mirror the forms of nvFuser's public frontend tests (tests/python/direct/
+# test_python_frontend.py): test_slice_api / test_slice_error_checks (dynamic
+# bounds, define_vector(3) bounds, T.shape() ends, manual_normalization),
+# test_dynamic_reshape, test_reshape_dynamic, test_execute_with_tuple_and_list,
+# test_tensor_ndim, test_output_stride_order(_with_reduction), test_pad_dynamic,
+# test_cat_symbolic, test_expand_to_zero, test_where_dtypes. Written here.
+
+from smelt.fusion_cache import fusion_cache  # noqa: E402
+
+
+def _same(out, ref):
+    """Values, shape, dtype, and the dense row-major strides smelt's outputs
+    have (torch's slice is a view; nvFuser's and smelt's outputs are dense)."""
+    torch.testing.assert_close(out, ref, rtol=0, atol=0)
+    assert out.stride() == torch.empty(ref.shape).stride()
+
+
+X46 = torch.arange(24.0).reshape(4, 6)
+
+
+@pytest.mark.parametrize("n", [3, -2, 6, 10, 0, -10])
+def test_slice_end_from_a_scalar_input_normalizes_as_python(n):
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+        end = fd.define_scalar(DataType.Int)
+        fd.add_output(fd.ops.slice(t, [0, 0], [t.size(0), end]))
+    _same(fd.execute([X46, n])[0], X46[:, :n])
+
+
+def test_slice_bounds_from_vectors_and_shape_as_nvfuser_writes_them():
+    x = torch.randn(2, 5, 10, generator=gen(40))
+    offset = (0, 1, 2)
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True],
+                             dtype=DataType.Float, stride_order=[2, 1, 0])
+        fd.add_output(fd.ops.slice(t, start_indices=offset, end_indices=(2, 5, 10),
+                                   strides=(1, 1, 1)))
+        fd.add_output(fd.ops.slice(t, list(offset), t.shape()))
+        start, end = fd.define_vector(3), fd.define_vector(3)
+        fd.add_output(fd.ops.slice(t, start, end))
+    for out in fd.execute([x, *offset, *x.shape]):
+        _same(out, x[:, 1:, 2:])
+    # the vectors may also come as lists
+    _same(fd.execute([x, list(offset), tuple(x.shape)])[2], x[:, 1:, 2:])
+
+
+def test_slice_of_symbolic_extents_with_constant_bounds_and_empty_results():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.slice(t, [1, -4], [3, -1]))
+        fd.add_output(fd.ops.slice(t, [2, 0], [1, 6]))  # end before start: empty
+    a, b = fd.execute([X46])
+    _same(a, X46[1:3, -4:-1])
+    assert b.shape == (0, 6) and b.dtype == torch.float32
+
+
+def test_slice_manual_normalization_takes_bounds_as_given():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        s = fd.define_scalar(DataType.Int)
+        fd.add_output(fd.ops.slice(t, [0, s], [4, 5], manual_normalization=True))
+    _same(fd.execute([X46, 2])[0], X46[:, 2:5])
+    with pytest.raises(SmeltError, match=r"slice: dimension 1 of T0 \(extent 6\) takes \[-1, 5\)"):
+        fd.execute([X46, -1])
+
+
+def test_slice_errors_name_the_tensor_and_dimension():
+    with pytest.raises(SmeltError, match="slice: tensor T0 has rank 2 but 1 starts"):
+        with FusionDefinition() as fd:
+            t = fd.define_tensor(shape=[-1, -1])
+            fd.add_output(fd.ops.slice(t, [fd.define_scalar(DataType.Int)], [3]))
+    with pytest.raises(SmeltError, match="slice: dimension 1's end .* is not an integer"):
+        with FusionDefinition() as fd:
+            t = fd.define_tensor(shape=[-1, -1])
+            fd.add_output(fd.ops.slice(t, [0, 0], [3, fd.define_scalar(DataType.Double)]))
+
+
+def test_pad_widths_from_scalars_crop_and_grow():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        lo, hi = fd.define_scalar(DataType.Int), fd.define_scalar(DataType.Int)
+        fd.add_output(fd.ops.pad(t, [lo, hi], 0.5))
+    for lo_, hi_ in [(2, 1), (-1, 3), (-2, -4)]:
+        _same(fd.execute([X46, lo_, hi_])[0],
+              torch.nn.functional.pad(X46, [lo_, hi_], value=0.5))
+    with pytest.raises(SmeltError, match=r"pad: dimension 1 of T0 \(extent 6\) with widths "
+                                         r"\(-5, -3\) would have extent -2"):
+        fd.execute([X46, -5, -3])
+
+
+def test_cat_of_symbolic_pieces_and_empty_pieces():
+    with FusionDefinition() as fd:
+        a = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        b = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        n = fd.define_scalar(DataType.Int)
+        fd.add_output(fd.ops.cat([a, fd.ops.slice(b, [0, 0], [b.size(0), n])], dim=-1))
+    Y = torch.randn(4, 5, generator=gen(41))
+    for n in [2, 5, 0]:
+        _same(fd.execute([X46, Y, n])[0], torch.cat([X46, Y[:, :n]], -1))
+
+
+def test_reshape_to_scalar_inputs_and_vector_inputs():
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1], [True, True])
+        d1 = fd.define_scalar(dtype=DataType.Int32)
+        d2 = fd.define_scalar(dtype=DataType.Int32)
+        fd.add_output(fd.ops.reshape(x, [fd.ops.size(x, 0), d1, d2]))
+    _same(fd.execute([X46, 2, 3])[0], X46.reshape(4, 2, 3))
+    _same(fd.execute([X46, -1, 2])[0], X46.reshape(4, -1, 2))
+    with pytest.raises(SmeltError, match=r"reshape: shape \[4, 5, 5\] is invalid for T0 of 24"):
+        fd.execute([X46, 5, 5])
+
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(torch.empty(2, 3, 4))
+        fd.add_output(fd.ops.sum(fd.ops.reshape(t, fd.define_vector(2, dtype=DataType.Int)),
+                                 dims=[0]))
+    X = torch.randn(2, 3, 4, generator=gen(42))
+    torch.testing.assert_close(fd.execute([X, [6, 4]])[0], X.reshape(6, 4).sum(0))
+    torch.testing.assert_close(fd.execute([X, (4, 6)])[0], X.reshape(4, 6).sum(0))
+
+
+def test_reshape_split_of_a_symbolic_extent_to_constants():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        fd.add_output(fd.ops.reshape(t, [2, 12]))
+    _same(fd.execute([X46])[0], X46.reshape(2, 12))
+
+
+def test_full_and_iota_of_sizes_from_scalar_arithmetic():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], dtype=DataType.Float)
+        n = fd.ops.mul(t.size(0), 2)
+        fd.add_output(fd.ops.full([n, 2], 1.5, DataType.Float))
+        fd.add_output(fd.ops.iota(fd.ops.sub(t.size(0), 1), 0, 1, DataType.Int))
+    a, b = fd.execute([torch.ones(3)])
+    _same(a, torch.full((6, 2), 1.5))
+    _same(b, torch.arange(2))
+
+
+def test_kernels_are_cached_per_binding_class_not_per_scalar():
+    fusion_cache().clear()
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1], dtype=DataType.Float)
+        end = fd.define_scalar(DataType.Int)
+        scale = fd.define_scalar(DataType.Double)
+        fd.add_output(fd.ops.mul(fd.ops.slice(t, [0, 0], [t.size(0), end]), scale))
+    _same(fd.execute([X46, 3, 2.0])[0], X46[:, :3] * 2.0)
+    entries = fusion_cache().stats().entries
+    _same(fd.execute([X46, 3, -1.0])[0], X46[:, :3] * -1.0)  # another scale: same kernel
+    X8 = torch.arange(48.0).reshape(8, 6)
+    _same(fd.execute([X8, 3, 1.0])[0], X8[:, :3])  # rows are not cropped: same kernel
+    assert fusion_cache().stats().entries == entries
+    _same(fd.execute([X46, 4, 1.0])[0], X46[:, :4])  # another extent: another kernel
+    assert fusion_cache().stats().entries == entries + 1
+    _same(fd.execute([X46, 10, 1.0])[0], X46[:, :10])  # clamps to 6: a new class
+    _same(fd.execute([X46, 6, 1.0])[0], X46[:, :6])  # ... the same one as 6
+    assert fusion_cache().stats().entries == entries + 2
+
+
+def test_definition_with_run_time_extents_is_not_built_without_values():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1])
+        fd.add_output(fd.ops.slice(t, [0, 0], [2, fd.define_scalar(DataType.Int)]))
+    with pytest.raises(SmeltError, match="concretized by execute"):
+        fd.build_fusion()
+
+
+def test_fusion_definition_id_keyword():
+    with FusionDefinition(id=7) as fd:
+        t = fd.define_tensor(shape=[-1])
+        fd.add_output(fd.ops.add(t, 1.0))
+    assert fd.id() == 7
+    _same(fd.execute([torch.ones(3)])[0], torch.full((3,), 2.0))
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2], [2, 1, 0], [1, 0, 2], [2, 0, 1]])
+def test_ops_stride_order_lays_out_the_output(order):
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    with FusionDefinition() as fd:
+        t = fd.from_pytorch(x)
+        fd.add_output(fd.ops.stride_order(fd.ops.add(t, fd.define_scalar(3.0)), order))
+    out = fd.execute([x])[0]
+    torch.testing.assert_close(out, x + 3.0)
+    strides = out.stride()
+    # dimension i has the order[i]-th smallest stride
+    assert sorted(range(3), key=lambda d: strides[d]) == sorted(range(3), key=lambda d: order[d])
+    with pytest.raises(SmeltError, match="stride_order .* must be a permutation of 0..2"):
+        with FusionDefinition() as fd:
+            t = fd.from_pytorch(x)
+            fd.add_output(fd.ops.stride_order(t, [0, 0, 1]))
+
+
+def test_expand_to_and_from_zero_size_dimensions():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[1, -1], contiguity=[None, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.expand(t, [0, -1]))
+        fd.add_output(fd.ops.expand(t, [4, -1]))  # size-1 axis declared as 1 in shape=
+    one = torch.ones(1, 3)
+    a, b = fd.execute([one])
+    assert a.shape == (0, 3) and a.dtype == torch.float32
+    torch.testing.assert_close(b, one.expand(4, 3))
+    assert b.stride() == one.expand(4, 3).stride()  # (0, 1): a broadcast, as torch's
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, 1], dtype=DataType.Float)
+        fd.add_output(fd.ops.expand(t, [-1, 5]))
+    assert fd.execute([torch.ones(0, 1)])[0].shape == (0, 5)
+
+
+def test_complex_scalars_are_refused_clearly():
+    with pytest.raises(SmeltError, match=r"complex scalars \(\(1\+2j\)\) are not supported"):
+        with FusionDefinition() as fd:
+            fd.define_scalar(1 + 2j)
+
+
+def test_integer_division_of_scalars_by_zero_gives_the_kernels_result():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], dtype=DataType.Int)
+        a, b = fd.define_scalar(7), fd.define_scalar(0)
+        n = fd.define_scalar(DataType.Int)
+        fd.add_output(fd.ops.add(t, fd.ops.div(a, b)))           # folded now: -1
+        fd.add_output(fd.ops.add(t, fd.ops.div(a, n)))           # at run time: -1
+        fd.add_output(fd.ops.add(t, fd.ops.remainder(a, n)))     # 0
+        fd.add_output(fd.ops.div(t, n))                          # in the kernel: -1
+    zeros = torch.zeros(2, dtype=torch.long)
+    outs = fd.execute([zeros, 0])
+    for out, v in zip(outs, [-1, -1, 0, -1]):
+        _same(out, torch.full((2,), v, dtype=torch.long))
+
+
+def test_where_of_typed_scalars_keeps_their_dtype():
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1], dtype=DataType.Bool)
+        fd.add_output(fd.ops.where(t, fd.define_scalar(3, DataType.Int32),
+                                   fd.define_scalar(5, DataType.Int32)))
+        fd.add_output(fd.ops.where(t, fd.define_scalar(3), fd.define_scalar(5)))
+        fd.add_output(fd.ops.where(t, fd.define_scalar(3.0, DataType.Float),
+                                   fd.define_scalar(5.0, DataType.Float)))
+    c = torch.tensor([True, False])
+    i32, i64, f32 = fd.execute([c])
+    _same(i32, torch.tensor([3, 5], dtype=torch.int32))
+    _same(i64, torch.tensor([3, 5]))
+    _same(f32, torch.tensor([3.0, 5.0]))
