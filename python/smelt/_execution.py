@@ -127,12 +127,19 @@ def _auto_kind(tensor_cores: Optional[bool], arch: Optional[int], matmul: str) -
 def _flatten_vectors(fd, inputs: Sequence[Any]) -> Sequence[Any]:
     """nvFuser's vector inputs (define_vector(n)) come as lists or tuples
     among the inputs: their numbers take the places of the n scalars."""
+    from smelt.fusion_definition import Scalar
     if not isinstance(inputs, (list, tuple)) or \
             not any(isinstance(a, (list, tuple, torch.Size)) for a in inputs):
         return inputs
+    declared = fd.inputs
     flat: List[Any] = []
     for a in inputs:
-        flat.extend(a if isinstance(a, (list, tuple, torch.Size)) else [a])
+        position = len(flat)
+        if isinstance(a, (list, tuple, torch.Size)) and position + len(a) <= len(declared) and \
+                all(isinstance(d, Scalar) for d in declared[position:position + len(a)]):
+            flat.extend(a)
+        else:
+            flat.append(a)  # a list in a tensor's place: _arguments names it
     return flat
 
 

@@ -463,7 +463,8 @@ class Operators:
             return self._op("reshape", x, entries)
         except SmeltError:
             # A split of an extent known only at run time: concretized at execute.
-            if not isinstance(x, Tensor) or all(isinstance(n, int) for n in x.shape):
+            if not isinstance(x, Tensor) or all(isinstance(n, int) for n in x.shape) or \
+                    not all(isinstance(e, (int, Size, Scalar)) for e in entries):
                 raise
             return self._fd._deferred_op("reshape", x, entries)
 

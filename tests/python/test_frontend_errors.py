@@ -160,9 +160,13 @@ def test_layout_and_composite_op_errors(build, message):
             build(fd, fd.define_tensor([3, 4]))
 
 
-def test_reshape_cannot_split_a_symbolic_dimension():
-    with pytest.raises(SmeltError, match=r"splitting dimension 1 \(symbolic extent T0.size\[1\]\) "
-                                         r"into several would need a divisibility check"):
-        with FusionDefinition() as fd:
-            x = fd.define_tensor([-1, -1])
-            fd.ops.reshape(x, [x.size(0), 2, -1])
+def test_reshape_splitting_a_symbolic_dimension_is_checked_at_execute():
+    # Issue 45: the split is concretized for each run's extents (the
+    # divisibility is checked then, naming the tensor).
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1])
+        fd.add_output(fd.ops.reshape(x, [x.size(0), 2, -1]))
+    X = torch.randn(3, 8)
+    torch.testing.assert_close(fd.execute([X])[0], X.reshape(3, 2, -1))
+    with pytest.raises(SmeltError, match=r"reshape: shape \[3, 2, -1\] is invalid for T0 of 21"):
+        fd.execute([torch.randn(3, 7)])

@@ -144,7 +144,8 @@ def test_every_ir_op_is_covered():
     the nvFuser-only ops, test_nvfuser_ops.py) tests it."""
     import os
     from smelt._ops import DEFINITION_OPS
-    ops = set(DEFINITION_OPS) - {"define_tensor", "define_scalar", "add_output"}
+    # "deferred" wraps slice/pad/cat/reshape/expand whose extents need the run's values.
+    ops = set(DEFINITION_OPS) - {"define_tensor", "define_scalar", "add_output", "deferred"}
     here = os.path.dirname(__file__)
     source = "".join(open(os.path.join(here, f)).read()
                      for f in (os.path.basename(__file__), "test_nvfuser_ops.py"))

@@ -327,12 +327,15 @@ def test_scalar_inputs_as_shape_entries():
         (out,) = fd.execute([X, cols])
         assert out.shape == (3, cols)
         torch.testing.assert_close(out, X.expand(3, cols) + 2.0)
-    # A reshape into a free scalar cannot be matched against the input's extents.
-    with pytest.raises(SmeltError, match=r"reshape of tensor T0 .* into \[s0, -1\]"):
-        with FusionDefinition() as fd:
-            x = fd.define_tensor([-1, -1])
-            s = fd.define_scalar(DataType.Int)
-            fd.add_output(fd.ops.reshape(x, [s, -1]))
+    # A reshape into a free scalar is concretized for each run (issue 45).
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, -1])
+        s = fd.define_scalar(DataType.Int)
+        fd.add_output(fd.ops.reshape(x, [s, -1]))
+    X = torch.randn(4, 6, generator=gen(22))
+    torch.testing.assert_close(fd.execute([X, 8])[0], X.reshape(8, -1))
+    with pytest.raises(SmeltError, match=r"reshape: shape \[5, -1\] is invalid for T0 of 24"):
+        fd.execute([X, 5])
 
 
 def test_dtype_conversion_takes_python_scalar_types():

@@ -195,13 +195,17 @@ def test_a_size_of_another_definition_or_a_product_string_is_refused():
             fd.ops.reshape(x, ["(T0.size[0] * T0.size[1])"])
 
 
-def test_splitting_an_opaque_symbolic_extent_stays_refused():
-    with pytest.raises(SmeltError, match=r"splitting dimension 0 \(symbolic extent T0.size\[0\]\) "
-                                         r"into several would need a divisibility check"):
-        with FusionDefinition() as fd:
-            x = fd.define_tensor([-1], [True], DataType.Float)
-            y = fd.define_tensor([-1, -1], [True, True], DataType.Float)
-            fd.ops.reshape(x, [y.size(0), y.size(1)])
+def test_splitting_an_opaque_symbolic_extent_is_checked_at_execute():
+    # Issue 45: concretized for each run (x's extent made static), the product
+    # checked against the other tensor's sizes then.
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1], [True], DataType.Float)
+        y = fd.define_tensor([-1, -1], [True, True], DataType.Float)
+        fd.add_output(fd.ops.reshape(x, [y.size(0), y.size(1)]))
+    X = torch.randn(6)
+    torch.testing.assert_close(fd.execute([X, torch.empty(2, 3)])[0], X.reshape(2, 3))
+    with pytest.raises(SmeltError, match=r"reshape: shape \[2, 2\] is invalid for T0 of 6"):
+        fd.execute([X, torch.empty(2, 2)])
 
 
 # A reshape undone later in the same fusion (fuzz seed 5502607:
