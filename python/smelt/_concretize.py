@@ -60,8 +60,8 @@ def _check_int_entry(op: str, what: str, entry: Any) -> None:
     """A bound, width or shape entry: an int, a Size, or an integer scalar."""
     if isinstance(entry, (ExtentRef, int)) and not isinstance(entry, bool):
         return
-    if isinstance(entry, _C.Val) and not entry.is_tensor and entry.dtype in _INTEGER_TYPES:
-        return
+    if isinstance(entry, _C.Val) and not entry.is_tensor and entry.dtype != DataType.Bool:
+        return  # a floating scalar is truncated, as nvFuser casts it to an index
     raise SmeltError(f"{op}: {what} {entry} is not an integer (an int, Tensor.size(d), or an "
                      f"integer scalar)")
 
@@ -120,13 +120,16 @@ def placeholder(op: str, *args: Any) -> Any:
         if len(shape) != rank:
             raise SmeltError(f"expand: tensor {tv.name} has rank {rank} but the shape has "
                              f"{len(shape)} entries")
+        extents = []
         for d, (e, id_) in enumerate(zip(shape, tv.logical_no_reductions)):
             _check_int_entry("expand", f"entry {d}", e)
-            if _is_int(e) and e != -1 and id_.iter_type != _C.IterType.Broadcast and \
+            broadcast = id_.iter_type == _C.IterType.Broadcast
+            if _is_int(e) and e != -1 and not broadcast and \
                     id_.size.value is not None and id_.size.value != e:
                 raise SmeltError(f"expand: dimension {d} of {tv.name} has extent {id_.size} and "
                                  f"is not a broadcast, so it cannot expand to {e}")
-        return _stand_in(op, tv.dtype, [None] * rank)
+            extents.append(id_.size if not broadcast or (_is_int(e) and e == -1) else None)
+        return _stand_in(op, tv.dtype, extents)
     raise SmeltError(f"{op}: cannot be deferred")  # not reached
 
 
@@ -324,6 +327,13 @@ class _Concretizer:
                     self.remap[count + k] = concrete
                 count += len(new)
         if self.need:
+            # Dimensions the fusion maps onto a needed one must be static too: a
+            # segment rebuilt from its inputs may take the extent from any of
+            # them. Mapped dimensions have equal sizes, so every symbolic input
+            # dimension of a needed size is made static (a superset: it costs a
+            # kernel per such size, never a wrong value).
+            sizes = {self.sizes[sym] for sym, dim in self.symbol_dims.items() if dim in self.need}
+            self.need |= {dim for sym, dim in self.symbol_dims.items() if self.sizes[sym] in sizes}
             raise _NeedStatic(self.static | self.need)
         return ConcreteDefinition(tuple(self.records), tuple(self.arg_plan),
                                   self.fd.is_scheduled)
@@ -351,7 +361,6 @@ class _Concretizer:
     def _value(self, op: str, what: str, entry: Any) -> int:
         """An int argument of a deferred op, with the run's values."""
         if isinstance(entry, Ref):
-            handle = self.fd._handles[entry.index]
             val = self.fd._values[entry.index]
             if val.is_constant:
                 return int(val.value)
@@ -512,13 +521,23 @@ class _Concretizer:
 
     def _expand(self, ref, shape) -> List[int]:
         cref, tv = self._tensor(ref)
-        out = []
+        out, target = [], []
         for d, e in enumerate(shape):
             n = self._value("expand", f"entry {d}", e)
-            out.append(self._extent(tv, d) if n == -1 else n)
+            extent = self._extent(tv, d)
+            broadcast = tv.logical_no_reductions[d].iter_type == _C.IterType.Broadcast
+            if n != -1 and not broadcast and n != extent:
+                raise SmeltError(f"expand: dimension {d} of {self._name(ref)} has extent {extent} "
+                                 f"and is not a broadcast, so it cannot expand to {n}")
+            keep = n == -1 or not broadcast or n == 1
+            out.append(extent if keep else n)
+            # a run-time size stays symbolic in the kernel (no recompilation per value)
+            target.append(-1 if keep else n if _is_int(e) else self._map(e))
         if any(n == 0 for n in out):
             return self._empty(tv.dtype, out)
-        return self._emit("expand", (cref, self._map(tuple(shape))))
+        if all(n == -1 for n in target):
+            return self._emit("set", (cref,))
+        return self._emit("expand", (cref, tuple(target)))
 
     def _name(self, ref: Ref) -> str:
         return self.fd._values[ref.index].name

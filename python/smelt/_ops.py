@@ -70,6 +70,8 @@ def _reduction(c_op, tv, dims, keepdim, dtype):
         tv = _C.cast(tv, dtype)
     rank = _rank(tv)
     out = c_op(tv, list(dims) if dims is not None else list(range(rank)))
+    if dtype is not None and out.dtype != dtype:
+        out = _C.cast(out, dtype)  # torch.sum(int32, dtype=int32) stays int32
     if keepdim:
         reduced = {d + rank if d < 0 else d for d in dims} if dims is not None else set(range(rank))
         out = _C.broadcast(out, [d in reduced for d in range(rank)])

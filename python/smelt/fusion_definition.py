@@ -262,6 +262,29 @@ Value.__abs__ = lambda self: self.fd.ops.abs(self)
 Value.__invert__ = lambda self: self.fd.ops.bitwise_not(self)
 
 
+def _dims_or_dtype(dims: Any, dtype: Any) -> tuple:
+    """nvFuser's reductions also take the dtype in the place of the dims
+    (fd.ops.prod(t, DataType.Float)); DataType.Null is no dtype."""
+    if isinstance(dims, DataType) and dtype is None:
+        return None, dims
+    return dims, dtype
+
+
+def _expand_needs_run_values(x: "Tensor", shape: Sequence[Any]) -> bool:
+    """An expand to an empty extent, or one that names the extent of a
+    non-broadcast run-time dimension (e.g. expand(t0, t1.shape())), which
+    only the run can check."""
+    axes = x._val.logical_no_reductions
+    for d, (e, id_) in enumerate(zip(shape, axes)):
+        if isinstance(e, int) and e == -1:
+            continue
+        if isinstance(e, int) and e == 0:
+            return True
+        if id_.iter_type != _C.IterType.Broadcast and not isinstance(x.size(d), int):
+            return True
+    return False
+
+
 def _int_or_value(entry: Any) -> Any:
     """A bound, width or shape entry: constant scalars become ints."""
     if isinstance(entry, Scalar) and entry.is_constant and entry.dtype not in (
@@ -301,16 +324,20 @@ class Operators:
     # reductions
     def sum(self, x: Tensor, dims: Union[int, Sequence[int], None] = None, keepdim: bool = False,
             dtype: Optional[DataType] = None) -> Tensor:
+        dims, dtype = _dims_or_dtype(dims, dtype)
         return self._op("sum", x, _ops.reduction_dims(dims), keepdim,
                         None if dtype is None else to_data_type(dtype))
 
     def max(self, x: Tensor, dims: Union[int, Sequence[int], None] = None,
-            keepdim: bool = False) -> Tensor:
-        return self._op("max", x, _ops.reduction_dims(dims), keepdim, None)
+            keepdim: bool = False, dtype: Optional[DataType] = None) -> Tensor:
+        dims, dtype = _dims_or_dtype(dims, dtype)
+        return self._op("max", x, _ops.reduction_dims(dims), keepdim,
+                        None if dtype is None else to_data_type(dtype))
 
     def prod(self, x: Tensor, dims: Union[int, Sequence[int], None] = None, keepdim: bool = False,
              dtype: Optional[DataType] = None) -> Tensor:
         """torch.prod over `dims` (integers and bool multiply in int64)."""
+        dims, dtype = _dims_or_dtype(dims, dtype)
         return self._op("prod", x, _ops.reduction_dims(dims), keepdim,
                         None if dtype is None else to_data_type(dtype))
 
@@ -348,14 +375,22 @@ class Operators:
 
     def broadcast_in_dim(self, x: Tensor, shape: Sequence[int],
                          broadcast_dims: Sequence[int]) -> Tensor:
-        return self._op("broadcast_in_dim", x, tuple(shape), tuple(broadcast_dims))
+        shape = tuple(_int_or_value(e) for e in shape)
+        if isinstance(x, Tensor) and any(isinstance(e, int) and e == 0 for e in shape) and \
+                len(broadcast_dims) == x.ndim:
+            # To an empty extent: the new axes, then an expand (concretized at execute).
+            dims = [d + len(shape) if d < 0 else d for d in broadcast_dims]
+            if len(shape) > x.ndim:
+                x = self.broadcast(x, [d not in dims for d in range(len(shape))])
+            return self.expand(x, shape)
+        return self._op("broadcast_in_dim", x, shape, tuple(broadcast_dims))
 
     def expand(self, x: Tensor, shape: Sequence[Union[int, str]]) -> Tensor:
         """Entries are ints (-1 keeps the dimension) or, for a size known only
         at run time, Tensor.size(d) of a fusion input (e.g. [y.size(0), -1])."""
         shape = tuple(_int_or_value(e) for e in shape)
-        if isinstance(x, Tensor) and any(isinstance(e, int) and e == 0 for e in shape):
-            return self._fd._deferred_op("expand", x, shape)  # to no element: at execute
+        if isinstance(x, Tensor) and len(shape) == x.ndim and _expand_needs_run_values(x, shape):
+            return self._fd._deferred_op("expand", x, shape)  # checked at execute
         return self._op("expand", x, shape)
 
     def pad(self, x: Tensor, pad_widths: Sequence[Any], value: Number = 0.0) -> Tensor:
@@ -532,6 +567,11 @@ class Operators:
         if approximate not in ("none", "tanh"):
             raise SmeltError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         return self._op("gelu", x, approximate)
+
+
+# nvFuser's "no dtype" (e.g. sum(..., dtype=DataType.Null)): keep the default.
+if not hasattr(DataType, "Null"):
+    DataType.Null = None
 
 
 def _elementwise_method(name: str, arity: int):
@@ -834,12 +874,14 @@ class FusionDefinition:
         its own buffer first, so the fusion may still read the input."""
         if not isinstance(tensor, Tensor) or tensor.fd is not self:
             raise SmeltError("add_output: expected a tensor of this FusionDefinition")
+        if isinstance(stride_order, Tensor) and alias_input is None:
+            stride_order, alias_input = None, stride_order  # nvFuser: add_output(out, alias_input)
         if stride_order is None and alias_input is None:
             stride_order = self._stride_orders.get(tensor.index)
         if alias_input is not None:
             self._add_alias(tensor, alias_input, stride_order)
-        if any(tensor is t for t in self._inputs):
-            tensor = self.ops.set(tensor)  # an input returned as it is: a copy
+        if any(tensor is t for t in self._inputs) or any(tensor is t for t in self._outputs):
+            tensor = self.ops.set(tensor)  # an input, or an output again: a copy
         order = _layout_order(tensor, stride_order)
         if order is None:
             self._define_op("add_output", tensor)

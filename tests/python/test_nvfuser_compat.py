@@ -218,7 +218,7 @@ def test_slice_errors_name_the_tensor_and_dimension():
     with pytest.raises(SmeltError, match="slice: dimension 1's end .* is not an integer"):
         with FusionDefinition() as fd:
             t = fd.define_tensor(shape=[-1, -1])
-            fd.add_output(fd.ops.slice(t, [0, 0], [3, fd.define_scalar(DataType.Double)]))
+            fd.add_output(fd.ops.slice(t, [0, 0], [3, fd.define_scalar(DataType.Bool)]))
 
 
 def test_pad_widths_from_scalars_crop_and_grow():
