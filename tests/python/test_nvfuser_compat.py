@@ -386,3 +386,73 @@ def test_where_of_typed_scalars_keeps_their_dtype():
     _same(i32, torch.tensor([3, 5], dtype=torch.int32))
     _same(i64, torch.tensor([3, 5]))
     _same(f32, torch.tensor([3.0, 5.0]))
+
+
+def test_reduction_dtype_keeps_int32_and_may_take_the_dims_place():
+    # nvFuser's test_cast_scalar and test_prod forms
+    ones = torch.ones(2, 4, 8, dtype=torch.int32)
+    with FusionDefinition() as fd:
+        t0, t1 = fd.from_pytorch(ones), fd.from_pytorch(ones)
+        c1 = fd.ops.cast(fd.define_scalar(3.0), DataType.Int32)
+        fd.add_output(fd.ops.sum(fd.ops.mul(fd.ops.add(t0, t1), c1), [-1], False, DataType.Int32))
+        fd.add_output(fd.ops.prod(t0, DataType.Float))
+        fd.add_output(fd.ops.max(t0, dims=[1], keepdim=False, dtype=DataType.Null))
+    s, p, m = fd.execute([ones, ones])
+    _same(s, torch.sum((ones + ones) * 3, dim=-1, dtype=torch.int32))
+    _same(p, torch.prod(ones, dtype=torch.float32))
+    _same(m, ones.amax(1))
+
+
+def test_reshape_to_a_shape_computed_from_scalars_as_nvfuser_prints_it():
+    # nvFuser's test_reshape_dynamic: the -1 inferred by scalar arithmetic that
+    # goes through a float reciprocal (a float extent is truncated, as nvFuser does).
+    x = torch.randn(192).as_strided((4, 8, 6), (48, 6, 1))
+    with FusionDefinition() as fd:
+        s0 = fd.define_scalar(None, dtype=DataType.Int)
+        t1 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True],
+                              dtype=DataType.Float, stride_order=[2, 1, 0])
+        s3 = fd.ops.mul(fd.define_scalar(1, dtype=DataType.Int), s0)
+        s15 = fd.ops.mul(fd.define_scalar(192, dtype=DataType.Int), fd.ops.reciprocal(s3))
+        t19 = fd.ops.reshape(t1, new_shape=[s0, s15])
+        fd.add_output(fd.ops.sum(t19, dims=[1], keepdim=False, dtype=DataType.Null))
+    torch.testing.assert_close(fd.execute([32, x])[0], x.reshape(32, 6).sum(1))
+
+
+def test_expand_to_another_tensors_run_time_shape_is_checked_at_execute():
+    with FusionDefinition() as fd:
+        t0 = fd.define_tensor(shape=[1, -1], contiguity=[None, True])
+        t1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True])
+        fd.add_output(fd.ops.add(fd.ops.expand(t0, t1.shape()), t1))
+    a, b = torch.randn(1, 5, generator=gen(43)), torch.randn(3, 5, generator=gen(44))
+    _same(fd.execute([a, b])[0], a + b)
+    with pytest.raises(SmeltError, match=r"expand: dimension 1 of T0 has extent 4 and is not a "
+                                         r"broadcast, so it cannot expand to 5"):
+        fd.execute([torch.randn(1, 4), b])
+
+
+def test_broadcast_in_dim_to_empty_extents():
+    # nvFuser's test_expand_to_zero
+    with FusionDefinition() as fd:
+        t0 = fd.from_pytorch(torch.zeros(1, 0))
+        t1 = fd.from_pytorch(torch.zeros(1, 1))
+        fd.add_output(fd.ops.broadcast_in_dim(t0, shape=[0, 0], broadcast_dims=[0, 1]))
+        fd.add_output(fd.ops.broadcast_in_dim(t1, shape=[0, 0], broadcast_dims=[0, 1]))
+    a, b = fd.execute([torch.zeros(1, 0), torch.zeros(1, 1)])
+    assert a.shape == (0, 0) and b.shape == (0, 0)
+
+
+def test_add_output_alias_input_positionally_and_an_output_twice():
+    # nvFuser's test_returning_aliased_outputs: add_output(out, alias_input)
+    x = torch.randn(2, 3, generator=gen(45))
+    with FusionDefinition() as fd:
+        t0 = fd.from_pytorch(x)
+        t4 = fd.ops.where(fd.ops.gt(t0, 0.0), t0, 0.0)
+        fd.add_output(t4)
+        fd.add_output(t4, t0)
+        fd.add_output(t4)
+    inp = x.clone()
+    outs = fd.execute([inp])
+    assert len(outs) == 2
+    for out in outs:
+        _same(out, x.relu())
+    _same(inp, x.relu())  # written in place
