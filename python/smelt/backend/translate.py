@@ -473,7 +473,13 @@ def _slice_dim(t: Translation, node: torch.fx.Node, x: Any, dim: int, start: int
     rank = meta_tensor(x).dim()
     starts, stops = [0] * rank, [_TO_THE_END] * rank
     starts[dim], stops[dim] = start, stop
-    return t.fd.ops.slice(t.arg(x), starts, stops)
+    xv = t.arg(x)
+    if not isinstance(xv.size(dim), int) and (start, stop) != (0, _TO_THE_END):
+        # The fusion would concretize it per size (issue 45), but its output
+        # is dense where torch's is a view whose strides a symbolic output
+        # layout cannot restore: the view stays in torch.
+        raise Unsupported(f"{node.name}: slice of the symbolic extent of dimension {dim}")
+    return t.fd.ops.slice(xv, starts, stops)
 
 
 _TO_THE_END = 2**63 - 1
