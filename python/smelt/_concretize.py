@@ -243,6 +243,14 @@ def concretize(fd, args: List[torch.Tensor]):
     """(ConcreteDefinition, its arguments) for a run with `args` (the
     fusion's inputs in order, host scalars included)."""
     scalars = _scalar_values(fd, args)
+    # The same sizes and scalar values give the same concrete fusion: a run
+    # repeated with them skips the replay (the fusion cache then finds the
+    # kernels of its binding class).
+    memo = fd.__dict__.setdefault("_concrete_memo", {})
+    key = (tuple(tuple(a.shape) for a in args), tuple(sorted(scalars.items())))
+    concrete = memo.get(key)
+    if concrete is not None:
+        return concrete, concrete.arguments(args)
     static: Set[Tuple[int, int]] = set(getattr(fd, "_static_dims", ()))
     while True:
         try:
@@ -254,6 +262,10 @@ def concretize(fd, args: List[torch.Tensor]):
             static = grown
             fd._static_dims = frozenset(static)
             continue
+        if len(memo) >= 64:
+            memo.pop(next(iter(memo)))
+        if all(v is not None for _, v in key[1]):
+            memo[key] = concrete
         return concrete, concrete.arguments(args)
 
 
