@@ -144,12 +144,14 @@ def test_binary_ops_broadcast_lower_rank_tensors_implicitly():
 
 
 # ---- issue 45: concretization of symbolic extents, the remaining call forms ----
-# These mirror the forms of nvFuser's public frontend tests (tests/python/direct/
-# test_python_frontend.py): test_slice_api / test_slice_error_checks (dynamic
-# bounds, define_vector(3) bounds, T.shape() ends, manual_normalization),
-# test_dynamic_reshape, test_reshape_dynamic, test_execute_with_tuple_and_list,
+# These mirror the call forms of nvFuser's public frontend tests (tests/python/
+# direct/test_python_frontend.py): test_slice (define_vector(3) bounds, T.shape()
+# ends), test_dynamic_reshape, test_reshape_dynamic, test_execute_with_tuple_and_list,
 # test_tensor_ndim, test_output_stride_order(_with_reduction), test_pad_dynamic,
-# test_cat_symbolic, test_expand_to_zero, test_where_dtypes. Written here.
+# test_cat, test_expand_to_zero, test_where_dtypes (its integer and float parts),
+# test_cast_scalar, test_prod, test_returning_aliased_outputs (values, not storage
+# aliasing), test_broadcast_in_dim_no_redundant_set (expand to t1.shape()),
+# test_integer_division (zero divisors). Written here, not copied.
 
 from smelt.fusion_cache import fusion_cache  # noqa: E402
 
