@@ -48,6 +48,19 @@ DECOMPOSITIONS = get_decompositions([
     aten.native_group_norm_backward, aten._softmax_backward_data,
     aten._log_softmax_backward_data, aten.threshold_backward, aten.tanh_backward,
     aten.gelu_backward, aten.sigmoid_backward, aten.silu_backward,
+    # Elementwise composites, losses and reductions whose decompositions are
+    # ops smelt translates (issue 44: OpInfo breadth). Each was checked by
+    # scripts/opinfo_sweep.py against eager: values, dtypes and strides.
+    aten.deg2rad, aten.rad2deg, aten.frac, aten.sgn, aten.sign, aten.isposinf, aten.isneginf,
+    aten.isnan, aten.isinf, aten.nan_to_num, aten.celu, aten.threshold,
+    aten.log_sigmoid_forward, aten.glu, aten.logit, aten.xlogy, aten.special_xlog1py,
+    aten.logaddexp, aten.logaddexp2, aten.fmax, aten.fmin, aten.heaviside, aten.logical_xor,
+    aten.addcmul, aten.lerp, aten.special_entr,
+    aten.mse_loss, aten.huber_loss, aten.smooth_l1_loss, aten.soft_margin_loss,
+    aten.binary_cross_entropy, aten.binary_cross_entropy_with_logits,
+    aten.std_mean, aten.logsumexp, aten.count_nonzero, aten.nansum, aten.all, aten.any,
+    aten.amin, aten.aminmax, aten.linalg_vector_norm, aten.dist, aten._safe_softmax,
+    aten.new_full, aten.new_ones, aten.fill, aten.ones, aten.zeros,
 ])
 
 

@@ -318,6 +318,27 @@ def _div(t, node, a, b, rounding_mode=None):
     return ops.where(ops.logical_and(ops.ne(r, 0), signs_differ), ops.sub(q, 1), q)
 
 
+@translates(prims.sign.default)
+def _sign(t, node, x):
+    """-1, 0 or 1 in x's type; NaN gives 0, as torch.sign."""
+    ops = t.fd.ops
+    if meta_tensor(x).dtype == torch.bool:
+        return ops.set(t.arg(x))
+    v = t.arg(x)
+    return ops.where(ops.gt(v, 0), 1, ops.where(ops.lt(v, 0), -1, 0))
+
+
+@translates(prims.fmax.default, prims.fmin.default)
+def _fmax_fmin(t, node, a, b):
+    """maximum/minimum ignoring a NaN operand (NaN only where both are)."""
+    ops = t.fd.ops
+    x, y = t.operand(a, node), t.operand(b, node)
+    pick = ops.maximum if node.target is prims.fmax.default else ops.minimum
+    if not meta_tensor(node).dtype.is_floating_point:
+        return pick(x, y)
+    return ops.where(ops.ne(x, x), y, ops.where(ops.ne(y, y), x, pick(x, y)))
+
+
 @translates(aten.gelu.default)
 def _gelu(t, node, x, approximate="none"):
     return t.fd.ops.gelu(t.arg(x), approximate)
@@ -339,34 +360,68 @@ def _convert(t, node, x, dtype):
 
 
 # ---- reductions ----
-@translates(aten.sum.dim_IntList, aten.sum.default)
+def reduces(*targets: Any) -> Callable[[Translator], Translator]:
+    """translates() for a reduction: of a 0-dim tensor (one element, no axis
+    to reduce) the result is the element itself, in the result's dtype
+    (translate() casts: a sum of int32 is int64, any() a bool)."""
+    def register(fn: Translator) -> Translator:
+        def translate(t, node, x, *args, **kwargs):
+            if meta_tensor(x).dim() == 0:
+                return t.fd.ops.set(t.arg(x))
+            return fn(t, node, x, *args, **kwargs)
+        translates(*targets)(translate)
+        return fn
+    return register
+
+
+@reduces(aten.sum.dim_IntList, aten.sum.default)
 def _sum(t, node, x, dims=None, keepdim=False, dtype=None):
     dims = _reduced_dims(x, dims)
     return t.fd.ops.sum(t.arg(x), dims, keepdim, None if dtype is None else to_data_type(dtype))
 
 
-@translates(prims.sum.default)
+@reduces(prims.sum.default)
 def _prims_sum(t, node, x, dims, output_dtype=None):
     return t.sum(t.arg(x), _reduced_dims(x, dims))
 
 
-@translates(aten.prod.dim_int, aten.prod.default)
+@reduces(aten.prod.dim_int, aten.prod.default)
 def _prod(t, node, x, dim=None, keepdim=False, dtype=None):
     dims = _reduced_dims(x, None if dim is None else [dim])
     return t.fd.ops.prod(t.arg(x), dims, keepdim, None if dtype is None else to_data_type(dtype))
 
 
-@translates(prims.prod.default)
+@reduces(prims.prod.default)
 def _prims_prod(t, node, x, dims, output_dtype=None):
     return t.fd.ops.prod(t.arg(x), _reduced_dims(x, dims))
 
 
-@translates(aten.amax.default)
+@reduces(aten.amax.default, prims.amax.default, aten.max.default)
 def _amax(t, node, x, dims=(), keepdim=False):
     return t.fd.ops.max(t.arg(x), _reduced_dims(x, dims), keepdim)
 
 
-@translates(aten.mean.dim, aten.mean.default)
+@reduces(prims.amin.default, aten.min.default)
+def _amin(t, node, x, dims=()):
+    """The minimum as the maximum of a reversed order: -x for floats (NaN
+    stays NaN), ~x (= -x - 1, which cannot overflow) for integers and bool."""
+    ops = t.fd.ops
+    dtype = meta_tensor(x).dtype
+    flip = ops.neg if dtype.is_floating_point else ops.bitwise_not
+    return flip(ops.max(flip(t.arg(x)), _reduced_dims(x, dims)))
+
+
+@reduces(aten.any.default, aten.any.dim, aten.any.dims)
+def _any(t, node, x, dims=None, keepdim=False):
+    """Whether any element is nonzero: the maximum of (x != 0) as 0/1."""
+    ops = t.fd.ops
+    if isinstance(dims, int):
+        dims = [dims]
+    nonzero = ops.cast(ops.ne(t.arg(x), 0), DataType.Int32)
+    return ops.cast(ops.max(nonzero, _reduced_dims(x, dims), keepdim), DataType.Bool)
+
+
+@reduces(aten.mean.dim, aten.mean.default)
 def _mean(t, node, x, dims=None, keepdim=False, dtype=None):
     dims = _reduced_dims(x, dims)
     total = t.fd.ops.sum(t.arg(x), dims, keepdim, None if dtype is None else to_data_type(dtype))
@@ -745,6 +800,15 @@ def _arange(t, node, *args, dtype=None, layout=None, device=None, pin_memory=Non
 def _full(t, node, size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
     out = meta_tensor(node)
     return t.fd.ops.full(t.ints(size, "size"), fill_value, to_data_type(out.dtype))
+
+
+@translates(aten.full_like.default)
+def _full_like(t, node, x, fill_value, dtype=None, layout=None, device=None, pin_memory=None,
+               memory_format=None):
+    out = meta_tensor(node)
+    if not out.is_contiguous():
+        raise Unsupported("full_like of a non-contiguous layout")
+    return t.fd.ops.full(list(out.shape), fill_value, to_data_type(out.dtype))
 
 
 @translates(aten.scalar_tensor.default)
