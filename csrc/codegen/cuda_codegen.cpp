@@ -981,6 +981,18 @@ class Emitter {
         return mathCall("1.0f / ", "1.0 / ", ct, x, op);
       case UnaryOpType::Sin: return mathCall("sinf", "sin", ct, x, op);
       case UnaryOpType::Cos: return mathCall("cosf", "cos", ct, x, op);
+      case UnaryOpType::Tan: return mathCall("tanf", "tan", ct, x, op);
+      case UnaryOpType::Asin: return mathCall("asinf", "asin", ct, x, op);
+      case UnaryOpType::Acos: return mathCall("acosf", "acos", ct, x, op);
+      case UnaryOpType::Atan: return mathCall("atanf", "atan", ct, x, op);
+      case UnaryOpType::Sinh: return mathCall("sinhf", "sinh", ct, x, op);
+      case UnaryOpType::Cosh: return mathCall("coshf", "cosh", ct, x, op);
+      case UnaryOpType::Asinh: return mathCall("asinhf", "asinh", ct, x, op);
+      case UnaryOpType::Acosh: return mathCall("acoshf", "acosh", ct, x, op);
+      case UnaryOpType::Atanh: return mathCall("atanhf", "atanh", ct, x, op);
+      case UnaryOpType::Log10: return mathCall("log10f", "log10", ct, x, op);
+      case UnaryOpType::Erfc: return mathCall("erfcf", "erfc", ct, x, op);
+      case UnaryOpType::Lgamma: return mathCall("lgammaf", "lgamma", ct, x, op);
       case UnaryOpType::Floor: return roundingCall("floorf", "floor", ct, x, op);
       case UnaryOpType::Ceil: return roundingCall("ceilf", "ceil", ct, x, op);
       // rint rounds half to even, as torch.round does (round() would not).
@@ -1027,6 +1039,9 @@ class Emitter {
       case BinaryOpType::Remainder:
         return "smelt::remainder<" + cudaType(ct) + ">(" + a + ", " + b + ")";
       case BinaryOpType::Fmod: return "smelt::fmod<" + cudaType(ct) + ">(" + a + ", " + b + ")";
+      case BinaryOpType::Atan2: return mathCall("atan2f", "atan2", ct, a + ", " + b, op);
+      case BinaryOpType::Hypot: return mathCall("hypotf", "hypot", ct, a + ", " + b, op);
+      case BinaryOpType::Copysign: return mathCall("copysignf", "copysign", ct, a + ", " + b, op);
       case BinaryOpType::Eq: return a + " == " + b;
       case BinaryOpType::Ne: return a + " != " + b;
       case BinaryOpType::Lt: return a + " < " + b;

@@ -117,6 +117,18 @@ std::string toString(UnaryOpType t) {
     case UnaryOpType::Reciprocal: return "reciprocal";
     case UnaryOpType::Sin: return "sin";
     case UnaryOpType::Cos: return "cos";
+    case UnaryOpType::Tan: return "tan";
+    case UnaryOpType::Asin: return "asin";
+    case UnaryOpType::Acos: return "acos";
+    case UnaryOpType::Atan: return "atan";
+    case UnaryOpType::Sinh: return "sinh";
+    case UnaryOpType::Cosh: return "cosh";
+    case UnaryOpType::Asinh: return "asinh";
+    case UnaryOpType::Acosh: return "acosh";
+    case UnaryOpType::Atanh: return "atanh";
+    case UnaryOpType::Log10: return "log10";
+    case UnaryOpType::Erfc: return "erfc";
+    case UnaryOpType::Lgamma: return "lgamma";
     case UnaryOpType::Floor: return "floor";
     case UnaryOpType::Ceil: return "ceil";
     case UnaryOpType::Round: return "round";
@@ -139,6 +151,9 @@ std::string toString(BinaryOpType t) {
     case BinaryOpType::Pow: return "pow";
     case BinaryOpType::Remainder: return "remainder";
     case BinaryOpType::Fmod: return "fmod";
+    case BinaryOpType::Atan2: return "atan2";
+    case BinaryOpType::Hypot: return "hypot";
+    case BinaryOpType::Copysign: return "copysign";
     case BinaryOpType::Eq: return "eq";
     case BinaryOpType::Ne: return "ne";
     case BinaryOpType::Lt: return "lt";

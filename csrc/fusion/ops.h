@@ -48,6 +48,18 @@ TensorView* erf(TensorView* in);
 TensorView* reciprocal(TensorView* in);
 TensorView* sin(TensorView* in);
 TensorView* cos(TensorView* in);
+TensorView* tan(TensorView* in);
+TensorView* asin(TensorView* in);
+TensorView* acos(TensorView* in);
+TensorView* atan(TensorView* in);
+TensorView* sinh(TensorView* in);
+TensorView* cosh(TensorView* in);
+TensorView* asinh(TensorView* in);
+TensorView* acosh(TensorView* in);
+TensorView* atanh(TensorView* in);
+TensorView* log10(TensorView* in);
+TensorView* erfc(TensorView* in);
+TensorView* lgamma(TensorView* in);
 // Rounding keeps the dtype (integers pass through); round is half-to-even
 // like torch.round. Bool inputs are rejected.
 TensorView* floor(TensorView* in);
@@ -80,6 +92,10 @@ TensorView* minimum(Val* lhs, Val* rhs);
 TensorView* pow(Val* lhs, Val* rhs);
 TensorView* remainder(Val* lhs, Val* rhs);
 TensorView* fmod(Val* lhs, Val* rhs);
+// Floating results, as torch: integral and bool operands compute in float.
+TensorView* atan2(Val* lhs, Val* rhs);
+TensorView* hypot(Val* lhs, Val* rhs);
+TensorView* copysign(Val* lhs, Val* rhs);
 TensorView* eq(Val* lhs, Val* rhs);
 TensorView* ne(Val* lhs, Val* rhs);
 TensorView* lt(Val* lhs, Val* rhs);

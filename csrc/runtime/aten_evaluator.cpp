@@ -100,6 +100,18 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
         case UnaryOpType::Reciprocal: return at::reciprocal(x.to(out_type));
         case UnaryOpType::Sin: return at::sin(x.to(out_type));
         case UnaryOpType::Cos: return at::cos(x.to(out_type));
+        case UnaryOpType::Tan: return at::tan(x.to(out_type));
+        case UnaryOpType::Asin: return at::asin(x.to(out_type));
+        case UnaryOpType::Acos: return at::acos(x.to(out_type));
+        case UnaryOpType::Atan: return at::atan(x.to(out_type));
+        case UnaryOpType::Sinh: return at::sinh(x.to(out_type));
+        case UnaryOpType::Cosh: return at::cosh(x.to(out_type));
+        case UnaryOpType::Asinh: return at::asinh(x.to(out_type));
+        case UnaryOpType::Acosh: return at::acosh(x.to(out_type));
+        case UnaryOpType::Atanh: return at::atanh(x.to(out_type));
+        case UnaryOpType::Log10: return at::log10(x.to(out_type));
+        case UnaryOpType::Erfc: return at::erfc(x.to(out_type));
+        case UnaryOpType::Lgamma: return at::lgamma(x.to(out_type));
         case UnaryOpType::Floor: return at::floor(x);
         case UnaryOpType::Ceil: return at::ceil(x);
         case UnaryOpType::Round: return at::round(x);
@@ -126,6 +138,9 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
         case BinaryOpType::Pow: r = at::pow(a, b); break;
         case BinaryOpType::Remainder: r = at::remainder(a, b); break;
         case BinaryOpType::Fmod: r = at::fmod(a, b); break;
+        case BinaryOpType::Atan2: r = at::atan2(a.to(out_type), b.to(out_type)); break;
+        case BinaryOpType::Hypot: r = at::hypot(a.to(out_type), b.to(out_type)); break;
+        case BinaryOpType::Copysign: r = at::copysign(a.to(out_type), b.to(out_type)); break;
         case BinaryOpType::Eq: r = at::eq(a, b); break;
         case BinaryOpType::Ne: r = at::ne(a, b); break;
         case BinaryOpType::Lt: r = at::lt(a, b); break;

@@ -164,9 +164,9 @@ def _binary(c_op):
 
 # Elementwise ops: fd.ops.<name> maps to _C.<name> (scalars allowed).
 UNARY_OPS = ("set", "neg", "exp", "tanh", "abs", "relu", "sqrt", "rsqrt", "log", "log2", "log1p",
-             "exp2", "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "floor", "ceil",
+             "exp2", "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log10", "erfc", "lgamma", "floor", "ceil",
              "round", "trunc", "logical_not", "signbit", "bitwise_not")
-BINARY_OPS = ("add", "sub", "mul", "div", "truediv", "maximum", "minimum", "pow", "remainder", "fmod", "eq",
+BINARY_OPS = ("add", "sub", "mul", "div", "truediv", "maximum", "minimum", "pow", "remainder", "fmod", "atan2", "hypot", "copysign", "eq",
               "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
               "bitwise_xor")
 

@@ -711,6 +711,18 @@ class BlockRunner {
       case Fn::Reciprocal: r = 1.0 / a[0]; break;
       case Fn::Sin: r = std::sin(a[0]); break;
       case Fn::Cos: r = std::cos(a[0]); break;
+      case Fn::Tan: r = std::tan(a[0]); break;
+      case Fn::Asin: r = std::asin(a[0]); break;
+      case Fn::Acos: r = std::acos(a[0]); break;
+      case Fn::Atan: r = std::atan(a[0]); break;
+      case Fn::Sinh: r = std::sinh(a[0]); break;
+      case Fn::Cosh: r = std::cosh(a[0]); break;
+      case Fn::Asinh: r = std::asinh(a[0]); break;
+      case Fn::Acosh: r = std::acosh(a[0]); break;
+      case Fn::Atanh: r = std::atanh(a[0]); break;
+      case Fn::Log10: r = std::log10(a[0]); break;
+      case Fn::Erfc: r = std::erfc(a[0]); break;
+      case Fn::Lgamma: r = std::lgamma(a[0]); break;
       case Fn::Floor: r = std::floor(a[0]); break;
       case Fn::Ceil: r = std::ceil(a[0]); break;
       case Fn::Round: r = std::nearbyint(a[0]); break;  // half to even
@@ -736,6 +748,9 @@ class BlockRunner {
         break;
       case Fn::Remainder: r = remainder(a[0], a[1]); break;
       case Fn::Fmod: r = std::fmod(a[0], a[1]); break;
+      case Fn::Atan2: r = std::atan2(a[0], a[1]); break;
+      case Fn::Hypot: r = std::hypot(a[0], a[1]); break;
+      case Fn::Copysign: r = std::copysign(a[0], a[1]); break;
       case Fn::Eq: r = a[0] == a[1]; break;
       case Fn::Ne: r = a[0] != a[1]; break;
       case Fn::Lt: r = a[0] < a[1]; break;

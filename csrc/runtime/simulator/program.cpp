@@ -210,6 +210,18 @@ class Compiler {
           case UnaryOpType::Reciprocal: return {Fn::Reciprocal, 1};
           case UnaryOpType::Sin: return {Fn::Sin, 1};
           case UnaryOpType::Cos: return {Fn::Cos, 1};
+          case UnaryOpType::Tan: return {Fn::Tan, 1};
+          case UnaryOpType::Asin: return {Fn::Asin, 1};
+          case UnaryOpType::Acos: return {Fn::Acos, 1};
+          case UnaryOpType::Atan: return {Fn::Atan, 1};
+          case UnaryOpType::Sinh: return {Fn::Sinh, 1};
+          case UnaryOpType::Cosh: return {Fn::Cosh, 1};
+          case UnaryOpType::Asinh: return {Fn::Asinh, 1};
+          case UnaryOpType::Acosh: return {Fn::Acosh, 1};
+          case UnaryOpType::Atanh: return {Fn::Atanh, 1};
+          case UnaryOpType::Log10: return {Fn::Log10, 1};
+          case UnaryOpType::Erfc: return {Fn::Erfc, 1};
+          case UnaryOpType::Lgamma: return {Fn::Lgamma, 1};
           case UnaryOpType::Floor: return {Fn::Floor, 1};
           case UnaryOpType::Ceil: return {Fn::Ceil, 1};
           case UnaryOpType::Round: return {Fn::Round, 1};
@@ -232,6 +244,9 @@ class Compiler {
             return {isIntegralType(expr->output()->dtype()) ? Fn::IntPow : Fn::Pow, 2};
           case BinaryOpType::Remainder: return {Fn::Remainder, 2};
           case BinaryOpType::Fmod: return {Fn::Fmod, 2};
+          case BinaryOpType::Atan2: return {Fn::Atan2, 2};
+          case BinaryOpType::Hypot: return {Fn::Hypot, 2};
+          case BinaryOpType::Copysign: return {Fn::Copysign, 2};
           case BinaryOpType::Eq: return {Fn::Eq, 2};
           case BinaryOpType::Ne: return {Fn::Ne, 2};
           case BinaryOpType::Lt: return {Fn::Lt, 2};

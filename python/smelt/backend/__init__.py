@@ -61,6 +61,18 @@ DECOMPOSITIONS = get_decompositions([
     aten.std_mean, aten.logsumexp, aten.count_nonzero, aten.nansum, aten.all, aten.any,
     aten.amin, aten.aminmax, aten.linalg_vector_norm, aten.dist, aten._safe_softmax,
     aten.new_full, aten.new_ones, aten.fill, aten.ones, aten.zeros,
+    aten.tril, aten.triu, aten.roll, aten.stack, aten.flip, aten.rot90, aten.diag_embed,
+    aten.diagonal_copy, aten.eye, aten.linspace, aten.logspace, aten.pixel_shuffle,
+    aten.pixel_unshuffle, aten.channel_shuffle, aten.narrow_copy, aten.index_fill,
+    aten.index_copy, aten.index_add, aten.take, aten.select_scatter, aten.slice_scatter,
+    aten.renorm, aten.native_dropout_backward, aten.mvlgamma, aten.addr, aten.dot, aten.vdot,
+    aten.mv, aten.addmv, aten.nll_loss_forward, aten.im2col, aten.reflection_pad1d,
+    aten.reflection_pad2d, aten.replication_pad1d, aten.replication_pad2d,
+    aten._adaptive_avg_pool2d, aten._prelu_kernel, aten.round, aten.unfold, aten.repeat,
+    aten.expand_copy, aten.permute_copy, aten.transpose_copy,
+    aten.t_copy, aten.squeeze_copy, aten.unsqueeze_copy, aten.view_copy, aten.alias_copy,
+    aten.unbind_copy, aten.split_with_sizes_copy, aten.as_strided_copy, aten.linalg_cross,
+    aten._chunk_cat, aten.block_diag,
 ])
 
 
@@ -84,6 +96,23 @@ def _shifted_layer_norm(input, normalized_shape, weight, bias, eps):
         mean, rstd = mean.to(input.dtype), rstd.to(input.dtype)
     return out.to(input.dtype), mean, rstd
 
+
+# torch decomposes a scan over n elements into a masked reduction of n x n:
+# fused, nothing is materialized, but the work grows as n^2. Up to this
+# length that is a few reductions' work; longer scans stay in torch.
+MAX_DECOMPOSED_SCAN = 128
+
+
+def _short_scan(decomposition):
+    def scan(a, dim, *args, **kwargs):
+        if a.dim() > 0 and a.shape[dim] > MAX_DECOMPOSED_SCAN:
+            return NotImplemented  # torch runs the op itself
+        return decomposition(a, dim, *args, **kwargs)
+    return scan
+
+
+for _scan in (aten.cumsum.default, aten.cumprod.default):
+    DECOMPOSITIONS[_scan] = _short_scan(get_decompositions([_scan])[_scan])
 
 _TORCH_LAYER_NORM = DECOMPOSITIONS[aten.native_layer_norm.default]
 DECOMPOSITIONS[aten.native_layer_norm.default] = _shifted_layer_norm

@@ -249,6 +249,7 @@ for _name in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
                            getattr(prims, _name).default]
 for _name in ["neg", "exp", "tanh", "abs", "sqrt", "rsqrt", "log", "log2", "log1p", "exp2",
               "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "floor", "ceil", "round",
+              "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log10", "erfc", "lgamma",
               "trunc"]:
     _ELEMENTWISE.setdefault(_name, []).append(getattr(aten, _name).default)
     if hasattr(prims, _name):

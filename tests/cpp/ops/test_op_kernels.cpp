@@ -26,7 +26,8 @@ const std::vector<int64_t> kShape = {6, 37};
 
 // The values an op's inputs are drawn from (its domain, or values that make
 // its interesting cases happen: ties for comparisons, halves for round).
-enum class Values { Any, Positive, AboveMinusOne, NonZero, Whole, Halves, Exponents };
+// UnitInterval: inside (-1, 1) (asin, atanh); AboveOne: over 1 (acosh).
+enum class Values { Any, Positive, AboveMinusOne, NonZero, Whole, Halves, Exponents, UnitInterval, AboveOne };
 
 at::Tensor sample(DataType dtype, Values values, uint64_t seed,
                   const std::vector<int64_t>& shape = kShape) {
@@ -37,6 +38,8 @@ at::Tensor sample(DataType dtype, Values values, uint64_t seed,
   if (isIntegralType(dtype)) {
     switch (values) {
       case Values::Positive: x = at::randint(1, 10, shape, opts); break;
+      case Values::AboveOne: x = at::randint(2, 10, shape, opts); break;
+      case Values::UnitInterval: x = at::zeros(shape, opts); break;
       case Values::AboveMinusOne: x = at::randint(0, 10, shape, opts); break;
       case Values::NonZero: x = at::randint(1, 6, shape, opts) * (at::rand(shape, opts).gt(0.5) * 2 - 1); break;
       case Values::Exponents: x = at::randint(-1, 4, shape, opts); break;
@@ -52,6 +55,8 @@ at::Tensor sample(DataType dtype, Values values, uint64_t seed,
     case Values::Whole: x = at::randint(-3, 4, shape, opts); break;
     case Values::Halves: x = at::randint(-8, 9, shape, opts) * 0.5; break;
     case Values::Exponents: x = at::randn(shape, opts); break;
+    case Values::UnitInterval: x = at::rand(shape, opts) * 1.8 - 0.9; break;
+    case Values::AboveOne: x = at::rand(shape, opts) * 4 + 1.05; break;
   }
   return x.to(toScalarType(dtype));
 }
@@ -95,6 +100,18 @@ const UnaryCase kUnaryCases[] = {
     {"sigmoid", sigmoid, Values::Any},   {"erf", erf, Values::Any},
     {"reciprocal", reciprocal, Values::NonZero},
     {"sin", sin, Values::Any},           {"cos", cos, Values::Any},
+    {"tan", tan, Values::Any},
+    {"asin", asin, Values::UnitInterval},
+    {"acos", acos, Values::UnitInterval},
+    {"atan", atan, Values::Any},
+    {"sinh", sinh, Values::Any},
+    {"cosh", cosh, Values::Any},
+    {"asinh", asinh, Values::Any},
+    {"acosh", acosh, Values::AboveOne},
+    {"atanh", atanh, Values::UnitInterval},
+    {"log10", log10, Values::Positive},
+    {"erfc", erfc, Values::Any},
+    {"lgamma", lgamma, Values::Positive},
     {"floor", floor, Values::Any},       {"ceil", ceil, Values::Any},
     {"round", round, Values::Halves},    {"trunc", trunc, Values::Any},
     {"logical_not", logicalNot, Values::Whole},
@@ -154,6 +171,9 @@ const BinaryCase kBinaryCases[] = {
     {"pow", pow, Values::Positive, Values::Exponents},
     {"remainder", remainder, Values::Any, Values::NonZero},
     {"fmod", fmod, Values::Any, Values::NonZero},
+    {"atan2", atan2, Values::Any, Values::Any},
+    {"hypot", hypot, Values::Any, Values::Any},
+    {"copysign", copysign, Values::Any, Values::Any},
     {"eq", eq, Values::Whole, Values::Whole},
     {"ne", ne, Values::Whole, Values::Whole},
     {"lt", lt, Values::Whole, Values::Whole},
