@@ -254,6 +254,9 @@ for _name in ["neg", "exp", "tanh", "abs", "sqrt", "rsqrt", "log", "log2", "log1
     _ELEMENTWISE.setdefault(_name, []).append(getattr(aten, _name).default)
     if hasattr(prims, _name):
         _ELEMENTWISE[_name].append(getattr(prims, _name).default)
+_ELEMENTWISE["atan2"] = [aten.atan2.default, prims.atan2.default]
+_ELEMENTWISE["hypot"] = [aten.hypot.default, prims.hypot.default]
+_ELEMENTWISE["copysign"] = [aten.copysign.Tensor, aten.copysign.Scalar]
 for _name in ["eq", "ne", "lt", "le", "gt", "ge"]:
     _ELEMENTWISE[_name] = [getattr(aten, _name).Tensor, getattr(aten, _name).Scalar]
     if hasattr(prims, _name):
