@@ -117,3 +117,57 @@ def test_prod_bitwise_and_signbit_are_fused():
     assert fused["prod.dim_int"] == 2 and fused["prod.default"] == 1, str(report)
     assert fused["bitwise_and.Tensor"] == 2 and fused["signbit.default"] == 1, str(report)
     assert report.fused_node_count == report.total_nodes, str(report)
+
+
+NAN = float("nan")
+TIES_AND_NANS = torch.tensor([[1., 3., 3., 2.], [NAN, 1., NAN, 5.], [0., -1., -1., 0.]])
+INT64_EXTREMES = torch.tensor([[1, 3, 3, 2], [-2**63, 1, 2**63 - 1, -2**63]])
+
+
+@pytest.mark.parametrize("name,fn,x", [
+    # torch's rules: the first index of the extreme; a NaN is the extreme.
+    ("argmax_rows", lambda x: torch.argmax(x, 1), TIES_AND_NANS),
+    ("argmin_columns_keepdim", lambda x: torch.argmin(x, 0, keepdim=True), TIES_AND_NANS),
+    ("argmax_flattened", lambda x: torch.argmax(x), TIES_AND_NANS[2:]),
+    ("argmax_flattened_keepdim", lambda x: torch.argmax(x, keepdim=True), TIES_AND_NANS[2:]),
+    ("max_dim_int64", lambda x: torch.max(x, 1), INT64_EXTREMES),
+    ("min_dim_int64", lambda x: torch.min(x, 1), INT64_EXTREMES),
+    ("min_dim_bool", lambda x: torch.min(x, 1), torch.tensor([[True, False], [True, True]])),
+    ("max_dim_nan", lambda x: torch.max(x, 0), TIES_AND_NANS),
+    ("argmax_0dim", lambda x: torch.argmax(x * 2), torch.tensor(3.0)),
+    ("argmax_then_add", lambda x: torch.argmax(x, 1) + 1, torch.randn(4, 300, generator=gen(5))),
+])
+def test_index_returning_reductions_match_eager(name, fn, x):
+    expected = fn(x)
+    actual = torch.compile(fn, backend="smelt")(x)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    actual = actual if isinstance(actual, tuple) else (actual,)
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e, equal_nan=True)
+        assert a.dtype == e.dtype and a.stride() == e.stride()
+    report = smelt.backend.last_report()
+    assert not report.unsupported_ops and report.fallback_runs == 0, str(report)
+
+
+@pytest.mark.parametrize("name,fn,x", [
+    ("asin", torch.asin, torch.rand(3, 5, generator=gen(6)) * 1.8 - 0.9),
+    ("lgamma", torch.lgamma, torch.rand(3, 5, generator=gen(7)) * 4 + 0.1),
+    ("atan2_int", lambda x: torch.atan2(x, x.flip(0)), torch.arange(-7, 8).view(3, 5)),
+    ("copysign", lambda x: torch.copysign(x, -x.t().t()), torch.tensor([[-0.0, 0.0, 1.5, NAN]])),
+    ("isnan_isinf", lambda x: torch.isnan(x) | torch.isinf(x),
+     torch.tensor([[NAN, float("inf"), -float("inf"), 1.0]])),
+    ("sign_nan", torch.sign, torch.tensor([[NAN, -0.0, 0.0, -2.0, 3.0]])),
+    ("fmax_nan", lambda x: torch.fmax(x, x.flip(1)), torch.tensor([[NAN, 1.0, 2.0, NAN]])),
+    ("amin_int64", lambda x: torch.amin(x, 1), INT64_EXTREMES),
+    ("any_all", lambda x: torch.any(x > 1, 1) & torch.all(x > -1), TIES_AND_NANS),
+    ("sum_0dim", lambda x: torch.sum(x * 2), torch.tensor(3, dtype=torch.int32)),
+    ("mse_loss", lambda x: F.mse_loss(x, x.flip(1) * 0.5), torch.randn(3, 5, generator=gen(8))),
+    ("logsumexp", lambda x: torch.logsumexp(x, 1), torch.randn(3, 5, generator=gen(9)) * 30),
+])
+def test_decomposed_and_new_elementwise_ops_are_fused(name, fn, x):
+    expected = fn(x)
+    actual = torch.compile(fn, backend="smelt")(x)
+    torch.testing.assert_close(actual, expected, equal_nan=True)
+    assert actual.dtype == expected.dtype and actual.stride() == expected.stride()
+    report = smelt.backend.last_report()
+    assert not report.unsupported_ops and report.fallback_runs == 0, str(report)

@@ -415,6 +415,54 @@ def _amin(t, node, x, dims=()):
     return flip(ops.max(flip(t.arg(x)), _reduced_dims(x, dims)))
 
 
+def _extreme_and_index(t, x_node, dim, keepdim, largest):
+    """(the max or min over `dim`, the index of its first occurrence), as
+    torch.max/min(dim) and argmax/argmin: a NaN counts as the extreme (the
+    reduction propagates it, and x != x finds it). dim None: over every
+    element, the index into the flattened tensor."""
+    ops = t.fd.ops
+    x = t.arg(x_node)
+    if meta_tensor(x_node).dtype == torch.bool:  # as 0/1 (translate() casts the values back)
+        x = ops.cast(x, DataType.Int32)
+    shape = list(meta_tensor(x_node).shape)
+    if dim is None:
+        x = ops.reshape(x, [math.prod(shape)]) if len(shape) != 1 else x
+        shape, dim, keepdim_shape = [math.prod(shape)], 0, [1] * len(meta_tensor(x_node).shape)
+    else:
+        dim = dim + len(shape) if dim < 0 else dim
+        keepdim_shape = None
+    floating = meta_tensor(x_node).dtype.is_floating_point
+    flip = ops.neg if floating else ops.bitwise_not
+    extreme = ops.max(x, [dim], True) if largest else flip(ops.max(flip(x), [dim], True))
+    hit = ops.eq(x, extreme)
+    if floating:
+        hit = ops.logical_or(hit, ops.ne(x, x))
+    positions = ops.broadcast_in_dim(ops.iota(shape[dim], 0, 1, DataType.Int), shape, [dim])
+    candidates = ops.where(hit, positions, shape[dim])  # the first hit is the least
+    index = ops.bitwise_not(ops.max(ops.bitwise_not(candidates), [dim], True))
+    if keepdim_shape is not None:  # argmax(x, keepdim=True) without dim: all ones
+        return (ops.reshape(extreme, keepdim_shape) if keepdim else ops.squeeze(extreme, [0]),
+                ops.reshape(index, keepdim_shape) if keepdim else ops.squeeze(index, [0]))
+    if keepdim:
+        return extreme, index
+    return ops.squeeze(extreme, [dim]), ops.squeeze(index, [dim])
+
+
+@translates(aten.argmax.default, aten.argmin.default)
+def _argmax(t, node, x, dim=None, keepdim=False):
+    if meta_tensor(x).dim() == 0:
+        return t.fd.ops.full([], 0, DataType.Int)
+    largest = node.target is aten.argmax.default
+    return _extreme_and_index(t, x, dim, keepdim, largest)[1]
+
+
+@translates(aten.max.dim, aten.min.dim)
+def _max_dim(t, node, x, dim, keepdim=False):
+    if meta_tensor(x).dim() == 0:  # the element and index 0
+        return t.fd.ops.set(t.arg(x)), t.fd.ops.full([], 0, DataType.Int)
+    return _extreme_and_index(t, x, dim, keepdim, node.target is aten.max.dim)
+
+
 @reduces(aten.any.default, aten.any.dim, aten.any.dims)
 def _any(t, node, x, dims=None, keepdim=False):
     """Whether any element is nonzero: the maximum of (x != 0) as 0/1."""
@@ -804,6 +852,18 @@ def _arange(t, node, *args, dtype=None, layout=None, device=None, pin_memory=Non
 def _full(t, node, size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
     out = meta_tensor(node)
     return t.fd.ops.full(t.ints(size, "size"), fill_value, to_data_type(out.dtype))
+
+
+@translates(prims.rev.default)
+def _rev(t, node, x, dims):
+    """flip: along each dim, the elements at n-1, n-2, ..., 0 (an index map)."""
+    ops = t.fd.ops
+    out = t.arg(x)
+    shape = meta_tensor(x).shape
+    for dim in _reduced_dims(x, dims) if dims else []:
+        n = shape[dim]
+        out = ops.index_select(out, ops.iota(n, n - 1, -1, DataType.Int), dim)
+    return out if dims else ops.set(out)
 
 
 @translates(aten.full_like.default)
