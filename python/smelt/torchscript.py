@@ -22,7 +22,7 @@ import torch.fx
 from smelt import _C
 from smelt._C import SmeltError
 from smelt.backend.partition import definition_of, fusion_arguments
-from smelt.backend.translate import TRANSLATORS, Unsupported
+from smelt.fx.translate import TRANSLATORS, Unsupported
 
 
 @dataclass

@@ -25,9 +25,9 @@ from torch.fx.passes.operator_support import OperatorSupport
 from smelt._C import SmeltError
 from smelt.backend import autotune
 from smelt.backend.compile_ahead import compile_all, compile_jobs
-from smelt.backend.layout import OutputLayout, traced_layout
+from smelt.fx.layout import OutputLayout, traced_layout
 from smelt.backend.view_sinking import sink_views_after_matmuls
-from smelt.backend.translate import (Translation, Unsupported, _as_output, define_input,
+from smelt.fx.translate import (Translation, Unsupported, _as_output, define_input,
                                      drop_empty_cat_operands, meta_tensor, node_support)
 from smelt.fusion_definition import FusionDefinition
 
