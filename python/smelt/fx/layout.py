@@ -11,7 +11,7 @@ not dense (gaps, overlaps) is copied into a tensor of the traced strides.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence
+from typing import Any, Optional
 
 import torch
 
