@@ -1,5 +1,10 @@
 """fd.execute: arguments to tensors, the cache lookup and the run.
 
+A definition (fusion_definition.py) keeps what running it takes in an
+ExecutionState; this module reads it, and records there the executor it ran.
+It knows the definition only through that state and three methods
+(cache_entry, is_scheduled, build_fusion).
+
 Python numbers for scalar inputs become 0-dim tensors of the scalar's dtype;
 the executor then checks every input against the fusion (count, dtype, rank,
 sizes, strides, one device; see csrc/runtime/input_validation.h) and raises
@@ -8,25 +13,55 @@ SmeltError naming the input.
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 
 from smelt import _C
 from smelt._C import SmeltError
+from smelt._host_scalars import RunEnv, size_bindings
 from smelt.dtypes import to_torch_dtype
 from smelt.fusion_cache import fusion_cache
+from smelt.handles import Scalar, Tensor
+from smelt.inspection import Kernel
+from smelt.memory_layout import logical_view
+from smelt.segmentation import Segment
 
 
-def _arguments(fd, inputs: Sequence[Any]) -> List[torch.Tensor]:
-    from smelt.fusion_definition import Tensor
+@dataclass
+class ExecutionState:
+    """What running a definition reads, declared in one place: the
+    definition fills it as it is defined; execute() and compile_for() read
+    it and record the executor they ran."""
+    # The user's inputs (Tensor and Scalar handles), in execute()'s order.
+    inputs: List[Any] = field(default_factory=list)
+    # Per input: its dimensions outermost first in memory when defined in an
+    # order other than row-major (execute permutes to it), else None.
+    input_layouts: List[Optional[tuple]] = field(default_factory=list)
+    # The fusion's inputs in order: ("user", k) for inputs[k], or
+    # ("host", scalar, compute) for a host scalar (see _host_scalars.py).
+    fusion_inputs: List[tuple] = field(default_factory=list)
+    # Inputs defined with static extents of 0: input position -> dimensions.
+    empty_dims: Dict[int, tuple] = field(default_factory=dict)
+    # Per output: its dimensions outermost first in memory when add_output
+    # was given a stride_order other than row-major, else None.
+    output_layouts: List[Optional[tuple]] = field(default_factory=list)
+    # Outputs written back into an input (add_output(alias_input=)):
+    # output position -> input position; such outputs are not returned.
+    aliases: Dict[int, int] = field(default_factory=dict)
+    # The executor of the latest execute() or compile_for(), None before.
+    last_executor: Optional[Any] = None
+
+
+def _arguments(state: ExecutionState, inputs: Sequence[Any]) -> List[torch.Tensor]:
     if not isinstance(inputs, (list, tuple)):
         raise SmeltError(f"execute: expected a list of inputs, got {type(inputs).__name__}")
-    declared = fd.inputs
+    declared = state.inputs
     if len(inputs) != len(declared):
         raise SmeltError(f"execute: the fusion has {len(declared)} inputs, {len(inputs)} were given")
     args = []
-    for i, (decl, arg, physical) in enumerate(zip(declared, inputs, fd._input_layouts)):
+    for i, (decl, arg, physical) in enumerate(zip(declared, inputs, state.input_layouts)):
         if isinstance(arg, torch.Tensor):
             # An input defined in another memory order is passed as it lies.
             args.append(arg.permute(physical) if physical is not None and
@@ -39,31 +74,31 @@ def _arguments(fd, inputs: Sequence[Any]) -> List[torch.Tensor]:
         else:
             raise SmeltError(f"input {i} (scalar): expected a Python number or a 0-dim tensor, "
                              f"got {type(arg).__name__}")
-    for k, dims in fd._empty_dims.items():
+    for k, dims in state.empty_dims.items():
         for d in dims:
             if inputs[k].shape[d] != 0:
                 raise SmeltError(f"input {k} ({declared[k].name}): dimension {d} was defined with "
                                  f"extent 0 but has {inputs[k].shape[d]}")
-    return _with_host_scalars(fd, inputs, args)
+    return _with_host_scalars(state, inputs, args)
 
 
-def _with_host_scalars(fd, inputs: Sequence[Any], args: List[torch.Tensor]) -> List[torch.Tensor]:
+def _with_host_scalars(state: ExecutionState, inputs: Sequence[Any],
+                       args: List[torch.Tensor]) -> List[torch.Tensor]:
     """The fusion's inputs in its order: the user's, and each host scalar
     computed for this run (see _host_scalars.py)."""
-    if len(fd._fusion_inputs) == len(args):
+    if len(state.fusion_inputs) == len(args):
         return args
-    from smelt._host_scalars import RunEnv, size_bindings
-    from smelt.fusion_definition import Scalar
+
     def number(arg: Any) -> Any:  # a meta tensor (compile_for) stands for any value: 1
         if not isinstance(arg, torch.Tensor):
             return arg
         return 1 if arg.is_meta else arg.item()
-    scalars = {decl.index: number(arg) for decl, arg in zip(fd.inputs, inputs)
+    scalars = {decl.index: number(arg) for decl, arg in zip(state.inputs, inputs)
                if isinstance(decl, Scalar)}
-    user_tensors = [(fd._values[decl.index], arg) for decl, arg in zip(fd.inputs, args)]
+    user_tensors = [(decl.ir, arg) for decl, arg in zip(state.inputs, args)]
     env = RunEnv(scalars, size_bindings([v for v, _ in user_tensors], [a for _, a in user_tensors]))
     ordered = []
-    for entry in fd._fusion_inputs:
+    for entry in state.fusion_inputs:
         if entry[0] == "user":
             ordered.append(args[entry[1]])
             continue
@@ -74,22 +109,23 @@ def _with_host_scalars(fd, inputs: Sequence[Any], args: List[torch.Tensor]) -> L
     return ordered
 
 
-def _write_aliases(fd, inputs: Sequence[Any], outputs: List[torch.Tensor]) -> List[torch.Tensor]:
+def _write_aliases(state: ExecutionState, inputs: Sequence[Any],
+                   outputs: List[torch.Tensor]) -> List[torch.Tensor]:
     """Outputs aliasing an input are copied into it and not returned."""
-    if not fd._aliases:
+    if not state.aliases:
         return outputs
-    for out_pos, in_pos in fd._aliases.items():
+    for out_pos, in_pos in state.aliases.items():
         inputs[in_pos].copy_(outputs[out_pos])
-    return [out for i, out in enumerate(outputs) if i not in fd._aliases]
+    return [out for i, out in enumerate(outputs) if i not in state.aliases]
 
 
-def _device(fd, args: List[torch.Tensor], requested: Optional[Any] = None) -> torch.device:
+def _device(state: ExecutionState, args: List[torch.Tensor],
+            requested: Optional[Any] = None) -> torch.device:
     """Where the fusion runs: its tensor inputs' device, else `requested`,
     else the CPU; a request other than the inputs' device is an error."""
-    from smelt.fusion_definition import Tensor
     wanted = torch.device(requested) if requested is not None else None
-    for entry, arg in zip(fd._fusion_inputs, args):
-        if entry[0] == "user" and isinstance(fd.inputs[entry[1]], Tensor):
+    for entry, arg in zip(state.fusion_inputs, args):
+        if entry[0] == "user" and isinstance(state.inputs[entry[1]], Tensor):
             if wanted is not None and (arg.device.type != wanted.type or (
                     wanted.index is not None and arg.device.index != wanted.index)):
                 raise SmeltError(f"execute: the fusion's tensor inputs are on {arg.device} but "
@@ -126,12 +162,10 @@ def _auto_kind(tensor_cores: Optional[bool], arch: Optional[int], matmul: str) -
 
 def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None,
             device: Optional[Any] = None, matmul: Optional[str] = None) -> List[torch.Tensor]:
-    args = _arguments(fd, inputs)
-    target = _device(fd, args, device)
-    key = fd._records_key()
-    entry = fusion_cache().entry(key)
-    if entry.key is not key:
-        fd._adopt_key(entry.key)
+    state = fd.state
+    args = _arguments(state, inputs)
+    target = _device(state, args, device)
+    entry = fd.cache_entry()
     if fd.is_scheduled:
         if tensor_cores is not None or matmul is not None:
             raise SmeltError("execute: tensor_cores and matmul are choices of the automatic "
@@ -143,34 +177,33 @@ def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None,
         executor = fusion_cache().executor(
             entry, _auto_kind(tensor_cores, None, policy),
             lambda: AutoExecutor(fd, tensor_cores, matmul=policy))
-    from smelt.fusion_definition import logical_view
     outputs = [logical_view(out, layout)
-               for out, layout in zip(executor.run(args, target), fd._output_layouts)]
+               for out, layout in zip(executor.run(args, target), state.output_layouts)]
     entry.runs += 1
-    fd._last_executor = executor
-    return _write_aliases(fd, inputs, outputs)
+    state.last_executor = executor
+    return _write_aliases(state, inputs, outputs)
 
 
 def compile_for(fd, inputs: Sequence[Any], device: Optional[str] = None,
                 arch: Optional[int] = None, matmul: Optional[str] = None) -> List[torch.Tensor]:
-    args = _arguments(fd, inputs)
+    state = fd.state
+    args = _arguments(state, inputs)
     if fd.is_scheduled:
         raise SmeltError("compile_for: this fusion is scheduled by hand; FusionExecutor compiles "
                          "it for its example inputs (fd.lower() shows the kernel)")
-    target = torch.device(device) if device is not None else _device(fd, args)
+    target = torch.device(device) if device is not None else _device(state, args)
     if target.type == "meta":
         target = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if arch is not None and (not isinstance(arch, int) or arch < 50 or arch % 10 > 9):
         raise SmeltError(f"compile_for: arch must be a compute capability as major*10+minor "
                          f"(80 for sm_80), got {arch!r}")
-    entry = fusion_cache().entry(fd._records_key())
+    entry = fd.cache_entry()
     policy = matmul_policy(matmul)
     executor = fusion_cache().executor(entry, _auto_kind(None, arch, policy),
                                        lambda: AutoExecutor(fd, arch=arch, matmul=policy))
-    from smelt.fusion_definition import logical_view
     outputs = executor.compile_for(args, str(target))
-    fd._last_executor = executor
-    return [logical_view(out, layout) for out, layout in zip(outputs, fd._output_layouts)]
+    state.last_executor = executor
+    return [logical_view(out, layout) for out, layout in zip(outputs, state.output_layouts)]
 
 
 class ManualExecutor:
@@ -185,7 +218,6 @@ class ManualExecutor:
         return self._impl.run(args)  # compiled for `device` (the cache keys it)
 
     def kernels(self) -> list:
-        from smelt.inspection import Kernel
         return [Kernel.from_executor(self._impl.kernel())]
 
     def report(self) -> str:
@@ -215,8 +247,12 @@ class AutoExecutor:
         return self._impl.compile_cost
 
     def kernels(self) -> list:
-        from smelt.inspection import Kernel
         return [Kernel.from_executor(view) for view in self._impl.last_kernels()]
+
+    def segments(self) -> List[Segment]:
+        """The segments of the latest run or compile_for, in execution order."""
+        return [Segment(s["fusion"], s["scheduler"], s["inputs"], s["outputs"])
+                for s in self._impl.last_segments()]
 
     def report(self) -> str:
         return self._impl.last_run

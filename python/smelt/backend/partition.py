@@ -114,8 +114,9 @@ class GraphReport:
                                    "compile_ahead_ms": self.compile_ahead_ms}
         executors = {}
         for fd in self.definitions:
-            if fd._last_executor is not None and hasattr(fd._last_executor, "compile_cost"):
-                executors[id(fd._last_executor)] = fd
+            executor = fd.state.last_executor
+            if executor is not None and hasattr(executor, "compile_cost"):
+                executors[id(executor)] = fd
         for fd in executors.values():
             for key, value in fd.compile_cost().items():
                 total[key] = total.get(key, 0) + value

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import torch
 
-from smelt.fusion_definition import is_dense, memory_order
+from smelt.memory_layout import is_dense, memory_order
 
 
 def _hint(s: Any) -> Optional[int]:
