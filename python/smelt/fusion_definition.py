@@ -604,6 +604,7 @@ class FusionDefinition:
         with _C.FusionGuard(self._fusion):
             new = apply(_ops.IMPLS[op], record, self._values)
         self._records.append(record)
+        self.state.plans.clear()
         handles = [self._new_handle(v) for v in new]
         return handles[0] if len(handles) == 1 else (tuple(handles) if handles else None)
 

@@ -23,6 +23,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
 from smelt._C import SmeltError
+from smelt._execution import matmul_policy
 from smelt.backend import autotune
 from smelt.backend.compile_ahead import compile_all, compile_jobs
 from smelt.backend.view_sinking import sink_views_after_matmuls
@@ -360,7 +361,7 @@ class SmeltPartition(torch.nn.Module):
         self.eager = submodule
         self.fusion = fusion
         self.fd = fusion.definition
-        self.matmul = matmul  # the backend's matmul option (fd.execute's)
+        self.matmul = matmul_policy(matmul)  # fd.execute's, decided once, not per call
         self.report = report
 
     def forward(self, *args: Any) -> Any:
@@ -474,8 +475,8 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str, matmul: Optional[
         for node in fused.graph.nodes:
             if node.op == "call_module" and node.target.startswith("smelt_fusion_"):
                 partition = getattr(fused, node.target)
-                partition.matmul = tuned.get(id(partition.fd))
-        report.matmul_policies = {p.name: getattr(fused, p.name).matmul or "auto"
+                partition.matmul = matmul_policy(tuned.get(id(partition.fd)))
+        report.matmul_policies = {p.name: getattr(fused, p.name).matmul
                                   for p in report.partitions}
         matmul = None  # each fusion's own, compiled by the tuning's runs
     report.compile_ahead_ms, report.compile_ahead_errors = compile_all(jobs, matmul)
