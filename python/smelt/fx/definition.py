@@ -219,13 +219,17 @@ class FxFusion:
     # arange, a full) runs there, not on the CPU.
     device: Optional[torch.device]
     returns_tuple: bool = True        # the graph returns a tuple, not one value
-    # Decided once, read on every call: which arguments are transposed,
-    # which outputs need their traced strides restored.
+    # Decided once, read on every call: the device to ask for, which
+    # arguments are transposed, which outputs need their traced strides.
+    _device_request: Optional[torch.device] = field(init=False, repr=False)
     _transposed: tuple = field(init=False, repr=False)
     _restored: tuple = field(init=False, repr=False)
     _checked: bool = field(default=False, init=False, repr=False)  # _restored against a run
 
     def __post_init__(self) -> None:
+        # A fusion with tensor inputs runs where they are: no device to ask for.
+        tensor_inputs = any(isinstance(v, Tensor) for v in self.definition.inputs)
+        self._device_request = None if tensor_inputs else self.device
         self._transposed = tuple(i for i, t in enumerate(self.transposed_inputs) if t)
         self._restored = tuple(i for i, layout in enumerate(self.layouts)
                                if layout.strides is not None)
@@ -240,7 +244,7 @@ class FxFusion:
     def run(self, args: Sequence[Any], matmul: Optional[str] = None) -> List[torch.Tensor]:
         """The graph's outputs, computed by the fusion (SmeltError when smelt
         refuses the arguments)."""
-        outputs = self.definition.execute(self.arguments(args), device=self.device,
+        outputs = self.definition.execute(self.arguments(args), device=self._device_request,
                                           matmul=matmul)
         if not self._checked:
             # The traced sizes are static, so each output's strides are the
