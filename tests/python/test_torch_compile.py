@@ -246,11 +246,10 @@ def test_partition_without_tensor_inputs_runs_where_torch_put_its_outputs():
     traced values (fake CUDA tensors need no GPU)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
-    from smelt.backend.partition import definition_of
+    from smelt.fx.definition import translate_graph
     with FakeTensorMode():
         gm = make_fx(lambda: (torch.arange(8, device="cuda") * 2,))()
-    fd, _ = definition_of(gm)
-    assert fd.partition_device == torch.device("cuda", 0)
+    assert translate_graph(gm).device == torch.device("cuda", 0)
 
 
 @pytest.mark.parametrize("device", DEVICES)

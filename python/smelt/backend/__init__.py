@@ -23,6 +23,8 @@ from typing import Any, List, Optional
 import torch
 from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
+from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+from torch._prims_common import get_computation_dtype
 
 from smelt._execution import matmul_policy
 from smelt.backend import cudagraphs
@@ -84,7 +86,6 @@ def _shifted_layer_norm(input, normalized_shape, weight, bias, eps):
     value, and rsqrt(0 + eps) multiplies the rounding by up to 316 (outputs
     of 4e-5 where eager's Welford mean gives exactly 0); shifted, its
     elements are exactly 0. One more reduction (max) in the same kernel."""
-    from torch._prims_common import get_computation_dtype
     axis = input.dim() - len(normalized_shape)
     if input.numel() == 0 or axis < 0:
         return _TORCH_LAYER_NORM(input, normalized_shape, weight, bias, eps)
@@ -227,7 +228,6 @@ def smelt_backend(gm: torch.fx.GraphModule, example_inputs: List[Any], mode=None
 
 
 def _register() -> None:
-    from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
     names = importlib.metadata.entry_points(group="torch_dynamo_backends").names
     if "smelt" not in names and "smelt" not in _COMPILER_FNS:
         register_backend(smelt_backend, name="smelt")

@@ -11,11 +11,11 @@ not dense (gaps, overlaps) is copied into a tensor of the traced strides.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence
+from typing import Any, Optional
 
 import torch
 
-from smelt.fusion_definition import is_dense, memory_order
+from smelt.memory_layout import is_dense, memory_order
 
 
 def _hint(s: Any) -> Optional[int]:

@@ -2,7 +2,8 @@
 
 TRANSLATORS maps each supported op overload to a function that adds the
 node's computation to a FusionDefinition. Whether a node is supported is
-decided by translating it alone into a scratch definition (node_support):
+decided by translating it alone into a scratch definition (node_support,
+fx/definition.py):
 the same code decides support and does the work, so nothing is claimed that
 does not translate. A translator raises Unsupported for argument forms it
 does not handle (symbolic sizes, unsupported keyword values).
@@ -16,163 +17,21 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 import torch.fx
-from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-from smelt._C import DataType, SmeltError
-from smelt.dtypes import is_supported_torch_dtype, to_data_type
-from smelt.fusion_definition import FusionDefinition, Tensor
+from smelt._C import DataType
+from smelt.dtypes import to_data_type
+from smelt.fusion_definition import Tensor
+from smelt.fx.nodes import Unsupported, meta_tensor
+
+if TYPE_CHECKING:  # the translators' first argument (fx/definition.py)
+    from smelt.fx.definition import Translation
 
 aten = torch.ops.aten
 prims = torch.ops.prims
-
-
-class Unsupported(Exception):
-    """A node (or one of its arguments) smelt does not translate."""
-
-
-def meta_tensor(node: Any) -> Optional[torch.Tensor]:
-    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    return val if isinstance(val, torch.Tensor) else None
-
-
-def meta_tensors(node: Any) -> Optional[List[torch.Tensor]]:
-    """The traced values of a node of several outputs (split, unbind), or None."""
-    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    if isinstance(val, (list, tuple)) and all(isinstance(v, torch.Tensor) for v in val):
-        return list(val)
-    return None
-
-
-def is_static(val: torch.Tensor) -> bool:
-    """Whether Dynamo traced every size of `val` as an int (torch.compile's
-    default): the kernel is then specialized on those sizes."""
-    return all(isinstance(s, int) for s in val.shape)
-
-
-def define_input(fd: FusionDefinition, node: torch.fx.Node, transposed: bool = False) -> Tensor:
-    """A fusion input shaped like the node's value, following Dynamo's shape
-    decision: sizes traced as ints are constant extents (size 1 a broadcast
-    dimension), SymInt sizes symbolic; dtype and contiguity from its metadata.
-    `transposed`: the input is the 2-D value's transpose (passed as the view
-    value.t()), standing for the node's aten.t users."""
-    val = meta_tensor(node)
-    if val is None:
-        raise Unsupported(f"input {node.name} is not a tensor")
-    if transposed:
-        return fd.from_pytorch(val.t(), static_sizes=True,
-                               in_memory_order=not any(_feeds_matmul(u) for u in node.users))
-    if not is_supported_torch_dtype(val.dtype):
-        raise Unsupported(f"input {node.name} has dtype {val.dtype}")
-    if not is_static(val):
-        # Symbolic sizes are fine as extents; size-1 needs to be known: an
-        # int 1, or a SymInt the shape guards make 1 (x.reshape(6, -1, 2) of
-        # an [s0, s1] x broadcast against another tensor: (s1 // 2) == 1),
-        # which torch broadcast as size 1.
-        shape = [1 if _known_one(s) else -1 for s in val.shape]
-        contiguity = [None if s == 1 else True for s in shape] if val.is_contiguous() else None
-        if contiguity is None:
-            raise Unsupported(f"input {node.name} has symbolic sizes and is not contiguous")
-        return fd.define_tensor(shape, contiguity, to_data_type(val.dtype))
-    # Read in its memory order (channels-last, a transposed view: dense),
-    # except a matmul operand (nn.Linear's weight.t(), left to torch as a
-    # view): the matmul scheduler loads operands from fusion inputs in any
-    # layout, tensor cores included, and a permute inside the fusion would
-    # make it a computed operand (the reduction scheduler, no tensor cores).
-    return fd.from_pytorch(val, static_sizes=True, in_memory_order=not _feeds_matmul(node))
-
-
-def _known_one(size: Any) -> bool:
-    if isinstance(size, int):
-        return size == 1
-    try:
-        return bool(statically_known_true(size == 1))
-    except Exception:  # a size symbolic_shapes cannot reason about: not known
-        return False
-
-
-def _feeds_matmul(node: torch.fx.Node) -> bool:
-    """Whether `node` is a matmul operand, directly or through dtype casts
-    (the operand chain the matmul scheduler takes)."""
-    for user in node.users:
-        if user.target in (aten.mm.default, aten.bmm.default):
-            return True
-        if user.target in (aten._to_copy.default, prims.convert_element_type.default) and \
-                _feeds_matmul(user):
-            return True
-    return False
-
-
-class Translation:
-    """Maps FX nodes to the FusionDefinition values computing them."""
-
-    def __init__(self, fd: FusionDefinition):
-        self.fd = fd
-        self.values: Dict[torch.fx.Node, Any] = {}
-        self._sums: Dict[tuple, Any] = {}
-
-    def sum(self, x: Tensor, dims: List[int], keepdim: bool = False) -> Tensor:
-        """sum(x, dims), one per (x, dims) in the fusion: batch norm's
-        decomposition sums x for the mean and again inside var; one sum lets
-        the schedulers keep both in one kernel."""
-        key = (id(x), tuple(sorted(dims)))
-        if key not in self._sums:
-            self._sums[key] = (x, self.fd.ops.sum(x, dims))  # x kept: its id stays unique
-        total = self._sums[key][1]
-        if not keepdim:
-            return total
-        return self.fd.ops.broadcast(total, [d in dims for d in range(x.ndim)])
-
-    def arg(self, a: Any) -> Any:
-        if isinstance(a, torch.fx.Node):
-            if a not in self.values:
-                raise Unsupported(f"argument {a.name} is not a tensor of the fusion")
-            return self.values[a]
-        if isinstance(a, bool) or isinstance(a, (int, float)):
-            return a
-        raise Unsupported(f"argument of type {type(a).__name__}")
-
-    def operand(self, a: Any, node: torch.fx.Node) -> Any:
-        """An elementwise operand: a tensor of lower rank than the node's
-        output gains leading broadcast dimensions (torch's broadcasting)."""
-        v = self.arg(a)
-        src, out = meta_tensor(a), meta_tensor(node)
-        if isinstance(v, Tensor) and src is not None and out is not None and src.dim() < out.dim():
-            lead = out.dim() - src.dim()
-            v = self.fd.ops.broadcast(v, [True] * lead + [False] * src.dim())
-        return v
-
-    def ints(self, values: Sequence[Any], what: str) -> List[int]:
-        if any(not isinstance(v, int) for v in values):
-            raise Unsupported(f"{what} {list(values)} is not a list of constant ints")
-        return list(values)
-
-    def translate(self, node: torch.fx.Node) -> Any:
-        fn = TRANSLATORS.get(node.target)
-        if fn is None:
-            raise Unsupported(f"op {node.target} is not supported")
-        out = fn(self, node, *node.args, **node.kwargs)
-        expected = meta_tensor(node)
-        if expected is not None and isinstance(out, Tensor):
-            out = self._match_dtype(node, out, expected.dtype)
-        elif isinstance(out, tuple):
-            expected = meta_tensors(node)
-            if expected is None or len(expected) != len(out):
-                raise Unsupported(f"{node.name}: {len(out)} outputs where torch traced "
-                                  f"{'none' if expected is None else len(expected)}")
-            out = tuple(self._match_dtype(node, o, e.dtype) for o, e in zip(out, expected))
-        self.values[node] = out
-        return out
-
-    def _match_dtype(self, node, out: Tensor, dtype: torch.dtype) -> Tensor:
-        """Where torch's type promotion differs from smelt's, cast to torch's."""
-        if not is_supported_torch_dtype(dtype):
-            raise Unsupported(f"{node.name} produces dtype {dtype}")
-        want = to_data_type(dtype)
-        return out if out.dtype == want else self.fd.ops.cast(out, want)
 
 
 Translator = Callable[..., Any]
@@ -889,55 +748,3 @@ def _lift_fresh_copy(t, node, x):
 @translates(aten.mm.default, aten.bmm.default)
 def _mm(t, node, a, b):
     return t.fd.ops.matmul(t.arg(a), t.arg(b))
-
-
-def node_support(node: torch.fx.Node) -> Optional[str]:
-    """None when smelt translates `node`, else the reason it does not."""
-    if node.op != "call_function":
-        return "not a call"
-    if node.target is operator.getitem:
-        return _getitem_support(node)
-    if node.target not in TRANSLATORS:
-        return f"op {node.target} is not supported"
-    outs = [meta_tensor(node)] if meta_tensor(node) is not None else meta_tensors(node)
-    if not outs:
-        return "no tensor metadata"
-    for out in outs:
-        if not is_supported_torch_dtype(out.dtype):
-            return f"dtype {out.dtype} is not supported"
-        if any(isinstance(s, int) and s == 0 for s in out.shape):
-            return "empty tensor"
-    fd = FusionDefinition()
-    t = Translation(fd)
-    try:
-        with fd:
-            for a in node.all_input_nodes:
-                t.values[a] = define_input(fd, a)
-            value = t.translate(node)
-            for v in value if isinstance(value, tuple) else [value]:
-                fd.add_output(_as_output(fd, v))
-    except (Unsupported, SmeltError, TypeError) as e:
-        return str(e)
-    return None
-
-
-def _getitem_support(node: torch.fx.Node) -> Optional[str]:
-    """A getitem is translated with the node whose output it takes (the
-    partitioner keeps them in one partition): supported when that node is."""
-    source = node.args[0]
-    if not isinstance(source, torch.fx.Node) or source.op != "call_function":
-        return "indexing a value that is not an op's output"
-    reason = node_support(source)
-    if reason is not None:
-        return f"an output of {source.name}, which runs in torch: {reason}"
-    if meta_tensors(source) is None:
-        return f"indexing {source.name}, which is not a tuple of tensors"
-    return None
-
-
-def _as_output(fd: FusionDefinition, value: Any) -> Tensor:
-    """Outputs must be computed tensors: an input passed through is copied."""
-    if not isinstance(value, Tensor):
-        raise Unsupported("the node does not produce a tensor")
-    return fd.ops.set(value) if value in fd.inputs else value
-
