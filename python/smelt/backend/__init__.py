@@ -74,7 +74,8 @@ DECOMPOSITIONS = get_decompositions([
     aten.expand_copy, aten.permute_copy, aten.transpose_copy,
     aten.t_copy, aten.squeeze_copy, aten.unsqueeze_copy, aten.view_copy, aten.alias_copy,
     aten.unbind_copy, aten.split_with_sizes_copy, aten.as_strided_copy, aten.linalg_cross,
-    aten._chunk_cat, aten.block_diag,
+    aten._chunk_cat, aten.block_diag, aten.sinc, aten.angle, aten.ldexp,
+    aten._batch_norm_with_update_functional,
 ])
 
 
@@ -114,6 +115,24 @@ def _short_scan(decomposition):
 
 for _scan in (aten.cumsum.default, aten.cumprod.default):
     DECOMPOSITIONS[_scan] = _short_scan(get_decompositions([_scan])[_scan])
+
+# isin decomposes into a comparison of every element with every test
+# element: fused, but its work grows with their product; up to this many test
+# elements that is a short reduction per element.
+MAX_DECOMPOSED_ISIN_ELEMENTS = 128
+
+
+def _small_isin(decomposition):
+    def isin(elements, test_elements, *args, **kwargs):
+        if isinstance(test_elements, torch.Tensor) and \
+                test_elements.numel() > MAX_DECOMPOSED_ISIN_ELEMENTS:
+            return NotImplemented  # torch runs the op itself
+        return decomposition(elements, test_elements, *args, **kwargs)
+    return isin
+
+
+DECOMPOSITIONS[aten.isin.Tensor_Tensor] = _small_isin(
+    get_decompositions([aten.isin.Tensor_Tensor])[aten.isin.Tensor_Tensor])
 
 _TORCH_LAYER_NORM = DECOMPOSITIONS[aten.native_layer_norm.default]
 DECOMPOSITIONS[aten.native_layer_norm.default] = _shifted_layer_norm

@@ -113,6 +113,7 @@ for _name in ["neg", "exp", "tanh", "abs", "sqrt", "rsqrt", "log", "log2", "log1
     _ELEMENTWISE.setdefault(_name, []).append(getattr(aten, _name).default)
     if hasattr(prims, _name):
         _ELEMENTWISE[_name].append(getattr(prims, _name).default)
+_ELEMENTWISE["pow"].append(aten.pow.Scalar)  # a number to the power of a tensor
 _ELEMENTWISE["atan2"] = [aten.atan2.default, prims.atan2.default]
 _ELEMENTWISE["hypot"] = [aten.hypot.default, prims.hypot.default]
 _ELEMENTWISE["copysign"] = [aten.copysign.Tensor, aten.copysign.Scalar]
@@ -189,6 +190,14 @@ def _sign(t, node, x):
         return ops.set(t.arg(x))
     v = t.arg(x)
     return ops.where(ops.gt(v, 0), 1, ops.where(ops.lt(v, 0), -1, 0))
+
+
+@translates(aten.angle.default)
+def _angle(t, node, x):
+    """The argument of a real number: pi below 0, else 0; NaN stays NaN."""
+    ops = t.fd.ops
+    v = t.arg(x)
+    return ops.where(ops.lt(v, 0), math.pi, ops.where(ops.ne(v, v), v, 0.0))
 
 
 @translates(prims.fmax.default, prims.fmin.default)
