@@ -171,3 +171,38 @@ def test_decomposed_and_new_elementwise_ops_are_fused(name, fn, x):
     assert actual.dtype == expected.dtype and actual.stride() == expected.stride()
     report = smelt.backend.last_report()
     assert not report.unsupported_ops and report.fallback_runs == 0, str(report)
+
+
+POOL_INPUT = torch.randn(2, 3, 9, 8, generator=gen(10))
+POOL_INPUT[0, 0, 1, 1] = NAN  # a NaN wins its windows, as in torch's kernel
+
+
+@pytest.mark.parametrize("name,fn,x", [
+    ("max_pool2d_padded", lambda x: F.max_pool2d(x, 3, 2, 1), POOL_INPUT),
+    ("max_pool2d_indices_dilated_ceil",
+     lambda x: F.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True, return_indices=True), POOL_INPUT),
+    ("max_pool1d", lambda x: F.max_pool1d(x, 3, 2, 1, return_indices=True), POOL_INPUT[0]),
+    ("max_pool3d", lambda x: F.max_pool3d(x, 2), POOL_INPUT),
+    ("max_pool2d_ties", lambda x: F.max_pool2d(x, 2, 1, return_indices=True),
+     torch.tensor([[[[1., 1., 0.], [1., 1., 2.], [-float("inf")] * 3]]])),
+    ("avg_pool2d_padded", lambda x: F.avg_pool2d(x, 3, 2, 1), POOL_INPUT.nan_to_num()),
+    ("avg_pool2d_ceil_no_pad_count",
+     lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+     POOL_INPUT.nan_to_num()),
+    ("avg_pool2d_divisor", lambda x: F.avg_pool2d(x, 2, divisor_override=3), POOL_INPUT),
+    ("avg_pool1d_half", lambda x: F.avg_pool1d(x.half(), 3, 1, 1), POOL_INPUT[0]),
+])
+def test_pools_are_one_kernel_matching_eager(name, fn, x):
+    """Pools as reductions over windows: each window offset one gather of the
+    input, the whole pool one kernel (two when the pooled tensor is computed
+    first: a gather reads its table from memory)."""
+    expected = fn(x)
+    actual = torch.compile(fn, backend="smelt")(x)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    actual = actual if isinstance(actual, tuple) else (actual,)
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e, equal_nan=True)
+        assert a.dtype == e.dtype and a.stride() == e.stride()
+    report = smelt.backend.last_report()
+    assert not report.unsupported_ops and report.fallback_runs == 0, str(report)
+    assert report.smelt_kernels() == (2 if name.endswith("_half") else 1), str(report)

@@ -63,7 +63,7 @@ def test_zoo_forward_matches_eager(name):
     _no_fallbacks()
     assert any(r.partitions for r in smelt.backend.reports()), _summary(name)
     # Issue 44: what torch still runs and launches a kernel for is a library's
-    # by design (convolution, attention, max pooling with indices), nothing else.
+    # by design (convolution, attention), nothing else.
     left = {op for r in smelt.backend.reports() for op in r.torch_ops if op not in METADATA_OPS}
     assert all(op.startswith(LIBRARY_OPS) for op in left), (left, _summary(name))
     print(_summary(name))

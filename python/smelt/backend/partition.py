@@ -211,11 +211,12 @@ class GraphReport:
 # Ops left to libraries (cuDNN, attention kernels) or whose output size
 # depends on values: not fusion candidates. index_put (accumulate=True) and
 # embedding_dense_backward (the embedding weight's gradient, a scatter-add of
-# the output gradient's rows at the token ids) write at positions the data
+# the output gradient's rows at the token ids) and max pooling's backward (the
+# gradient scattered to each window's argmax) write at positions the data
 # decides, several elements possibly to one place: not a fusion's
 # elementwise writes.
 LIBRARY_OPS = ("convolution", "_scaled_dot_product", "topk", "sort", "histc", "nonzero",
-               "index_put", "embedding_dense_backward", "max_pool2d_with_indices")
+               "index_put", "embedding_dense_backward", "max_pool2d_with_indices_backward")
 
 
 def _is_library_node(node: torch.fx.Node) -> bool:
