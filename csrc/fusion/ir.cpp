@@ -154,6 +154,11 @@ std::string toString(BinaryOpType t) {
     case BinaryOpType::Atan2: return "atan2";
     case BinaryOpType::Hypot: return "hypot";
     case BinaryOpType::Copysign: return "copysign";
+    case BinaryOpType::Nextafter: return "nextafter";
+    case BinaryOpType::ShiftLeft: return "bitwise_left_shift";
+    case BinaryOpType::ShiftRight: return "bitwise_right_shift";
+    case BinaryOpType::Gcd: return "gcd";
+    case BinaryOpType::Lcm: return "lcm";
     case BinaryOpType::Eq: return "eq";
     case BinaryOpType::Ne: return "ne";
     case BinaryOpType::Lt: return "lt";

@@ -260,6 +260,9 @@ enum class BinaryOpType {
   Add, Sub, Mul, Div, Maximum, Minimum,
   Pow, Remainder, Fmod,
   Atan2, Hypot, Copysign,  // floating results (integers compute in float)
+  Nextafter,               // float and double only (half's steps are its own)
+  ShiftLeft, ShiftRight,   // integers; torch's results for shifts outside [0, bits)
+  Gcd, Lcm,                // integers
   Eq, Ne, Lt, Le, Gt, Ge,
   LogicalAnd, LogicalOr,
   BitwiseAnd, BitwiseOr, BitwiseXor,  // integers only (bool's are logical ops)

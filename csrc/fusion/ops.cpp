@@ -345,6 +345,28 @@ TensorView* floatingBinary(BinaryOpType op, Val* lhs, Val* rhs) {
 TensorView* atan2(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Atan2, lhs, rhs); }
 TensorView* hypot(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Hypot, lhs, rhs); }
 TensorView* copysign(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Copysign, lhs, rhs); }
+TensorView* nextafter(Val* lhs, Val* rhs) {
+  SMELT_CHECK(lhs != nullptr && rhs != nullptr, "nextafter: an operand is null");
+  const DataType dtype = promoteOperandTypes({lhs, rhs});
+  SMELT_CHECK(dtype == DataType::Float || dtype == DataType::Double, "nextafter: operands ",
+              describe(lhs), " and ", describe(rhs), " promote to ", dtype,
+              "; nextafter takes float or double (half's steps are its own)");
+  return binaryOp(BinaryOpType::Nextafter, lhs, rhs);
+}
+namespace {
+TensorView* integerBinary(BinaryOpType op, Val* lhs, Val* rhs) {
+  const std::string name = toString(op);
+  SMELT_CHECK(lhs != nullptr && rhs != nullptr, name, ": an operand is null");
+  const DataType dtype = promoteOperandTypes({lhs, rhs});
+  SMELT_CHECK(isIntegralType(dtype), name, ": operands ", describe(lhs), " and ", describe(rhs),
+              " promote to ", dtype, "; ", name, " needs integer operands");
+  return binaryOp(op, lhs, rhs);
+}
+}  // namespace
+TensorView* bitwiseLeftShift(Val* lhs, Val* rhs) { return integerBinary(BinaryOpType::ShiftLeft, lhs, rhs); }
+TensorView* bitwiseRightShift(Val* lhs, Val* rhs) { return integerBinary(BinaryOpType::ShiftRight, lhs, rhs); }
+TensorView* gcd(Val* lhs, Val* rhs) { return integerBinary(BinaryOpType::Gcd, lhs, rhs); }
+TensorView* lcm(Val* lhs, Val* rhs) { return integerBinary(BinaryOpType::Lcm, lhs, rhs); }
 TensorView* eq(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Eq, lhs, rhs); }
 TensorView* ne(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Ne, lhs, rhs); }
 TensorView* lt(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Lt, lhs, rhs); }

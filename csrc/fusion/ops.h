@@ -96,6 +96,15 @@ TensorView* fmod(Val* lhs, Val* rhs);
 TensorView* atan2(Val* lhs, Val* rhs);
 TensorView* hypot(Val* lhs, Val* rhs);
 TensorView* copysign(Val* lhs, Val* rhs);
+// The next float (or double) after lhs toward rhs; half and bfloat16 are refused.
+TensorView* nextafter(Val* lhs, Val* rhs);
+// Integers only, as torch: shifts by a count outside [0, bits of the type)
+// give 0 (left) or the sign (right); gcd/lcm of the absolute values
+// (gcd(0, 0) = 0, lcm with 0 = 0).
+TensorView* bitwiseLeftShift(Val* lhs, Val* rhs);
+TensorView* bitwiseRightShift(Val* lhs, Val* rhs);
+TensorView* gcd(Val* lhs, Val* rhs);
+TensorView* lcm(Val* lhs, Val* rhs);
 TensorView* eq(Val* lhs, Val* rhs);
 TensorView* ne(Val* lhs, Val* rhs);
 TensorView* lt(Val* lhs, Val* rhs);

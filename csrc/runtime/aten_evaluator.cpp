@@ -141,6 +141,11 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
         case BinaryOpType::Atan2: r = at::atan2(a.to(out_type), b.to(out_type)); break;
         case BinaryOpType::Hypot: r = at::hypot(a.to(out_type), b.to(out_type)); break;
         case BinaryOpType::Copysign: r = at::copysign(a.to(out_type), b.to(out_type)); break;
+        case BinaryOpType::Nextafter: r = at::nextafter(a.to(out_type), b.to(out_type)); break;
+        case BinaryOpType::ShiftLeft: r = at::bitwise_left_shift(a.to(out_type), b.to(out_type)); break;
+        case BinaryOpType::ShiftRight: r = at::bitwise_right_shift(a.to(out_type), b.to(out_type)); break;
+        case BinaryOpType::Gcd: r = at::gcd(a.to(out_type), b.to(out_type)); break;
+        case BinaryOpType::Lcm: r = at::lcm(a.to(out_type), b.to(out_type)); break;
         case BinaryOpType::Eq: r = at::eq(a, b); break;
         case BinaryOpType::Ne: r = at::ne(a, b); break;
         case BinaryOpType::Lt: r = at::lt(a, b); break;

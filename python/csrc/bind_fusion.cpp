@@ -205,7 +205,9 @@ void bindOps(py::module_& m) {
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, Binary>>{
            {"add", &add}, {"sub", &sub}, {"mul", &mul}, {"div", &div}, {"truediv", &truediv}, {"maximum", &maximum},
            {"minimum", &minimum}, {"pow", &pow}, {"remainder", &remainder}, {"fmod", &fmod},
-           {"atan2", &atan2}, {"hypot", &hypot}, {"copysign", &copysign},
+           {"atan2", &atan2}, {"hypot", &hypot}, {"copysign", &copysign}, {"nextafter", &nextafter},
+           {"bitwise_left_shift", &bitwiseLeftShift}, {"bitwise_right_shift", &bitwiseRightShift},
+           {"gcd", &gcd}, {"lcm", &lcm},
            {"eq", &eq}, {"ne", &ne}, {"lt", &lt}, {"le", &le}, {"gt", &gt}, {"ge", &ge},
            {"logical_and", &logicalAnd}, {"logical_or", &logicalOr}, {"bitwise_and", &bitwiseAnd},
            {"bitwise_or", &bitwiseOr}, {"bitwise_xor", &bitwiseXor}}) {

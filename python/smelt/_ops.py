@@ -166,7 +166,7 @@ def _binary(c_op):
 UNARY_OPS = ("set", "neg", "exp", "tanh", "abs", "relu", "sqrt", "rsqrt", "log", "log2", "log1p",
              "exp2", "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log10", "erfc", "lgamma", "floor", "ceil",
              "round", "trunc", "logical_not", "signbit", "bitwise_not")
-BINARY_OPS = ("add", "sub", "mul", "div", "truediv", "maximum", "minimum", "pow", "remainder", "fmod", "atan2", "hypot", "copysign", "eq",
+BINARY_OPS = ("add", "sub", "mul", "div", "truediv", "maximum", "minimum", "pow", "remainder", "fmod", "atan2", "hypot", "copysign", "nextafter", "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "eq",
               "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
               "bitwise_xor")
 

@@ -163,6 +163,11 @@ def test_index_returning_reductions_match_eager(name, fn, x):
     ("sum_0dim", lambda x: torch.sum(x * 2), torch.tensor(3, dtype=torch.int32)),
     ("mse_loss", lambda x: F.mse_loss(x, x.flip(1) * 0.5), torch.randn(3, 5, generator=gen(8))),
     ("logsumexp", lambda x: torch.logsumexp(x, 1), torch.randn(3, 5, generator=gen(9)) * 30),
+    ("shifts", lambda x: (x << x.flip(1)) ^ (x >> (x.flip(1) - 2)),
+     torch.tensor([[5, -5, 1, -1, 70]], dtype=torch.int32)),
+    ("gcd_lcm", lambda x: torch.gcd(x, x.flip(1)) + torch.lcm(x, x.flip(1) + 1),
+     torch.tensor([[0, -12, 7, 18, 0]])),
+    ("nextafter", lambda x: torch.nextafter(x, -x), torch.tensor([[0.0, 1.0, -2.5, NAN]])),
 ])
 def test_decomposed_and_new_elementwise_ops_are_fused(name, fn, x):
     expected = fn(x)
@@ -191,11 +196,18 @@ POOL_INPUT[0, 0, 1, 1] = NAN  # a NaN wins its windows, as in torch's kernel
      POOL_INPUT.nan_to_num()),
     ("avg_pool2d_divisor", lambda x: F.avg_pool2d(x, 2, divisor_override=3), POOL_INPUT),
     ("avg_pool1d_half", lambda x: F.avg_pool1d(x.half(), 3, 1, 1), POOL_INPUT[0]),
+    ("adaptive_max_pool2d", lambda x: F.adaptive_max_pool2d(x, (4, 3), return_indices=True),
+     POOL_INPUT),
+    # Windows of one element: the indices are a broadcast smelt returns
+    # expanded; the output is written out in torch's dense layout.
+    ("adaptive_max_pool2d_identity", lambda x: F.adaptive_max_pool2d(x, (9, 8), True), POOL_INPUT),
+    ("adaptive_max_pool1d", lambda x: F.adaptive_max_pool1d(x, 1), POOL_INPUT[0]),
+    ("adaptive_avg_pool3d", lambda x: F.adaptive_avg_pool3d(x, (2, 4, 3)), POOL_INPUT),
 ])
 def test_pools_are_one_kernel_matching_eager(name, fn, x):
     """Pools as reductions over windows: each window offset one gather of the
-    input, the whole pool one kernel (two when the pooled tensor is computed
-    first: a gather reads its table from memory)."""
+    input, the whole pool one kernel (a gather reads its table from memory,
+    so a pooled tensor computed first is a kernel of its own)."""
     expected = fn(x)
     actual = torch.compile(fn, backend="smelt")(x)
     expected = expected if isinstance(expected, tuple) else (expected,)
@@ -205,4 +217,6 @@ def test_pools_are_one_kernel_matching_eager(name, fn, x):
         assert a.dtype == e.dtype and a.stride() == e.stride()
     report = smelt.backend.last_report()
     assert not report.unsupported_ops and report.fallback_runs == 0, str(report)
-    assert report.smelt_kernels() == (2 if name.endswith("_half") else 1), str(report)
+    # Two where the pooled tensor is computed first (a cast), or where the
+    # indices are a broadcast written out apart from the values.
+    assert report.smelt_kernels() == (2 if name.endswith(("_half", "_identity")) else 1), str(report)

@@ -247,6 +247,11 @@ class Compiler {
           case BinaryOpType::Atan2: return {Fn::Atan2, 2};
           case BinaryOpType::Hypot: return {Fn::Hypot, 2};
           case BinaryOpType::Copysign: return {Fn::Copysign, 2};
+          case BinaryOpType::Nextafter: return {Fn::Nextafter, 2};
+          case BinaryOpType::ShiftLeft: return {Fn::ShiftLeft, 2};
+          case BinaryOpType::ShiftRight: return {Fn::ShiftRight, 2};
+          case BinaryOpType::Gcd: return {Fn::Gcd, 2};
+          case BinaryOpType::Lcm: return {Fn::Lcm, 2};
           case BinaryOpType::Eq: return {Fn::Eq, 2};
           case BinaryOpType::Ne: return {Fn::Ne, 2};
           case BinaryOpType::Lt: return {Fn::Lt, 2};

@@ -46,7 +46,8 @@ enum class Fn : uint8_t {
   Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log10, Erfc, Lgamma,
   Floor, Ceil, Round, Trunc, LogicalNot, Signbit, BitwiseNot,
   Add, Sub, Mul, Div, Maximum, Minimum,
-  Pow, IntPow, Remainder, Fmod, Atan2, Hypot, Copysign,  // IntPow: pow of integers (torch's rules for negative exponents)
+  Pow, IntPow, Remainder, Fmod, Atan2, Hypot, Copysign, Nextafter,
+  ShiftLeft, ShiftRight, Gcd, Lcm,  // integers  // IntPow: pow of integers (torch's rules for negative exponents)
   IntDiv,  // division of integers with an integer result: truncates toward zero
   Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
   BitwiseAnd, BitwiseOr, BitwiseXor,

@@ -118,6 +118,17 @@ _ELEMENTWISE["pow"].append(aten.pow.Scalar)  # a number to the power of a tensor
 _ELEMENTWISE["atan2"] = [aten.atan2.default, prims.atan2.default]
 _ELEMENTWISE["hypot"] = [aten.hypot.default, prims.hypot.default]
 _ELEMENTWISE["copysign"] = [aten.copysign.Tensor, aten.copysign.Scalar]
+_ELEMENTWISE["nextafter"] = [aten.nextafter.default, prims.nextafter.default]
+_ELEMENTWISE["gcd"] = [aten.gcd.default, prims.gcd.default]
+_ELEMENTWISE["lcm"] = [aten.lcm.default]
+_ELEMENTWISE["bitwise_left_shift"] = [aten.bitwise_left_shift.Tensor,
+                                      aten.bitwise_left_shift.Tensor_Scalar,
+                                      aten.__lshift__.Tensor, aten.__lshift__.Scalar,
+                                      prims.shift_left.default]
+_ELEMENTWISE["bitwise_right_shift"] = [aten.bitwise_right_shift.Tensor,
+                                       aten.bitwise_right_shift.Tensor_Scalar,
+                                       aten.__rshift__.Tensor, aten.__rshift__.Scalar,
+                                       prims.shift_right_arithmetic.default]
 for _name in ["eq", "ne", "lt", "le", "gt", "ge"]:
     _ELEMENTWISE[_name] = [getattr(aten, _name).Tensor, getattr(aten, _name).Scalar]
     if hasattr(prims, _name):
@@ -772,9 +783,11 @@ class _Windows:
     offset: the input positions it reads (flat in the pooled dimensions,
     clamped into range), whether each is inside the input, and x there: one
     gather from x viewed with its pooled dimensions flattened, so every
-    offset reads the fusion's input directly."""
+    offset reads the fusion's input directly. Adaptive windows (stride None)
+    of output position i span [floor(i * n / out), ceil((i + 1) * n / out)),
+    kernel the longest of them."""
 
-    def __init__(self, t, x_node, kernel, stride, padding, dilation, out_sizes):
+    def __init__(self, t, x_node, kernel, out_sizes, stride=None, padding=None, dilation=None):
         ops = t.fd.ops
         shape = list(meta_tensor(x_node).shape)
         self.t, self.kernel = t, kernel
@@ -787,13 +800,31 @@ class _Windows:
     def positions(self, axis: int, offset: int) -> Any:
         """Input positions along pooled axis `axis` of window offset `offset`
         (o * stride - padding + offset * dilation), broadcast to the pooled
-        output dimensions."""
+        output dimensions; for adaptive windows also where each window ends."""
         ops = self.t.fd.ops
+        if self.stride is None:
+            n, out = self.extents[axis], self.out_sizes[axis]
+            if out == 1:  # one window, the whole axis: broadcast, as below
+                return tuple(ops.broadcast_in_dim(ops.full([], v, DataType.Int),
+                                                  list(self.out_sizes), []) for v in (offset, n))
+            i = ops.iota(out, 0, 1, DataType.Int)
+            start = ops.div(ops.mul(i, n), out)
+            end = ops.div(ops.add(ops.mul(i, n), n + out - 1), out)
+            return tuple(ops.broadcast_in_dim(v, list(self.out_sizes), [axis])
+                         for v in (ops.add(start, offset), end))
         start = offset * self.dilation[axis] - self.padding[axis]
         if self.out_sizes[axis] == 1:  # a broadcast axis, which a squeeze may drop
-            return ops.broadcast_in_dim(ops.full([], start, DataType.Int), list(self.out_sizes), [])
+            return ops.broadcast_in_dim(ops.full([], start, DataType.Int), list(self.out_sizes),
+                                        []), None
         row = ops.iota(self.out_sizes[axis], start, self.stride[axis], DataType.Int)
-        return ops.broadcast_in_dim(row, list(self.out_sizes), [axis])
+        return ops.broadcast_in_dim(row, list(self.out_sizes), [axis]), None
+
+    def to_output(self, pooled: Any) -> Any:
+        """A tensor over the pooled output dimensions, broadcast to the output's shape."""
+        rank = len(self.out_sizes)
+        return self.t.fd.ops.broadcast_in_dim(
+            pooled, self.lead + list(self.out_sizes),
+            list(range(len(self.lead), len(self.lead) + rank)))
 
     def offsets(self):
         """(flat position, inside the input, x's values there) per window
@@ -802,9 +833,11 @@ class _Windows:
         for offset in itertools.product(*(range(k) for k in self.kernel)):
             flat = inside = None
             for axis, o in enumerate(offset):
-                position = self.positions(axis, o)
+                position, end = self.positions(axis, o)
                 extent = self.extents[axis]
                 ok = ops.logical_and(ops.ge(position, 0), ops.lt(position, extent))
+                if end is not None:
+                    ok = ops.logical_and(ok, ops.lt(position, end))
                 inside = ok if inside is None else ops.logical_and(inside, ok)
                 clamped = ops.minimum(ops.maximum(position, 0), extent - 1)
                 flat = clamped if flat is None else ops.add(ops.mul(flat, extent), clamped)
@@ -815,15 +848,48 @@ class _Windows:
 @translates(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
 def _max_pool_with_indices(t, node, x, kernel_size, stride=(), padding=0, dilation=1,
                            ceil_mode=False):
-    """Values and flat indices of each window's maximum, as torch's CPU
-    kernel scans it: the first maximum in row-major order, a NaN always
-    taking over; padded positions never count."""
-    ops = t.fd.ops
+    """Each window's maximum and its flat index (_window_maximum)."""
     rank = 3 if node.target is aten.max_pool3d_with_indices.default else 2
     kernel = _pair(kernel_size, rank)
     stride = _pair(stride, rank) if stride else kernel
     out_sizes = list(meta_tensors(node)[0].shape[-rank:])
-    w = _Windows(t, x, kernel, stride, _pair(padding, rank), _pair(dilation, rank), out_sizes)
+    w = _Windows(t, x, kernel, out_sizes, stride, _pair(padding, rank), _pair(dilation, rank))
+    return _window_maximum(w)
+
+
+@translates(aten.adaptive_max_pool2d.default, aten.adaptive_max_pool3d.default)
+def _adaptive_max_pool(t, node, x, output_size):
+    rank = 3 if node.target is aten.adaptive_max_pool3d.default else 2
+    extents = list(meta_tensor(x).shape[-rank:])
+    out_sizes = list(meta_tensors(node)[0].shape[-rank:])
+    kernel = [max(-(-(i + 1) * n // o) - i * n // o for i in range(o))
+              for n, o in zip(extents, out_sizes)]
+    return _window_maximum(_Windows(t, x, kernel, out_sizes))
+
+
+@translates(aten._adaptive_avg_pool3d.default)
+def _adaptive_avg_pool(t, node, x, output_size):
+    """Each adaptive window's mean (half and bfloat16 summed in float)."""
+    ops = t.fd.ops
+    extents = list(meta_tensor(x).shape[-3:])
+    out_sizes = list(meta_tensor(node).shape[-3:])
+    kernel = [max(-(-(i + 1) * n // o) - i * n // o for i in range(o))
+              for n, o in zip(extents, out_sizes)]
+    total = count = None
+    for _, inside, value in _Windows(t, x, kernel, out_sizes).offsets():
+        if meta_tensor(x).dtype in (torch.float16, torch.bfloat16):
+            value = ops.cast(value, DataType.Float)
+        value = ops.where(inside, value, 0.0)
+        total = value if total is None else ops.add(total, value)
+        count = ops.cast(inside, DataType.Int) if count is None else ops.add(count, inside)
+    return ops.truediv(total, count)
+
+
+def _window_maximum(w: _Windows):
+    """Values and flat indices of each window's maximum, as torch's CPU
+    kernels scan it: the first maximum in row-major order, a NaN always
+    taking over; positions outside the input or the window never count."""
+    ops = w.t.fd.ops
     best = best_index = None
     for flat, inside, value in w.offsets():
         if best is None:  # where inside, the window's first position
@@ -833,6 +899,8 @@ def _max_pool_with_indices(t, node, x, kernel_size, stride=(), padding=0, dilati
             ops.eq(best_index, -1), ops.logical_or(ops.gt(value, best), ops.ne(value, value))))
         best = ops.where(take, value, best)
         best_index = ops.where(take, flat, best_index)
+    if math.prod(w.kernel) == 1:  # no where() above broadcast it to the output's shape
+        best_index = w.to_output(best_index)
     return best, best_index
 
 
@@ -848,7 +916,7 @@ def _avg_pool(t, node, x, kernel_size, stride=(), padding=0, ceil_mode=False,
     stride = _pair(stride, rank) if stride else kernel
     padding = _pair(padding, rank)
     out_sizes = list(meta_tensor(node).shape[-rank:])
-    w = _Windows(t, x, kernel, stride, padding, [1] * rank, out_sizes)
+    w = _Windows(t, x, kernel, out_sizes, stride, padding, [1] * rank)
     total = None
     for _, inside, value in w.offsets():
         if meta_tensor(x).dtype in (torch.float16, torch.bfloat16):
@@ -860,7 +928,7 @@ def _avg_pool(t, node, x, kernel_size, stride=(), padding=0, ceil_mode=False,
     divisor = None
     for axis in range(rank):
         extent, k, p = w.extents[axis], kernel[axis], padding[axis]
-        start = w.positions(axis, 0)
+        start, _ = w.positions(axis, 0)
         end = ops.minimum(ops.add(start, k), extent + p)
         if not count_include_pad:
             start, end = ops.maximum(start, 0), ops.minimum(end, extent)

@@ -326,6 +326,61 @@ TEST(BitwiseOpKernels, SimulatedMatchATenAndCompile) {
   }
 }
 
+// Shifts by counts inside and outside [0, bits), and gcd/lcm with zeros and
+// negatives (not the most negative value: ATen's own lcm traps on it), in
+// each integer width: simulated
+// against ATen (exact), then compiled by NVRTC.
+TEST(IntegerOpKernels, ShiftsGcdLcmMatchATenAndCompile) {
+  for (DataType dtype : {DataType::Int, DataType::Int32, DataType::Int16, DataType::Int8,
+                         DataType::UInt8}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor(kShape, dtype);
+    TensorView* b = makeConcreteTensor(kShape, dtype);
+    fusion.addInput(a);
+    fusion.addInput(b);
+    for (TensorView* out : {bitwiseLeftShift(a, b), bitwiseRightShift(a, b), gcd(a, b), lcm(a, b)}) {
+      EXPECT_EQ(out->dtype(), dtype);
+      fusion.addOutput(out);
+    }
+    schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+    const auto options = at::TensorOptions().dtype(toAtenType(dtype));
+    const bool is_unsigned = dtype == DataType::UInt8;
+    at::Tensor x = at::randint(is_unsigned ? 0 : -100, 100, kShape, options);
+    at::Tensor counts = at::randint(is_unsigned ? 0 : -3, 70, kShape, options);
+    x.view(-1)[0] = 0;  // gcd(0, 0), lcm with 0
+    counts.view(-1)[0] = 0;
+    sim::testing::expectKernelCorrect(fusion, {x, counts}, 0, 0);
+    expectCompiles(fusion, "integer_" + dtypeName(dtype));
+  }
+}
+
+TEST(IntegerOpKernels, NextafterSteps) {
+  for (DataType dtype : {DataType::Float, DataType::Double}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor(kShape, dtype);
+    TensorView* b = makeConcreteTensor(kShape, dtype);
+    fusion.addInput(a);
+    fusion.addInput(b);
+    fusion.addOutput(nextafter(a, b));
+    schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+    const auto options = at::TensorOptions().dtype(toAtenType(dtype));
+    at::Tensor x = at::randn(kShape, options);
+    x.view(-1)[0] = 0.0;  // toward a negative: the smallest negative subnormal
+    sim::testing::expectKernelCorrect(fusion, {x, at::randn(kShape, options)}, 0, 0);
+    expectCompiles(fusion, "nextafter_" + dtypeName(dtype));
+  }
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* h = makeConcreteTensor(kShape, DataType::Half);
+  EXPECT_SMELT_ERROR(nextafter(h, h), "nextafter takes float or double");
+  TensorView* f = makeConcreteTensor(kShape, DataType::Float);
+  EXPECT_SMELT_ERROR(gcd(f, f), "gcd needs integer operands");
+}
+
 TEST(BitwiseOpKernels, FloatOperandsAreRefused) {
   Fusion fusion;
   FusionGuard guard(&fusion);
