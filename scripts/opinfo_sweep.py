@@ -229,6 +229,9 @@ class SampleResult:
     problem: Optional[str] = None  # wrong value/dtype/shape/stride, or an exception eager did not raise
     timed_out: bool = False
     eager_raised: bool = False
+    # Every eager output is a view of an input (shares its storage): the op
+    # computes nothing, in eager or compiled (view, expand, select, ...).
+    eager_view: bool = False
     # Why nodes stayed in torch: aten op -> reason (first line).
     unfused: Dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
@@ -346,6 +349,7 @@ def run_sample(op, sample, dtype: torch.dtype, index: int, timeout: float = 0) -
     with torch.no_grad():
         try:
             expected, eager_error = call(*eager_inputs), None
+            result.eager_view = _views_of(expected, eager_inputs)
         except Exception as err:  # noqa: BLE001  (any exception: compiled must raise too)
             expected, eager_error = None, err
         try:
@@ -387,6 +391,13 @@ def run_sample(op, sample, dtype: torch.dtype, index: int, timeout: float = 0) -
     return result
 
 
+def _views_of(outputs: Any, inputs: Sequence[torch.Tensor]) -> bool:
+    """Whether every tensor of `outputs` shares storage with one of `inputs`."""
+    storages = {t.untyped_storage().data_ptr() for t in inputs}
+    outs = [o for o in pytree.tree_leaves(outputs) if isinstance(o, torch.Tensor)]
+    return bool(outs) and all(o.untyped_storage().data_ptr() in storages for o in outs)
+
+
 def samples_of(op, dtype: torch.dtype, count: int):
     return itertools.islice(op.sample_inputs("cpu", dtype, requires_grad=False), count)
 
@@ -401,6 +412,13 @@ class OpResult:
     @property
     def fused(self) -> bool:
         return any(s.smelt_kernels > 0 for s in self.samples)
+
+    @property
+    def view_only(self) -> bool:
+        """Every sample eager ran returned views of its inputs, and none ran a
+        smelt kernel: there is nothing to compute, so no kernel to fuse."""
+        ran = [s for s in self.samples if not s.eager_raised]
+        return bool(ran) and all(s.eager_view for s in ran) and not self.fused
 
     @property
     def problems(self) -> List[str]:
@@ -453,6 +471,7 @@ def summarize(results: List[OpResult]) -> Dict[str, Any]:
     for r in ran:
         by_family[r.family]["ops"] += 1
         by_family[r.family]["fused"] += r.fused
+        by_family[r.family]["views"] += r.view_only
     return {
         "ops": len(results),
         "ops_with_samples": len(ran),
@@ -462,6 +481,8 @@ def summarize(results: List[OpResult]) -> Dict[str, Any]:
         "wrong": sum(len(r.problems_of("wrong")) for r in results),
         "timeouts": sum(s.timed_out for r in results for s in r.samples),
         "fused_ops": sum(r.fused for r in ran),
+        # Ops that return views of their inputs (no kernel in eager either).
+        "view_ops": sum(r.view_only for r in ran),
         "by_family": {fam: dict(c) for fam, c in sorted(by_family.items())},
     }
 
@@ -470,7 +491,7 @@ def unfused_reasons_by_family(results: List[OpResult]) -> Dict[str, Dict[str, Li
     """family -> reason -> the unfused ops that gave it (reasons from every sample)."""
     table: Dict[str, Dict[str, List[str]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
-        if r.fused or not r.samples:
+        if r.fused or r.view_only or not r.samples:
             continue
         reasons = {f"{aten}: {why}" for s in r.samples for aten, why in s.unfused.items()}
         if not reasons:
@@ -487,6 +508,7 @@ def write_reports(results: List[OpResult], out: Path, context: Dict[str, Any]) -
     out.parent.mkdir(parents=True, exist_ok=True)
     data = {"context": context, "summary": summary,
             "ops": [{"name": r.name, "family": r.family, "fused": r.fused,
+                     "view_only": r.view_only,
                      "dtypes": r.by_dtype(), "errors": r.problems_of("error"),
                      "wrong": r.problems_of("wrong"), "sample_error": r.sample_error,
                      "seconds": round(sum(s.seconds for s in r.samples), 2),
@@ -498,6 +520,7 @@ def write_reports(results: List[OpResult], out: Path, context: Dict[str, Any]) -
 
 def markdown(results: List[OpResult], summary: Dict[str, Any], context: Dict[str, Any]) -> str:
     pct = lambda a, b: f"{100 * a / b:.0f}%" if b else "-"  # noqa: E731
+    computing = summary["ops_with_samples"] - summary["view_ops"]
     lines = [
         "# OpInfo sweep: torch.compile(backend=\"smelt\", dynamic=False) against eager", "",
         f"First {context['samples']} sample(s) per op and dtype, dtypes "
@@ -508,16 +531,25 @@ def markdown(results: List[OpResult], summary: Dict[str, Any], context: Dict[str
         f"side raised; {summary['timeouts']} timeouts), {summary['wrong']} wrong results "
         f"(values, dtypes, shapes or strides).**",
         f"- **{summary['fused_ops']} of {summary['ops_with_samples']} ops ran a smelt kernel "
-        f"({pct(summary['fused_ops'], summary['ops_with_samples'])}).**", "",
+        f"({pct(summary['fused_ops'], summary['ops_with_samples'])}); "
+        f"{summary['view_ops']} ops return views of their inputs in eager (nothing to "
+        f"compute); of the {computing} that compute, {summary['fused_ops']} "
+        f"({pct(summary['fused_ops'], computing)}).**", "",
         "## Coverage by family", "",
-        "| family | ops | smelt kernel ran | coverage |", "| --- | ---: | ---: | ---: |"]
+        "| family | ops | views (no kernel) | smelt kernel ran | coverage of the computing ops |",
+        "| --- | ---: | ---: | ---: | ---: |"]
     for fam, c in summary["by_family"].items():
-        lines.append(f"| {fam} | {c['ops']} | {c.get('fused', 0)} | "
-                     f"{pct(c.get('fused', 0), c['ops'])} |")
+        lines.append(f"| {fam} | {c['ops']} | {c.get('views', 0)} | {c.get('fused', 0)} | "
+                     f"{pct(c.get('fused', 0), c['ops'] - c.get('views', 0))} |")
     problems = [r for r in results if r.problems or r.sample_error]
     lines += ["", "## Problems", ""]
     lines += [f"- `{r.name}`: {p}" for r in problems for p in r.problems + (
         [f"op_db could not make samples: {r.sample_error}"] if r.sample_error else [])] or ["None."]
+    views = [r.name for r in results if r.view_only]
+    lines += ["", "## Ops that return views of their inputs", "",
+              "Every sample's eager outputs share storage with its inputs: nothing is computed "
+              "(no kernel in eager or compiled), so they are not counted as computing ops: "
+              + (", ".join(f"`{v}`" for v in views) or "none") + "."]
     table = unfused_reasons_by_family(results)
     lines += ["", "## Unfused ops by family, with smelt's reasons", "",
               "Families in order of unfused ops; each reason is `aten op: why` from the "
@@ -570,7 +602,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for i, op in enumerate(ops):
         r = run_op(op, dtypes, args.samples, args.timeout)
         results.append(r)
-        status = "FUSED" if r.fused else "torch"
+        status = "FUSED" if r.fused else "view" if r.view_only else "torch"
         print(f"[{i + 1}/{len(ops)}] {r.name}: {len(r.samples)} samples, {status}"
               + (f", {len(r.problems)} PROBLEMS: {r.problems[0]}" if r.problems else ""),
               flush=True)

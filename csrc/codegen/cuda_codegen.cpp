@@ -81,6 +81,42 @@ __device__ inline T remainder(T a, T b) {
   return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
 }
 
+// Shifts as torch computes them: a count outside [0, bits) gives 0 (left) or
+// the sign (right); the left shift wraps in unsigned arithmetic.
+template <typename T>
+__device__ inline T shiftLeft(T a, T b) {
+  constexpr T bits = static_cast<T>(sizeof(T) * 8);
+  return (b < T(0) || b >= bits) ? T(0)
+                                 : static_cast<T>(static_cast<unsigned long long>(a) << b);
+}
+template <typename T>
+__device__ inline T shiftRight(T a, T b) {
+  constexpr T bits = static_cast<T>(sizeof(T) * 8);
+  return (b < T(0) || b >= bits) ? (a < T(0) ? T(-1) : T(0)) : static_cast<T>(a >> b);
+}
+// torch's gcd/lcm: Euclid on the absolute values (negated in unsigned
+// arithmetic, so the most negative value stays itself, as in torch).
+template <typename T>
+__device__ inline T gcd(T a, T b) {
+  a = a < T(0) ? static_cast<T>(0ULL - static_cast<unsigned long long>(a)) : a;
+  b = b < T(0) ? static_cast<T>(0ULL - static_cast<unsigned long long>(b)) : b;
+  while (b != T(0)) {
+    const T c = a;
+    a = b;
+    b = c % b;
+  }
+  return a;
+}
+// lcm: |a / gcd * b|, the product in C++'s promoted type (int for narrower
+// types), as torch computes it.
+template <typename T>
+__device__ inline T lcm(T a, T b) {
+  const T g = smelt::gcd(a, b);
+  if (g == T(0)) return T(0);
+  const auto r = a / g * b;
+  return static_cast<T>(r < 0 ? 0ULL - static_cast<unsigned long long>(r) : r);
+}
+
 // Integer power as torch computes it: negative exponents give 0 except for
 // bases 1 and -1. Squaring in unsigned arithmetic wraps like torch's.
 template <typename T>
@@ -981,6 +1017,18 @@ class Emitter {
         return mathCall("1.0f / ", "1.0 / ", ct, x, op);
       case UnaryOpType::Sin: return mathCall("sinf", "sin", ct, x, op);
       case UnaryOpType::Cos: return mathCall("cosf", "cos", ct, x, op);
+      case UnaryOpType::Tan: return mathCall("tanf", "tan", ct, x, op);
+      case UnaryOpType::Asin: return mathCall("asinf", "asin", ct, x, op);
+      case UnaryOpType::Acos: return mathCall("acosf", "acos", ct, x, op);
+      case UnaryOpType::Atan: return mathCall("atanf", "atan", ct, x, op);
+      case UnaryOpType::Sinh: return mathCall("sinhf", "sinh", ct, x, op);
+      case UnaryOpType::Cosh: return mathCall("coshf", "cosh", ct, x, op);
+      case UnaryOpType::Asinh: return mathCall("asinhf", "asinh", ct, x, op);
+      case UnaryOpType::Acosh: return mathCall("acoshf", "acosh", ct, x, op);
+      case UnaryOpType::Atanh: return mathCall("atanhf", "atanh", ct, x, op);
+      case UnaryOpType::Log10: return mathCall("log10f", "log10", ct, x, op);
+      case UnaryOpType::Erfc: return mathCall("erfcf", "erfc", ct, x, op);
+      case UnaryOpType::Lgamma: return mathCall("lgammaf", "lgamma", ct, x, op);
       case UnaryOpType::Floor: return roundingCall("floorf", "floor", ct, x, op);
       case UnaryOpType::Ceil: return roundingCall("ceilf", "ceil", ct, x, op);
       // rint rounds half to even, as torch.round does (round() would not).
@@ -1027,6 +1075,14 @@ class Emitter {
       case BinaryOpType::Remainder:
         return "smelt::remainder<" + cudaType(ct) + ">(" + a + ", " + b + ")";
       case BinaryOpType::Fmod: return "smelt::fmod<" + cudaType(ct) + ">(" + a + ", " + b + ")";
+      case BinaryOpType::Atan2: return mathCall("atan2f", "atan2", ct, a + ", " + b, op);
+      case BinaryOpType::Hypot: return mathCall("hypotf", "hypot", ct, a + ", " + b, op);
+      case BinaryOpType::Copysign: return mathCall("copysignf", "copysign", ct, a + ", " + b, op);
+      case BinaryOpType::Nextafter: return mathCall("nextafterf", "nextafter", ct, a + ", " + b, op);
+      case BinaryOpType::ShiftLeft: return "smelt::shiftLeft<" + cudaType(ct) + ">(" + a + ", " + b + ")";
+      case BinaryOpType::ShiftRight: return "smelt::shiftRight<" + cudaType(ct) + ">(" + a + ", " + b + ")";
+      case BinaryOpType::Gcd: return "smelt::gcd<" + cudaType(ct) + ">(" + a + ", " + b + ")";
+      case BinaryOpType::Lcm: return "smelt::lcm<" + cudaType(ct) + ">(" + a + ", " + b + ")";
       case BinaryOpType::Eq: return a + " == " + b;
       case BinaryOpType::Ne: return a + " != " + b;
       case BinaryOpType::Lt: return a + " < " + b;

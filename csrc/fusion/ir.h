@@ -250,6 +250,7 @@ enum class ExprType {
 enum class UnaryOpType {
   Neg, Exp, Tanh, Abs, Relu, Cast,
   Sqrt, Rsqrt, Log, Log2, Log1p, Exp2, Expm1, Sigmoid, Erf, Reciprocal, Sin, Cos,
+  Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log10, Erfc, Lgamma,
   Floor, Ceil, Round, Trunc,
   LogicalNot,
   Signbit,     // bool: the sign bit is set (-0.0 and negative NaNs too, as torch.signbit)
@@ -258,6 +259,10 @@ enum class UnaryOpType {
 enum class BinaryOpType {
   Add, Sub, Mul, Div, Maximum, Minimum,
   Pow, Remainder, Fmod,
+  Atan2, Hypot, Copysign,  // floating results (integers compute in float)
+  Nextafter,               // float and double only (half's steps are its own)
+  ShiftLeft, ShiftRight,   // integers; torch's results for shifts outside [0, bits)
+  Gcd, Lcm,                // integers
   Eq, Ne, Lt, Le, Gt, Ge,
   LogicalAnd, LogicalOr,
   BitwiseAnd, BitwiseOr, BitwiseXor,  // integers only (bool's are logical ops)

@@ -221,6 +221,18 @@ TensorView* erf(TensorView* in) { return floatingUnary(UnaryOpType::Erf, in); }
 TensorView* reciprocal(TensorView* in) { return floatingUnary(UnaryOpType::Reciprocal, in); }
 TensorView* sin(TensorView* in) { return floatingUnary(UnaryOpType::Sin, in); }
 TensorView* cos(TensorView* in) { return floatingUnary(UnaryOpType::Cos, in); }
+TensorView* tan(TensorView* in) { return floatingUnary(UnaryOpType::Tan, in); }
+TensorView* asin(TensorView* in) { return floatingUnary(UnaryOpType::Asin, in); }
+TensorView* acos(TensorView* in) { return floatingUnary(UnaryOpType::Acos, in); }
+TensorView* atan(TensorView* in) { return floatingUnary(UnaryOpType::Atan, in); }
+TensorView* sinh(TensorView* in) { return floatingUnary(UnaryOpType::Sinh, in); }
+TensorView* cosh(TensorView* in) { return floatingUnary(UnaryOpType::Cosh, in); }
+TensorView* asinh(TensorView* in) { return floatingUnary(UnaryOpType::Asinh, in); }
+TensorView* acosh(TensorView* in) { return floatingUnary(UnaryOpType::Acosh, in); }
+TensorView* atanh(TensorView* in) { return floatingUnary(UnaryOpType::Atanh, in); }
+TensorView* log10(TensorView* in) { return floatingUnary(UnaryOpType::Log10, in); }
+TensorView* erfc(TensorView* in) { return floatingUnary(UnaryOpType::Erfc, in); }
+TensorView* lgamma(TensorView* in) { return floatingUnary(UnaryOpType::Lgamma, in); }
 TensorView* floor(TensorView* in) { return roundingUnary(UnaryOpType::Floor, in); }
 TensorView* ceil(TensorView* in) { return roundingUnary(UnaryOpType::Ceil, in); }
 TensorView* round(TensorView* in) { return roundingUnary(UnaryOpType::Round, in); }
@@ -320,6 +332,41 @@ TensorView* pow(Val* lhs, Val* rhs) {
 }
 TensorView* remainder(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Remainder, lhs, rhs); }
 TensorView* fmod(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Fmod, lhs, rhs); }
+namespace {
+TensorView* floatingBinary(BinaryOpType op, Val* lhs, Val* rhs) {
+  const std::string name = toString(op);
+  SMELT_CHECK(lhs != nullptr && rhs != nullptr, name, ": an operand is null");
+  std::vector<IterDomain*> axes = elementwiseDomain(name, {lhs, rhs});
+  DataType dtype = promoteOperandTypes({lhs, rhs});
+  if (!isFloatingType(dtype)) dtype = DataType::Float;  // torch's default float type
+  return binaryOpWithType(op, lhs, rhs, dtype, std::move(axes));
+}
+}  // namespace
+TensorView* atan2(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Atan2, lhs, rhs); }
+TensorView* hypot(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Hypot, lhs, rhs); }
+TensorView* copysign(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Copysign, lhs, rhs); }
+TensorView* nextafter(Val* lhs, Val* rhs) {
+  SMELT_CHECK(lhs != nullptr && rhs != nullptr, "nextafter: an operand is null");
+  const DataType dtype = promoteOperandTypes({lhs, rhs});
+  SMELT_CHECK(dtype == DataType::Float || dtype == DataType::Double, "nextafter: operands ",
+              describe(lhs), " and ", describe(rhs), " promote to ", dtype,
+              "; nextafter takes float or double (half's steps are its own)");
+  return binaryOp(BinaryOpType::Nextafter, lhs, rhs);
+}
+namespace {
+TensorView* integerBinary(BinaryOpType op, Val* lhs, Val* rhs) {
+  const std::string name = toString(op);
+  SMELT_CHECK(lhs != nullptr && rhs != nullptr, name, ": an operand is null");
+  const DataType dtype = promoteOperandTypes({lhs, rhs});
+  SMELT_CHECK(isIntegralType(dtype), name, ": operands ", describe(lhs), " and ", describe(rhs),
+              " promote to ", dtype, "; ", name, " needs integer operands");
+  return binaryOp(op, lhs, rhs);
+}
+}  // namespace
+TensorView* bitwiseLeftShift(Val* lhs, Val* rhs) { return integerBinary(BinaryOpType::ShiftLeft, lhs, rhs); }
+TensorView* bitwiseRightShift(Val* lhs, Val* rhs) { return integerBinary(BinaryOpType::ShiftRight, lhs, rhs); }
+TensorView* gcd(Val* lhs, Val* rhs) { return integerBinary(BinaryOpType::Gcd, lhs, rhs); }
+TensorView* lcm(Val* lhs, Val* rhs) { return integerBinary(BinaryOpType::Lcm, lhs, rhs); }
 TensorView* eq(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Eq, lhs, rhs); }
 TensorView* ne(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Ne, lhs, rhs); }
 TensorView* lt(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Lt, lhs, rhs); }

@@ -48,6 +48,18 @@ TensorView* erf(TensorView* in);
 TensorView* reciprocal(TensorView* in);
 TensorView* sin(TensorView* in);
 TensorView* cos(TensorView* in);
+TensorView* tan(TensorView* in);
+TensorView* asin(TensorView* in);
+TensorView* acos(TensorView* in);
+TensorView* atan(TensorView* in);
+TensorView* sinh(TensorView* in);
+TensorView* cosh(TensorView* in);
+TensorView* asinh(TensorView* in);
+TensorView* acosh(TensorView* in);
+TensorView* atanh(TensorView* in);
+TensorView* log10(TensorView* in);
+TensorView* erfc(TensorView* in);
+TensorView* lgamma(TensorView* in);
 // Rounding keeps the dtype (integers pass through); round is half-to-even
 // like torch.round. Bool inputs are rejected.
 TensorView* floor(TensorView* in);
@@ -80,6 +92,19 @@ TensorView* minimum(Val* lhs, Val* rhs);
 TensorView* pow(Val* lhs, Val* rhs);
 TensorView* remainder(Val* lhs, Val* rhs);
 TensorView* fmod(Val* lhs, Val* rhs);
+// Floating results, as torch: integral and bool operands compute in float.
+TensorView* atan2(Val* lhs, Val* rhs);
+TensorView* hypot(Val* lhs, Val* rhs);
+TensorView* copysign(Val* lhs, Val* rhs);
+// The next float (or double) after lhs toward rhs; half and bfloat16 are refused.
+TensorView* nextafter(Val* lhs, Val* rhs);
+// Integers only, as torch: shifts by a count outside [0, bits of the type)
+// give 0 (left) or the sign (right); gcd/lcm of the absolute values
+// (gcd(0, 0) = 0, lcm with 0 = 0).
+TensorView* bitwiseLeftShift(Val* lhs, Val* rhs);
+TensorView* bitwiseRightShift(Val* lhs, Val* rhs);
+TensorView* gcd(Val* lhs, Val* rhs);
+TensorView* lcm(Val* lhs, Val* rhs);
 TensorView* eq(Val* lhs, Val* rhs);
 TensorView* ne(Val* lhs, Val* rhs);
 TensorView* lt(Val* lhs, Val* rhs);

@@ -195,6 +195,7 @@ void bindOps(py::module_& m) {
            {"relu", &relu}, {"sqrt", &sqrt}, {"rsqrt", &rsqrt}, {"log", &log}, {"log2", &log2},
            {"log1p", &log1p}, {"exp2", &exp2}, {"expm1", &expm1}, {"sigmoid", &sigmoid},
            {"erf", &erf}, {"reciprocal", &reciprocal}, {"sin", &sin}, {"cos", &cos},
+           {"tan", &tan}, {"asin", &asin}, {"acos", &acos}, {"atan", &atan}, {"sinh", &sinh}, {"cosh", &cosh}, {"asinh", &asinh}, {"acosh", &acosh}, {"atanh", &atanh}, {"log10", &log10}, {"erfc", &erfc}, {"lgamma", &lgamma},
            {"floor", &floor}, {"ceil", &ceil}, {"round", &round}, {"trunc", &trunc},
            {"logical_not", &logicalNot}, {"signbit", &signbit}, {"bitwise_not", &bitwiseNot}}) {
     m.def(name, fn, kRef);
@@ -204,6 +205,9 @@ void bindOps(py::module_& m) {
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, Binary>>{
            {"add", &add}, {"sub", &sub}, {"mul", &mul}, {"div", &div}, {"truediv", &truediv}, {"maximum", &maximum},
            {"minimum", &minimum}, {"pow", &pow}, {"remainder", &remainder}, {"fmod", &fmod},
+           {"atan2", &atan2}, {"hypot", &hypot}, {"copysign", &copysign}, {"nextafter", &nextafter},
+           {"bitwise_left_shift", &bitwiseLeftShift}, {"bitwise_right_shift", &bitwiseRightShift},
+           {"gcd", &gcd}, {"lcm", &lcm},
            {"eq", &eq}, {"ne", &ne}, {"lt", &lt}, {"le", &le}, {"gt", &gt}, {"ge", &ge},
            {"logical_and", &logicalAnd}, {"logical_or", &logicalOr}, {"bitwise_and", &bitwiseAnd},
            {"bitwise_or", &bitwiseOr}, {"bitwise_xor", &bitwiseXor}}) {

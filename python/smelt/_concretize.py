@@ -32,195 +32,66 @@ record replays through the same op implementations (_ops.IMPLS).
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import torch
 
-from smelt import _C
+from smelt import _C, _ops
 from smelt._C import DataType, SmeltError
-from smelt._records import ExtentRef, Record, Ref, apply
+from smelt._deferred import DEFERRED, INT64_MAX, clamp, is_int, promoted_dtype, tensor_rank
+from smelt._records import ExtentRef, Record, Ref, apply, replay
+from smelt.fusion_cache import CacheEntry, RecordsKey, fusion_cache
+from smelt.handles import Scalar
 
-INT64_MAX = (1 << 63) - 1
-DEFERRED = "deferred"
 _SIZE_SYMBOL = re.compile(r"T(\d+)\.size\[(\d+)\]")
 _INTEGER_TYPES = (DataType.Int, DataType.Int32, DataType.Int16, DataType.Int8, DataType.UInt8)
 
-
-# ---- definition time: the placeholder --------------------------------------
-
-_placeholder_count = [0]
-
-
-def _fresh_extent(op: str, d: int) -> Any:
-    _placeholder_count[0] += 1
-    return _C.IntExpr.symbol(f"{op}{_placeholder_count[0]}.extent[{d}]")
-
-
-def _check_int_entry(op: str, what: str, entry: Any) -> None:
-    """A bound, width or shape entry: an int, a Size, or an integer scalar."""
-    if isinstance(entry, (ExtentRef, int)) and not isinstance(entry, bool):
-        return
-    if isinstance(entry, _C.Val) and not entry.is_tensor and entry.dtype != DataType.Bool:
-        return  # a floating scalar is truncated, as nvFuser casts it to an index
-    raise SmeltError(f"{op}: {what} {entry} is not an integer (an int, Tensor.size(d), or an "
-                     f"integer scalar)")
-
-
-def _rank(tv: Any) -> int:
-    return len(tv.logical_no_reductions)
-
-
-def placeholder(op: str, *args: Any) -> Any:
-    """The definition fusion's stand-in for a deferred op: its rank and
-    dtype, with the argument checks that do not need the run's values."""
-    if op == "slice":
-        tv, starts, stops, manual = args
-        rank = _rank(tv)
-        if len(starts) != rank or len(stops) != rank:
-            raise SmeltError(f"slice: tensor {tv.name} has rank {rank} but {len(starts)} starts "
-                             f"and {len(stops)} ends were given")
-        for d, (a, b) in enumerate(zip(starts, stops)):
-            _check_int_entry("slice", f"dimension {d}'s start", a)
-            _check_int_entry("slice", f"dimension {d}'s end", b)
-        return _stand_in(op, tv.dtype, [None] * rank)
-    if op == "pad":
-        tv, widths, _value = args
-        rank = _rank(tv)
-        if len(widths) % 2 or len(widths) // 2 > rank:
-            raise SmeltError(f"pad: tensor {tv.name} of rank {rank} needs an even number of "
-                             f"widths, at most {2 * rank}, got {len(widths)}")
-        for k, w in enumerate(widths):
-            _check_int_entry("pad", f"width {k}", w)
-        padded = {rank - 1 - k for k in range(len(widths) // 2)}
-        return _stand_in(op, tv.dtype, [None if d in padded else tv.logical_no_reductions[d].size
-                                        for d in range(rank)])
-    if op == "cat":
-        tvs, dim = args
-        rank = _rank(tvs[0])
-        d = dim + rank if dim < 0 else dim
-        if not 0 <= d < rank:
-            raise SmeltError(f"cat: dimension {dim} is out of range for rank {rank}")
-        for tv in tvs:
-            if _rank(tv) != rank:
-                raise SmeltError(f"cat: {tv.name} has rank {_rank(tv)} where {tvs[0].name} has "
-                                 f"rank {rank}")
-        dtype = _promoted([tv.dtype for tv in tvs])
-        return _stand_in(op, dtype, [None if k == d else tvs[0].logical_no_reductions[k].size
-                                     for k in range(rank)])
-    if op == "reshape":
-        tv, shape = args
-        for k, e in enumerate(shape):
-            _check_int_entry("reshape", f"entry {k}", e)
-        if sum(1 for e in shape if isinstance(e, int) and e == -1) > 1:
-            raise SmeltError(f"reshape: shape {_show(shape)} of {tv.name} has more than one -1")
-        return _stand_in(op, tv.dtype, [None] * len(shape))
-    if op == "expand":
-        tv, shape = args
-        rank = _rank(tv)
-        if len(shape) != rank:
-            raise SmeltError(f"expand: tensor {tv.name} has rank {rank} but the shape has "
-                             f"{len(shape)} entries")
-        extents = []
-        for d, (e, id_) in enumerate(zip(shape, tv.logical_no_reductions)):
-            _check_int_entry("expand", f"entry {d}", e)
-            broadcast = id_.iter_type == _C.IterType.Broadcast
-            if _is_int(e) and e != -1 and not broadcast and \
-                    id_.size.value is not None and id_.size.value != e:
-                raise SmeltError(f"expand: dimension {d} of {tv.name} has extent {id_.size} and "
-                                 f"is not a broadcast, so it cannot expand to {e}")
-            extents.append(id_.size if not broadcast or (_is_int(e) and e == -1) else None)
-        return _stand_in(op, tv.dtype, extents)
-    raise SmeltError(f"{op}: cannot be deferred")  # not reached
-
-
-def _stand_in(op: str, dtype: DataType, extents: Sequence[Any]) -> Any:
-    shape = [_fresh_extent(op, d) if e is None else e for d, e in enumerate(extents)]
-    return _C.full(shape, _C.constant(0.0, dtype), dtype)
-
-
-def _promoted(dtypes: Sequence[DataType]) -> DataType:
-    from smelt.dtypes import to_data_type, to_torch_dtype
-    result = to_torch_dtype(dtypes[0])
-    for dt in dtypes[1:]:
-        result = torch.promote_types(result, to_torch_dtype(dt))
-    return to_data_type(result)
-
-
-def _show(entries: Sequence[Any]) -> str:
-    return "[" + ", ".join(str(e) for e in entries) + "]"
-
-
-# ---- which calls are deferred -----------------------------------------------
-
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def slice_needs_run_values(sizes: Sequence[Any], starts: Sequence[Any],
-                           stops: Sequence[Any]) -> bool:
-    """Whether a slice of a tensor of `sizes` (ints, or run-time sizes)
-    needs the run's values: a bound that is not an int, a crop of a
-    run-time extent, or an empty result (the core builds none)."""
-    for size, a, b in zip(sizes, starts, stops):
-        if not (_is_int(a) and _is_int(b)):
-            return True
-        whole = a == 0 and b >= INT64_MAX
-        if whole:
-            continue
-        if not _is_int(size):
-            return True
-        start, stop = (_clamp(a, size), _clamp(b, size))
-        if stop <= start:
-            return True
-    return False
-
-
-def pad_needs_run_values(sizes: Sequence[Any], widths: Sequence[Any]) -> bool:
-    if not all(_is_int(w) for w in widths):
-        return True
-    rank = len(sizes)
-    for k in range(len(widths) // 2):
-        size, lo, hi = sizes[rank - 1 - k], widths[2 * k], widths[2 * k + 1]
-        if (lo < 0 or hi < 0) and not _is_int(size):
-            return True
-        if _is_int(size) and size + lo + hi < 1:
-            return True
-    return False
-
-
-def _clamp(p: int, extent: int) -> int:
-    if p < 0:
-        p += extent
-    return min(max(p, 0), extent)
-
-
 # ---- execute time: the concrete fusion --------------------------------------
+
+@dataclass
+class Concretization:
+    """What concretizing a definition keeps, declared in one place: the
+    definition's record and values (its own lists, shared: records are only
+    appended, values never replaced), the input extents found to be needed
+    as constants, and the concrete fusions of recent runs. A definition with
+    a deferred op holds one in its ExecutionState (state.concretization)."""
+    records: List[Record]
+    values: List[Any]  # the definition fusion's _C values, by handle index
+    # (fusion input position, dim) that concrete fusions make static.
+    static_dims: FrozenSet[Tuple[int, int]] = frozenset()
+    # (input sizes, scalar values) -> ConcreteDefinition; forget() clears it.
+    memo: Dict[tuple, "ConcreteDefinition"] = field(default_factory=dict)
+    memo_records: int = 0  # the record's length when the memo was filled
+
+    def forget(self) -> None:
+        """The record grew: the concrete fusions found so far are stale."""
+        self.memo.clear()
+
 
 class ConcreteDefinition:
     """A FusionDefinition's record with the run's extents: what the executor
-    builds, schedules and caches (it quacks like a FusionDefinition for
-    _execution's AutoExecutor / ManualExecutor)."""
+    builds, schedules and caches (for _execution's executors it offers what
+    a FusionDefinition does: cache_entry, is_scheduled, build_fusion)."""
 
     def __init__(self, records: Tuple[Record, ...], arg_plan: Tuple[Any, ...],
                  is_scheduled: bool):
         self.records = records
         self.arg_plan = arg_plan  # per concrete fusion input: original position, or ("zero",)
         self.is_scheduled = is_scheduled
-        self._key = None
+        self._key: Optional[RecordsKey] = None
 
-    def _records_key(self):
-        from smelt.fusion_cache import RecordsKey
+    def cache_entry(self) -> CacheEntry:
+        """The fusion cache's entry of the concrete record (its own key
+        object kept, as FusionDefinition.cache_entry does)."""
         if self._key is None:
             self._key = RecordsKey(self.records)
-        return self._key
-
-    def _adopt_key(self, key) -> None:
-        if self._key == key:
-            self._key = key
+        entry = fusion_cache().entry(self._key)
+        if entry.key is not self._key:
+            self._key = entry.key
+        return entry
 
     def build_fusion(self):
-        from smelt import _ops
-        from smelt._records import replay
         fusion = _C.Fusion()
         with _C.FusionGuard(fusion):
             replay(self.records, _ops.IMPLS, [])
@@ -239,28 +110,33 @@ class _NeedStatic(Exception):
         self.dims = dims
 
 
-def concretize(fd, args: List[torch.Tensor]):
+def concretize(state: Any, args: List[torch.Tensor], scheduled: bool):
     """(ConcreteDefinition, its arguments) for a run with `args` (the
-    fusion's inputs in order, host scalars included)."""
-    scalars = _scalar_values(fd, args)
+    fusion's inputs in order, host scalars included). `state` is the
+    definition's ExecutionState (inputs, fusion_inputs, concretization)."""
+    c: Concretization = state.concretization
+    scalars = _scalar_values(state, args)
     # The same sizes and scalar values give the same concrete fusion: a run
     # repeated with them skips the replay (the fusion cache then finds the
     # kernels of its binding class).
-    memo = fd.__dict__.setdefault("_concrete_memo", {})
+    if c.memo_records != len(c.records):
+        c.forget()
+        c.memo_records = len(c.records)
+    memo = c.memo
     key = (tuple(tuple(a.shape) for a in args), tuple(sorted(scalars.items())))
     concrete = memo.get(key)
     if concrete is not None:
         return concrete, concrete.arguments(args)
-    static: Set[Tuple[int, int]] = set(getattr(fd, "_static_dims", ()))
+    static: Set[Tuple[int, int]] = set(c.static_dims)
     while True:
         try:
-            concrete = _Concretizer(fd, args, scalars, static).run()
+            concrete = _Concretizer(c, scheduled, args, scalars, static).run()
         except _NeedStatic as need:
             grown = static | need.dims
             if grown == static:  # cannot happen: a static extent is a constant
                 raise SmeltError("concretization did not converge") from None
             static = grown
-            fd._static_dims = frozenset(static)
+            c.static_dims = frozenset(static)
             continue
         if len(memo) >= 64:
             memo.pop(next(iter(memo)))
@@ -269,14 +145,13 @@ def concretize(fd, args: List[torch.Tensor]):
         return concrete, concrete.arguments(args)
 
 
-def _scalar_values(fd, args: Sequence[torch.Tensor]) -> Dict[int, Any]:
+def _scalar_values(state: Any, args: Sequence[torch.Tensor]) -> Dict[int, Any]:
     """Handle index -> value of every scalar input of the run (the user's
     and the host scalars)."""
-    from smelt.fusion_definition import Scalar
     values: Dict[int, Any] = {}
-    for entry, arg in zip(fd._fusion_inputs, args):
+    for entry, arg in zip(state.fusion_inputs, args):
         if entry[0] == "user":
-            decl = fd._inputs[entry[1]]
+            decl = state.inputs[entry[1]]
             if isinstance(decl, Scalar):
                 values[decl.index] = None if arg.is_meta else arg.item()
         else:
@@ -285,8 +160,9 @@ def _scalar_values(fd, args: Sequence[torch.Tensor]) -> Dict[int, Any]:
 
 
 class _Concretizer:
-    def __init__(self, fd, args, scalars, static):
-        self.fd = fd
+    def __init__(self, definition: Concretization, scheduled: bool, args, scalars, static):
+        self.definition = definition
+        self.scheduled = scheduled
         self.args = args
         self.scalars = scalars
         self.static = static
@@ -303,7 +179,6 @@ class _Concretizer:
     # records with Refs remapped, applied to the concrete fusion
     def _emit(self, op: str, args: Sequence[Any]) -> List[int]:
         record = Record(op, tuple(args))
-        from smelt import _ops
         new = apply(_ops.IMPLS[op], record, self.values)
         self.records.append(record)
         return list(range(len(self.values) - len(new), len(self.values)))
@@ -321,7 +196,7 @@ class _Concretizer:
         fusion = _C.Fusion()
         count = 0  # values the definition had created before this record
         with _C.FusionGuard(fusion):
-            for record in self.fd._records:
+            for record in self.definition.records:
                 if record.op == DEFERRED:
                     new = self._deferred(record.args[0], record.args[1:])
                 elif record.op == "define_tensor":
@@ -348,7 +223,7 @@ class _Concretizer:
             self.need |= {dim for sym, dim in self.symbol_dims.items() if self.sizes[sym] in sizes}
             raise _NeedStatic(self.static | self.need)
         return ConcreteDefinition(tuple(self.records), tuple(self.arg_plan),
-                                  self.fd.is_scheduled)
+                                  self.scheduled)
 
     def _define_tensor(self, record: Record) -> List[int]:
         shape, contiguity, dtype = record.args
@@ -373,7 +248,7 @@ class _Concretizer:
     def _value(self, op: str, what: str, entry: Any) -> int:
         """An int argument of a deferred op, with the run's values."""
         if isinstance(entry, Ref):
-            val = self.fd._values[entry.index]
+            val = self.definition.values[entry.index]
             if val.is_constant:
                 return int(val.value)
             value = self.scalars.get(entry.index)
@@ -431,7 +306,7 @@ class _Concretizer:
 
     def _slice(self, ref, starts, stops, manual) -> List[int]:
         cref, tv = self._tensor(ref)
-        rank = _rank(tv)
+        rank = tensor_rank(tv)
         extents = [self._extent(tv, d) for d in range(rank)]
         lo, hi, out = [], [], []
         for d in range(rank):
@@ -445,7 +320,7 @@ class _Concretizer:
                         f"outside the tensor; with manual_normalization=True bounds must satisfy "
                         f"0 <= start <= end <= extent")
             else:
-                a, b = _clamp(a, e), _clamp(b, e)
+                a, b = clamp(a, e), clamp(b, e)
                 b = max(a, b)
             lo.append(a)
             hi.append(b)
@@ -466,7 +341,7 @@ class _Concretizer:
 
     def _pad(self, ref, widths, value) -> List[int]:
         cref, tv = self._tensor(ref)
-        rank = _rank(tv)
+        rank = tensor_rank(tv)
         ws = [self._value("pad", f"width {k}", w) for k, w in enumerate(widths)]
         out = [self._extent(tv, d) for d in range(rank)]
         negative = []
@@ -487,9 +362,9 @@ class _Concretizer:
 
     def _cat(self, refs, dim) -> List[int]:
         pieces = [self._tensor(r) for r in refs]
-        rank = _rank(pieces[0][1])
+        rank = tensor_rank(pieces[0][1])
         d = dim + rank if dim < 0 else dim
-        dtype = _promoted([tv.dtype for _, tv in pieces])
+        dtype = promoted_dtype([tv.dtype for _, tv in pieces])
         kept = [(r, tv) for r, tv in pieces if self._extent(tv, d) > 0]
         shape = [self._extent(pieces[0][1], k) for k in range(rank)]
         shape[d] = sum(self._extent(tv, d) for _, tv in pieces)
@@ -504,7 +379,7 @@ class _Concretizer:
 
     def _reshape(self, ref, shape) -> List[int]:
         cref, tv = self._tensor(ref)
-        rank = _rank(tv)
+        rank = tensor_rank(tv)
         numel = 1
         for d in range(rank):
             numel *= self._extent(tv, d)
@@ -544,7 +419,7 @@ class _Concretizer:
             keep = n == -1 or not broadcast or n == 1
             out.append(extent if keep else n)
             # a run-time size stays symbolic in the kernel (no recompilation per value)
-            target.append(-1 if keep else n if _is_int(e) else self._map(e))
+            target.append(-1 if keep else n if is_int(e) else self._map(e))
         if any(n == 0 for n in out):
             return self._empty(tv.dtype, out)
         if all(n == -1 for n in target):
@@ -552,4 +427,4 @@ class _Concretizer:
         return self._emit("expand", (cref, tuple(target)))
 
     def _name(self, ref: Ref) -> str:
-        return self.fd._values[ref.index].name
+        return self.definition.values[ref.index].name

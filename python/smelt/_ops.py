@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional, Sequence
 from smelt import _C
 from smelt._C import DataType
 from smelt._records import ExtentRef, Impl
-from smelt._concretize import DEFERRED, placeholder
+from smelt._deferred import DEFERRED, placeholder
 
 
 def as_val(x: Any) -> Any:
@@ -167,9 +167,9 @@ def _binary(c_op):
 
 # Elementwise ops: fd.ops.<name> maps to _C.<name> (scalars allowed).
 UNARY_OPS = ("set", "neg", "exp", "tanh", "abs", "relu", "sqrt", "rsqrt", "log", "log2", "log1p",
-             "exp2", "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "floor", "ceil",
+             "exp2", "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log10", "erfc", "lgamma", "floor", "ceil",
              "round", "trunc", "logical_not", "signbit", "bitwise_not")
-BINARY_OPS = ("add", "sub", "mul", "div", "truediv", "maximum", "minimum", "pow", "remainder", "fmod", "eq",
+BINARY_OPS = ("add", "sub", "mul", "div", "truediv", "maximum", "minimum", "pow", "remainder", "fmod", "atan2", "hypot", "copysign", "nextafter", "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "eq",
               "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
               "bitwise_xor")
 
@@ -207,7 +207,7 @@ DEFINITION_OPS: Dict[str, Impl] = {
     "flatten": _C.flatten,
     "linear": _C.linear,
     "gelu": lambda tv, approximate: _C.gelu(tv, approximate == "tanh"),
-    # An op whose extents need the run's values (see _concretize.py): the
+    # An op whose extents need the run's values (see _deferred.py, _concretize.py): the
     # definition holds a placeholder; execute() builds the concrete op.
     DEFERRED: lambda op, *args: placeholder(op, *args),
     **{name: _unary(getattr(_C, name)) for name in UNARY_OPS},

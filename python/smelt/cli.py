@@ -37,7 +37,10 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from smelt._C import SmeltError
+from smelt.dtypes import to_torch_dtype
 from smelt.fusion_definition import FusionDefinition
+from smelt.gallery import EXAMPLES
+from smelt.handles import Tensor
 from smelt.inspection import Kernel
 
 EXIT_CHECK_FAILED, EXIT_USAGE, EXIT_SMELT_ERROR = 1, 2, 3
@@ -140,7 +143,6 @@ def write_index(out_dir: Path, entries: List[tuple], table: str) -> Path:
 
 
 def demo(args: argparse.Namespace) -> int:
-    from smelt.gallery import EXAMPLES
     device = args.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -241,8 +243,6 @@ def plan(args: argparse.Namespace) -> int:
 def _meta_inputs(fd: FusionDefinition, sizes: Optional[List[str]]) -> List[object]:
     """Meta tensors for fd's inputs: --sizes per tensor input in order
     (e.g. 8192x4096), else the definition's static extents; scalars get 1."""
-    from smelt.dtypes import to_torch_dtype
-    from smelt.fusion_definition import Tensor
     tensors = [v for v in fd.inputs if isinstance(v, Tensor)]
     if sizes is not None and len(sizes) != len(tensors):
         raise SmeltError(f"--sizes was given {len(sizes)} times; the fusion has {len(tensors)} "

@@ -20,246 +20,27 @@ schedule calls is scheduled automatically when it runs.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import torch
 
 from smelt import _C
-from smelt._C import DataType, MemoryType, ParallelType, SmeltError
-from smelt import _host_scalars, _ops
+from smelt._C import DataType, SmeltError
+from smelt import _execution, _host_scalars, _ops, inspection
+from smelt._concretize import Concretization
+from smelt._execution import ExecutionState
 from smelt._records import ExtentRef, Record, Ref, apply, freeze, replay
 from smelt.dtypes import to_data_type
-from smelt.fusion_cache import RecordsKey
+from smelt.fusion_cache import CacheEntry, RecordsKey, fusion_cache
+from smelt.handles import Axis, Number, Scalar, Shape, Size, Tensor, Value
+from smelt.memory_layout import (InputLayout, contiguity_of, example_layout, ordered_input,
+                                 output_physical_order)
+from smelt.segmentation import Segment
+from smelt.shape_ops import ShapeOps
 
-Number = Union[bool, int, float]
-
-
-class Value:
-    """A value (tensor or scalar) of a FusionDefinition."""
-
-    __slots__ = ("fd", "index")
-
-    def __init__(self, fd: "FusionDefinition", index: int):
-        self.fd = fd
-        self.index = index
-
-    @property
-    def _val(self):
-        return self.fd._values[self.index]
-
-    @property
-    def dtype(self) -> DataType:
-        return self._val.dtype
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(%{self.index}: {self._val})"
-
-
-class Scalar(Value):
-    """A scalar of the definition: a constant, or an input given to execute()."""
-
-    @property
-    def is_constant(self) -> bool:
-        return self._val.is_constant
-
-
-class Axis:
-    """Loop axis `index` of a tensor (as it stands when this is used)."""
-
-    __slots__ = ("tensor", "index")
-
-    def __init__(self, tensor: "Tensor", index: int):
-        self.tensor = tensor
-        self.index = index
-
-    @property
-    def _id(self):
-        return self.tensor._val.axis(self.index)
-
-    @property
-    def extent(self) -> Union[int, str]:
-        value = self._id.extent_value
-        return value if value is not None else self._id.extent
-
-    @property
-    def parallel_type(self) -> ParallelType:
-        return self._id.parallel_type
-
-    @property
-    def iter_type(self):
-        return self._id.iter_type
-
-    def parallelize(self, parallel_type: ParallelType) -> "Axis":
-        self.tensor.fd._schedule_op("parallelize", self.tensor, self.index, parallel_type)
-        return self
-
-    def __repr__(self) -> str:
-        return f"Axis({self.tensor.name}[{self.index}]: {self._id})"
-
-
-class Size:
-    """A size known only at run time, as Tensor.size(d) returns it for a
-    symbolic dimension: a product of logical extents of the definition's
-    tensors, times an integer. reshape takes it as exactly that extent, so
-    sizes of any tensor pass through, merge again (x.size(0) * x.size(1)) and
-    split back a merged extent they are the factors of. The record keeps the
-    tensors and dimensions, not the text, so replaying it on another fusion
-    denotes the same extent there."""
-
-    __slots__ = ("fd", "factors", "scale")
-
-    def __init__(self, fd: "FusionDefinition", factors: Sequence[tuple], scale: int = 1):
-        self.fd = fd
-        self.factors = tuple(factors)  # (Tensor, logical dimension) pairs
-        self.scale = scale
-
-    def __mul__(self, other: Union[int, "Size"]) -> "Size":
-        if isinstance(other, bool) or not isinstance(other, (int, Size)):
-            return NotImplemented
-        if isinstance(other, int):
-            if other < 1:
-                raise SmeltError(f"a size can only be multiplied by a positive int, got {other}")
-            return Size(self.fd, self.factors, self.scale * other)
-        if other.fd is not self.fd:
-            raise SmeltError(f"{other!r} belongs to another FusionDefinition")
-        return Size(self.fd, self.factors + other.factors, self.scale * other.scale)
-
-    __rmul__ = __mul__
-
-    def __str__(self) -> str:
-        """The extent as the kernel spells it, e.g. (T0.size[2] * T0.size[3])."""
-        return str(_ops.extent_of(self.scale, [(t._val, d) for t, d in self.factors]))
-
-    def __repr__(self) -> str:
-        return f"Size({self})"
-
-
-class Tensor(Value):
-    """A tensor of the definition. Its scheduling methods return the tensor
-    (so they chain), cache_after/cache_before the new tensor."""
-
-    @property
-    def name(self) -> str:
-        return self._val.name
-
-    @property
-    def ndim(self) -> int:
-        """Rank as consumers see it (reduced axes excluded)."""
-        return len(self._val.logical_no_reductions)
-
-    def size(self, dim: int) -> Union[int, Size]:
-        """The size of logical dimension `dim`: an int when it is fixed, else
-        a Size (reshape entries take it)."""
-        dims = self._val.logical_no_reductions
-        n = dim + len(dims) if dim < 0 else dim
-        if not 0 <= n < len(dims):
-            raise SmeltError(f"size: dimension {dim} is out of range for tensor {self.name} "
-                             f"of rank {len(dims)}")
-        value = dims[n].size.value
-        return value if value is not None else Size(self.fd, ((self, n),))
-
-    @property
-    def shape(self) -> "Shape":
-        """The sizes (ints, or Size for sizes known at run time). Also
-        callable, as nvFuser's Tensor.shape() is."""
-        return Shape(self.size(d) for d in range(self.ndim))
-
-    @property
-    def num_loop_axes(self) -> int:
-        return self._val.ndim
-
-    @property
-    def memory_type(self) -> MemoryType:
-        return self._val.memory_type
-
-    @property
-    def compute_position(self) -> int:
-        return self._val.compute_position
-
-    def axis(self, index: int) -> Axis:
-        self._val.axis(index)  # range check now, with smelt's message
-        return Axis(self, index)
-
-    def schedule_string(self) -> str:
-        return self._val.transforms_string()
-
-    # ---- scheduling primitives (recorded, replayed on every built fusion) ----
-    def split(self, axis: int, factor: int, inner_split: bool = True) -> "Tensor":
-        self.fd._schedule_op("split", self, axis, factor, inner_split)
-        return self
-
-    def merge(self, axis_outer: int, axis_inner: Optional[int] = None) -> "Tensor":
-        inner = axis_outer + 1 if axis_inner is None else axis_inner
-        self.fd._schedule_op("merge", self, axis_outer, inner)
-        return self
-
-    def reorder(self, old_to_new: Dict[int, int]) -> "Tensor":
-        pairs = tuple(sorted(old_to_new.items()))
-        self.fd._schedule_op("reorder", self, pairs)
-        return self
-
-    def compute_at(self, consumer: "Tensor", position: int) -> "Tensor":
-        self.fd._schedule_op("compute_at", self, consumer, position)
-        return self
-
-    def inline_at(self, position: int) -> "Tensor":
-        self.fd._schedule_op("inline_at", self, position)
-        return self
-
-    def inline_most(self) -> "Tensor":
-        self.fd._schedule_op("inline_most", self)
-        return self
-
-    def cache_after(self) -> "Tensor":
-        return self.fd._schedule_op("cache_after", self)
-
-    def cache_before(self) -> "Tensor":
-        return self.fd._schedule_op("cache_before", self)
-
-    def set_memory_type(self, memory_type: MemoryType) -> "Tensor":
-        self.fd._schedule_op("set_memory_type", self, memory_type)
-        return self
-
-    def promote_reuse(self, enable: bool = True) -> "Tensor":
-        self.fd._schedule_op("promote_reuse", self, enable)
-        return self
-
-    def circular_buffer(self, stages: int) -> "Tensor":
-        """Rotates this tensor over `stages` copies across the loop it is
-        computed in, so loads for later iterations overlap this one's use."""
-        self.fd._schedule_op("circular_buffer", self, stages)
-        return self
-
-    def set_name(self, name: str) -> "Tensor":
-        self.fd._schedule_op("set_name", self, name)
-        return self
-
-    def propagate_schedule(self) -> "Tensor":
-        """Replays this tensor's schedule onto every tensor connected to it."""
-        self.fd._schedule_op("propagate_schedule", self)
-        return self
-
-
-def _operator(name: str, reflected: bool = False):
-    def method(self, other):
-        a, b = (other, self) if reflected else (self, other)
-        return getattr(self.fd.ops, name)(a, b)
-    method.__name__ = f"__{'r' if reflected else ''}{name}__"
-    return method
-
-
-# & | ^ ~ are torch's bitwise ops (the logical ones on bool tensors).
-for _op, _name in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "truediv"),
-                   ("pow", "pow"), ("mod", "remainder"), ("and", "bitwise_and"),
-                   ("or", "bitwise_or"), ("xor", "bitwise_xor"), ("lt", "lt"), ("le", "le"),
-                   ("gt", "gt"), ("ge", "ge")]:
-    setattr(Value, f"__{_op}__", _operator(_name))
-    if _op not in ("lt", "le", "gt", "ge"):
-        setattr(Value, f"__r{_op}__", _operator(_name, reflected=True))
-Value.__neg__ = lambda self: self.fd.ops.neg(self)
-Value.__abs__ = lambda self: self.fd.ops.abs(self)
-Value.__invert__ = lambda self: self.fd.ops.bitwise_not(self)
+__all__ = ["Axis", "FusionDefinition", "Scalar", "SegmentDefinition", "Shape", "Size", "Tensor",
+           "Value"]
 
 
 def _dims_or_dtype(dims: Any, dtype: Any) -> tuple:
@@ -270,47 +51,21 @@ def _dims_or_dtype(dims: Any, dtype: Any) -> tuple:
     return dims, dtype
 
 
-def _expand_needs_run_values(x: "Tensor", shape: Sequence[Any]) -> bool:
-    """An expand to an empty extent, or one that names the extent of a
-    non-broadcast run-time dimension (e.g. expand(t0, t1.shape())), which
-    only the run can check."""
-    axes = x._val.logical_no_reductions
-    for d, (e, id_) in enumerate(zip(shape, axes)):
-        if isinstance(e, int) and e == -1:
-            continue
-        if isinstance(e, int) and e == 0:
-            return True
-        if id_.iter_type != _C.IterType.Broadcast and not isinstance(x.size(d), int):
-            return True
-    return False
-
-
-def _int_or_value(entry: Any) -> Any:
-    """A bound, width or shape entry: constant scalars become ints."""
-    if isinstance(entry, Scalar) and entry.is_constant and entry.dtype not in (
-            DataType.Double, DataType.Float, DataType.Half, DataType.BFloat16, DataType.Bool):
-        return int(entry._val.value)
-    if isinstance(entry, bool):
-        return int(entry)
-    return entry
-
-
-class Shape(list):
-    """A tensor's extents: a list that can also be called (nvFuser's shape())."""
-
-    def __call__(self) -> "Shape":
-        return self
-
-
-class Operators:
-    """fd.ops: the ops of the IR. Python numbers are accepted wherever a
-    scalar operand fits."""
+class Operators(ShapeOps):
+    """fd.ops: the ops of the IR (the shape ops in shape_ops.py). Python
+    numbers are accepted wherever a scalar operand fits."""
 
     def __init__(self, fd: "FusionDefinition"):
         self._fd = fd
 
     def _op(self, name: str, *args: Any) -> Any:
         return self._fd._define_op(name, *args)
+
+    def _deferred(self, op: str, *args: Any) -> Any:
+        return self._fd._deferred_op(op, *args)
+
+    def _ask_stride_order(self, out: Tensor, order: tuple) -> None:
+        self._fd._stride_orders[out.index] = order
 
     def cast(self, x: Tensor, dtype: DataType) -> Tensor:
         """A tensor or a scalar (a scalar's cast is computed on the host)."""
@@ -369,77 +124,6 @@ class Operators:
         return self._op(op, a, b, tuple(shape), seed, 0 if offset is None else offset,
                         to_data_type(dtype))
 
-    # shape
-    def broadcast(self, x: Tensor, is_broadcast_dim: Sequence[bool]) -> Tensor:
-        return self._op("broadcast", x, tuple(is_broadcast_dim))
-
-    def broadcast_in_dim(self, x: Tensor, shape: Sequence[int],
-                         broadcast_dims: Sequence[int]) -> Tensor:
-        shape = tuple(_int_or_value(e) for e in shape)
-        if isinstance(x, Tensor) and any(isinstance(e, int) and e == 0 for e in shape) and \
-                len(broadcast_dims) == x.ndim:
-            # To an empty extent: the new axes, then an expand (concretized at execute).
-            dims = [d + len(shape) if d < 0 else d for d in broadcast_dims]
-            if len(shape) > x.ndim:
-                x = self.broadcast(x, [d not in dims for d in range(len(shape))])
-            return self.expand(x, shape)
-        return self._op("broadcast_in_dim", x, shape, tuple(broadcast_dims))
-
-    def expand(self, x: Tensor, shape: Sequence[Union[int, str]]) -> Tensor:
-        """Entries are ints (-1 keeps the dimension) or, for a size known only
-        at run time, Tensor.size(d) of a fusion input (e.g. [y.size(0), -1])."""
-        shape = tuple(_int_or_value(e) for e in shape)
-        if isinstance(x, Tensor) and len(shape) == x.ndim and _expand_needs_run_values(x, shape):
-            return self._fd._deferred_op("expand", x, shape)  # checked at execute
-        return self._op("expand", x, shape)
-
-    def pad(self, x: Tensor, pad_widths: Sequence[Any], value: Number = 0.0) -> Tensor:
-        """torch.nn.functional.pad: widths from the last dimension, (before,
-        after) pairs; negative widths crop. Widths may be scalar inputs or
-        sizes: the pad is then concretized at execute (see _concretize.py)."""
-        widths = tuple(_int_or_value(w) for w in pad_widths)
-        from smelt._concretize import pad_needs_run_values
-        if isinstance(x, Tensor) and pad_needs_run_values(x.shape, widths):
-            return self._fd._deferred_op("pad", x, widths, value)
-        return self._op("pad", x, widths, value)
-
-    def slice(self, x: Tensor, start_indices: Sequence[Any], end_indices: Sequence[Any],
-              strides: Optional[Sequence[int]] = None, *,
-              manual_normalization: bool = False) -> Tensor:
-        """x[start:end] along every dimension (nvFuser's form). Bounds are
-        ints, scalar inputs or sizes (e.g. T.shape()); negative positions
-        count from the end and both clamp, as in Python (an end before the
-        start gives an empty slice), unless manual_normalization=True, when
-        they are taken as given and must lie in [0, extent]. Bounds known only
-        at run time, and crops of extents known only at run time, are
-        concretized at execute. Steps other than 1 are not supported."""
-        if strides is not None and any(s != 1 for s in strides):
-            raise SmeltError(f"slice: steps {list(strides)} are not supported, only 1")
-        starts = tuple(_int_or_value(a) for a in start_indices)
-        stops = tuple(_int_or_value(b) for b in end_indices)
-        from smelt._concretize import slice_needs_run_values
-        if not isinstance(x, Tensor):
-            raise SmeltError(f"slice: expected a tensor, got {type(x).__name__}")
-        if len(starts) != x.ndim or len(stops) != x.ndim:
-            raise SmeltError(f"slice: tensor {x.name} has rank {x.ndim} but {len(starts)} starts "
-                             f"and {len(stops)} ends were given")
-        if manual_normalization or slice_needs_run_values(x.shape, starts, stops):
-            return self._fd._deferred_op("slice", x, starts, stops, bool(manual_normalization))
-        return self._op("slice", x, starts, stops)
-
-    def cat(self, tensors: Sequence[Tensor], dim: int = 0, manual_padding: bool = False) -> Tensor:
-        """torch.cat: joins tensors along `dim`. Extents along `dim` known
-        only at run time are concretized at execute (manual_padding, an
-        nvFuser hint, changes nothing here)."""
-        tensors = tuple(tensors)
-        if tensors and all(isinstance(t, Tensor) for t in tensors):
-            rank = tensors[0].ndim
-            d = dim + rank if dim < 0 else dim
-            if 0 <= d < rank and all(t.ndim == rank for t in tensors) and \
-                    not all(isinstance(t.size(d), int) for t in tensors):
-                return self._fd._deferred_op("cat", tensors, dim)
-        return self._op("cat", tensors, dim)
-
     def index_select(self, x: Tensor, index: Tensor, dim: int) -> Tensor:
         """x's dimensions before `dim`, then index's, then x's after `dim`:
         element [.., i.., ..] is x[.., index[i..], ..] (nvFuser's argument
@@ -466,52 +150,6 @@ class Operators:
 
     def matmul(self, a: Tensor, b: Tensor) -> Tensor:
         return self._op("matmul", a, b)
-
-    # layout (torch semantics; negative dimensions count from the end)
-    def permute(self, x: Tensor, dims: Sequence[int]) -> Tensor:
-        return self._op("permute", x, tuple(dims))
-
-    def transpose(self, x: Tensor, dim0: int, dim1: int) -> Tensor:
-        return self._op("transpose", x, dim0, dim1)
-
-    def squeeze(self, x: Tensor, dims: Union[int, Sequence[int]]) -> Tensor:
-        return self._op("squeeze", x, _ops.reduction_dims(dims))
-
-    def unsqueeze(self, x: Tensor, dim: int) -> Tensor:
-        return self._op("unsqueeze", x, dim)
-
-    def reshape(self, x: Tensor, shape: Optional[Sequence[Union[int, Size]]] = None, *,
-                new_shape: Optional[Sequence[Union[int, Size]]] = None) -> Tensor:
-        """Entries are ints (one may be -1) or, for sizes known only at run
-        time, Tensor.size(d) of any tensor of the definition and products of
-        them (e.g. [-1, x.size(2)], [y.size(0) * y.size(1), -1]). Symbolic
-        dimensions may pass through, merge, and split into extents whose
-        product they are (a merged extent back into its factors); splitting
-        one otherwise is an error (it would need a divisibility check at run
-        time). nvFuser's new_shape= is the same argument."""
-        if (shape is None) == (new_shape is None):
-            raise SmeltError("reshape: give the new shape once (shape= or nvFuser's new_shape=)")
-        entries = tuple(_int_or_value(e) for e in (shape if shape is not None else new_shape))
-        if isinstance(x, Tensor) and any(isinstance(e, Scalar) for e in entries):
-            return self._fd._deferred_op("reshape", x, entries)  # scalar inputs: at execute
-        try:
-            return self._op("reshape", x, entries)
-        except SmeltError:
-            # A split of an extent known only at run time: concretized at execute.
-            if not isinstance(x, Tensor) or all(isinstance(n, int) for n in x.shape) or \
-                    not all(isinstance(e, (int, Size, Scalar)) for e in entries):
-                raise
-            return self._fd._deferred_op("reshape", x, entries)
-
-    def stride_order(self, x: Tensor, stride_order: Sequence[int]) -> Tensor:
-        """nvFuser's stride_order op: x, to be laid out in memory with
-        dimension i having the stride_order[i]-th smallest stride when it is
-        an output (as add_output(t, stride_order=) does)."""
-        _layout_order(x, stride_order)  # checks the permutation
-        out = self.set(x)
-        self._fd._stride_orders[out.index] = tuple(stride_order)
-        return out
-
 
     def var(self, x: Tensor, dims: Union[int, Sequence[int], None] = None, correction: int = 1,
             keepdim: bool = False) -> Tensor:
@@ -608,26 +246,10 @@ class FusionDefinition:
         self._values: List[Any] = []  # the definition fusion's _C values
         self._handles: List[Value] = []
         self._fusion = _C.Fusion()
-        self._inputs: List[Value] = []
         self._outputs: List[Tensor] = []
-        # Per output: its dimensions from outermost to innermost in memory
-        # when add_output was given a stride_order other than row-major.
-        self._output_layouts: List[Optional[tuple]] = []
-        # Per input: its dimensions from outermost to innermost in memory when
-        # defined in an order other than row-major (execute permutes to it).
-        self._input_layouts: List[Optional[tuple]] = []
-        # The fusion's inputs in order: ("user", k) for self._inputs[k], or
-        # ("host", scalar, compute) for a host scalar (see _host_scalars.py).
-        self._fusion_inputs: List[tuple] = []
-        # Outputs written back into an input (add_output(alias_input=)):
-        # output position -> input position; such outputs are not returned.
-        self._aliases: Dict[int, int] = {}
-        # Inputs defined with static extents of 0: input position -> dimensions.
-        self._empty_dims: Dict[int, tuple] = {}
+        # Inputs, their layouts, outputs' layouts, aliases: what execute() reads.
+        self.state = ExecutionState()
         self._defining = False
-        self._last_executor = None
-        # Set once an op is deferred to execute (see _concretize.py).
-        self._deferred = False
         # fd.ops.stride_order: tensor index -> the stride order it asks for.
         self._stride_orders: Dict[int, tuple] = {}
         self.ops = Operators(self)
@@ -684,7 +306,7 @@ class FusionDefinition:
                 raise SmeltError("define_tensor: give sizes= and strides= together (same length), "
                                  "without shape=")
             example = torch.empty_strided(list(sizes), list(strides), device="meta")
-            return self._define_input(_from_example(example, static_sizes), dtype)
+            return self._define_input(example_layout(example, static_sizes), dtype)
         if shape is None:
             raise SmeltError("define_tensor: shape= (or sizes= and strides=) is required")
         shape = tuple(int(s) for s in shape)
@@ -697,10 +319,10 @@ class FusionDefinition:
             contiguity = tuple(None if s == 1 else flag for s in shape)
         layout = InputLayout(shape, tuple(contiguity), None)
         if stride_order is not None:
-            layout = _ordered_input(shape, tuple(contiguity), stride_order)
+            layout = ordered_input(shape, tuple(contiguity), stride_order)
         t = self._define_input(layout, dtype)
         if empty_dims:
-            self._empty_dims[len(self._inputs) - 1] = empty_dims
+            self.state.empty_dims[len(self.state.inputs) - 1] = empty_dims
         return t
 
     def _define_input(self, layout: "InputLayout", dtype: Any) -> Tensor:
@@ -713,9 +335,9 @@ class FusionDefinition:
             shape = tuple(shape[d] for d in physical)
             contiguity = tuple(contiguity[d] for d in physical)
         t = self._define_op("define_tensor", shape, contiguity, to_data_type(dtype))
-        self._fusion_inputs.append(("user", len(self._inputs)))
-        self._inputs.append(t)
-        self._input_layouts.append(layout.physical)
+        self.state.fusion_inputs.append(("user", len(self.state.inputs)))
+        self.state.inputs.append(t)
+        self.state.input_layouts.append(layout.physical)
         if layout.physical is None:
             return t
         position = [0] * len(physical)
@@ -743,27 +365,27 @@ class FusionDefinition:
                 DataType.Bool if isinstance(value, bool) else DataType.Int)
         s = self._define_op("define_scalar", value, to_data_type(dtype))
         if value is None:
-            self._fusion_inputs.append(("user", len(self._inputs)))
-            self._inputs.append(s)
-            self._input_layouts.append(None)
+            self.state.fusion_inputs.append(("user", len(self.state.inputs)))
+            self.state.inputs.append(s)
+            self.state.input_layouts.append(None)
         return s
 
     # ---- host scalars (see _host_scalars.py) ----
     def _host_scalar(self, dtype: DataType, compute) -> Scalar:
         s = self._define_op("define_scalar", None, dtype)
-        self._fusion_inputs.append(("host", s, compute))
+        self.state.fusion_inputs.append(("host", s, compute))
         return s
 
     def _getter(self, operand: Any):
         """(value getter, dtype, constant value or None) of a scalar operand."""
         if isinstance(operand, Size):
-            extent = _ops.extent_of(operand.scale, [(t._val, d) for t, d in operand.factors])
+            extent = _ops.extent_of(operand.scale, [(t.ir, d) for t, d in operand.factors])
             return _host_scalars.extent_getter(extent), DataType.Int, None
         if isinstance(operand, Scalar):
             if operand.fd is not self:
                 raise SmeltError(f"{operand!r} belongs to another FusionDefinition")
             if operand.is_constant:
-                value = operand._val.value
+                value = operand.ir.value
                 value = bool(value) if operand.dtype == DataType.Bool else (
                     int(value) if operand.dtype not in (DataType.Double, DataType.Float,
                                                         DataType.Half, DataType.BFloat16)
@@ -854,9 +476,9 @@ class FusionDefinition:
         operands (fusion inputs, in any layout)."""
         if not isinstance(tensor, torch.Tensor):
             raise SmeltError(f"from_pytorch: expected a torch.Tensor, got {type(tensor).__name__}")
-        layout = _from_example(tensor, static_sizes)
+        layout = example_layout(tensor, static_sizes)
         if not in_memory_order and layout.physical is not None:
-            layout = InputLayout(layout.shape, tuple(_contiguity(tensor)), None)
+            layout = InputLayout(layout.shape, tuple(contiguity_of(tensor)), None)
         return self._define_input(layout, tensor.dtype)
 
     def add_output(self, tensor: Tensor, stride_order: Optional[Sequence[int]] = None,
@@ -880,18 +502,18 @@ class FusionDefinition:
             stride_order = self._stride_orders.get(tensor.index)
         if alias_input is not None:
             self._add_alias(tensor, alias_input, stride_order)
-        if any(tensor is t for t in self._inputs) or any(tensor is t for t in self._outputs):
+        if any(tensor is t for t in self.state.inputs) or any(tensor is t for t in self._outputs):
             tensor = self.ops.set(tensor)  # an input, or an output again: a copy
-        order = _layout_order(tensor, stride_order)
+        order = output_physical_order(tensor, stride_order)
         if order is None:
             self._define_op("add_output", tensor)
         else:
             self._define_op("add_output", tensor, tuple(stride_order))
         self._outputs.append(tensor)
-        self._output_layouts.append(order)
+        self.state.output_layouts.append(order)
 
     def _add_alias(self, tensor: Tensor, alias_input: Tensor, stride_order) -> None:
-        if not isinstance(alias_input, Tensor) or not any(alias_input is t for t in self._inputs):
+        if not isinstance(alias_input, Tensor) or not any(alias_input is t for t in self.state.inputs):
             raise SmeltError("add_output: alias_input must be a tensor input of this definition")
         if stride_order is not None:
             raise SmeltError("add_output: an output aliasing an input takes the input's layout; "
@@ -900,16 +522,16 @@ class FusionDefinition:
             raise SmeltError(f"add_output: {tensor.name} ({tensor.dtype}, rank {tensor.ndim}) "
                              f"cannot be written into input {alias_input.name} "
                              f"({alias_input.dtype}, rank {alias_input.ndim})")
-        self._aliases[len(self._outputs)] = next(
-            k for k, t in enumerate(self._inputs) if t is alias_input)
+        self.state.aliases[len(self._outputs)] = next(
+            k for k, t in enumerate(self.state.inputs) if t is alias_input)
 
     def inline_all(self) -> None:
         """Schedule: inlines every computed tensor as deep as legal."""
-        self._schedule_op("inline_all")
+        self.schedule_op("inline_all")
 
     @property
     def inputs(self) -> List[Value]:
-        return list(self._inputs)
+        return list(self.state.inputs)
 
     @property
     def outputs(self) -> List[Tensor]:
@@ -919,20 +541,25 @@ class FusionDefinition:
     def records(self) -> List[Record]:
         return list(self._records)
 
-    def _records_key(self):
-        """The fusion cache's key of the record as it stands (kept until a
-        record is added)."""
+    @property
+    def cache_key(self) -> RecordsKey:
+        """The fusion cache's key of the record as it stands, hashed once
+        per record length."""
         cached = self._key_cache
         if cached is None or cached[0] != len(self._records):
             cached = self._key_cache = (len(self._records), RecordsKey(tuple(self._records)))
         return cached[1]
 
-    def _adopt_key(self, key) -> None:
-        """Keeps the fusion cache's own key object for these records: an equal
-        fusion defined again (each repeated layer of a model is a partition of
-        its own) then finds its entry by identity, not by comparing every record."""
-        if self._key_cache is not None and self._key_cache[1] == key:
-            self._key_cache = (self._key_cache[0], key)
+    def cache_entry(self) -> CacheEntry:
+        """The fusion cache's entry for the record. The cache's own key object
+        is kept: an equal fusion defined again (each repeated layer of a model
+        is a partition of its own) then finds its entry by identity, not by
+        comparing every record."""
+        key = self.cache_key
+        entry = fusion_cache().entry(key)
+        if entry.key is not key:  # an equal key: the dict found it
+            self._key_cache = (self._key_cache[0], entry.key)
+        return entry
 
     @property
     def is_scheduled(self) -> bool:
@@ -955,7 +582,7 @@ class FusionDefinition:
     # ---- building fusions from the record ----
     def build_fusion(self):
         """A fresh _C.Fusion from the record (definition and schedule)."""
-        if self._deferred:
+        if self.state.concretization is not None:
             raise SmeltError("this fusion has ops whose extents are known only at run time "
                              "(a slice, pad, cat or reshape by scalar inputs or run-time sizes); "
                              "it is concretized by execute() for its inputs")
@@ -970,13 +597,16 @@ class FusionDefinition:
                              "(or a definition() method); this one is closed")
         return self._apply(op, args)
 
-    def _schedule_op(self, op: str, *args: Any) -> Any:
+    def schedule_op(self, op: str, *args: Any) -> Any:
+        """Records one schedule primitive (the Tensor and Axis methods call it)."""
         return self._apply(op, args)
 
     def _deferred_op(self, op: str, *args: Any) -> Any:
-        """An op whose extents need the run's values (see _concretize.py)."""
+        """An op whose extents need the run's values (see _deferred.py): from
+        now on each run executes a concrete fusion (_concretize.py)."""
         out = self._define_op("deferred", op, *args)
-        self._deferred = True
+        if self.state.concretization is None:
+            self.state.concretization = Concretization(self._records, self._values)
         return out
 
     def _apply(self, op: str, args: Sequence[Any]) -> Any:
@@ -984,6 +614,7 @@ class FusionDefinition:
         with _C.FusionGuard(self._fusion):
             new = apply(_ops.IMPLS[op], record, self._values)
         self._records.append(record)
+        self.state.plans.clear()
         handles = [self._new_handle(v) for v in new]
         return handles[0] if len(handles) == 1 else (tuple(handles) if handles else None)
 
@@ -1002,7 +633,7 @@ class FusionDefinition:
 
     def _new_handle(self, val: Any) -> Value:
         index = len(self._handles)
-        handle = Tensor(self, index) if val.is_tensor else Scalar(self, index)
+        handle = Tensor(self, index, val) if val.is_tensor else Scalar(self, index, val)
         self._handles.append(handle)
         return handle
 
@@ -1031,8 +662,7 @@ class FusionDefinition:
         kernel in the CPU simulator. "library" or "generated" forces one
         side (on CPU tensors "library" runs ATen's CPU matmul).
         last_run_report() names the choice and its reason."""
-        from smelt._execution import execute
-        return execute(self, inputs, tensor_cores, device, matmul)
+        return _execution.execute(self, inputs, tensor_cores, device, matmul)
 
     def compile_for(self, inputs: Sequence[Any], device: Optional[str] = None, *,
                     arch: Optional[int] = None,
@@ -1053,139 +683,90 @@ class FusionDefinition:
         matmul: as for execute(); with device="cuda" (meta inputs, no GPU
         needed) last_run_report() says which matmuls a GPU run would give
         to the library."""
-        from smelt._execution import compile_for
-        return compile_for(self, inputs, device, arch, matmul)
+        return _execution.compile_for(self, inputs, device, arch, matmul)
 
     def compile_cost(self) -> dict:
         """What compiling this fusion has cost so far, over every execute()
         and compile_for(): wall milliseconds segmenting, scheduling,
         lowering and in NVRTC, kernels NVRTC compiled and kernels read from
         the disk cache instead (smelt's kernel cache directory)."""
-        if self._last_executor is None or not hasattr(self._last_executor, "compile_cost"):
+        if self.state.last_executor is None or not hasattr(self.state.last_executor, "compile_cost"):
             raise SmeltError("compile_cost: this FusionDefinition has not been executed or "
                              "compiled automatically (execute() or compile_for())")
-        return self._last_executor.compile_cost()
+        return self.state.last_executor.compile_cost()
 
     def segment(self, inputs: Sequence[Any]) -> list:
         """nvFuser's segmentation entry point: the FusionDefinitions of the
         kernels this (unscheduled) fusion becomes for inputs like `inputs`,
         in execution order; [] when it is one kernel. Each runs alone
-        (smelt.segmentation.SegmentDefinition: input_names, output_names);
-        execute() still runs the whole fusion, through the same kernels."""
-        from smelt.segmentation import segment
-        return segment(self, inputs)
+        (SegmentDefinition: input_names, output_names); execute() still
+        runs the whole fusion, through the same kernels."""
+        if self.is_scheduled:
+            raise SmeltError("segment: this fusion is scheduled by hand (one kernel); "
+                             "segmentation is for unscheduled fusions")
+        self.compile_for(inputs)
+        segments = self.state.last_executor.segments()
+        return [SegmentDefinition(s) for s in segments] if len(segments) > 1 else []
 
     def last_kernels(self) -> list:
         """The kernels the latest execute() ran (smelt.inspection.Kernel)."""
-        if self._last_executor is None:
+        if self.state.last_executor is None:
             raise SmeltError("last_kernels: this FusionDefinition has not been executed")
-        return self._last_executor.kernels()
+        return self.state.last_executor.kernels()
 
     def last_run_report(self) -> str:
         """How the latest execute() ran: per segment the scheduler, its
         parameters, whether it was compiled for this run, the launch."""
-        if self._last_executor is None:
+        if self.state.last_executor is None:
             raise SmeltError("last_run_report: this FusionDefinition has not been executed")
-        return self._last_executor.report()
+        return self.state.last_executor.report()
 
     def lower(self, **options: Any):
         """The lowered kernel of the (scheduled) fusion: kernel IR, CUDA,
         shared-memory plan, ptxas report. See smelt.inspection.Kernel."""
-        from smelt.inspection import lower
-        return lower(self, **options)
+        return inspection.lower(self, **options)
 
 
-@dataclass(frozen=True)
-class InputLayout:
-    shape: tuple  # logical order
-    contiguity: tuple  # logical order
-    physical: Optional[tuple]  # dimensions outermost first, None for row-major
+class SegmentDefinition(FusionDefinition):
+    """One segment of a segmented FusionDefinition: executable on its own
+    (inputs in `input_names` order, outputs in `output_names` order)."""
 
+    _keys = itertools.count()  # a segment's cache key: its own, never shared
 
-def _ordered_input(shape: tuple, contiguity: tuple, stride_order: Sequence[int]) -> InputLayout:
-    """nvFuser's stride_order form: contiguity is given in memory order
-    (outermost first), as nvFuser reads it."""
-    order = list(stride_order)
-    if len(contiguity) != len(shape):
-        raise SmeltError(f"define_tensor: shape {list(shape)} has {len(shape)} dimensions but "
-                         f"contiguity has {len(contiguity)} entries")
-    if sorted(order) != list(range(len(shape))):
-        raise SmeltError(f"define_tensor: stride_order {order} must be a permutation of "
-                         f"0..{len(shape) - 1}")
-    physical = _ops.physical_order(order)
-    logical_contiguity = [None] * len(shape)
-    for p, d in enumerate(physical):
-        logical_contiguity[d] = contiguity[p]
-    return InputLayout(shape, tuple(logical_contiguity),
-                       None if physical == tuple(range(len(shape))) else physical)
+    def __init__(self, segment: Segment):
+        super().__init__()
+        self._fusion = segment.fusion
+        self.scheduler = segment.scheduler
+        self.input_names = list(segment.input_names)
+        self.output_names = list(segment.output_names)
+        self._key = ("segment", next(SegmentDefinition._keys))
+        for val in segment.fusion.inputs():
+            self._values.append(val)
+            self.state.fusion_inputs.append(("user", len(self.state.inputs)))
+            self.state.inputs.append(self._new_handle(val))
+            self.state.input_layouts.append(None)
+        for val in segment.fusion.outputs():
+            self._values.append(val)
+            self._outputs.append(self._new_handle(val))
+            self.state.output_layouts.append(None)
 
+    def __enter__(self):
+        raise SmeltError("a segment's definition comes from the segmenter; it cannot be extended")
 
-def _from_example(tensor: torch.Tensor, static_sizes: bool) -> InputLayout:
-    """The layout of an example tensor: size-1 dimensions broadcast, the
-    others symbolic unless static_sizes; a dense tensor in another memory
-    order (channels-last, a transposed view) is read in that order."""
-    shape = tuple(1 if s == 1 else (s if static_sizes else -1) for s in tensor.shape)
-    sizes, strides = list(tensor.shape), list(tensor.stride())
-    physical = tuple(memory_order(sizes, strides))
-    if physical != tuple(range(tensor.dim())) and is_dense(sizes, strides):
-        permuted = tensor.permute(physical)
-        contiguity = _contiguity(permuted)
-        logical = [None] * tensor.dim()
-        for p, d in enumerate(physical):
-            logical[d] = contiguity[p]
-        return InputLayout(shape, tuple(logical), physical)
-    return InputLayout(shape, tuple(_contiguity(tensor)), None)
+    @property
+    def cache_key(self) -> tuple:
+        return self._key
 
+    def cache_entry(self) -> CacheEntry:
+        return fusion_cache().entry(self._key)
 
-def memory_order(sizes: Sequence[int], strides: Sequence[int]) -> List[int]:
-    """Dimensions from outermost to innermost in memory (ties, as size-1
-    dimensions make them, keep the logical order)."""
-    return sorted(range(len(sizes)), key=lambda d: (-strides[d], d))
+    @property
+    def is_scheduled(self) -> bool:
+        return False
 
+    def build_fusion(self):
+        return self._fusion.clone()
 
-def is_dense(sizes: Sequence[int], strides: Sequence[int]) -> bool:
-    """Whether the elements cover one block of memory exactly once."""
-    expected = 1
-    for d in reversed(memory_order(sizes, strides)):
-        if sizes[d] != 1 and strides[d] != expected:
-            return False
-        expected *= sizes[d]
-    return True
-
-
-def _layout_order(tensor: Tensor, stride_order: Optional[Sequence[int]]) -> Optional[tuple]:
-    """The physical dimension order stride_order asks for, None for row-major."""
-    if stride_order is None:
-        return None
-    rank = tensor.ndim
-    order = list(stride_order)
-    if sorted(order) != list(range(rank)) or any(isinstance(o, bool) for o in order):
-        raise SmeltError(f"add_output: stride_order {order} of tensor {tensor.name} must be a "
-                         f"permutation of 0..{rank - 1} (one entry per dimension)")
-    physical = _ops.physical_order(order)
-    return None if physical == tuple(range(rank)) else physical
-
-
-def logical_view(output: torch.Tensor, physical: Optional[tuple]) -> torch.Tensor:
-    """An output written densely in `physical` order, viewed in its logical
-    dimension order."""
-    if physical is None:
-        return output
-    position = [0] * len(physical)
-    for p, d in enumerate(physical):
-        position[d] = p
-    return output.permute(position)
-
-
-def _contiguity(tensor: torch.Tensor) -> List[Optional[bool]]:
-    """Per dimension: None for size 1, else whether its stride is the
-    product of the inner (non-size-1) dimension's extent and stride (1 for
-    the innermost)."""
-    result: List[Optional[bool]] = [None] * tensor.dim()
-    expected = 1
-    for d in reversed(range(tensor.dim())):
-        if tensor.shape[d] == 1:
-            continue
-        result[d] = tensor.stride(d) == expected
-        expected = tensor.stride(d) * tensor.shape[d]
-    return result
+    def __repr__(self) -> str:
+        return (f"SegmentDefinition ({self.scheduler}): {', '.join(self.input_names)} -> "
+                f"{', '.join(self.output_names)}\n{self._fusion.math_string()}")

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 from smelt import _C
 from smelt._C import SmeltError
+from smelt.kernel_quality import kernel_quality
 
 IntOrExpr = Union[int, str]  # a symbolic size is its expression text
 
@@ -198,7 +199,6 @@ class Kernel:
     @cached_property
     def quality(self):
         """The machine-code report (smelt.kernel_quality.KernelQuality)."""
-        from smelt.kernel_quality import kernel_quality
         return kernel_quality(self)
 
     @cached_property

@@ -4,8 +4,8 @@ TorchScript is deprecated upstream, so this path is small: a custom fusion
 pass (python/csrc/bind_torchscript.cpp) groups the nodes whose kinds the
 torch.compile backend translates into smelt::FusionGroup nodes; each group's
 subgraph is converted to an FX graph carrying the profiled tensor types and
-translated by the backend's code (backend/partition.py), then run as a smelt
-fusion. A group smelt cannot translate or run falls back to the TorchScript
+translated by smelt.fx as the torch.compile backend's partitions are, then
+run as a smelt fusion. A group smelt cannot translate or run falls back to the TorchScript
 interpreter, so scripted models never fail because of smelt.
 
 The pass applies to graphs optimized after the call (the profiling executor
@@ -21,8 +21,9 @@ import torch.fx
 
 from smelt import _C
 from smelt._C import SmeltError
-from smelt.backend.partition import definition_of, fusion_arguments
-from smelt.backend.translate import TRANSLATORS, Unsupported
+from smelt.fx.definition import translate_graph
+from smelt.fx.nodes import Unsupported
+from smelt.fx.translate import TRANSLATORS
 
 
 @dataclass
@@ -98,19 +99,18 @@ class _GroupRunner:
     def __init__(self, graph: torch._C.Graph, report: GroupReport):
         self._fallback = torch._C._create_function_from_graph("smelt_fallback", graph)
         self._report = report
-        self._fd = None
-        self._layouts = []
+        self._fusion = None
         try:
-            self._fd, self._layouts = definition_of(fx_from_torchscript(graph))
+            self._fusion = translate_graph(fx_from_torchscript(graph))
         except (Unsupported, SmeltError, AttributeError, KeyError) as e:
             report.fallback_reason = str(e)
 
     def __call__(self, inputs: List[torch.Tensor]) -> List[torch.Tensor]:
-        if self._fd is not None:
+        if self._fusion is not None:
             try:
-                outputs = self._fd.execute(fusion_arguments(self._fd, inputs))
+                outputs = self._fusion.run(inputs)
                 self._report.smelt_runs += 1
-                return [layout.restore(out) for layout, out in zip(self._layouts, outputs)]
+                return outputs
             except SmeltError as e:
                 self._report.fallback_reason = str(e)
         result = self._fallback(*inputs)

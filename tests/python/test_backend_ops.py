@@ -117,3 +117,106 @@ def test_prod_bitwise_and_signbit_are_fused():
     assert fused["prod.dim_int"] == 2 and fused["prod.default"] == 1, str(report)
     assert fused["bitwise_and.Tensor"] == 2 and fused["signbit.default"] == 1, str(report)
     assert report.fused_node_count == report.total_nodes, str(report)
+
+
+NAN = float("nan")
+TIES_AND_NANS = torch.tensor([[1., 3., 3., 2.], [NAN, 1., NAN, 5.], [0., -1., -1., 0.]])
+INT64_EXTREMES = torch.tensor([[1, 3, 3, 2], [-2**63, 1, 2**63 - 1, -2**63]])
+
+
+@pytest.mark.parametrize("name,fn,x", [
+    # torch's rules: the first index of the extreme; a NaN is the extreme.
+    ("argmax_rows", lambda x: torch.argmax(x, 1), TIES_AND_NANS),
+    ("argmin_columns_keepdim", lambda x: torch.argmin(x, 0, keepdim=True), TIES_AND_NANS),
+    ("argmax_flattened", lambda x: torch.argmax(x), TIES_AND_NANS[2:]),
+    ("argmax_flattened_keepdim", lambda x: torch.argmax(x, keepdim=True), TIES_AND_NANS[2:]),
+    ("max_dim_int64", lambda x: torch.max(x, 1), INT64_EXTREMES),
+    ("min_dim_int64", lambda x: torch.min(x, 1), INT64_EXTREMES),
+    ("min_dim_bool", lambda x: torch.min(x, 1), torch.tensor([[True, False], [True, True]])),
+    ("max_dim_nan", lambda x: torch.max(x, 0), TIES_AND_NANS),
+    ("argmax_0dim", lambda x: torch.argmax(x * 2), torch.tensor(3.0)),
+    ("argmax_then_add", lambda x: torch.argmax(x, 1) + 1, torch.randn(4, 300, generator=gen(5))),
+])
+def test_index_returning_reductions_match_eager(name, fn, x):
+    expected = fn(x)
+    actual = torch.compile(fn, backend="smelt")(x)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    actual = actual if isinstance(actual, tuple) else (actual,)
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e, equal_nan=True)
+        assert a.dtype == e.dtype and a.stride() == e.stride()
+    report = smelt.backend.last_report()
+    assert not report.unsupported_ops and report.fallback_runs == 0, str(report)
+
+
+@pytest.mark.parametrize("name,fn,x", [
+    ("asin", torch.asin, torch.rand(3, 5, generator=gen(6)) * 1.8 - 0.9),
+    ("lgamma", torch.lgamma, torch.rand(3, 5, generator=gen(7)) * 4 + 0.1),
+    ("atan2_int", lambda x: torch.atan2(x, x.flip(0)), torch.arange(-7, 8).view(3, 5)),
+    ("copysign", lambda x: torch.copysign(x, -x.t().t()), torch.tensor([[-0.0, 0.0, 1.5, NAN]])),
+    ("isnan_isinf", lambda x: torch.isnan(x) | torch.isinf(x),
+     torch.tensor([[NAN, float("inf"), -float("inf"), 1.0]])),
+    ("sign_nan", torch.sign, torch.tensor([[NAN, -0.0, 0.0, -2.0, 3.0]])),
+    ("fmax_nan", lambda x: torch.fmax(x, x.flip(1)), torch.tensor([[NAN, 1.0, 2.0, NAN]])),
+    ("amin_int64", lambda x: torch.amin(x, 1), INT64_EXTREMES),
+    ("any_all", lambda x: torch.any(x > 1, 1) & torch.all(x > -1), TIES_AND_NANS),
+    ("sum_0dim", lambda x: torch.sum(x * 2), torch.tensor(3, dtype=torch.int32)),
+    ("mse_loss", lambda x: F.mse_loss(x, x.flip(1) * 0.5), torch.randn(3, 5, generator=gen(8))),
+    ("logsumexp", lambda x: torch.logsumexp(x, 1), torch.randn(3, 5, generator=gen(9)) * 30),
+    ("shifts", lambda x: (x << x.flip(1)) ^ (x >> (x.flip(1) - 2)),
+     torch.tensor([[5, -5, 1, -1, 70]], dtype=torch.int32)),
+    ("gcd_lcm", lambda x: torch.gcd(x, x.flip(1)) + torch.lcm(x, x.flip(1) + 1),
+     torch.tensor([[0, -12, 7, 18, 0]])),
+    ("nextafter", lambda x: torch.nextafter(x, -x), torch.tensor([[0.0, 1.0, -2.5, NAN]])),
+])
+def test_decomposed_and_new_elementwise_ops_are_fused(name, fn, x):
+    expected = fn(x)
+    actual = torch.compile(fn, backend="smelt")(x)
+    torch.testing.assert_close(actual, expected, equal_nan=True)
+    assert actual.dtype == expected.dtype and actual.stride() == expected.stride()
+    report = smelt.backend.last_report()
+    assert not report.unsupported_ops and report.fallback_runs == 0, str(report)
+
+
+POOL_INPUT = torch.randn(2, 3, 9, 8, generator=gen(10))
+POOL_INPUT[0, 0, 1, 1] = NAN  # a NaN wins its windows, as in torch's kernel
+
+
+@pytest.mark.parametrize("name,fn,x", [
+    ("max_pool2d_padded", lambda x: F.max_pool2d(x, 3, 2, 1), POOL_INPUT),
+    ("max_pool2d_indices_dilated_ceil",
+     lambda x: F.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True, return_indices=True), POOL_INPUT),
+    ("max_pool1d", lambda x: F.max_pool1d(x, 3, 2, 1, return_indices=True), POOL_INPUT[0]),
+    ("max_pool3d", lambda x: F.max_pool3d(x, 2), POOL_INPUT),
+    ("max_pool2d_ties", lambda x: F.max_pool2d(x, 2, 1, return_indices=True),
+     torch.tensor([[[[1., 1., 0.], [1., 1., 2.], [-float("inf")] * 3]]])),
+    ("avg_pool2d_padded", lambda x: F.avg_pool2d(x, 3, 2, 1), POOL_INPUT.nan_to_num()),
+    ("avg_pool2d_ceil_no_pad_count",
+     lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+     POOL_INPUT.nan_to_num()),
+    ("avg_pool2d_divisor", lambda x: F.avg_pool2d(x, 2, divisor_override=3), POOL_INPUT),
+    ("avg_pool1d_half", lambda x: F.avg_pool1d(x.half(), 3, 1, 1), POOL_INPUT[0]),
+    ("adaptive_max_pool2d", lambda x: F.adaptive_max_pool2d(x, (4, 3), return_indices=True),
+     POOL_INPUT),
+    # Windows of one element: the indices are a broadcast smelt returns
+    # expanded; the output is written out in torch's dense layout.
+    ("adaptive_max_pool2d_identity", lambda x: F.adaptive_max_pool2d(x, (9, 8), True), POOL_INPUT),
+    ("adaptive_max_pool1d", lambda x: F.adaptive_max_pool1d(x, 1), POOL_INPUT[0]),
+    ("adaptive_avg_pool3d", lambda x: F.adaptive_avg_pool3d(x, (2, 4, 3)), POOL_INPUT),
+])
+def test_pools_are_one_kernel_matching_eager(name, fn, x):
+    """Pools as reductions over windows: each window offset one gather of the
+    input, the whole pool one kernel (a gather reads its table from memory,
+    so a pooled tensor computed first is a kernel of its own)."""
+    expected = fn(x)
+    actual = torch.compile(fn, backend="smelt")(x)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    actual = actual if isinstance(actual, tuple) else (actual,)
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e, equal_nan=True)
+        assert a.dtype == e.dtype and a.stride() == e.stride()
+    report = smelt.backend.last_report()
+    assert not report.unsupported_ops and report.fallback_runs == 0, str(report)
+    # Two where the pooled tensor is computed first (a cast), or where the
+    # indices are a broadcast written out apart from the values.
+    assert report.smelt_kernels() == (2 if name.endswith(("_half", "_identity")) else 1), str(report)

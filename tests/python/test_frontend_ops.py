@@ -122,6 +122,10 @@ TORCH_NAMES = {"set": "clone", "truediv": "true_divide"}
 @pytest.mark.parametrize("name", UNARY_OPS)
 def test_unary_op_matches_torch(name):
     x = randn(3, 7).abs() + 0.5  # in every op's domain (sqrt, log, ...)
+    if name in ("asin", "acos", "atanh"):
+        x = x / (x.max() + 0.5)  # inside (-1, 1)
+    if name == "acosh":
+        x = x + 1
     if name.startswith("bitwise"):
         x = torch.arange(-10, 11).view(3, 7)  # bitwise ops take integers
     fd = define(lambda fd, x: getattr(fd.ops, name)(x), [x])

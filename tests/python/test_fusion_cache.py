@@ -50,13 +50,13 @@ def test_a_definition_keeps_its_key_until_its_record_grows():
         x = fd.define_tensor([-1])
         y = fd.ops.exp(x)
         fd.add_output(y)
-    key = fd._records_key()
+    key = fd.cache_key
     fd.execute([torch.randn(8)])
     fd.execute([torch.randn(8)])
-    assert fd._records_key() is key
+    assert fd.cache_key is key
     assert fusion_cache().stats().hits == 1
     y.split(0, 4).axis(1).parallelize(ParallelType.TIDx)
-    assert fd._records_key() is not key and fd._records_key() != key
+    assert fd.cache_key is not key and fd.cache_key != key
     torch.testing.assert_close(fd.execute([torch.ones(8)])[0], torch.ones(8).exp())
     assert fusion_cache().stats().entries == 2
 
@@ -68,10 +68,10 @@ def test_an_equal_definition_adopts_the_cached_key():
     every record. Its schedule state is cached per record count too."""
     fusion_cache().clear()
     first, second = scaled_exp(), scaled_exp()
-    assert first._records_key() is not second._records_key()
+    assert first.cache_key is not second.cache_key
     first.execute([torch.randn(8)])
     second.execute([torch.randn(8)])
-    assert second._records_key() is first._records_key()
+    assert second.cache_key is first.cache_key
     assert fusion_cache().stats().entries == 1 and second.is_scheduled
 
 

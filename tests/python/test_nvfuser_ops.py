@@ -363,13 +363,13 @@ def test_segment_returns_runnable_segment_definitions():
     assert [s.scheduler for s in segments] == ["persistent", "reduction"]
     assert segments[1].input_names == segments[0].output_names
     # Chained by their names, the segments compute what the whole fusion does.
-    values = {value_name(v._val): a for v, a in zip(fd.inputs, [X, W])}
+    values = {value_name(v.ir): a for v, a in zip(fd.inputs, [X, W])}
     for s in segments:
         values.update(zip(s.output_names, s.execute([values[n] for n in s.input_names])))
     z_ref = X.exp() + (X * W).sum(0)
-    torch.testing.assert_close(values[value_name(fd.outputs[0]._val)], z_ref)
-    torch.testing.assert_close(values[value_name(fd.outputs[1]._val)], z_ref.amax(1))
-    for got, whole in zip([values[value_name(o._val)] for o in fd.outputs], fd.execute([X, W])):
+    torch.testing.assert_close(values[value_name(fd.outputs[0].ir)], z_ref)
+    torch.testing.assert_close(values[value_name(fd.outputs[1].ir)], z_ref.amax(1))
+    for got, whole in zip([values[value_name(o.ir)] for o in fd.outputs], fd.execute([X, W])):
         assert torch.equal(got, whole)
     # One kernel: no segments (nvFuser's convention).
     with FusionDefinition() as one:

@@ -111,11 +111,21 @@ def test_layout_ops_fuse_with_their_neighbours(model, ops):
 def test_unsupported_op_falls_back_and_is_reported():
     def model(x):
         return torch.cumsum(torch.exp(x), dim=1) * 2.0
-    report = compiled_matches_eager(model, torch.randn(3, 5, generator=gen(10)))
+    # A scan longer than the backend decomposes (its work grows as n^2) stays in torch.
+    n = smelt.backend.MAX_DECOMPOSED_SCAN + 1
+    report = compiled_matches_eager(model, torch.randn(3, n, generator=gen(10)))
     assert "cumsum.default" in report.unsupported_ops, str(report)
     assert report.fused_ops()["exp.default"] == 1
     text = str(report)
     assert "cumsum" in text and "not supported" in text and "exp" in text
+
+
+def test_a_short_scan_is_fused_as_its_masked_reduction():
+    def model(x):
+        return torch.cumsum(torch.exp(x), dim=1) * 2.0
+    report = compiled_matches_eager(model, torch.randn(3, 5, generator=gen(10)))
+    sums = sum(count for op, count in report.fused_ops().items() if op.startswith("sum."))
+    assert not report.unsupported_ops and sums == 1, str(report)
 
 
 def test_unsupported_dtype_falls_back():
@@ -236,11 +246,10 @@ def test_partition_without_tensor_inputs_runs_where_torch_put_its_outputs():
     traced values (fake CUDA tensors need no GPU)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
-    from smelt.backend.partition import definition_of
+    from smelt.fx.definition import translate_graph
     with FakeTensorMode():
         gm = make_fx(lambda: (torch.arange(8, device="cuda") * 2,))()
-    fd, _ = definition_of(gm)
-    assert fd.partition_device == torch.device("cuda", 0)
+    assert translate_graph(gm).device == torch.device("cuda", 0)
 
 
 @pytest.mark.parametrize("device", DEVICES)

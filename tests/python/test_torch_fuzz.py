@@ -65,7 +65,7 @@ KNOWN_BUGS = {
         _repro([("x0", "r(4, 2)[:, ::2]")], ["v1 = x0 * 2"], ["v1"])),
     "overlapping-output-layout": KnownBug(
         "an output traced with a stride-0 dimension that smelt returns dense: "
-        "OutputLayout.restore (backend/layout.py) copies it into empty_strided(traced strides), "
+        "OutputLayout.restore (fx/layout.py) copies it into empty_strided(traced strides), "
         "which torch refuses for overlapping memory",
         "RuntimeError: unsupported operation: more than one element of the written-to tensor "
         "refers to a single memory location",

@@ -191,6 +191,29 @@ int64_t integerDivide(int64_t a, int64_t b) {
   return a / b;
 }
 
+// torch's gcd: Euclid on the absolute values (negated with wrapping, so the
+// most negative value stays itself), as smelt::gcd in the generated CUDA.
+int64_t integerGcd(int64_t a, int64_t b) {
+  uint64_t x = a < 0 ? 0 - static_cast<uint64_t>(a) : static_cast<uint64_t>(a);
+  uint64_t y = b < 0 ? 0 - static_cast<uint64_t>(b) : static_cast<uint64_t>(b);
+  int64_t p = static_cast<int64_t>(x), q = static_cast<int64_t>(y);
+  while (q != 0) {
+    const int64_t c = p;
+    p = q;
+    q = (q == -1) ? 0 : c % q;  // INT64_MIN % -1 would trap; the remainder is 0
+  }
+  return p;
+}
+
+// `v` wrapped to the width of an integer `dtype`, as a value of it.
+int64_t wrapToWidth(uint64_t v, DataType dtype) {
+  const int bits = static_cast<int>(dataTypeSize(dtype) * 8);
+  if (bits == 64) return static_cast<int64_t>(v);
+  const uint64_t low = v & ((uint64_t{1} << bits) - 1);
+  if (dtype == DataType::UInt8) return static_cast<int64_t>(low);
+  return static_cast<int64_t>(low << (64 - bits)) >> (64 - bits);
+}
+
 double combine(Fn fn, double a, double b) {
   if (fn == Fn::Sum) return a + b;
   if (fn == Fn::Prod) return a * b;
@@ -599,6 +622,7 @@ class BlockRunner {
       case Fn::IntDiv: case Fn::Maximum: case Fn::Minimum: case Fn::IntPow:
       case Fn::Remainder: case Fn::Fmod: case Fn::Where: case Fn::Iota: case Fn::Gather:
       case Fn::BitwiseNot: case Fn::BitwiseAnd: case Fn::BitwiseOr: case Fn::BitwiseXor:
+      case Fn::ShiftLeft: case Fn::ShiftRight: case Fn::Gcd: case Fn::Lcm:
         break;
       default:
         return false;
@@ -655,6 +679,23 @@ class BlockRunner {
       case Fn::BitwiseAnd: r = static_cast<int64_t>(x & y); break;
       case Fn::BitwiseOr: r = static_cast<int64_t>(x | y); break;
       case Fn::BitwiseXor: r = static_cast<int64_t>(x ^ y); break;
+      case Fn::ShiftLeft:
+      case Fn::ShiftRight: {
+        const int64_t bits = static_cast<int64_t>(dataTypeSize(L_.memory[in.out.buffer].dtype) * 8);
+        const bool outside = a[1] < 0 || a[1] >= bits;
+        if (in.fn == Fn::ShiftLeft) r = outside ? 0 : static_cast<int64_t>(x << a[1]);
+        else r = outside ? (a[0] < 0 ? -1 : 0) : (a[0] >> a[1]);
+        break;
+      }
+      case Fn::Gcd: r = integerGcd(a[0], a[1]); break;
+      case Fn::Lcm: {  // |a / gcd * b|, the product in C++'s promoted type, as torch's
+        const DataType dtype = L_.memory[in.out.buffer].dtype;
+        const DataType product = dataTypeSize(dtype) < 4 ? DataType::Int32 : dtype;
+        const int64_t g = wrapToWidth(static_cast<uint64_t>(integerGcd(a[0], a[1])), dtype);
+        const int64_t m = g == 0 ? 0 : wrapToWidth(static_cast<uint64_t>(a[0] / g) * y, product);
+        r = m < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(m)) : m;
+        break;
+      }
       default: SMELT_INTERNAL_CHECK(false, "not an integer fn"); break;
     }
     if (uint8_t* e = element(in.out.buffer, p_.code.eval(in.out.index, slotsOf(t)), t, pc, true)) {
@@ -711,6 +752,18 @@ class BlockRunner {
       case Fn::Reciprocal: r = 1.0 / a[0]; break;
       case Fn::Sin: r = std::sin(a[0]); break;
       case Fn::Cos: r = std::cos(a[0]); break;
+      case Fn::Tan: r = std::tan(a[0]); break;
+      case Fn::Asin: r = std::asin(a[0]); break;
+      case Fn::Acos: r = std::acos(a[0]); break;
+      case Fn::Atan: r = std::atan(a[0]); break;
+      case Fn::Sinh: r = std::sinh(a[0]); break;
+      case Fn::Cosh: r = std::cosh(a[0]); break;
+      case Fn::Asinh: r = std::asinh(a[0]); break;
+      case Fn::Acosh: r = std::acosh(a[0]); break;
+      case Fn::Atanh: r = std::atanh(a[0]); break;
+      case Fn::Log10: r = std::log10(a[0]); break;
+      case Fn::Erfc: r = std::erfc(a[0]); break;
+      case Fn::Lgamma: r = std::lgamma(a[0]); break;
       case Fn::Floor: r = std::floor(a[0]); break;
       case Fn::Ceil: r = std::ceil(a[0]); break;
       case Fn::Round: r = std::nearbyint(a[0]); break;  // half to even
@@ -736,6 +789,14 @@ class BlockRunner {
         break;
       case Fn::Remainder: r = remainder(a[0], a[1]); break;
       case Fn::Fmod: r = std::fmod(a[0], a[1]); break;
+      case Fn::Atan2: r = std::atan2(a[0], a[1]); break;
+      case Fn::Hypot: r = std::hypot(a[0], a[1]); break;
+      case Fn::Copysign: r = std::copysign(a[0], a[1]); break;
+      case Fn::Nextafter:  // in the result's own type: a float's next value is a float's
+        r = L_.memory[in.out.buffer].dtype == DataType::Float
+                ? std::nextafter(static_cast<float>(a[0]), static_cast<float>(a[1]))
+                : std::nextafter(a[0], a[1]);
+        break;
       case Fn::Eq: r = a[0] == a[1]; break;
       case Fn::Ne: r = a[0] != a[1]; break;
       case Fn::Lt: r = a[0] < a[1]; break;
@@ -748,6 +809,7 @@ class BlockRunner {
       case Fn::Gather: r = a[0]; break;
       case Fn::Where: r = a[0] != 0 ? a[1] : a[2]; break;
       case Fn::BitwiseNot: case Fn::BitwiseAnd: case Fn::BitwiseOr: case Fn::BitwiseXor:
+      case Fn::ShiftLeft: case Fn::ShiftRight: case Fn::Gcd: case Fn::Lcm:
       case Fn::RandomUniform:  // integer paths above
       case Fn::Sum:
       case Fn::Max:

@@ -43,9 +43,11 @@ enum class Fn : uint8_t {
   Copy,  // set, cast, layout ops, pad, full: the value, rounded on store
   Neg, Exp, Tanh, Abs, Relu,
   Sqrt, Rsqrt, Log, Log2, Log1p, Exp2, Expm1, Sigmoid, Erf, Reciprocal, Sin, Cos,
+  Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Log10, Erfc, Lgamma,
   Floor, Ceil, Round, Trunc, LogicalNot, Signbit, BitwiseNot,
   Add, Sub, Mul, Div, Maximum, Minimum,
-  Pow, IntPow, Remainder, Fmod,  // IntPow: pow of integers (torch's rules for negative exponents)
+  Pow, IntPow, Remainder, Fmod, Atan2, Hypot, Copysign, Nextafter,
+  ShiftLeft, ShiftRight, Gcd, Lcm,  // integers  // IntPow: pow of integers (torch's rules for negative exponents)
   IntDiv,  // division of integers with an integer result: truncates toward zero
   Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
   BitwiseAnd, BitwiseOr, BitwiseXor,

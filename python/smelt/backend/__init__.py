@@ -23,6 +23,8 @@ from typing import Any, List, Optional
 import torch
 from torch._decomp import get_decompositions
 from torch._dynamo.backends.common import aot_autograd
+from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+from torch._prims_common import get_computation_dtype
 
 from smelt._execution import matmul_policy
 from smelt.backend import cudagraphs
@@ -48,6 +50,32 @@ DECOMPOSITIONS = get_decompositions([
     aten.native_group_norm_backward, aten._softmax_backward_data,
     aten._log_softmax_backward_data, aten.threshold_backward, aten.tanh_backward,
     aten.gelu_backward, aten.sigmoid_backward, aten.silu_backward,
+    # Elementwise composites, losses and reductions whose decompositions are
+    # ops smelt translates (issue 44: OpInfo breadth). Each was checked by
+    # scripts/opinfo_sweep.py against eager: values, dtypes and strides.
+    aten.deg2rad, aten.rad2deg, aten.frac, aten.sgn, aten.sign, aten.isposinf, aten.isneginf,
+    aten.isnan, aten.isinf, aten.nan_to_num, aten.celu, aten.threshold,
+    aten.log_sigmoid_forward, aten.glu, aten.logit, aten.xlogy, aten.special_xlog1py,
+    aten.logaddexp, aten.logaddexp2, aten.fmax, aten.fmin, aten.heaviside, aten.logical_xor,
+    aten.addcmul, aten.lerp, aten.special_entr,
+    aten.mse_loss, aten.huber_loss, aten.smooth_l1_loss, aten.soft_margin_loss,
+    aten.binary_cross_entropy, aten.binary_cross_entropy_with_logits,
+    aten.std_mean, aten.logsumexp, aten.count_nonzero, aten.nansum, aten.all, aten.any,
+    aten.amin, aten.aminmax, aten.linalg_vector_norm, aten.dist, aten._safe_softmax,
+    aten.new_full, aten.new_ones, aten.fill, aten.ones, aten.zeros,
+    aten.tril, aten.triu, aten.roll, aten.stack, aten.flip, aten.rot90, aten.diag_embed,
+    aten.diagonal_copy, aten.eye, aten.linspace, aten.logspace, aten.pixel_shuffle,
+    aten.pixel_unshuffle, aten.channel_shuffle, aten.narrow_copy, aten.index_fill,
+    aten.index_copy, aten.index_add, aten.take, aten.select_scatter, aten.slice_scatter,
+    aten.renorm, aten.native_dropout_backward, aten.mvlgamma, aten.addr, aten.dot, aten.vdot,
+    aten.mv, aten.addmv, aten.nll_loss_forward, aten.im2col, aten.reflection_pad1d,
+    aten.reflection_pad2d, aten.replication_pad1d, aten.replication_pad2d,
+    aten._adaptive_avg_pool2d, aten._prelu_kernel, aten.round, aten.unfold, aten.repeat,
+    aten.expand_copy, aten.permute_copy, aten.transpose_copy,
+    aten.t_copy, aten.squeeze_copy, aten.unsqueeze_copy, aten.view_copy, aten.alias_copy,
+    aten.unbind_copy, aten.split_with_sizes_copy, aten.as_strided_copy, aten.linalg_cross,
+    aten._chunk_cat, aten.block_diag, aten.sinc, aten.angle, aten.ldexp,
+    aten._batch_norm_with_update_functional,
 ])
 
 
@@ -59,7 +87,6 @@ def _shifted_layer_norm(input, normalized_shape, weight, bias, eps):
     value, and rsqrt(0 + eps) multiplies the rounding by up to 316 (outputs
     of 4e-5 where eager's Welford mean gives exactly 0); shifted, its
     elements are exactly 0. One more reduction (max) in the same kernel."""
-    from torch._prims_common import get_computation_dtype
     axis = input.dim() - len(normalized_shape)
     if input.numel() == 0 or axis < 0:
         return _TORCH_LAYER_NORM(input, normalized_shape, weight, bias, eps)
@@ -71,6 +98,41 @@ def _shifted_layer_norm(input, normalized_shape, weight, bias, eps):
         mean, rstd = mean.to(input.dtype), rstd.to(input.dtype)
     return out.to(input.dtype), mean, rstd
 
+
+# torch decomposes a scan over n elements into a masked reduction of n x n:
+# fused, nothing is materialized, but the work grows as n^2. Up to this
+# length that is a few reductions' work; longer scans stay in torch.
+MAX_DECOMPOSED_SCAN = 128
+
+
+def _short_scan(decomposition):
+    def scan(a, dim, *args, **kwargs):
+        if a.dim() > 0 and a.shape[dim] > MAX_DECOMPOSED_SCAN:
+            return NotImplemented  # torch runs the op itself
+        return decomposition(a, dim, *args, **kwargs)
+    return scan
+
+
+for _scan in (aten.cumsum.default, aten.cumprod.default):
+    DECOMPOSITIONS[_scan] = _short_scan(get_decompositions([_scan])[_scan])
+
+# isin decomposes into a comparison of every element with every test
+# element: fused, but its work grows with their product; up to this many test
+# elements that is a short reduction per element.
+MAX_DECOMPOSED_ISIN_ELEMENTS = 128
+
+
+def _small_isin(decomposition):
+    def isin(elements, test_elements, *args, **kwargs):
+        if isinstance(test_elements, torch.Tensor) and \
+                test_elements.numel() > MAX_DECOMPOSED_ISIN_ELEMENTS:
+            return NotImplemented  # torch runs the op itself
+        return decomposition(elements, test_elements, *args, **kwargs)
+    return isin
+
+
+DECOMPOSITIONS[aten.isin.Tensor_Tensor] = _small_isin(
+    get_decompositions([aten.isin.Tensor_Tensor])[aten.isin.Tensor_Tensor])
 
 _TORCH_LAYER_NORM = DECOMPOSITIONS[aten.native_layer_norm.default]
 DECOMPOSITIONS[aten.native_layer_norm.default] = _shifted_layer_norm
@@ -185,7 +247,6 @@ def smelt_backend(gm: torch.fx.GraphModule, example_inputs: List[Any], mode=None
 
 
 def _register() -> None:
-    from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
     names = importlib.metadata.entry_points(group="torch_dynamo_backends").names
     if "smelt" not in names and "smelt" not in _COMPILER_FNS:
         register_backend(smelt_backend, name="smelt")

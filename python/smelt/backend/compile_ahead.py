@@ -53,30 +53,29 @@ def meta_stand_in(val: Any) -> Optional[Any]:
     return storage.as_strided(sizes, strides, val.storage_offset())
 
 
-def compile_jobs(graph: torch.fx.Graph, fusion_of, arguments) -> List[Tuple[Any, list, str]]:
+def compile_jobs(graph: torch.fx.Graph, fusion_of) -> List[Tuple[Any, list, str]]:
     """(FusionDefinition, meta inputs, device) for each call of a fusion
-    module (`fusion_of(target)`: its definition, None for other modules)
-    whose inputs all have static example values; `arguments(fd, args)` turns
-    the module's arguments into the fusion's."""
+    module (`fusion_of(target)`: its FxFusion, None for other modules)
+    whose inputs all have static example values."""
     # The backend runs under the graph's fake-tensor mode: stand-ins made in
     # it would be fake tensors, not the plain meta tensors smelt reads.
     with unset_fake_temporarily():
-        return _compile_jobs(graph, fusion_of, arguments)
+        return _compile_jobs(graph, fusion_of)
 
 
-def _compile_jobs(graph: torch.fx.Graph, fusion_of, arguments) -> List[Tuple[Any, list, str]]:
+def _compile_jobs(graph: torch.fx.Graph, fusion_of) -> List[Tuple[Any, list, str]]:
     jobs = []
     for node in graph.nodes:
-        fd = fusion_of(node.target) if node.op == "call_module" else None
-        if fd is None:
+        fusion = fusion_of(node.target) if node.op == "call_module" else None
+        if fusion is None:
             continue
         vals = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in node.args]
         stand_ins = [meta_stand_in(v) for v in vals]
         if any(s is None for s in stand_ins):
             continue
         devices = [v.device for v in vals if isinstance(v, torch.Tensor)]
-        device = devices[0] if devices else getattr(fd, "partition_device", None) or "cpu"
-        jobs.append((fd, arguments(fd, stand_ins), str(device)))
+        device = devices[0] if devices else fusion.device or "cpu"
+        jobs.append((fusion.definition, fusion.arguments(stand_ins), str(device)))
     return jobs
 
 

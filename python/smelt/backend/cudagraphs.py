@@ -19,6 +19,11 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import torch
 import torch.fx
+from torch._dynamo.backends.cudagraphs import (check_for_skip, find_input_mutations,
+                                               get_device_index, get_stack_traces)
+from torch._inductor.cudagraph_utils import (get_placeholder_info,
+                                             log_cudagraph_skip_and_bump_counter)
+from torch._inductor.utils import count_tangents, num_fw_fixed_arguments
 
 
 def recorded(compile_graph: Callable[[torch.fx.GraphModule, List[Any]], Callable],
@@ -31,11 +36,7 @@ def recorded(compile_graph: Callable[[torch.fx.GraphModule, List[Any]], Callable
     the device it was recorded for, None where it was not. Inputs at
     `static_inputs` are read where they lie (a replay copies the others into
     the graph's buffers)."""
-    from torch._dynamo.backends.cudagraphs import (check_for_skip, find_input_mutations,
-                                                   get_device_index, get_stack_traces)
-    from torch._inductor.cudagraph_trees import cudagraphify_impl
-    from torch._inductor.cudagraph_utils import (get_placeholder_info,
-                                                 log_cudagraph_skip_and_bump_counter)
+    from torch._inductor.cudagraph_trees import cudagraphify_impl  # 0.8 s, this mode only
     skip = check_for_skip(aot_graph, fixed_inputs)
     if skip is not None:
         log_cudagraph_skip_and_bump_counter(f"skipping cudagraphs due to {skip}")
@@ -70,7 +71,6 @@ def backward_after_recorded_forward(compiled: Callable, device: int) -> Callable
 def fixed_forward_inputs(dynamo_inputs: int, aot_inputs: int) -> int:
     """How many of a forward graph's first inputs AOTAutograd lifted from the
     module (parameters and buffers: they keep their addresses)."""
-    from torch._inductor.utils import num_fw_fixed_arguments
     return num_fw_fixed_arguments(dynamo_inputs, aot_inputs)
 
 
@@ -86,5 +86,4 @@ def static_forward_inputs(fixed_inputs: int) -> List[int]:
 def fixed_backward_inputs(aot_graph: torch.fx.GraphModule) -> int:
     """A backward graph's inputs saved by the recorded forward (all but the
     tangents) keep their addresses."""
-    from torch._inductor.utils import count_tangents
     return count_tangents(aot_graph)

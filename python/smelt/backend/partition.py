@@ -14,7 +14,7 @@ import operator
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Set
+from typing import Any, Dict, List, Optional, Set
 
 import torch
 import torch.fx
@@ -23,13 +23,14 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
 from smelt._C import SmeltError
+from smelt._execution import matmul_policy
 from smelt.backend import autotune
 from smelt.backend.compile_ahead import compile_all, compile_jobs
-from smelt.backend.layout import OutputLayout, traced_layout
 from smelt.backend.view_sinking import sink_views_after_matmuls
-from smelt.backend.translate import (Translation, Unsupported, _as_output, define_input,
-                                     drop_empty_cat_operands, meta_tensor, node_support)
 from smelt.fusion_definition import FusionDefinition
+from smelt.fx.definition import FxFusion, node_support, translate_graph
+from smelt.fx.nodes import Unsupported, is_static_2d
+from smelt.fx.translate import drop_empty_cat_operands
 
 
 @dataclass
@@ -114,8 +115,9 @@ class GraphReport:
                                    "compile_ahead_ms": self.compile_ahead_ms}
         executors = {}
         for fd in self.definitions:
-            if fd._last_executor is not None and hasattr(fd._last_executor, "compile_cost"):
-                executors[id(fd._last_executor)] = fd
+            executor = fd.state.last_executor
+            if executor is not None and hasattr(executor, "compile_cost"):
+                executors[id(executor)] = fd
         for fd in executors.values():
             for key, value in fd.compile_cost().items():
                 total[key] = total.get(key, 0) + value
@@ -209,11 +211,12 @@ class GraphReport:
 # Ops left to libraries (cuDNN, attention kernels) or whose output size
 # depends on values: not fusion candidates. index_put (accumulate=True) and
 # embedding_dense_backward (the embedding weight's gradient, a scatter-add of
-# the output gradient's rows at the token ids) write at positions the data
+# the output gradient's rows at the token ids) and max pooling's backward (the
+# gradient scattered to each window's argmax) write at positions the data
 # decides, several elements possibly to one place: not a fusion's
 # elementwise writes.
 LIBRARY_OPS = ("convolution", "_scaled_dot_product", "topk", "sort", "histc", "nonzero",
-               "index_put", "embedding_dense_backward", "max_pool2d_with_indices")
+               "index_put", "embedding_dense_backward", "max_pool2d_with_indices_backward")
 
 
 def _is_library_node(node: torch.fx.Node) -> bool:
@@ -309,23 +312,17 @@ class _SmeltSupport(OperatorSupport):
             needed |= more
 
 
-def _is_static_2d(node: torch.fx.Node) -> bool:
-    val = node.meta.get("val")
-    return isinstance(val, torch.Tensor) and val.dim() == 2 and \
-        all(isinstance(s, int) for s in val.shape)
-
-
 def _transposed_graph_input(node: torch.fx.Node) -> Optional[str]:
     """Why a 2-D transpose of a graph input of static shape (nn.Linear's
     weight.t()) with several users stays in torch: there it is one free view
     for all of them, where fusions would each take it as an output of
     another. With one user it is fused: the fusion takes the input as the
-    view x.t() (definition_of), which the matmul scheduler reads as an
+    view x.t() (fx/definition.py), which the matmul scheduler reads as an
     operand in that layout (tensor cores included), as it stands; a
     transpose computed inside the fusion would be a computed operand."""
     if node.target != torch.ops.aten.t.default or node.args[0].op != "placeholder":
         return None
-    if not _is_static_2d(node.args[0]) or len(node.users) <= 1:
+    if not is_static_2d(node.args[0]) or len(node.users) <= 1:
         return None
     return "a transposed graph input with several users: one view in torch, read strided by each fusion"
 
@@ -354,80 +351,33 @@ METADATA_OPS = {getattr(op, "__name__", str(op)) for op in VIEW_OPS} | {
     "detach.default", "sym_size.int", "sym_numel.default", "sym_stride.int"}
 
 
-def _outputs_of(submodule: torch.fx.GraphModule) -> List[torch.fx.Node]:
-    output = next(n for n in submodule.graph.nodes if n.op == "output")
-    return list(output.args[0]) if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
-
-
-def definition_of(submodule: torch.fx.GraphModule):
-    """The FusionDefinition computing a fused submodule's outputs, each
-    written in the memory order torch traced; and the outputs' layouts."""
-    fd = FusionDefinition()
-    t = Translation(fd)
-    layouts = []
-    fd.transposed_inputs = []  # per input: the fusion takes the argument's .t()
-    # Where torch put the outputs: a partition without tensor inputs (an
-    # arange, a full) runs there, not on the CPU.
-    devices = {v.device for v in map(meta_tensor, _outputs_of(submodule)) if v is not None}
-    fd.partition_device = devices.pop() if len(devices) == 1 else None
-    with fd:
-        for node in submodule.graph.nodes:
-            if node.op == "placeholder":
-                transposed = bool(node.users) and _is_static_2d(node) and all(
-                    u.target == torch.ops.aten.t.default for u in node.users)
-                value = define_input(fd, node, transposed=transposed)
-                for holder in (node.users if transposed else [node]):
-                    t.values[holder] = value
-                fd.transposed_inputs.append(transposed)
-            elif node.op == "call_function":
-                if node not in t.values:  # a transpose an input stands for
-                    t.translate(node)
-            elif node.op != "output":
-                raise Unsupported(f"unexpected {node.op} node {node.name} in a partition")
-        for out in _outputs_of(submodule):
-            val = meta_tensor(out)
-            layout = traced_layout(val) if val is not None else OutputLayout(None, None, None)
-            fd.add_output(_as_output(fd, t.values[out]), stride_order=layout.stride_order)
-            layouts.append(layout)
-    return fd, layouts
-
-
-def fusion_arguments(fd: FusionDefinition, args: Sequence[Any]) -> List[Any]:
-    """A partition's arguments as its fusion takes them (definition_of)."""
-    return [a.t() if transposed else a for a, transposed in zip(args, fd.transposed_inputs)]
-
-
 class SmeltPartition(torch.nn.Module):
     """Runs one partition with smelt. Should smelt fail at run time, the
     partition is marked failed and the original submodule (eager torch)
     runs it from then on: no retry on every call."""
 
-    def __init__(self, submodule: torch.fx.GraphModule, fd: FusionDefinition,
-                 layouts: List[OutputLayout], report: PartitionReport, matmul: Optional[str]):
+    def __init__(self, submodule: torch.fx.GraphModule, fusion: FxFusion,
+                 report: PartitionReport, matmul: Optional[str]):
         super().__init__()
         self.eager = submodule
-        self.fd = fd
-        self.matmul = matmul  # the backend's matmul option (fd.execute's)
-        self.layouts = layouts
+        self.fusion = fusion
+        self.fd = fusion.definition
+        self.matmul = matmul_policy(matmul)  # fd.execute's, decided once, not per call
         self.report = report
-        output = next(n for n in submodule.graph.nodes if n.op == "output")
-        self._tuple_output = isinstance(output.args[0], (tuple, list))
 
     def forward(self, *args: Any) -> Any:
         if self.report.failed:
             self.report.fallback_runs += 1
             return self.eager(*args)
         try:
-            outs = self.fd.execute(fusion_arguments(self.fd, args),
-                                   device=self.fd.partition_device, matmul=self.matmul)
+            outs = self.fusion.run(args, self.matmul)
         except SmeltError as e:
             self.report.fallback_runs += 1
             self.report.fallback_reason = str(e)
             return self.eager(*args)
-        outs = [layout.restore(out) for layout, out in zip(self.layouts, outs)]
         self.report.smelt_runs += 1
         self.report.ran = self.fd
-        return tuple(outs) if self._tuple_output else outs[0]
+        return tuple(outs) if self.fusion.returns_tuple else outs[0]
 
 
 def _rename(gm: torch.fx.GraphModule, node: torch.fx.Node, name: str) -> None:
@@ -491,7 +441,7 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str, matmul: Optional[
             reason = "only views: free in torch, a copy in a kernel"
         else:
             try:
-                fd, layouts = definition_of(submodule)
+                fusion = translate_graph(submodule)
             except (Unsupported, SmeltError) as e:
                 # Supported node by node, not together.
                 reason = f"not translatable as one fusion: {e}"
@@ -507,7 +457,7 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str, matmul: Optional[
         fusions += 1
         part = PartitionReport(name, Counter(_op_name(n) for n in calls), [n.name for n in calls])
         delattr(fused, node.target)
-        setattr(fused, name, SmeltPartition(submodule, fd, layouts, part,
+        setattr(fused, name, SmeltPartition(submodule, fusion, part,
                                             None if matmul == "autotune" else matmul))
         node.target = name
         report.partitions.append(part)
@@ -518,16 +468,16 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str, matmul: Optional[
         report.unsupported_ops[_op_name(node)] += 1
     report.definitions = [getattr(fused, p.name).fd for p in report.partitions]
     report.partition_ms = (time.perf_counter() - start) * 1000.0
-    jobs = compile_jobs(fused.graph, lambda target: getattr(fused, target).fd
-                        if target.startswith("smelt_fusion_") else None, fusion_arguments)
+    jobs = compile_jobs(fused.graph, lambda target: getattr(fused, target).fusion
+                        if target.startswith("smelt_fusion_") else None)
     report.traced_calls = jobs
     if matmul == "autotune":
         tuned = autotune.tuned_policies(jobs)
         for node in fused.graph.nodes:
             if node.op == "call_module" and node.target.startswith("smelt_fusion_"):
                 partition = getattr(fused, node.target)
-                partition.matmul = tuned.get(id(partition.fd))
-        report.matmul_policies = {p.name: getattr(fused, p.name).matmul or "auto"
+                partition.matmul = matmul_policy(tuned.get(id(partition.fd)))
+        report.matmul_policies = {p.name: getattr(fused, p.name).matmul
                                   for p in report.partitions}
         matmul = None  # each fusion's own, compiled by the tuning's runs
     report.compile_ahead_ms, report.compile_ahead_errors = compile_all(jobs, matmul)

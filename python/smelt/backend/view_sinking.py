@@ -25,7 +25,7 @@ from typing import Optional
 
 import torch
 
-from smelt.backend.translate import meta_tensor
+from smelt.fx.nodes import meta_tensor
 
 aten = torch.ops.aten
 

@@ -26,7 +26,8 @@ const std::vector<int64_t> kShape = {6, 37};
 
 // The values an op's inputs are drawn from (its domain, or values that make
 // its interesting cases happen: ties for comparisons, halves for round).
-enum class Values { Any, Positive, AboveMinusOne, NonZero, Whole, Halves, Exponents };
+// UnitInterval: inside (-1, 1) (asin, atanh); AboveOne: over 1 (acosh).
+enum class Values { Any, Positive, AboveMinusOne, NonZero, Whole, Halves, Exponents, UnitInterval, AboveOne };
 
 at::Tensor sample(DataType dtype, Values values, uint64_t seed,
                   const std::vector<int64_t>& shape = kShape) {
@@ -37,6 +38,8 @@ at::Tensor sample(DataType dtype, Values values, uint64_t seed,
   if (isIntegralType(dtype)) {
     switch (values) {
       case Values::Positive: x = at::randint(1, 10, shape, opts); break;
+      case Values::AboveOne: x = at::randint(2, 10, shape, opts); break;
+      case Values::UnitInterval: x = at::zeros(shape, opts); break;
       case Values::AboveMinusOne: x = at::randint(0, 10, shape, opts); break;
       case Values::NonZero: x = at::randint(1, 6, shape, opts) * (at::rand(shape, opts).gt(0.5) * 2 - 1); break;
       case Values::Exponents: x = at::randint(-1, 4, shape, opts); break;
@@ -52,6 +55,8 @@ at::Tensor sample(DataType dtype, Values values, uint64_t seed,
     case Values::Whole: x = at::randint(-3, 4, shape, opts); break;
     case Values::Halves: x = at::randint(-8, 9, shape, opts) * 0.5; break;
     case Values::Exponents: x = at::randn(shape, opts); break;
+    case Values::UnitInterval: x = at::rand(shape, opts) * 1.8 - 0.9; break;
+    case Values::AboveOne: x = at::rand(shape, opts) * 4 + 1.05; break;
   }
   return x.to(toScalarType(dtype));
 }
@@ -95,6 +100,18 @@ const UnaryCase kUnaryCases[] = {
     {"sigmoid", sigmoid, Values::Any},   {"erf", erf, Values::Any},
     {"reciprocal", reciprocal, Values::NonZero},
     {"sin", sin, Values::Any},           {"cos", cos, Values::Any},
+    {"tan", tan, Values::Any},
+    {"asin", asin, Values::UnitInterval},
+    {"acos", acos, Values::UnitInterval},
+    {"atan", atan, Values::Any},
+    {"sinh", sinh, Values::Any},
+    {"cosh", cosh, Values::Any},
+    {"asinh", asinh, Values::Any},
+    {"acosh", acosh, Values::AboveOne},
+    {"atanh", atanh, Values::UnitInterval},
+    {"log10", log10, Values::Positive},
+    {"erfc", erfc, Values::Any},
+    {"lgamma", lgamma, Values::Positive},
     {"floor", floor, Values::Any},       {"ceil", ceil, Values::Any},
     {"round", round, Values::Halves},    {"trunc", trunc, Values::Any},
     {"logical_not", logicalNot, Values::Whole},
@@ -154,6 +171,9 @@ const BinaryCase kBinaryCases[] = {
     {"pow", pow, Values::Positive, Values::Exponents},
     {"remainder", remainder, Values::Any, Values::NonZero},
     {"fmod", fmod, Values::Any, Values::NonZero},
+    {"atan2", atan2, Values::Any, Values::Any},
+    {"hypot", hypot, Values::Any, Values::Any},
+    {"copysign", copysign, Values::Any, Values::Any},
     {"eq", eq, Values::Whole, Values::Whole},
     {"ne", ne, Values::Whole, Values::Whole},
     {"lt", lt, Values::Whole, Values::Whole},
@@ -304,6 +324,61 @@ TEST(BitwiseOpKernels, SimulatedMatchATenAndCompile) {
     sim::testing::expectKernelCorrect(fusion, {x, y}, 0, 0);
     expectCompiles(fusion, "bitwise_" + dtypeName(dtype));
   }
+}
+
+// Shifts by counts inside and outside [0, bits), and gcd/lcm with zeros and
+// negatives (not the most negative value: ATen's own lcm traps on it), in
+// each integer width: simulated
+// against ATen (exact), then compiled by NVRTC.
+TEST(IntegerOpKernels, ShiftsGcdLcmMatchATenAndCompile) {
+  for (DataType dtype : {DataType::Int, DataType::Int32, DataType::Int16, DataType::Int8,
+                         DataType::UInt8}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor(kShape, dtype);
+    TensorView* b = makeConcreteTensor(kShape, dtype);
+    fusion.addInput(a);
+    fusion.addInput(b);
+    for (TensorView* out : {bitwiseLeftShift(a, b), bitwiseRightShift(a, b), gcd(a, b), lcm(a, b)}) {
+      EXPECT_EQ(out->dtype(), dtype);
+      fusion.addOutput(out);
+    }
+    schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+    const auto options = at::TensorOptions().dtype(toAtenType(dtype));
+    const bool is_unsigned = dtype == DataType::UInt8;
+    at::Tensor x = at::randint(is_unsigned ? 0 : -100, 100, kShape, options);
+    at::Tensor counts = at::randint(is_unsigned ? 0 : -3, 70, kShape, options);
+    x.view(-1)[0] = 0;  // gcd(0, 0), lcm with 0
+    counts.view(-1)[0] = 0;
+    sim::testing::expectKernelCorrect(fusion, {x, counts}, 0, 0);
+    expectCompiles(fusion, "integer_" + dtypeName(dtype));
+  }
+}
+
+TEST(IntegerOpKernels, NextafterSteps) {
+  for (DataType dtype : {DataType::Float, DataType::Double}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor(kShape, dtype);
+    TensorView* b = makeConcreteTensor(kShape, dtype);
+    fusion.addInput(a);
+    fusion.addInput(b);
+    fusion.addOutput(nextafter(a, b));
+    schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+    const auto options = at::TensorOptions().dtype(toAtenType(dtype));
+    at::Tensor x = at::randn(kShape, options);
+    x.view(-1)[0] = 0.0;  // toward a negative: the smallest negative subnormal
+    sim::testing::expectKernelCorrect(fusion, {x, at::randn(kShape, options)}, 0, 0);
+    expectCompiles(fusion, "nextafter_" + dtypeName(dtype));
+  }
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* h = makeConcreteTensor(kShape, DataType::Half);
+  EXPECT_SMELT_ERROR(nextafter(h, h), "nextafter takes float or double");
+  TensorView* f = makeConcreteTensor(kShape, DataType::Float);
+  EXPECT_SMELT_ERROR(gcd(f, f), "gcd needs integer operands");
 }
 
 TEST(BitwiseOpKernels, FloatOperandsAreRefused) {

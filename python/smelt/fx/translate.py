@@ -2,7 +2,8 @@
 
 TRANSLATORS maps each supported op overload to a function that adds the
 node's computation to a FusionDefinition. Whether a node is supported is
-decided by translating it alone into a scratch definition (node_support):
+decided by translating it alone into a scratch definition (node_support,
+fx/definition.py):
 the same code decides support and does the work, so nothing is claimed that
 does not translate. A translator raises Unsupported for argument forms it
 does not handle (symbolic sizes, unsupported keyword values).
@@ -14,165 +15,24 @@ partition boundary.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import operator
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 import torch.fx
-from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-from smelt._C import DataType, SmeltError
-from smelt.dtypes import is_supported_torch_dtype, to_data_type
-from smelt.fusion_definition import FusionDefinition, Tensor
+from smelt._C import DataType
+from smelt.dtypes import to_data_type
+from smelt.fusion_definition import Tensor
+from smelt.fx.nodes import Unsupported, meta_tensor, meta_tensors
+
+if TYPE_CHECKING:  # the translators' first argument (fx/definition.py)
+    from smelt.fx.definition import Translation
 
 aten = torch.ops.aten
 prims = torch.ops.prims
-
-
-class Unsupported(Exception):
-    """A node (or one of its arguments) smelt does not translate."""
-
-
-def meta_tensor(node: Any) -> Optional[torch.Tensor]:
-    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    return val if isinstance(val, torch.Tensor) else None
-
-
-def meta_tensors(node: Any) -> Optional[List[torch.Tensor]]:
-    """The traced values of a node of several outputs (split, unbind), or None."""
-    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    if isinstance(val, (list, tuple)) and all(isinstance(v, torch.Tensor) for v in val):
-        return list(val)
-    return None
-
-
-def is_static(val: torch.Tensor) -> bool:
-    """Whether Dynamo traced every size of `val` as an int (torch.compile's
-    default): the kernel is then specialized on those sizes."""
-    return all(isinstance(s, int) for s in val.shape)
-
-
-def define_input(fd: FusionDefinition, node: torch.fx.Node, transposed: bool = False) -> Tensor:
-    """A fusion input shaped like the node's value, following Dynamo's shape
-    decision: sizes traced as ints are constant extents (size 1 a broadcast
-    dimension), SymInt sizes symbolic; dtype and contiguity from its metadata.
-    `transposed`: the input is the 2-D value's transpose (passed as the view
-    value.t()), standing for the node's aten.t users."""
-    val = meta_tensor(node)
-    if val is None:
-        raise Unsupported(f"input {node.name} is not a tensor")
-    if transposed:
-        return fd.from_pytorch(val.t(), static_sizes=True,
-                               in_memory_order=not any(_feeds_matmul(u) for u in node.users))
-    if not is_supported_torch_dtype(val.dtype):
-        raise Unsupported(f"input {node.name} has dtype {val.dtype}")
-    if not is_static(val):
-        # Symbolic sizes are fine as extents; size-1 needs to be known: an
-        # int 1, or a SymInt the shape guards make 1 (x.reshape(6, -1, 2) of
-        # an [s0, s1] x broadcast against another tensor: (s1 // 2) == 1),
-        # which torch broadcast as size 1.
-        shape = [1 if _known_one(s) else -1 for s in val.shape]
-        contiguity = [None if s == 1 else True for s in shape] if val.is_contiguous() else None
-        if contiguity is None:
-            raise Unsupported(f"input {node.name} has symbolic sizes and is not contiguous")
-        return fd.define_tensor(shape, contiguity, to_data_type(val.dtype))
-    # Read in its memory order (channels-last, a transposed view: dense),
-    # except a matmul operand (nn.Linear's weight.t(), left to torch as a
-    # view): the matmul scheduler loads operands from fusion inputs in any
-    # layout, tensor cores included, and a permute inside the fusion would
-    # make it a computed operand (the reduction scheduler, no tensor cores).
-    return fd.from_pytorch(val, static_sizes=True, in_memory_order=not _feeds_matmul(node))
-
-
-def _known_one(size: Any) -> bool:
-    if isinstance(size, int):
-        return size == 1
-    try:
-        return bool(statically_known_true(size == 1))
-    except Exception:  # a size symbolic_shapes cannot reason about: not known
-        return False
-
-
-def _feeds_matmul(node: torch.fx.Node) -> bool:
-    """Whether `node` is a matmul operand, directly or through dtype casts
-    (the operand chain the matmul scheduler takes)."""
-    for user in node.users:
-        if user.target in (aten.mm.default, aten.bmm.default):
-            return True
-        if user.target in (aten._to_copy.default, prims.convert_element_type.default) and \
-                _feeds_matmul(user):
-            return True
-    return False
-
-
-class Translation:
-    """Maps FX nodes to the FusionDefinition values computing them."""
-
-    def __init__(self, fd: FusionDefinition):
-        self.fd = fd
-        self.values: Dict[torch.fx.Node, Any] = {}
-        self._sums: Dict[tuple, Any] = {}
-
-    def sum(self, x: Tensor, dims: List[int], keepdim: bool = False) -> Tensor:
-        """sum(x, dims), one per (x, dims) in the fusion: batch norm's
-        decomposition sums x for the mean and again inside var; one sum lets
-        the schedulers keep both in one kernel."""
-        key = (id(x), tuple(sorted(dims)))
-        if key not in self._sums:
-            self._sums[key] = (x, self.fd.ops.sum(x, dims))  # x kept: its id stays unique
-        total = self._sums[key][1]
-        if not keepdim:
-            return total
-        return self.fd.ops.broadcast(total, [d in dims for d in range(x.ndim)])
-
-    def arg(self, a: Any) -> Any:
-        if isinstance(a, torch.fx.Node):
-            if a not in self.values:
-                raise Unsupported(f"argument {a.name} is not a tensor of the fusion")
-            return self.values[a]
-        if isinstance(a, bool) or isinstance(a, (int, float)):
-            return a
-        raise Unsupported(f"argument of type {type(a).__name__}")
-
-    def operand(self, a: Any, node: torch.fx.Node) -> Any:
-        """An elementwise operand: a tensor of lower rank than the node's
-        output gains leading broadcast dimensions (torch's broadcasting)."""
-        v = self.arg(a)
-        src, out = meta_tensor(a), meta_tensor(node)
-        if isinstance(v, Tensor) and src is not None and out is not None and src.dim() < out.dim():
-            lead = out.dim() - src.dim()
-            v = self.fd.ops.broadcast(v, [True] * lead + [False] * src.dim())
-        return v
-
-    def ints(self, values: Sequence[Any], what: str) -> List[int]:
-        if any(not isinstance(v, int) for v in values):
-            raise Unsupported(f"{what} {list(values)} is not a list of constant ints")
-        return list(values)
-
-    def translate(self, node: torch.fx.Node) -> Any:
-        fn = TRANSLATORS.get(node.target)
-        if fn is None:
-            raise Unsupported(f"op {node.target} is not supported")
-        out = fn(self, node, *node.args, **node.kwargs)
-        expected = meta_tensor(node)
-        if expected is not None and isinstance(out, Tensor):
-            out = self._match_dtype(node, out, expected.dtype)
-        elif isinstance(out, tuple):
-            expected = meta_tensors(node)
-            if expected is None or len(expected) != len(out):
-                raise Unsupported(f"{node.name}: {len(out)} outputs where torch traced "
-                                  f"{'none' if expected is None else len(expected)}")
-            out = tuple(self._match_dtype(node, o, e.dtype) for o, e in zip(out, expected))
-        self.values[node] = out
-        return out
-
-    def _match_dtype(self, node, out: Tensor, dtype: torch.dtype) -> Tensor:
-        """Where torch's type promotion differs from smelt's, cast to torch's."""
-        if not is_supported_torch_dtype(dtype):
-            raise Unsupported(f"{node.name} produces dtype {dtype}")
-        want = to_data_type(dtype)
-        return out if out.dtype == want else self.fd.ops.cast(out, want)
 
 
 Translator = Callable[..., Any]
@@ -249,10 +109,26 @@ for _name in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
                            getattr(prims, _name).default]
 for _name in ["neg", "exp", "tanh", "abs", "sqrt", "rsqrt", "log", "log2", "log1p", "exp2",
               "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "floor", "ceil", "round",
+              "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log10", "erfc", "lgamma",
               "trunc"]:
     _ELEMENTWISE.setdefault(_name, []).append(getattr(aten, _name).default)
     if hasattr(prims, _name):
         _ELEMENTWISE[_name].append(getattr(prims, _name).default)
+_ELEMENTWISE["pow"].append(aten.pow.Scalar)  # a number to the power of a tensor
+_ELEMENTWISE["atan2"] = [aten.atan2.default, prims.atan2.default]
+_ELEMENTWISE["hypot"] = [aten.hypot.default, prims.hypot.default]
+_ELEMENTWISE["copysign"] = [aten.copysign.Tensor, aten.copysign.Scalar]
+_ELEMENTWISE["nextafter"] = [aten.nextafter.default, prims.nextafter.default]
+_ELEMENTWISE["gcd"] = [aten.gcd.default, prims.gcd.default]
+_ELEMENTWISE["lcm"] = [aten.lcm.default]
+_ELEMENTWISE["bitwise_left_shift"] = [aten.bitwise_left_shift.Tensor,
+                                      aten.bitwise_left_shift.Tensor_Scalar,
+                                      aten.__lshift__.Tensor, aten.__lshift__.Scalar,
+                                      prims.shift_left.default]
+_ELEMENTWISE["bitwise_right_shift"] = [aten.bitwise_right_shift.Tensor,
+                                       aten.bitwise_right_shift.Tensor_Scalar,
+                                       aten.__rshift__.Tensor, aten.__rshift__.Scalar,
+                                       prims.shift_right_arithmetic.default]
 for _name in ["eq", "ne", "lt", "le", "gt", "ge"]:
     _ELEMENTWISE[_name] = [getattr(aten, _name).Tensor, getattr(aten, _name).Scalar]
     if hasattr(prims, _name):
@@ -318,6 +194,35 @@ def _div(t, node, a, b, rounding_mode=None):
     return ops.where(ops.logical_and(ops.ne(r, 0), signs_differ), ops.sub(q, 1), q)
 
 
+@translates(prims.sign.default)
+def _sign(t, node, x):
+    """-1, 0 or 1 in x's type; NaN gives 0, as torch.sign."""
+    ops = t.fd.ops
+    if meta_tensor(x).dtype == torch.bool:
+        return ops.set(t.arg(x))
+    v = t.arg(x)
+    return ops.where(ops.gt(v, 0), 1, ops.where(ops.lt(v, 0), -1, 0))
+
+
+@translates(aten.angle.default)
+def _angle(t, node, x):
+    """The argument of a real number: pi below 0, else 0; NaN stays NaN."""
+    ops = t.fd.ops
+    v = t.arg(x)
+    return ops.where(ops.lt(v, 0), math.pi, ops.where(ops.ne(v, v), v, 0.0))
+
+
+@translates(prims.fmax.default, prims.fmin.default)
+def _fmax_fmin(t, node, a, b):
+    """maximum/minimum ignoring a NaN operand (NaN only where both are)."""
+    ops = t.fd.ops
+    x, y = t.operand(a, node), t.operand(b, node)
+    pick = ops.maximum if node.target is prims.fmax.default else ops.minimum
+    if not meta_tensor(node).dtype.is_floating_point:
+        return pick(x, y)
+    return ops.where(ops.ne(x, x), y, ops.where(ops.ne(y, y), x, pick(x, y)))
+
+
 @translates(aten.gelu.default)
 def _gelu(t, node, x, approximate="none"):
     return t.fd.ops.gelu(t.arg(x), approximate)
@@ -339,34 +244,116 @@ def _convert(t, node, x, dtype):
 
 
 # ---- reductions ----
-@translates(aten.sum.dim_IntList, aten.sum.default)
+def reduces(*targets: Any) -> Callable[[Translator], Translator]:
+    """translates() for a reduction: of a 0-dim tensor (one element, no axis
+    to reduce) the result is the element itself, in the result's dtype
+    (translate() casts: a sum of int32 is int64, any() a bool)."""
+    def register(fn: Translator) -> Translator:
+        def translate(t, node, x, *args, **kwargs):
+            if meta_tensor(x).dim() == 0:
+                return t.fd.ops.set(t.arg(x))
+            return fn(t, node, x, *args, **kwargs)
+        translates(*targets)(translate)
+        return fn
+    return register
+
+
+@reduces(aten.sum.dim_IntList, aten.sum.default)
 def _sum(t, node, x, dims=None, keepdim=False, dtype=None):
     dims = _reduced_dims(x, dims)
     return t.fd.ops.sum(t.arg(x), dims, keepdim, None if dtype is None else to_data_type(dtype))
 
 
-@translates(prims.sum.default)
+@reduces(prims.sum.default)
 def _prims_sum(t, node, x, dims, output_dtype=None):
     return t.sum(t.arg(x), _reduced_dims(x, dims))
 
 
-@translates(aten.prod.dim_int, aten.prod.default)
+@reduces(aten.prod.dim_int, aten.prod.default)
 def _prod(t, node, x, dim=None, keepdim=False, dtype=None):
     dims = _reduced_dims(x, None if dim is None else [dim])
     return t.fd.ops.prod(t.arg(x), dims, keepdim, None if dtype is None else to_data_type(dtype))
 
 
-@translates(prims.prod.default)
+@reduces(prims.prod.default)
 def _prims_prod(t, node, x, dims, output_dtype=None):
     return t.fd.ops.prod(t.arg(x), _reduced_dims(x, dims))
 
 
-@translates(aten.amax.default)
+@reduces(aten.amax.default, prims.amax.default, aten.max.default)
 def _amax(t, node, x, dims=(), keepdim=False):
     return t.fd.ops.max(t.arg(x), _reduced_dims(x, dims), keepdim)
 
 
-@translates(aten.mean.dim, aten.mean.default)
+@reduces(prims.amin.default, aten.min.default)
+def _amin(t, node, x, dims=()):
+    """The minimum as the maximum of a reversed order: -x for floats (NaN
+    stays NaN), ~x (= -x - 1, which cannot overflow) for integers and bool."""
+    ops = t.fd.ops
+    dtype = meta_tensor(x).dtype
+    flip = ops.neg if dtype.is_floating_point else ops.bitwise_not
+    return flip(ops.max(flip(t.arg(x)), _reduced_dims(x, dims)))
+
+
+def _extreme_and_index(t, x_node, dim, keepdim, largest):
+    """(the max or min over `dim`, the index of its first occurrence), as
+    torch.max/min(dim) and argmax/argmin: a NaN counts as the extreme (the
+    reduction propagates it, and x != x finds it). dim None: over every
+    element, the index into the flattened tensor."""
+    ops = t.fd.ops
+    x = t.arg(x_node)
+    if meta_tensor(x_node).dtype == torch.bool:  # as 0/1 (translate() casts the values back)
+        x = ops.cast(x, DataType.Int32)
+    shape = list(meta_tensor(x_node).shape)
+    if dim is None:
+        x = ops.reshape(x, [math.prod(shape)]) if len(shape) != 1 else x
+        shape, dim, keepdim_shape = [math.prod(shape)], 0, [1] * len(meta_tensor(x_node).shape)
+    else:
+        dim = dim + len(shape) if dim < 0 else dim
+        keepdim_shape = None
+    floating = meta_tensor(x_node).dtype.is_floating_point
+    flip = ops.neg if floating else ops.bitwise_not
+    extreme = ops.max(x, [dim], True) if largest else flip(ops.max(flip(x), [dim], True))
+    hit = ops.eq(x, extreme)
+    if floating:
+        hit = ops.logical_or(hit, ops.ne(x, x))
+    positions = ops.broadcast_in_dim(ops.iota(shape[dim], 0, 1, DataType.Int), shape, [dim])
+    candidates = ops.where(hit, positions, shape[dim])  # the first hit is the least
+    index = ops.bitwise_not(ops.max(ops.bitwise_not(candidates), [dim], True))
+    if keepdim_shape is not None:  # argmax(x, keepdim=True) without dim: all ones
+        return (ops.reshape(extreme, keepdim_shape) if keepdim else ops.squeeze(extreme, [0]),
+                ops.reshape(index, keepdim_shape) if keepdim else ops.squeeze(index, [0]))
+    if keepdim:
+        return extreme, index
+    return ops.squeeze(extreme, [dim]), ops.squeeze(index, [dim])
+
+
+@translates(aten.argmax.default, aten.argmin.default)
+def _argmax(t, node, x, dim=None, keepdim=False):
+    if meta_tensor(x).dim() == 0:
+        return t.fd.ops.full([], 0, DataType.Int)
+    largest = node.target is aten.argmax.default
+    return _extreme_and_index(t, x, dim, keepdim, largest)[1]
+
+
+@translates(aten.max.dim, aten.min.dim)
+def _max_dim(t, node, x, dim, keepdim=False):
+    if meta_tensor(x).dim() == 0:  # the element and index 0
+        return t.fd.ops.set(t.arg(x)), t.fd.ops.full([], 0, DataType.Int)
+    return _extreme_and_index(t, x, dim, keepdim, node.target is aten.max.dim)
+
+
+@reduces(aten.any.default, aten.any.dim, aten.any.dims)
+def _any(t, node, x, dims=None, keepdim=False):
+    """Whether any element is nonzero: the maximum of (x != 0) as 0/1."""
+    ops = t.fd.ops
+    if isinstance(dims, int):
+        dims = [dims]
+    nonzero = ops.cast(ops.ne(t.arg(x), 0), DataType.Int32)
+    return ops.cast(ops.max(nonzero, _reduced_dims(x, dims), keepdim), DataType.Bool)
+
+
+@reduces(aten.mean.dim, aten.mean.default)
 def _mean(t, node, x, dims=None, keepdim=False, dtype=None):
     dims = _reduced_dims(x, dims)
     total = t.fd.ops.sum(t.arg(x), dims, keepdim, None if dtype is None else to_data_type(dtype))
@@ -753,6 +740,27 @@ def _full(t, node, size, fill_value, dtype=None, layout=None, device=None, pin_m
     return t.fd.ops.full(t.ints(size, "size"), fill_value, to_data_type(out.dtype))
 
 
+@translates(prims.rev.default)
+def _rev(t, node, x, dims):
+    """flip: along each dim, the elements at n-1, n-2, ..., 0 (an index map)."""
+    ops = t.fd.ops
+    out = t.arg(x)
+    shape = meta_tensor(x).shape
+    for dim in _reduced_dims(x, dims) if dims else []:
+        n = shape[dim]
+        out = ops.index_select(out, ops.iota(n, n - 1, -1, DataType.Int), dim)
+    return out if dims else ops.set(out)
+
+
+@translates(aten.full_like.default)
+def _full_like(t, node, x, fill_value, dtype=None, layout=None, device=None, pin_memory=None,
+               memory_format=None):
+    out = meta_tensor(node)
+    if not out.is_contiguous():
+        raise Unsupported("full_like of a non-contiguous layout")
+    return t.fd.ops.full(list(out.shape), fill_value, to_data_type(out.dtype))
+
+
 @translates(aten.scalar_tensor.default)
 def _scalar_tensor(t, node, value, dtype=None, layout=None, device=None, pin_memory=None):
     return t.fd.ops.full([], value, to_data_type(meta_tensor(node).dtype))
@@ -769,53 +777,167 @@ def _mm(t, node, a, b):
     return t.fd.ops.matmul(t.arg(a), t.arg(b))
 
 
-def node_support(node: torch.fx.Node) -> Optional[str]:
-    """None when smelt translates `node`, else the reason it does not."""
-    if node.op != "call_function":
-        return "not a call"
-    if node.target is operator.getitem:
-        return _getitem_support(node)
-    if node.target not in TRANSLATORS:
-        return f"op {node.target} is not supported"
-    outs = [meta_tensor(node)] if meta_tensor(node) is not None else meta_tensors(node)
-    if not outs:
-        return "no tensor metadata"
-    for out in outs:
-        if not is_supported_torch_dtype(out.dtype):
-            return f"dtype {out.dtype} is not supported"
-        if any(isinstance(s, int) and s == 0 for s in out.shape):
-            return "empty tensor"
-    fd = FusionDefinition()
-    t = Translation(fd)
-    try:
-        with fd:
-            for a in node.all_input_nodes:
-                t.values[a] = define_input(fd, a)
-            value = t.translate(node)
-            for v in value if isinstance(value, tuple) else [value]:
-                fd.add_output(_as_output(fd, v))
-    except (Unsupported, SmeltError, TypeError) as e:
-        return str(e)
-    return None
+# ---- pooling: reductions over windows, each window offset an index map ----
+def _pair(value: Any, rank: int) -> List[int]:
+    values = [value] * rank if isinstance(value, int) else list(value)
+    return values * rank if len(values) == 1 else values
 
 
-def _getitem_support(node: torch.fx.Node) -> Optional[str]:
-    """A getitem is translated with the node whose output it takes (the
-    partitioner keeps them in one partition): supported when that node is."""
-    source = node.args[0]
-    if not isinstance(source, torch.fx.Node) or source.op != "call_function":
-        return "indexing a value that is not an op's output"
-    reason = node_support(source)
-    if reason is not None:
-        return f"an output of {source.name}, which runs in torch: {reason}"
-    if meta_tensors(source) is None:
-        return f"indexing {source.name}, which is not a tuple of tensors"
-    return None
+class _Windows:
+    """The windows of a pool over x's last len(kernel) dimensions, for output
+    sizes `out_sizes` (torch's, read from the traced output). Per window
+    offset: the input positions it reads (flat in the pooled dimensions,
+    clamped into range), whether each is inside the input, and x there: one
+    gather from x viewed with its pooled dimensions flattened, so every
+    offset reads the fusion's input directly. Adaptive windows (stride None)
+    of output position i span [floor(i * n / out), ceil((i + 1) * n / out)),
+    kernel the longest of them."""
+
+    def __init__(self, t, x_node, kernel, out_sizes, stride=None, padding=None, dilation=None):
+        ops = t.fd.ops
+        shape = list(meta_tensor(x_node).shape)
+        self.t, self.kernel = t, kernel
+        self.stride, self.padding, self.dilation = stride, padding, dilation
+        self.lead = shape[:len(shape) - len(kernel)]
+        self.extents = shape[len(shape) - len(kernel):]
+        self.out_sizes = out_sizes
+        self.flat = ops.reshape(t.arg(x_node), self.lead + [math.prod(self.extents)])
+
+    def positions(self, axis: int, offset: int) -> Any:
+        """Input positions along pooled axis `axis` of window offset `offset`
+        (o * stride - padding + offset * dilation), broadcast to the pooled
+        output dimensions; for adaptive windows also where each window ends."""
+        ops = self.t.fd.ops
+        if self.stride is None:
+            n, out = self.extents[axis], self.out_sizes[axis]
+            if out == 1:  # one window, the whole axis: broadcast, as below
+                return tuple(ops.broadcast_in_dim(ops.full([], v, DataType.Int),
+                                                  list(self.out_sizes), []) for v in (offset, n))
+            i = ops.iota(out, 0, 1, DataType.Int)
+            start = ops.div(ops.mul(i, n), out)
+            end = ops.div(ops.add(ops.mul(i, n), n + out - 1), out)
+            return tuple(ops.broadcast_in_dim(v, list(self.out_sizes), [axis])
+                         for v in (ops.add(start, offset), end))
+        start = offset * self.dilation[axis] - self.padding[axis]
+        if self.out_sizes[axis] == 1:  # a broadcast axis, which a squeeze may drop
+            return ops.broadcast_in_dim(ops.full([], start, DataType.Int), list(self.out_sizes),
+                                        []), None
+        row = ops.iota(self.out_sizes[axis], start, self.stride[axis], DataType.Int)
+        return ops.broadcast_in_dim(row, list(self.out_sizes), [axis]), None
+
+    def to_output(self, pooled: Any) -> Any:
+        """A tensor over the pooled output dimensions, broadcast to the output's shape."""
+        rank = len(self.out_sizes)
+        return self.t.fd.ops.broadcast_in_dim(
+            pooled, self.lead + list(self.out_sizes),
+            list(range(len(self.lead), len(self.lead) + rank)))
+
+    def offsets(self):
+        """(flat position, inside the input, x's values there) per window
+        offset, in row-major order (torch's scan order)."""
+        ops = self.t.fd.ops
+        for offset in itertools.product(*(range(k) for k in self.kernel)):
+            flat = inside = None
+            for axis, o in enumerate(offset):
+                position, end = self.positions(axis, o)
+                extent = self.extents[axis]
+                ok = ops.logical_and(ops.ge(position, 0), ops.lt(position, extent))
+                if end is not None:
+                    ok = ops.logical_and(ok, ops.lt(position, end))
+                inside = ok if inside is None else ops.logical_and(inside, ok)
+                clamped = ops.minimum(ops.maximum(position, 0), extent - 1)
+                flat = clamped if flat is None else ops.add(ops.mul(flat, extent), clamped)
+            values = ops.index_select(self.flat, flat, len(self.lead))
+            yield flat, inside, values
 
 
-def _as_output(fd: FusionDefinition, value: Any) -> Tensor:
-    """Outputs must be computed tensors: an input passed through is copied."""
-    if not isinstance(value, Tensor):
-        raise Unsupported("the node does not produce a tensor")
-    return fd.ops.set(value) if value in fd.inputs else value
+@translates(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
+def _max_pool_with_indices(t, node, x, kernel_size, stride=(), padding=0, dilation=1,
+                           ceil_mode=False):
+    """Each window's maximum and its flat index (_window_maximum)."""
+    rank = 3 if node.target is aten.max_pool3d_with_indices.default else 2
+    kernel = _pair(kernel_size, rank)
+    stride = _pair(stride, rank) if stride else kernel
+    out_sizes = list(meta_tensors(node)[0].shape[-rank:])
+    w = _Windows(t, x, kernel, out_sizes, stride, _pair(padding, rank), _pair(dilation, rank))
+    return _window_maximum(w)
 
+
+@translates(aten.adaptive_max_pool2d.default, aten.adaptive_max_pool3d.default)
+def _adaptive_max_pool(t, node, x, output_size):
+    rank = 3 if node.target is aten.adaptive_max_pool3d.default else 2
+    extents = list(meta_tensor(x).shape[-rank:])
+    out_sizes = list(meta_tensors(node)[0].shape[-rank:])
+    kernel = [max(-(-(i + 1) * n // o) - i * n // o for i in range(o))
+              for n, o in zip(extents, out_sizes)]
+    return _window_maximum(_Windows(t, x, kernel, out_sizes))
+
+
+@translates(aten._adaptive_avg_pool3d.default)
+def _adaptive_avg_pool(t, node, x, output_size):
+    """Each adaptive window's mean (half and bfloat16 summed in float)."""
+    ops = t.fd.ops
+    extents = list(meta_tensor(x).shape[-3:])
+    out_sizes = list(meta_tensor(node).shape[-3:])
+    kernel = [max(-(-(i + 1) * n // o) - i * n // o for i in range(o))
+              for n, o in zip(extents, out_sizes)]
+    total = count = None
+    for _, inside, value in _Windows(t, x, kernel, out_sizes).offsets():
+        if meta_tensor(x).dtype in (torch.float16, torch.bfloat16):
+            value = ops.cast(value, DataType.Float)
+        value = ops.where(inside, value, 0.0)
+        total = value if total is None else ops.add(total, value)
+        count = ops.cast(inside, DataType.Int) if count is None else ops.add(count, inside)
+    return ops.truediv(total, count)
+
+
+def _window_maximum(w: _Windows):
+    """Values and flat indices of each window's maximum, as torch's CPU
+    kernels scan it: the first maximum in row-major order, a NaN always
+    taking over; positions outside the input or the window never count."""
+    ops = w.t.fd.ops
+    best = best_index = None
+    for flat, inside, value in w.offsets():
+        if best is None:  # where inside, the window's first position
+            best, best_index = value, ops.where(inside, flat, -1)
+            continue
+        take = ops.logical_and(inside, ops.logical_or(
+            ops.eq(best_index, -1), ops.logical_or(ops.gt(value, best), ops.ne(value, value))))
+        best = ops.where(take, value, best)
+        best_index = ops.where(take, flat, best_index)
+    if math.prod(w.kernel) == 1:  # no where() above broadcast it to the output's shape
+        best_index = w.to_output(best_index)
+    return best, best_index
+
+
+@translates(aten.avg_pool2d.default, aten.avg_pool3d.default)
+def _avg_pool(t, node, x, kernel_size, stride=(), padding=0, ceil_mode=False,
+              count_include_pad=True, divisor_override=None):
+    """Each window's sum over its divisor, torch's: divisor_override, or the
+    window's size clipped to the padded input (count_include_pad) or to the
+    input; half and bfloat16 sum in float."""
+    ops = t.fd.ops
+    rank = 3 if node.target is aten.avg_pool3d.default else 2
+    kernel = _pair(kernel_size, rank)
+    stride = _pair(stride, rank) if stride else kernel
+    padding = _pair(padding, rank)
+    out_sizes = list(meta_tensor(node).shape[-rank:])
+    w = _Windows(t, x, kernel, out_sizes, stride, padding, [1] * rank)
+    total = None
+    for _, inside, value in w.offsets():
+        if meta_tensor(x).dtype in (torch.float16, torch.bfloat16):
+            value = ops.cast(value, DataType.Float)
+        value = ops.where(inside, value, 0.0)
+        total = value if total is None else ops.add(total, value)
+    if divisor_override:
+        return ops.truediv(total, divisor_override)
+    divisor = None
+    for axis in range(rank):
+        extent, k, p = w.extents[axis], kernel[axis], padding[axis]
+        start, _ = w.positions(axis, 0)
+        end = ops.minimum(ops.add(start, k), extent + p)
+        if not count_include_pad:
+            start, end = ops.maximum(start, 0), ops.minimum(end, extent)
+        size = ops.sub(end, start)
+        divisor = size if divisor is None else ops.mul(divisor, size)
+    return ops.truediv(total, divisor)

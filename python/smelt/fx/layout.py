@@ -11,11 +11,11 @@ not dense (gaps, overlaps) is copied into a tensor of the traced strides.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence
+from typing import Any, Optional
 
 import torch
 
-from smelt.fusion_definition import is_dense, memory_order
+from smelt.memory_layout import is_dense, memory_order
 
 
 def _hint(s: Any) -> Optional[int]:
@@ -41,8 +41,13 @@ class OutputLayout:
         if tuple(out.shape) != self.sizes:
             return out  # a shape smelt computed differently: checked elsewhere
         if is_dense(self.sizes, self.strides):
-            # Same elements in the same places; only size-1 strides differ.
-            return out.as_strided(self.sizes, self.strides)
+            if is_dense(tuple(out.shape), tuple(out.stride())):
+                # Same elements in the same places; only size-1 strides differ.
+                return out.as_strided(self.sizes, self.strides)
+            # A broadcast smelt returns expanded (stride 0) where torch's
+            # value is dense: written out in torch's layout.
+            return torch.empty_strided(self.sizes, self.strides, dtype=out.dtype,
+                                       device=out.device).copy_(out)
         # Gaps and overlaps (an expand: stride 0): lay out storage for the
         # traced strides and write each element once, along index 0 of the
         # stride-0 dimensions.
