@@ -6,7 +6,11 @@ symbolic, cannot be built into the definition Fusion: the core needs its
 crops as constants. Such a call is recorded as a *deferred* record,
 ``Record("deferred", (op, *args))``, and the definition fusion gets a
 placeholder of the right rank and dtype (a ``full`` of fresh symbolic
-extents) so that later calls check ranks and dtypes as usual.
+extents) so that later calls check ranks and dtypes as usual (_deferred.py
+decides which calls are deferred and builds the placeholder). What
+concretizing keeps between runs is the definition's Concretization, held
+in its ExecutionState (state.concretization); CallPlan.concretized calls
+:func:`concretize` with that state.
 
 At execute, :func:`concretize` rebuilds the record with the run's values:
 
