@@ -65,6 +65,42 @@ __device__ inline T remainder(T a, T b) {
   return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
 }
 
+// Shifts as torch computes them: a count outside [0, bits) gives 0 (left) or
+// the sign (right); the left shift wraps in unsigned arithmetic.
+template <typename T>
+__device__ inline T shiftLeft(T a, T b) {
+  constexpr T bits = static_cast<T>(sizeof(T) * 8);
+  return (b < T(0) || b >= bits) ? T(0)
+                                 : static_cast<T>(static_cast<unsigned long long>(a) << b);
+}
+template <typename T>
+__device__ inline T shiftRight(T a, T b) {
+  constexpr T bits = static_cast<T>(sizeof(T) * 8);
+  return (b < T(0) || b >= bits) ? (a < T(0) ? T(-1) : T(0)) : static_cast<T>(a >> b);
+}
+// torch's gcd/lcm: Euclid on the absolute values (negated in unsigned
+// arithmetic, so the most negative value stays itself, as in torch).
+template <typename T>
+__device__ inline T gcd(T a, T b) {
+  a = a < T(0) ? static_cast<T>(0ULL - static_cast<unsigned long long>(a)) : a;
+  b = b < T(0) ? static_cast<T>(0ULL - static_cast<unsigned long long>(b)) : b;
+  while (b != T(0)) {
+    const T c = a;
+    a = b;
+    b = c % b;
+  }
+  return a;
+}
+// lcm: |a / gcd * b|, the product in C++'s promoted type (int for narrower
+// types), as torch computes it.
+template <typename T>
+__device__ inline T lcm(T a, T b) {
+  const T g = smelt::gcd(a, b);
+  if (g == T(0)) return T(0);
+  const auto r = a / g * b;
+  return static_cast<T>(r < 0 ? 0ULL - static_cast<unsigned long long>(r) : r);
+}
+
 // Integer power as torch computes it: negative exponents give 0 except for
 // bases 1 and -1. Squaring in unsigned arithmetic wraps like torch's.
 template <typename T>
