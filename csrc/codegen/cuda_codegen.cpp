@@ -1266,6 +1266,8 @@ class Emitter {
 
 }  // namespace
 
+const char* cudaPrelude() { return kPrelude; }
+
 std::string generateCuda(const kir::Kernel& kernel, const std::string& kernel_name,
                          const CodegenOptions& options) {
   return Emitter(kernel, kernel_name, options).run();
