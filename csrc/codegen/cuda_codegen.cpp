@@ -12,7 +12,7 @@
 #include "codegen/vectorize.h"
 #include "fusion/error.h"
 #include "fusion/random_bits.h"
-#include "lower/parallel_index.h"
+#include "fusion/symbols.h"
 
 namespace smelt {
 namespace {
@@ -501,13 +501,6 @@ std::string builtinIndex(ParallelType pt) {
   std::string builtin = parallelIndexSymbol(pt);
   SMELT_INTERNAL_CHECK(!builtin.empty(), "no CUDA index for parallel type ", pt);
   return builtin;
-}
-
-bool isBuiltinSymbol(const std::string& name) {
-  for (const char* prefix : {"threadIdx.", "blockIdx.", "blockDim.", "gridDim."}) {
-    if (name.rfind(prefix, 0) == 0) return true;
-  }
-  return false;
 }
 
 bool mentionsSymbol(const IntExpr& e, const std::string& name) {
@@ -1134,16 +1127,6 @@ class Emitter {
         value = operandValue(operandAt(c, 1), ct) + " + " + operandValue(operandAt(c, 0), ct) + " * " +
                 operandValue(operandAt(c, 2), ct);
         break;
-      case ExprType::Set:
-      case ExprType::Broadcast:
-      case ExprType::Expand:
-      case ExprType::Permute:
-      case ExprType::Squeeze:
-      case ExprType::Reshape:
-      case ExprType::Pad:
-        // Copies: layout ops are in the indexing, pad in the operand's bounds.
-        value = operandValue(operandAt(c, 0), ct);
-        break;
       case ExprType::Unary: value = unary(static_cast<const UnaryOp*>(c.expr), c, ct); break;
       case ExprType::Binary: {
         // A comparison's value is bool whatever it compares in.
@@ -1164,6 +1147,10 @@ class Emitter {
       case ExprType::Mma:
         SMELT_CHECK(false, "codegen: ", c.expr->toString(),
                     " must be lowered to the tensor-core statements, not Compute");
+        break;
+      default:
+        SMELT_INTERNAL_CHECK(isCopyLike(c.expr->type()), "codegen: no statement for ", c.expr->toString());
+        value = operandValue(operandAt(c, 0), ct);
         break;
     }
     assign(c.predicate, c.out, value, ct);
@@ -1319,6 +1306,8 @@ class Emitter {
 };
 
 }  // namespace
+
+const char* cudaPrelude() { return kPrelude; }
 
 std::string generateCuda(const kir::Kernel& kernel, const std::string& kernel_name,
                          const CodegenOptions& options) {

@@ -89,6 +89,10 @@ struct CodegenOptions {
 std::string generateCuda(const kir::Kernel& kernel, const std::string& kernel_name,
                          const CodegenOptions& options = {});
 
+// The prelude every generated kernel holds (smelt::Tensor, index and math
+// helpers), after the index typedef and launch constants.
+const char* cudaPrelude();
+
 // Bytes of dynamic shared memory a launch needs: the maximum over Shared
 // buffers of address + bytes (0 when there are none). Symbolic when sizes are.
 IntExpr sharedMemoryBytes(const kir::Kernel& kernel);

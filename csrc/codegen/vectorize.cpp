@@ -5,6 +5,7 @@
 #include <string>
 
 #include "fusion/error.h"
+#include "fusion/symbols.h"
 
 namespace smelt {
 
@@ -180,10 +181,6 @@ std::optional<Linear> linearIn(const IntExpr& e, const std::string& symbol, int6
   }
 }
 
-std::string strideSymbol(const kir::Buffer& buffer, size_t dim) {
-  return buffer.name + ".stride[" + std::to_string(dim) + "]";
-}
-
 // Per dimension of a Global buffer: declared contiguous (empty when unknown).
 std::vector<bool> contiguousDims(const kir::Buffer& buffer) {
   std::vector<bool> flags;
@@ -275,8 +272,8 @@ class IndexNormalizer {
     const bool unit = g.constant() == std::optional<int64_t>(1);
     if (g.kind() != K::Symbol && !unit) return false;
     for (size_t d = 0; d + 1 < contiguous_.size(); ++d) {
-      if (!contiguous_[d] || f.symbolName() != strideSymbol(buffer_, d)) continue;
-      if (unit ? d + 2 == contiguous_.size() : g.symbolName() == strideSymbol(buffer_, d + 1)) return true;
+      if (!contiguous_[d] || f.symbolName() != strideSymbol(buffer_.name, d)) continue;
+      if (unit ? d + 2 == contiguous_.size() : g.symbolName() == strideSymbol(buffer_.name, d + 1)) return true;
     }
     return false;
   }
@@ -305,12 +302,12 @@ std::optional<IntExpr> vectorFirst(const kir::Access& access, const std::string&
   if (buffer.memory == MemoryType::Global) {
     const std::vector<bool> contiguous = contiguousDims(buffer);
     if (contiguous.empty()) return std::nullopt;
-    const IntExpr innermost_stride = IntExpr::symbol(strideSymbol(buffer, contiguous.size() - 1));
+    const IntExpr innermost_stride = IntExpr::symbol(strideSymbol(buffer.name, contiguous.size() - 1));
     if (contiguous.back() && linear->coefficient.sameAs(innermost_stride)) {
       unit_step = true;
       assumed.push_back(VectorCondition::equal(buffer.name, innermost_stride, 1));
     }
-    for (size_t d = 0; d + 1 < contiguous.size(); ++d) candidates.insert(strideSymbol(buffer, d));
+    for (size_t d = 0; d + 1 < contiguous.size(); ++d) candidates.insert(strideSymbol(buffer.name, d));
   } else if (buffer.memory == MemoryType::Shared) {
     const kir::Buffer* target = aliasTarget(&buffer);
     const auto address = target->address ? target->address->constant() : std::nullopt;

@@ -184,6 +184,19 @@ bool isLogical(BinaryOpType t) {
   return t == BinaryOpType::LogicalAnd || t == BinaryOpType::LogicalOr;
 }
 
+bool isCopyLike(ExprType t) {
+  switch (t) {
+    case ExprType::Set:
+    case ExprType::Broadcast:
+    case ExprType::Expand:
+    case ExprType::Permute:
+    case ExprType::Squeeze:
+    case ExprType::Reshape:
+    case ExprType::Pad: return true;
+    default: return false;
+  }
+}
+
 bool isBitwise(BinaryOpType t) {
   return t == BinaryOpType::BitwiseAnd || t == BinaryOpType::BitwiseOr ||
          t == BinaryOpType::BitwiseXor;

@@ -282,6 +282,10 @@ bool isComparison(BinaryOpType t);
 bool isLogical(BinaryOpType t);
 // bitwise_and/or/xor: integer operands and result.
 bool isBitwise(BinaryOpType t);
+// An expression whose output element is its first operand's element: set and
+// the layout ops (broadcast, expand, permute, squeeze, reshape), whose layout
+// is all in the indexing, and pad, whose fill is in the operand's bounds.
+bool isCopyLike(ExprType t);
 
 // The type elementwise operands promote to, following torch: tensors decide
 // among themselves (promoteTypes); a floating scalar lifts an integral or bool

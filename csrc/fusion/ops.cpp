@@ -7,6 +7,7 @@
 #include <set>
 
 #include "fusion/error.h"
+#include "fusion/symbols.h"
 
 namespace smelt {
 
@@ -138,7 +139,7 @@ TensorView* makeContigTensor(int64_t ndims, DataType dtype) {
   std::vector<IterDomain*> axes;
   for (int64_t d = 0; d < ndims; ++d) {
     axes.push_back(f->newIterDomain(
-        IntExpr::symbol("T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]"),
+        IntExpr::symbol(sizeSymbol(tv, d)),
         IterType::Iteration));
   }
   tv->setLogicalDomain(std::move(axes));

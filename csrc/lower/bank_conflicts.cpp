@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "fusion/error.h"
+#include "fusion/symbols.h"
 
 namespace smelt {
 
@@ -89,11 +90,10 @@ class Analyzer {
     std::map<std::string, int64_t> v;
     const int64_t tid[3] = {lane % block_[0], lane / block_[0] % block_[1],
                             lane / (block_[0] * block_[1])};
-    const char* names[3] = {"x", "y", "z"};
     for (int d = 0; d < 3; ++d) {
-      v[std::string("threadIdx.") + names[d]] = tid[d];
-      v[std::string("blockIdx.") + names[d]] = 0;
-      v[std::string("blockDim.") + names[d]] = block_[d];
+      v[threadIdxSymbol(d)] = tid[d];
+      v[blockIdxSymbol(d)] = 0;
+      v[blockDimSymbol(d)] = block_[d];
     }
     for (const auto& [index, pt] : thread_loops_) {
       v[index] = tid[pt == ParallelType::TIDx ? 0 : pt == ParallelType::TIDy ? 1 : 2];

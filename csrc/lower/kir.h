@@ -360,7 +360,7 @@ struct Kernel {
   std::string summary() const;
 };
 
-// Program positions (DESIGN.md §3.4): every statement gets the next number in
+// Program positions (docs/planning.md §1): every statement gets the next number in
 // program order (loops and ifs too); after a non-trivial loop's body one more
 // number marks the loop's end. Liveness, the planners and the printer share it.
 struct ProgramPositions {

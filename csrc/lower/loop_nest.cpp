@@ -21,8 +21,8 @@
 #include <unordered_map>
 
 #include "fusion/error.h"
+#include "fusion/symbols.h"
 #include "fusion/transform_replay.h"
-#include "lower/parallel_index.h"
 #include "lower/passes.h"
 
 namespace smelt {

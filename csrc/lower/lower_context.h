@@ -18,13 +18,13 @@
 
 namespace smelt {
 
-// When two shared buffers may share bytes without a new barrier (DESIGN §3.2).
+// When two shared buffers may share bytes without a new barrier (docs/planning.md §3).
 enum class SmemHazards {
   Precise,       // a barrier between them, or the reuse is provably thread-private
   Conservative,  // a barrier between them (nvFuser's rule)
 };
 
-// How shared-memory addresses are assigned (DESIGN §3.3, §3.4).
+// How shared-memory addresses are assigned (docs/planning.md §5).
 enum class SmemAllocator {
   Best,   // best-fit over several orderings + exact search, never worse than Stack
   Stack,  // nvFuser's stack allocator and promoteReuse rule, reproduced exactly

@@ -17,8 +17,8 @@
 #include <string>
 
 #include "fusion/error.h"
+#include "fusion/symbols.h"
 #include "fusion/transform_replay.h"
-#include "lower/parallel_index.h"
 #include "lower/passes.h"
 #include "lower/transform_index.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lower/parallel_index.h"
+#include "fusion/symbols.h"
 #include "lower/passes.h"
 
 namespace smelt {

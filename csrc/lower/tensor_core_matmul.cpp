@@ -10,6 +10,7 @@
 #include "fusion/error.h"
 #include "fusion/mma_fragment.h"
 #include "fusion/ops.h"
+#include "fusion/symbols.h"
 #include "lower/passes.h"
 #include "lower/transform_index.h"
 
@@ -244,20 +245,24 @@ class Builder {
     l->parallel_type = pt;
     return append(list, std::move(l));
   }
+  // A loop bound to a thread or block index runs over that builtin.
+  static kir::ForLoop* parallelLoop(kir::StmtList& list, ParallelType pt, IntExpr extent) {
+    return loop(list, parallelIndexSymbol(pt), std::move(extent), pt);
+  }
 
   kir::StmtList& threadLoops() {
     kir::StmtList* outer = &kernel_.body;
     if (batch_ == 1) {
-      outer = &loop(kernel_.body, "blockIdx.z", kernel_.launch.grid[2], ParallelType::BIDz)->body;
+      outer = &parallelLoop(kernel_.body, ParallelType::BIDz, kernel_.launch.grid[2])->body;
     }
-    kir::ForLoop* by = loop(*outer, "blockIdx.y", kernel_.launch.grid[1], ParallelType::BIDy);
-    kir::ForLoop* bx = loop(by->body, "blockIdx.x", kernel_.launch.grid[0], ParallelType::BIDx);
-    return loop(bx->body, "threadIdx.x", p_.threads(), ParallelType::TIDx)->body;
+    kir::ForLoop* by = parallelLoop(*outer, ParallelType::BIDy, kernel_.launch.grid[1]);
+    kir::ForLoop* bx = parallelLoop(by->body, ParallelType::BIDx, kernel_.launch.grid[0]);
+    return parallelLoop(bx->body, ParallelType::TIDx, p_.threads())->body;
   }
 
-  static IntExpr lane() { return sym("threadIdx.x") % mma::kWarpSize; }
-  IntExpr warpRow() const { return sym("threadIdx.x") / mma::kWarpSize / (p_.block_n / p_.warp_n); }
-  IntExpr warpCol() const { return sym("threadIdx.x") / mma::kWarpSize % (p_.block_n / p_.warp_n); }
+  static IntExpr lane() { return sym(threadIdxSymbol(0)) % mma::kWarpSize; }
+  IntExpr warpRow() const { return sym(threadIdxSymbol(0)) / mma::kWarpSize / (p_.block_n / p_.warp_n); }
+  IntExpr warpCol() const { return sym(threadIdxSymbol(0)) / mma::kWarpSize % (p_.block_n / p_.warp_n); }
 
   // acc = 0, as a fill (the sum may be an MmaOp's, which has no ReductionOp
   // to take the init value from).
@@ -290,7 +295,7 @@ class Builder {
   };
 
   TileSpec aTile(const IntExpr& k0) const {
-    const IntExpr m0 = sym("blockIdx.y") * p_.block_m;
+    const IntExpr m0 = sym(blockIdxSymbol(1)) * p_.block_m;
     const int m = batch_, k = batch_ + 1;
     if (p_.a_k_contiguous) {
       return {a_smem_, globals_.at(ops_.a), p_.block_m, p_.block_k, m0, m_, m, k0, k_, k};
@@ -299,7 +304,7 @@ class Builder {
   }
 
   TileSpec bTile(const IntExpr& k0) const {
-    const IntExpr n0 = sym("blockIdx.x") * p_.block_n;
+    const IntExpr n0 = sym(blockIdxSymbol(0)) * p_.block_n;
     const int k = batch_, n = batch_ + 1;
     if (p_.b_k_contiguous) {
       return {b_smem_, globals_.at(ops_.b), p_.block_n, p_.block_k, n0, n_, n, k0, k_, k};
@@ -309,11 +314,11 @@ class Builder {
 
   // Where batch blockIdx.z of a batched operand starts (0 unbatched).
   IntExpr batchOffset(const kir::Buffer* gmem) const {
-    return batch_ == 1 ? sym("blockIdx.z") * stride(gmem, 0) : IntExpr(0);
+    return batch_ == 1 ? sym(blockIdxSymbol(2)) * stride(gmem, 0) : IntExpr(0);
   }
 
   static IntExpr stride(const kir::Buffer* b, int d) {
-    return b->tv != nullptr ? globalStride(b->tv, d) : sym(b->name + ".stride[" + std::to_string(d) + "]");
+    return b->tv != nullptr ? globalStride(b->tv, d) : sym(strideSymbol(b->name, d));
   }
 
   // Every thread copies chunks tid, tid + threads, ... of the tile.
@@ -323,7 +328,7 @@ class Builder {
     const int64_t chunks = t.rows * chunks_per_row;
     const std::string index = "i_ld" + tag + std::to_string(load_loops_++);
     kir::ForLoop* l = loop(body, index, chunks / p_.threads(), ParallelType::Unroll);
-    const IntExpr chunk = sym(index) * p_.threads() + sym("threadIdx.x");
+    const IntExpr chunk = sym(index) * p_.threads() + sym(threadIdxSymbol(0));
     const IntExpr row = chunk / chunks_per_row;
     const IntExpr col = chunk % chunks_per_row * 8;
     auto copy = std::make_unique<kir::CpAsync>();
@@ -478,7 +483,7 @@ class Builder {
     const std::vector<Coord>& c = coords_.at(tv);
     for (size_t d = 0; d < c.size(); ++d) {
       if (c[d] == Coord::Zero) continue;
-      const IntExpr coord = c[d] == Coord::Batch ? sym("blockIdx.z") : c[d] == Coord::Row ? row : col;
+      const IntExpr coord = c[d] == Coord::Batch ? sym(blockIdxSymbol(2)) : c[d] == Coord::Row ? row : col;
       index = index + coord * stride(g, static_cast<int>(d));
     }
     return {g, index};
@@ -531,8 +536,8 @@ class Builder {
   // Vectorize loop of two (one 2-element access where codegen's vector
   // analysis proves it, vectorize.h; the runtime checks what it assumes).
   void registerEpilogue(kir::StmtList& body) {
-    const IntExpr block_row = sym("blockIdx.y") * p_.block_m;
-    const IntExpr block_col = sym("blockIdx.x") * p_.block_n;
+    const IntExpr block_row = sym(blockIdxSymbol(1)) * p_.block_m;
+    const IntExpr block_col = sym(blockIdxSymbol(0)) * p_.block_n;
     if (out_pair_ == nullptr) {
       FragmentElement at;
       kir::StmtList& inner = fragmentLoops(body, at, "");
@@ -616,11 +621,11 @@ class Builder {
     }
     const int64_t per_thread = p_.block_m * p_.block_n / p_.threads();
     kir::ForLoop* l = loop(body, "i_out", per_thread, ParallelType::Unroll);
-    const IntExpr flat = sym("i_out") * p_.threads() + sym("threadIdx.x");
+    const IntExpr flat = sym("i_out") * p_.threads() + sym(threadIdxSymbol(0));
     const IntExpr tile_row = flat / p_.block_n;
     const IntExpr tile_col = flat % p_.block_n;
-    epilogueOps(l->body, {c_smem_, flat}, sym("blockIdx.y") * p_.block_m + tile_row,
-                sym("blockIdx.x") * p_.block_n + tile_col);
+    epilogueOps(l->body, {c_smem_, flat}, sym(blockIdxSymbol(1)) * p_.block_m + tile_row,
+                sym(blockIdxSymbol(0)) * p_.block_n + tile_col);
   }
 
   // Each thread takes `vector_` consecutive columns of C_s at a time: the
@@ -631,12 +636,12 @@ class Builder {
     const int64_t vectors_per_row = p_.block_n / vector_;
     const int64_t per_thread = p_.block_m * vectors_per_row / p_.threads();
     kir::ForLoop* l = loop(body, "i_out", per_thread, ParallelType::Unroll);
-    const IntExpr flat = sym("i_out") * p_.threads() + sym("threadIdx.x");
+    const IntExpr flat = sym("i_out") * p_.threads() + sym(threadIdxSymbol(0));
     const IntExpr tile_row = flat / vectors_per_row;
     const IntExpr tile_col = flat % vectors_per_row * vector_;
-    const IntExpr row = sym("blockIdx.y") * p_.block_m + tile_row;
+    const IntExpr row = sym(blockIdxSymbol(1)) * p_.block_m + tile_row;
     const auto column = [&](const std::string& index) {
-      return sym("blockIdx.x") * p_.block_n + tile_col + sym(index);
+      return sym(blockIdxSymbol(0)) * p_.block_n + tile_col + sym(index);
     };
     for (const auto& [tv, vector_buffer] : in_pairs_) {
       kir::ForLoop* load = loop(l->body, "i_lv", vector_, ParallelType::Vectorize);

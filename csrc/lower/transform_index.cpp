@@ -5,6 +5,7 @@
 #include <string>
 
 #include "fusion/error.h"
+#include "fusion/symbols.h"
 #include "fusion/transform_replay.h"
 
 namespace smelt {
@@ -103,7 +104,7 @@ bool needsBoundsCheck(const TensorView* tv, const IterDomain* id) {
 }
 
 IntExpr globalStride(const TensorView* tv, int64_t d) {
-  const IntExpr parameter = IntExpr::symbol("T" + std::to_string(tv->number()) + ".stride[" + std::to_string(d) + "]");
+  const IntExpr parameter = IntExpr::symbol(strideSymbol(tv, d));
   if (!tv->isFusionInput() && !tv->isFusionOutput()) return parameter;
   const std::vector<IterDomain*> dims = tv->logicalNoReductions();
   const std::vector<bool>& contiguity = tv->contiguity();

@@ -11,6 +11,7 @@
 
 #include "fusion/error.h"
 #include "fusion/random_bits.h"
+#include "fusion/symbols.h"
 #include "runtime/aten_dtype.h"
 
 namespace smelt {
@@ -232,7 +233,7 @@ Sizes sizesOf(const Fusion& fusion, const std::vector<at::Tensor>& inputs) {
       continue;
     }
     for (int64_t d = 0; d < inputs[i].dim(); ++d) {
-      sizes["T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]"] = inputs[i].size(d);
+      sizes[sizeSymbol(tv, d)] = inputs[i].size(d);
     }
   }
   return sizes;
@@ -245,19 +246,8 @@ std::unordered_map<const Val*, at::Tensor> inputValues(const Fusion& fusion,
   return values;
 }
 
-bool movesData(ExprType type) {
-  switch (type) {
-    case ExprType::Set:
-    case ExprType::Broadcast:
-    case ExprType::Expand:
-    case ExprType::Permute:
-    case ExprType::Squeeze:
-    case ExprType::Reshape:
-      return true;
-    default:
-      return false;
-  }
-}
+// Copies whose output a view of the input can be: a pad writes elements its input lacks.
+bool movesData(ExprType type) { return isCopyLike(type) && type != ExprType::Pad; }
 
 }  // namespace
 

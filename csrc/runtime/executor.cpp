@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include "fusion/symbols.h"
 #include "lower/output_layout.h"
 
 #include <ATen/ATen.h>
@@ -140,13 +141,6 @@ void storeKernel(const std::string& key, const KernelEntry& entry) {
   if (const std::optional<std::filesystem::path> dir = kernelCacheDir()) {
     storeCacheEntry(*dir, "launch", launchEntryKey(key), serializeLaunchInfo(entry.launch));
   }
-}
-
-std::string sizeSymbol(const std::string& tensor, size_t d) {
-  return tensor + ".size[" + std::to_string(d) + "]";
-}
-std::string strideSymbol(const std::string& tensor, size_t d) {
-  return tensor + ".stride[" + std::to_string(d) + "]";
 }
 
 // The strides a kernel is given. A size-1 dimension's stride never meets a

@@ -1,6 +1,7 @@
 #include "runtime/launch_limits.h"
 
 #include "fusion/error.h"
+#include "fusion/symbols.h"
 
 namespace smelt {
 
@@ -18,9 +19,9 @@ void checkLaunchLimits(const std::string& kernel, const LaunchResources& launch,
                                         ", ", launch.block[1], ", ", launch.block[2], ")");
   int64_t threads = 1;
   for (int d = 0; d < 3; ++d) {
-    SMELT_CHECK(launch.block[d] <= limits.max_block[d], what, ": blockDim.", kAxis[d], " = ", launch.block[d],
+    SMELT_CHECK(launch.block[d] <= limits.max_block[d], what, ": ", blockDimSymbol(d), " = ", launch.block[d],
                 " exceeds the limit of ", limits.max_block[d], "; split the axis bound to TID", kAxis[d]);
-    SMELT_CHECK(launch.grid[d] <= limits.max_grid[d], what, ": gridDim.", kAxis[d], " = ", launch.grid[d],
+    SMELT_CHECK(launch.grid[d] <= limits.max_grid[d], what, ": ", gridDimSymbol(d), " = ", launch.grid[d],
                 " exceeds the limit of ", limits.max_grid[d], "; split the axis bound to BID", kAxis[d],
                 d == 0 ? "" : " or bind it to BIDx");
     threads *= launch.block[d];

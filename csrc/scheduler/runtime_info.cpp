@@ -1,6 +1,7 @@
 #include "scheduler/runtime_info.h"
 
 #include "fusion/error.h"
+#include "fusion/symbols.h"
 
 namespace smelt {
 
@@ -72,9 +73,7 @@ RuntimeInfo::RuntimeInfo(const Fusion& fusion, std::vector<InputInfo> inputs, Ex
     SMELT_CHECK(info.sizes.size() == dims.size(), "fusion input ", tv->name(), " has rank ",
                 dims.size(), " but a tensor of rank ", info.sizes.size(), " was given");
     for (size_t d = 0; d < dims.size(); ++d) {
-      const std::string name =
-          "T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]";
-      bindings_[name] = info.sizes[d];
+      bindings_[sizeSymbol(tv, static_cast<int64_t>(d))] = info.sizes[d];
       // An expanded broadcast (a segment input another segment wrote with
       // stride 0) has its expanded extent as size, a plain one size 1.
       const IntExpr extent = dims[d]->isPlainBroadcast()

@@ -11,6 +11,7 @@
 
 #include "fusion/clone.h"
 #include "fusion/error.h"
+#include "fusion/symbols.h"
 #include "scheduler/matmul/library_matmul.h"
 #include "scheduler/reduction.h"
 #include "scheduler/registry.h"
@@ -19,19 +20,10 @@ namespace smelt {
 
 namespace {
 
-// The tensor number in a size symbol "T<n>.size[d]", or -1.
+// The fusion tensor whose size a symbol names ("T<n>.size[d]"), or -1.
 int64_t tensorOfSymbol(const std::string& symbol) {
-  if (symbol.size() < 2 || symbol[0] != 'T') return -1;
-  size_t dot = symbol.find(".size[");
-  if (dot == std::string::npos || dot == 1) return -1;
-  for (size_t i = 1; i < dot; ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(symbol[i]))) return -1;
-  }
-  return std::stoll(symbol.substr(1, dot - 1));
-}
-
-std::string sizeSymbol(const TensorView* tv, size_t d) {
-  return "T" + std::to_string(tv->number()) + ".size[" + std::to_string(d) + "]";
+  const std::optional<SizeSymbol> size = parseSizeSymbol(symbol);
+  return size ? size->tensor_number : -1;
 }
 
 void collectSymbols(const IntExpr& e, std::set<std::string>& out) {
@@ -753,7 +745,7 @@ class Segmenter {
       for (size_t d = 0; d < dims.size(); ++d) {
         const IntExpr& extent = dims[d]->loopExtent();
         if (extent.isConstant() || !outside(extent)) continue;
-        IntExpr own = IntExpr::symbol(sizeSymbol(tv, d));
+        IntExpr own = IntExpr::symbol(sizeSymbol(tv, static_cast<int64_t>(d)));
         if (extent.kind() == IntExpr::Kind::Symbol) {
           replacements.emplace(extent.symbolName(), own);
         } else {

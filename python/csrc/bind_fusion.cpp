@@ -14,6 +14,7 @@
 #include "fusion/error.h"
 #include "fusion/fusion.h"
 #include "fusion/ops.h"
+#include "fusion/symbols.h"
 #include "fusion/transform_replay.h"
 #include "bindings.h"
 
@@ -42,8 +43,7 @@ TensorView* defineTensor(const std::vector<int64_t>& shape,
   for (size_t d = 0; d < shape.size(); ++d) {
     SMELT_CHECK(shape[d] == -1 || shape[d] > 0, "define_tensor: dimension ", d, " has extent ",
                 shape[d], "; use a positive extent, or -1 for a size known at run time");
-    IntExpr extent = shape[d] == -1 ? IntExpr::symbol(tv->name() + ".size[" +
-                                                      std::to_string(d) + "]")
+    IntExpr extent = shape[d] == -1 ? IntExpr::symbol(sizeSymbol(tv, static_cast<int64_t>(d)))
                                     : IntExpr(shape[d]);
     // Size 1 broadcasts against the other operands, as in PyTorch.
     axes.push_back(f->newIterDomain(extent, shape[d] == 1 ? IterType::Broadcast : IterType::Iteration));

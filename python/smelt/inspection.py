@@ -55,7 +55,7 @@ class InsertedBarrier:
 
 @dataclass(frozen=True)
 class SmemPlan:
-    """The shared-memory plan of one kernel (DESIGN.md §3.5)."""
+    """The shared-memory plan of one kernel (docs/reading-the-report.md)."""
     strategy: str
     buffers: List[SmemBuffer]
     total_bytes: IntOrExpr  # every shared buffer, block-reduction workspaces included

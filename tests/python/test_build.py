@@ -1,5 +1,5 @@
 """Properties of the build and environment that hold before the Python
-frontend exists (DESIGN.md §4, issue 2)."""
+frontend exists (issue 2)."""
 import shutil
 import subprocess
 from pathlib import Path

@@ -7,13 +7,13 @@
 
 #include "fusion/error.h"
 #include "fusion/index_code.h"
+#include "fusion/symbols.h"
 
 namespace smelt::alloc_reuse {
 
 namespace {
 
 constexpr int64_t kEnumerationBudget = int64_t{1} << 20;
-const char* const kThreadSymbols[3] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
 
 // One access compiled for the enumeration: its predicates and index as
 // IndexCode over the symbol slots of the loops around it.
@@ -100,7 +100,7 @@ class AccessWalk {
     // Symbols get slots; a slot is bound while the enumeration sits inside
     // the loop (or thread index) that defines it. An expression over a symbol
     // no loop binds (a symbolic size) makes the footprint unknown.
-    for (int d = 0; d < 3; ++d) thread_slot_[d] = symbols_.slot(kThreadSymbols[d]);
+    for (int d = 0; d < 3; ++d) thread_slot_[d] = symbols_.slot(threadIdxSymbol(d));
     scope_slot_.assign(scopes_.size(), -1);
     scope_predicate_.resize(scopes_.size());
     for (size_t i = 0; i < scopes_.size(); ++i) {

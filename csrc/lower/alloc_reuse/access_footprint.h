@@ -1,6 +1,6 @@
 // Analysis: which elements of a buffer each thread touches, by evaluating the
 // kernel IR's index expressions over every loop iteration (constant extents
-// only). Used to prove reuse thread-private (DESIGN §3.2: every byte of the
+// only). Used to prove reuse thread-private (docs/planning.md §3: every byte of the
 // old buffer is read only by the thread that later writes it in the new one)
 // and in-place aliasing safe (cases A7, A8).
 //

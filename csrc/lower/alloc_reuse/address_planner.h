@@ -1,4 +1,4 @@
-// The default shared-memory address planner (DESIGN §3.3) and its lower bound.
+// The default shared-memory address planner (docs/planning.md §5, §6) and its lower bound.
 //
 // Guarantees:
 // - planAddresses() never places two conflicting buffers on overlapping bytes

@@ -1,4 +1,4 @@
-// Transformation: the barriers promoteReuse() asks for (DESIGN §3.2, §3.4).
+// Transformation: the barriers promoteReuse() asks for (docs/planning.md §4).
 // For each Shared tensor flagged with promoteReuse (non-alias, accessed), in
 // Allocate order, with liveness recomputed after every insertion:
 //   L = its outer last read (aliases included); F = the smallest outer first

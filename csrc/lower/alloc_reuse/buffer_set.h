@@ -9,7 +9,7 @@
 //   negative constant size, last_read before first_write) with a smelt::Error
 //   naming the buffer.
 // - ConflictGraph is symmetric and irreflexive by construction.
-// - The two builders give the conflict relations of DESIGN §3.2: plain interval
+// - The two builders give the conflict relations of docs/planning.md §3: plain interval
 //   overlap, and overlap of intervals extended to the next barrier.
 #pragma once
 
@@ -67,7 +67,7 @@ ConflictGraph conflictsFromIntervals(const std::vector<Buffer>& buffers);
 int64_t barrierAfterLastRead(int64_t last_read, const std::vector<int64_t>& sorted_barriers,
                              int64_t no_barrier_end);
 
-// DESIGN §3.2 in the conservative hazard mode: each buffer stays live from its
+// docs/planning.md §3 in the conservative hazard mode: each buffer stays live from its
 // first write to the next barrier at or after its last read, so X and Y may
 // share bytes only when a barrier lies in [X.last_read, Y.first_write).
 // `barrier_positions` need not be sorted.

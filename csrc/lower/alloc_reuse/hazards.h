@@ -1,5 +1,5 @@
 // Analysis: which pairs of Shared buffers may share bytes without a new
-// barrier (DESIGN §3.2). Reads liveness, changes nothing.
+// barrier (docs/planning.md §3). Reads liveness, changes nothing.
 //
 // For buffers X and Y whose outer intervals (liveness.h) do not overlap, X
 // the earlier one, sharing is safe when

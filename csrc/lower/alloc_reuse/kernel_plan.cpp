@@ -310,8 +310,8 @@ void planKernelSharedMemory(LoweringContext& ctx) {
   for (const AliasDecision& d : found) {
     (d.alias->memory == MemoryType::Shared ? shared_aliases : local_aliases).push_back(d);
   }
-  // Alias sets to compare (DESIGN §3.3: an alias is kept only when it costs
-  // no bytes): the mode's own, its in-place ones only, none, and in Precise
+  // Alias sets to compare (docs/planning.md §2: an alias is kept only when it
+  // costs no bytes): the mode's own, its in-place ones only, none, and in Precise
   // mode the ones Conservative mode would take.
   std::vector<std::vector<AliasDecision>> options = {shared_aliases};
   if (result->allocator == SmemAllocator::Best && !shared_aliases.empty()) {

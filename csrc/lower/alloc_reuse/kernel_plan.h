@@ -1,4 +1,4 @@
-// The shared-memory plan of one kernel (DESIGN §3), as the plan_shared_memory
+// The shared-memory plan of one kernel (docs/planning.md), as the plan_shared_memory
 // pass (smem_addresses.cpp) builds it and stores it in kir::Kernel::smem_plan:
 //   liveness -> aliasing (alias_of, Shared and Local) -> promoteReuse barriers
 //   -> liveness again -> conflicts (hazards) -> addresses -> verification.

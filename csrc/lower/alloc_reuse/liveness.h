@@ -1,5 +1,5 @@
 // Analysis: live intervals of every Shared and Local buffer of a kernel IR
-// (DESIGN §3.1, §3.4). Reads the kernel, changes nothing.
+// (docs/planning.md §1). Reads the kernel, changes nothing.
 //
 // Guarantees, with positions from kir::numberPositions (loop-end markers for
 // non-trivial loops only):

@@ -1,4 +1,4 @@
-// The report of a shared-memory plan (DESIGN §3.5) in three forms: a text
+// The report of a shared-memory plan (docs/reading-the-report.md) in three forms: a text
 // table with an ASCII timeline, JSON, and an SVG picture (x = program
 // position, y = address).
 //

@@ -1,5 +1,5 @@
 // The `allocator=stack` mode: nvFuser's stack-based shared-memory allocator,
-// reproduced on abstract buffers exactly as DESIGN §3.4 specifies.
+// reproduced on abstract buffers exactly as docs/planning.md §5 describes.
 //
 // Guarantees (given buffers with closed outer intervals [first_write,
 // last_read] and the positions of block-synchronizing expressions):

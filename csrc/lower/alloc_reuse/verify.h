@@ -1,4 +1,4 @@
-// Independent check of a shared-memory plan (DESIGN §3.5), run after every
+// Independent check of a shared-memory plan (docs/planning.md §7), run after every
 // planner, and the per-block shared-memory limits of the devices we target.
 //
 // Guarantees: verifyPlan() returns only if

@@ -14,6 +14,7 @@
 #include "fusion/error.h"
 #include "fusion/mma_fragment.h"
 #include "fusion/random_bits.h"
+#include "fusion/symbols.h"
 #include "runtime/simulator/findings.h"
 #include "runtime/simulator/program.h"
 #include "runtime/simulator/shadow.h"
@@ -86,8 +87,8 @@ Launch bindLaunch(const Program& p, const kir::Kernel& kernel,
     SMELT_CHECK(t.sizes.size() == t.strides.size(), "simulator: ", b->name,
                 " has sizes and strides of different ranks");
     for (size_t d = 0; d < t.sizes.size(); ++d) {
-      values[b->name + ".size[" + std::to_string(d) + "]"] = t.sizes[d];
-      values[b->name + ".stride[" + std::to_string(d) + "]"] = t.strides[d];
+      values[sizeSymbol(b->name, static_cast<int64_t>(d))] = t.sizes[d];
+      values[strideSymbol(b->name, static_cast<int64_t>(d))] = t.strides[d];
     }
     Memory& m = L.memory[p.buffer_ids.at(b)];
     m.data = static_cast<uint8_t*>(t.data);
@@ -96,15 +97,13 @@ Launch bindLaunch(const Program& p, const kir::Kernel& kernel,
   for (size_t i = 0; i < inputs.size(); ++i) bindTensor(kernel.inputs[i], inputs[i]);
   for (size_t i = 0; i < outputs.size(); ++i) bindTensor(kernel.outputs[i], outputs[i]);
 
-  const char* axis[3] = {"x", "y", "z"};
   for (int d = 0; d < 3; ++d) {
-    L.grid[d] = evaluateOrThrow(kernel.launch.grid[d], values, std::string("gridDim.") + axis[d]);
-    L.block[d] =
-        evaluateOrThrow(kernel.launch.block[d], values, std::string("blockDim.") + axis[d]);
+    L.grid[d] = evaluateOrThrow(kernel.launch.grid[d], values, gridDimSymbol(d));
+    L.block[d] = evaluateOrThrow(kernel.launch.block[d], values, blockDimSymbol(d));
     SMELT_CHECK(L.grid[d] >= 0 && L.block[d] >= 1, "simulator: bad launch dims: grid ",
-                L.grid[d], ", block ", L.block[d], " on ", axis[d]);
-    values[std::string("gridDim.") + axis[d]] = L.grid[d];
-    values[std::string("blockDim.") + axis[d]] = L.block[d];
+                L.grid[d], ", block ", L.block[d], " on ", "xyz"[d]);
+    values[gridDimSymbol(d)] = L.grid[d];
+    values[blockDimSymbol(d)] = L.block[d];
   }
   L.threads = L.block[0] * L.block[1] * L.block[2];
   SMELT_CHECK(L.threads <= kMaxThreadsPerBlock, "simulator: ", L.threads,

@@ -4,14 +4,11 @@
 
 #include "fusion/error.h"
 #include "fusion/ir.h"
+#include "fusion/symbols.h"
 #include "lower/kir_checks.h"
 
 namespace smelt::sim {
 namespace {
-
-const char* const kBuiltinNames[kNumBuiltins] = {
-    "threadIdx.x", "threadIdx.y", "threadIdx.z", "blockIdx.x", "blockIdx.y", "blockIdx.z",
-    "blockDim.x",  "blockDim.y",  "blockDim.z",  "gridDim.x",  "gridDim.y",  "gridDim.z"};
 
 int builtinSlot(ParallelType pt) {
   switch (pt) {
@@ -76,7 +73,10 @@ class Compiler {
  public:
   Compiler(Program& program, const std::map<std::string, double>& scalars)
       : p_(program), scalars_(scalars) {
-    for (const char* name : kBuiltinNames) p_.symbols.slot(name);
+    // The builtins take slots kThreadIdx, kBlockIdx, kBlockDim, kGridDim (+ axis), in order.
+    for (auto builtin : {threadIdxSymbol, blockIdxSymbol, blockDimSymbol, gridDimSymbol}) {
+      for (int axis = 0; axis < 3; ++axis) p_.symbols.slot(builtin(axis));
+    }
   }
 
   void compile(const kir::Kernel& kernel) {
@@ -269,16 +269,10 @@ class Compiler {
       case ExprType::Where: return {Fn::Where, 3};
       case ExprType::Iota: return {Fn::Iota, 3};
       case ExprType::IndexSelect: return {Fn::Gather, 2};
-      case ExprType::Full:
-      case ExprType::Set:
-      case ExprType::Broadcast:
-      case ExprType::Expand:
-      case ExprType::Permute:
-      case ExprType::Squeeze:
-      case ExprType::Reshape:
-      case ExprType::Pad: return {Fn::Copy, 1};
-      case ExprType::Reduction:
-      case ExprType::Mma: break;
+      case ExprType::Full: return {Fn::Copy, 1};  // the fill value comes as the operand
+      default:
+        if (isCopyLike(expr->type())) return {Fn::Copy, 1};
+        break;  // a reduction or an mma
     }
     SMELT_CHECK(false, "simulator: statement ", position, " computes ", expr->toString(),
                 ", which is not an element-wise op");

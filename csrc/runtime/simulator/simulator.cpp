@@ -2,6 +2,7 @@
 // at::Tensor arguments to raw TensorArgs and back.
 #include "runtime/simulator/simulator.h"
 
+#include "fusion/symbols.h"
 #include "lower/output_layout.h"
 
 #include <limits>
@@ -37,8 +38,8 @@ at::Tensor allocateOutput(const kir::Buffer* buffer, const kir::Kernel& kernel,
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string& name = kernel.inputs[i]->name;
     for (int64_t d = 0; d < inputs[i].dim(); ++d) {
-      values[name + ".size[" + std::to_string(d) + "]"] = inputs[i].size(d);
-      values[name + ".stride[" + std::to_string(d) + "]"] = inputs[i].stride(d);
+      values[sizeSymbol(name, d)] = inputs[i].size(d);
+      values[strideSymbol(name, d)] = inputs[i].stride(d);
     }
   }
   std::vector<int64_t> shape;

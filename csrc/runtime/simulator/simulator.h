@@ -1,6 +1,6 @@
 // The CPU kernel simulator on at::Tensor: runs a planned kir::Kernel with CUDA
 // block/thread semantics and shared-memory race detection, for correctness
-// checks without a GPU (DESIGN.md §4). The reference/testing path, not a fast
+// checks without a GPU (docs/architecture.md §6). The reference/testing path, not a fast
 // path. Semantics and the raw-buffer entry point: interpreter.h.
 #pragma once
 

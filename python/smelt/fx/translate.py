@@ -26,7 +26,8 @@ from smelt._C import DataType
 from smelt.dtypes import to_data_type
 from smelt.fusion_definition import Tensor
 from smelt.fx.nodes import Unsupported, meta_tensor
-from smelt.fx.pooling import POOL_TRANSLATORS
+from smelt.fx.pools import POOL_TRANSLATORS
+from smelt.fx.registry import Translator, registrar
 
 if TYPE_CHECKING:  # the translators' first argument (fx/definition.py)
     from smelt.fx.definition import Translation
@@ -35,16 +36,8 @@ aten = torch.ops.aten
 prims = torch.ops.prims
 
 
-Translator = Callable[..., Any]
 TRANSLATORS: Dict[Any, Translator] = {}
-
-
-def translates(*targets: Any) -> Callable[[Translator], Translator]:
-    def register(fn: Translator) -> Translator:
-        for target in targets:
-            TRANSLATORS[target] = fn
-        return fn
-    return register
+translates = registrar(TRANSLATORS)
 
 
 def _numel(node: torch.fx.Node, dims: Sequence[int]) -> int:
@@ -777,5 +770,5 @@ def _mm(t, node, a, b):
     return t.fd.ops.matmul(t.arg(a), t.arg(b))
 
 
-# ---- pooling (fx/pooling.py) ----
+# Pools (fx/pools.py) translate through the same table.
 TRANSLATORS.update(POOL_TRANSLATORS)

@@ -1,5 +1,5 @@
 // The acceptance figures of /work/shared/cases/smem_cases.md (A1-A5, B1, B3)
-// in abstract form. Positions follow DESIGN §3.4: every expression of the
+// in abstract form. Positions follow docs/planning.md §1: every expression of the
 // unscheduled fusion is one loop nest of three positions (loop start, the
 // expression, loop end); an inserted BlockSync takes a position of its own
 // and shifts the ones after it.

@@ -8,6 +8,7 @@
 #include "common/expect_error.h"
 #include "fusion/error.h"
 #include "fusion/ops.h"
+#include "fusion/symbols.h"
 #include "fusion/transform_replay.h"
 
 namespace smelt {
@@ -602,6 +603,28 @@ TEST_F(FusionErrors, OperandsFromAnotherFusion) {
   FusionGuard other_guard(&other);
   TensorView* b = makeConcreteTensor({4});
   EXPECT_SMELT_ERROR(add(a, b), "add", "T0", "another fusion");
+}
+
+// A fusion tensor's size symbols name it by number and parse back; no other
+// symbol parses as a size.
+TEST(Symbols, SizeSymbolsRoundTrip) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* tv = makeContigTensor(2)->setName("renamed");
+  const std::string size = sizeSymbol(tv, 1);
+  EXPECT_EQ(size, "T" + std::to_string(tv->number()) + ".size[1]");
+  EXPECT_EQ(tv->axis(1)->extent().symbolName(), size);
+  const std::optional<SizeSymbol> parsed = parseSizeSymbol(size);
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->tensor_number, tv->number());
+  EXPECT_EQ(parsed->dim, 1);
+  for (const std::string& other : {strideSymbol(tv, 1), sizeSymbol("renamed", 1), threadIdxSymbol(0),
+                                   std::string("T1.size[]"), std::string("Tx.size[0]")}) {
+    EXPECT_FALSE(parseSizeSymbol(other).has_value()) << other;
+  }
+  EXPECT_EQ(parallelIndexSymbol(ParallelType::BIDy), blockIdxSymbol(1));
+  EXPECT_TRUE(isBuiltinSymbol(gridDimSymbol(2)));
+  EXPECT_FALSE(isBuiltinSymbol(size));
 }
 
 }  // namespace

@@ -2,8 +2,11 @@
 // allocation sizes, barrier placement, errors, and the acceptance-case fusions.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include "common/smem_case_fusions.h"
 #include "common/small_schedules.h"
@@ -12,6 +15,7 @@
 #include "fusion/ops.h"
 #include "fusion/transform_replay.h"
 #include "lower/lower.h"
+#include "lower/passes.h"
 #include "lower/sync_analysis.h"
 
 namespace smelt {
@@ -382,6 +386,38 @@ TEST(LoweringCases, BatchLoopWrapsTheWholeGemm) {
   ASSERT_NE(batch, nullptr);
   EXPECT_FALSE(batch->trivial);
   EXPECT_EQ(batch->extent.constant(), 3);
+}
+
+// The pass tables of docs/architecture.md §3, each a list of names: a row
+// "| <n> | `name` | ..." whose n is 1 starts the next table.
+std::vector<std::vector<std::string>> documentedPassTables() {
+  std::ifstream doc(SMELT_ARCHITECTURE_DOC);
+  EXPECT_TRUE(doc.good()) << "cannot read " << SMELT_ARCHITECTURE_DOC;
+  const std::regex row(R"(^\| (\d+) \| `(\w+)` \|)");
+  std::vector<std::vector<std::string>> tables;
+  std::string line;
+  std::smatch match;
+  while (std::getline(doc, line)) {
+    if (!std::regex_search(line, match, row)) continue;
+    if (match[1] == "1") tables.emplace_back();
+    tables.back().push_back(match[2]);
+  }
+  return tables;
+}
+
+std::vector<std::string> passNames(const std::vector<LoweringPass>& passes) {
+  std::vector<std::string> names;
+  for (const LoweringPass& pass : passes) names.emplace_back(pass.name);
+  return names;
+}
+
+// The docs describe the passes the code runs, in its order.
+TEST(PassOrder, ArchitectureDocListsTheCodesPasses) {
+  Fusion fusion;
+  const std::vector<std::vector<std::string>> tables = documentedPassTables();
+  ASSERT_EQ(tables.size(), 2u) << "expected the two pass tables of docs/architecture.md §3";
+  EXPECT_EQ(tables[0], passNames(loweringPasses(fusion)));
+  EXPECT_EQ(tables[1], passNames(tensorCorePasses()));
 }
 
 }  // namespace

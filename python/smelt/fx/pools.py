@@ -1,36 +1,26 @@
-"""Pooling in FX graphs (issue 44): max/avg pools and adaptive pools as
-reductions over windows, each window offset an index map (a gather from the
-input with its pooled dimensions flattened): one kernel per pool.
-
-POOL_TRANSLATORS joins translate.py's table (translate.TRANSLATORS).
-"""
+"""Pools as reductions over windows (issue 44): max pooling with indices,
+average pooling and their adaptive forms, for ATen's nodes. Each window
+offset is one gather from the pooled input (its pooled dimensions
+flattened), so a pool is one kernel; fx/translate.py adds POOL_TRANSLATORS
+to its table."""
 from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict, List
 
 import torch
-import torch.fx
 
 from smelt._C import DataType
 from smelt.fx.nodes import meta_tensor, meta_tensors
-
+from smelt.fx.registry import Translator, registrar
 
 aten = torch.ops.aten
 
-POOL_TRANSLATORS: Dict[Any, Callable[..., Any]] = {}
+POOL_TRANSLATORS: Dict[Any, Translator] = {}
+translates = registrar(POOL_TRANSLATORS)
 
 
-def _pools(*targets: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        for target in targets:
-            POOL_TRANSLATORS[target] = fn
-        return fn
-    return register
-
-
-# ---- pooling: reductions over windows, each window offset an index map ----
 def _pair(value: Any, rank: int) -> List[int]:
     values = [value] * rank if isinstance(value, int) else list(value)
     return values * rank if len(values) == 1 else values
@@ -104,7 +94,7 @@ class _Windows:
             yield flat, inside, values
 
 
-@_pools(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
+@translates(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
 def _max_pool_with_indices(t, node, x, kernel_size, stride=(), padding=0, dilation=1,
                            ceil_mode=False):
     """Each window's maximum and its flat index (_window_maximum)."""
@@ -116,7 +106,7 @@ def _max_pool_with_indices(t, node, x, kernel_size, stride=(), padding=0, dilati
     return _window_maximum(w)
 
 
-@_pools(aten.adaptive_max_pool2d.default, aten.adaptive_max_pool3d.default)
+@translates(aten.adaptive_max_pool2d.default, aten.adaptive_max_pool3d.default)
 def _adaptive_max_pool(t, node, x, output_size):
     rank = 3 if node.target is aten.adaptive_max_pool3d.default else 2
     extents = list(meta_tensor(x).shape[-rank:])
@@ -126,7 +116,7 @@ def _adaptive_max_pool(t, node, x, output_size):
     return _window_maximum(_Windows(t, x, kernel, out_sizes))
 
 
-@_pools(aten._adaptive_avg_pool3d.default)
+@translates(aten._adaptive_avg_pool3d.default)
 def _adaptive_avg_pool(t, node, x, output_size):
     """Each adaptive window's mean (half and bfloat16 summed in float)."""
     ops = t.fd.ops
@@ -163,7 +153,7 @@ def _window_maximum(w: _Windows):
     return best, best_index
 
 
-@_pools(aten.avg_pool2d.default, aten.avg_pool3d.default)
+@translates(aten.avg_pool2d.default, aten.avg_pool3d.default)
 def _avg_pool(t, node, x, kernel_size, stride=(), padding=0, ceil_mode=False,
               count_include_pad=True, divisor_override=None):
     """Each window's sum over its divisor, torch's: divisor_override, or the
