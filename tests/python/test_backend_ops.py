@@ -119,6 +119,21 @@ def test_prod_bitwise_and_signbit_are_fused():
     assert report.fused_node_count == report.total_nodes, str(report)
 
 
+def fully_fused_like_eager(fn, x):
+    """fn compiled gives eager's values (NaN where eager's are), dtypes and
+    strides, with nothing left in torch; the graph's report."""
+    expected = fn(x)
+    actual = torch.compile(fn, backend="smelt")(x)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    actual = actual if isinstance(actual, tuple) else (actual,)
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e, equal_nan=True)
+        assert a.dtype == e.dtype and a.stride() == e.stride()
+    report = smelt.backend.last_report()
+    assert not report.unsupported_ops and report.fallback_runs == 0, str(report)
+    return report
+
+
 NAN = float("nan")
 TIES_AND_NANS = torch.tensor([[1., 3., 3., 2.], [NAN, 1., NAN, 5.], [0., -1., -1., 0.]])
 INT64_EXTREMES = torch.tensor([[1, 3, 3, 2], [-2**63, 1, 2**63 - 1, -2**63]])
@@ -138,15 +153,7 @@ INT64_EXTREMES = torch.tensor([[1, 3, 3, 2], [-2**63, 1, 2**63 - 1, -2**63]])
     ("argmax_then_add", lambda x: torch.argmax(x, 1) + 1, torch.randn(4, 300, generator=gen(5))),
 ])
 def test_index_returning_reductions_match_eager(name, fn, x):
-    expected = fn(x)
-    actual = torch.compile(fn, backend="smelt")(x)
-    expected = expected if isinstance(expected, tuple) else (expected,)
-    actual = actual if isinstance(actual, tuple) else (actual,)
-    for a, e in zip(actual, expected):
-        torch.testing.assert_close(a, e, equal_nan=True)
-        assert a.dtype == e.dtype and a.stride() == e.stride()
-    report = smelt.backend.last_report()
-    assert not report.unsupported_ops and report.fallback_runs == 0, str(report)
+    fully_fused_like_eager(fn, x)
 
 
 @pytest.mark.parametrize("name,fn,x", [
@@ -170,12 +177,7 @@ def test_index_returning_reductions_match_eager(name, fn, x):
     ("nextafter", lambda x: torch.nextafter(x, -x), torch.tensor([[0.0, 1.0, -2.5, NAN]])),
 ])
 def test_decomposed_and_new_elementwise_ops_are_fused(name, fn, x):
-    expected = fn(x)
-    actual = torch.compile(fn, backend="smelt")(x)
-    torch.testing.assert_close(actual, expected, equal_nan=True)
-    assert actual.dtype == expected.dtype and actual.stride() == expected.stride()
-    report = smelt.backend.last_report()
-    assert not report.unsupported_ops and report.fallback_runs == 0, str(report)
+    fully_fused_like_eager(fn, x)
 
 
 POOL_INPUT = torch.randn(2, 3, 9, 8, generator=gen(10))
@@ -208,15 +210,7 @@ def test_pools_are_one_kernel_matching_eager(name, fn, x):
     """Pools as reductions over windows: each window offset one gather of the
     input, the whole pool one kernel (a gather reads its table from memory,
     so a pooled tensor computed first is a kernel of its own)."""
-    expected = fn(x)
-    actual = torch.compile(fn, backend="smelt")(x)
-    expected = expected if isinstance(expected, tuple) else (expected,)
-    actual = actual if isinstance(actual, tuple) else (actual,)
-    for a, e in zip(actual, expected):
-        torch.testing.assert_close(a, e, equal_nan=True)
-        assert a.dtype == e.dtype and a.stride() == e.stride()
-    report = smelt.backend.last_report()
-    assert not report.unsupported_ops and report.fallback_runs == 0, str(report)
+    report = fully_fused_like_eager(fn, x)
     # Two where the pooled tensor is computed first (a cast), or where the
     # indices are a broadcast written out apart from the values.
     assert report.smelt_kernels() == (2 if name.endswith(("_half", "_identity")) else 1), str(report)
