@@ -302,13 +302,19 @@ TensorView* add(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Add, lhs, rh
 TensorView* sub(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Sub, lhs, rhs); }
 TensorView* mul(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Mul, lhs, rhs); }
 TensorView* div(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Div, lhs, rhs); }
-TensorView* truediv(Val* lhs, Val* rhs) {
-  SMELT_CHECK(lhs != nullptr && rhs != nullptr, "truediv: an operand is null");
-  std::vector<IterDomain*> axes = elementwiseDomain("truediv", {lhs, rhs});
+namespace {
+// A floating result, as torch: integral and bool operands compute in float.
+// `name`: the op as errors name it (default: the op's own name).
+TensorView* floatingBinary(BinaryOpType op, Val* lhs, Val* rhs, std::string name = "") {
+  if (name.empty()) name = toString(op);
+  SMELT_CHECK(lhs != nullptr && rhs != nullptr, name, ": an operand is null");
+  std::vector<IterDomain*> axes = elementwiseDomain(name, {lhs, rhs});
   DataType dtype = promoteOperandTypes({lhs, rhs});
   if (!isFloatingType(dtype)) dtype = DataType::Float;  // torch's default float type
-  return binaryOpWithType(BinaryOpType::Div, lhs, rhs, dtype, std::move(axes));
+  return binaryOpWithType(op, lhs, rhs, dtype, std::move(axes));
 }
+}  // namespace
+TensorView* truediv(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Div, lhs, rhs, "truediv"); }
 TensorView* maximum(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Maximum, lhs, rhs); }
 TensorView* minimum(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Minimum, lhs, rhs); }
 // A floating base to a constant exponent that ATen's pow computes without
@@ -333,16 +339,6 @@ TensorView* pow(Val* lhs, Val* rhs) {
 }
 TensorView* remainder(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Remainder, lhs, rhs); }
 TensorView* fmod(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Fmod, lhs, rhs); }
-namespace {
-TensorView* floatingBinary(BinaryOpType op, Val* lhs, Val* rhs) {
-  const std::string name = toString(op);
-  SMELT_CHECK(lhs != nullptr && rhs != nullptr, name, ": an operand is null");
-  std::vector<IterDomain*> axes = elementwiseDomain(name, {lhs, rhs});
-  DataType dtype = promoteOperandTypes({lhs, rhs});
-  if (!isFloatingType(dtype)) dtype = DataType::Float;  // torch's default float type
-  return binaryOpWithType(op, lhs, rhs, dtype, std::move(axes));
-}
-}  // namespace
 TensorView* atan2(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Atan2, lhs, rhs); }
 TensorView* hypot(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Hypot, lhs, rhs); }
 TensorView* copysign(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Copysign, lhs, rhs); }

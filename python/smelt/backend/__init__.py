@@ -99,40 +99,29 @@ def _shifted_layer_norm(input, normalized_shape, weight, bias, eps):
     return out.to(input.dtype), mean, rstd
 
 
-# torch decomposes a scan over n elements into a masked reduction of n x n:
-# fused, nothing is materialized, but the work grows as n^2. Up to this
-# length that is a few reductions' work; longer scans stay in torch.
+# Decompositions whose work grows faster than their input, taken only while
+# it stays small (else torch runs the op itself): a scan over n elements
+# becomes a masked reduction of n x n (fused, nothing materialized), isin a
+# comparison of every element with every test element. Up to these sizes
+# that is a few reductions' work.
 MAX_DECOMPOSED_SCAN = 128
-
-
-def _short_scan(decomposition):
-    def scan(a, dim, *args, **kwargs):
-        if a.dim() > 0 and a.shape[dim] > MAX_DECOMPOSED_SCAN:
-            return NotImplemented  # torch runs the op itself
-        return decomposition(a, dim, *args, **kwargs)
-    return scan
-
-
-for _scan in (aten.cumsum.default, aten.cumprod.default):
-    DECOMPOSITIONS[_scan] = _short_scan(get_decompositions([_scan])[_scan])
-
-# isin decomposes into a comparison of every element with every test
-# element: fused, but its work grows with their product; up to this many test
-# elements that is a short reduction per element.
 MAX_DECOMPOSED_ISIN_ELEMENTS = 128
 
 
-def _small_isin(decomposition):
-    def isin(elements, test_elements, *args, **kwargs):
-        if isinstance(test_elements, torch.Tensor) and \
-                test_elements.numel() > MAX_DECOMPOSED_ISIN_ELEMENTS:
-            return NotImplemented  # torch runs the op itself
-        return decomposition(elements, test_elements, *args, **kwargs)
-    return isin
+def _decomposed_while(small, op):
+    decomposition = get_decompositions([op])[op]
+
+    def decompose(*args, **kwargs):
+        return decomposition(*args, **kwargs) if small(*args) else NotImplemented
+    DECOMPOSITIONS[op] = decompose
 
 
-DECOMPOSITIONS[aten.isin.Tensor_Tensor] = _small_isin(
-    get_decompositions([aten.isin.Tensor_Tensor])[aten.isin.Tensor_Tensor])
+for _scan in (aten.cumsum.default, aten.cumprod.default):
+    _decomposed_while(lambda a, dim, *_: a.dim() == 0 or a.shape[dim] <= MAX_DECOMPOSED_SCAN,
+                      _scan)
+_decomposed_while(lambda elements, test_elements, *_: not isinstance(test_elements, torch.Tensor)
+                  or test_elements.numel() <= MAX_DECOMPOSED_ISIN_ELEMENTS,
+                  aten.isin.Tensor_Tensor)
 
 _TORCH_LAYER_NORM = DECOMPOSITIONS[aten.native_layer_norm.default]
 DECOMPOSITIONS[aten.native_layer_norm.default] = _shifted_layer_norm

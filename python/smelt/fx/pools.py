@@ -111,27 +111,38 @@ def _adaptive_max_pool(t, node, x, output_size):
     rank = 3 if node.target is aten.adaptive_max_pool3d.default else 2
     extents = list(meta_tensor(x).shape[-rank:])
     out_sizes = list(meta_tensors(node)[0].shape[-rank:])
+    return _window_maximum(_adaptive_windows(t, x, extents, out_sizes))
+
+
+def _adaptive_windows(t, x, extents: List[int], out_sizes: List[int]) -> _Windows:
+    """Adaptive windows; the kernel is the longest window along each axis."""
     kernel = [max(-(-(i + 1) * n // o) - i * n // o for i in range(o))
               for n, o in zip(extents, out_sizes)]
-    return _window_maximum(_Windows(t, x, kernel, out_sizes))
+    return _Windows(t, x, kernel, out_sizes)
+
+
+def _window_sum(w: _Windows, x, counted: bool = False) -> tuple:
+    """(each window's sum over its positions inside the input, their count
+    if `counted` else None); half and bfloat16 sum in float."""
+    ops = w.t.fd.ops
+    total = count = None
+    for _, inside, value in w.offsets():
+        if meta_tensor(x).dtype in (torch.float16, torch.bfloat16):
+            value = ops.cast(value, DataType.Float)
+        value = ops.where(inside, value, 0.0)
+        total = value if total is None else ops.add(total, value)
+        if counted:
+            count = ops.cast(inside, DataType.Int) if count is None else ops.add(count, inside)
+    return total, count
 
 
 @translates(aten._adaptive_avg_pool3d.default)
 def _adaptive_avg_pool(t, node, x, output_size):
     """Each adaptive window's mean (half and bfloat16 summed in float)."""
-    ops = t.fd.ops
     extents = list(meta_tensor(x).shape[-3:])
     out_sizes = list(meta_tensor(node).shape[-3:])
-    kernel = [max(-(-(i + 1) * n // o) - i * n // o for i in range(o))
-              for n, o in zip(extents, out_sizes)]
-    total = count = None
-    for _, inside, value in _Windows(t, x, kernel, out_sizes).offsets():
-        if meta_tensor(x).dtype in (torch.float16, torch.bfloat16):
-            value = ops.cast(value, DataType.Float)
-        value = ops.where(inside, value, 0.0)
-        total = value if total is None else ops.add(total, value)
-        count = ops.cast(inside, DataType.Int) if count is None else ops.add(count, inside)
-    return ops.truediv(total, count)
+    total, count = _window_sum(_adaptive_windows(t, x, extents, out_sizes), x, counted=True)
+    return t.fd.ops.truediv(total, count)
 
 
 def _window_maximum(w: _Windows):
@@ -166,12 +177,7 @@ def _avg_pool(t, node, x, kernel_size, stride=(), padding=0, ceil_mode=False,
     padding = _pair(padding, rank)
     out_sizes = list(meta_tensor(node).shape[-rank:])
     w = _Windows(t, x, kernel, out_sizes, stride, padding, [1] * rank)
-    total = None
-    for _, inside, value in w.offsets():
-        if meta_tensor(x).dtype in (torch.float16, torch.bfloat16):
-            value = ops.cast(value, DataType.Float)
-        value = ops.where(inside, value, 0.0)
-        total = value if total is None else ops.add(total, value)
+    total, _ = _window_sum(w, x)
     if divisor_override:
         return ops.truediv(total, divisor_override)
     divisor = None

@@ -296,82 +296,82 @@ TEST(PowWithConstantExponent, BuiltAsATenComputesIt) {
   EXPECT_EQ(pow(i, 2.0)->definition()->opName(), "pow");
 }
 
+// A fusion of two `dtype` inputs and the outputs `build` makes of them (each
+// of `dtype`), simulated against ATen exactly on
+// x and y, then compiled by NVRTC.
+using TwoInputOps = std::function<std::vector<TensorView*>(TensorView*, TensorView*)>;
+void expectTwoInputOpsExact(DataType dtype, const TwoInputOps& build, const at::Tensor& x,
+                            const at::Tensor& y, const std::string& name) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor(kShape, dtype);
+  TensorView* b = makeConcreteTensor(kShape, dtype);
+  fusion.addInput(a);
+  fusion.addInput(b);
+  for (TensorView* out : build(a, b)) {
+    EXPECT_EQ(out->dtype(), dtype);
+    fusion.addOutput(out);
+  }
+  schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+  sim::testing::expectKernelCorrect(fusion, {x, y}, 0, 0);
+  expectCompiles(fusion, name + "_" + dtypeName(dtype));
+}
+
 // Bitwise ops on integers (wide random bit patterns) and bool (the logical
-// ops), simulated against ATen, then compiled by NVRTC.
+// ops).
 TEST(BitwiseOpKernels, SimulatedMatchATenAndCompile) {
   for (DataType dtype : {DataType::Int, DataType::Int32, DataType::Bool}) {
     SCOPED_TRACE(dtypeName(dtype));
-    Fusion fusion;
-    FusionGuard guard(&fusion);
-    TensorView* a = makeConcreteTensor(kShape, dtype);
-    TensorView* b = makeConcreteTensor(kShape, dtype);
-    fusion.addInput(a);
-    fusion.addInput(b);
-    for (TensorView* out : {bitwiseAnd(a, b), bitwiseOr(a, b), bitwiseXor(a, b), bitwiseNot(a),
-                            bitwiseXor(bitwiseAnd(a, constant(12, dtype == DataType::Bool
-                                                                        ? DataType::Bool
-                                                                        : dtype)),
-                                       b)}) {
-      EXPECT_EQ(out->dtype(), dtype);
-      fusion.addOutput(out);
-    }
-    schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
     const auto options = at::TensorOptions().dtype(toAtenType(dtype));
-    at::Tensor x = dtype == DataType::Bool ? at::rand(kShape).gt(0.5)
-                                           : at::randint(-(int64_t{1} << 30), int64_t{1} << 30, kShape, options);
-    at::Tensor y = dtype == DataType::Bool ? at::rand(kShape).gt(0.5)
-                                           : at::randint(-(int64_t{1} << 30), int64_t{1} << 30, kShape, options);
-    sim::testing::expectKernelCorrect(fusion, {x, y}, 0, 0);
-    expectCompiles(fusion, "bitwise_" + dtypeName(dtype));
+    const auto bits = [&] {
+      return dtype == DataType::Bool
+                 ? at::rand(kShape).gt(0.5)
+                 : at::randint(-(int64_t{1} << 30), int64_t{1} << 30, kShape, options);
+    };
+    at::Tensor x = bits(), y = bits();
+    expectTwoInputOpsExact(
+        dtype,
+        [&](TensorView* a, TensorView* b) {
+          return std::vector<TensorView*>{
+              bitwiseAnd(a, b), bitwiseOr(a, b), bitwiseXor(a, b), bitwiseNot(a),
+              bitwiseXor(bitwiseAnd(a, constant(12, dtype)), b)};
+        },
+        x, y, "bitwise");
   }
 }
 
 // Shifts by counts inside and outside [0, bits), and gcd/lcm with zeros and
 // negatives (not the most negative value: ATen's own lcm traps on it), in
-// each integer width: simulated
-// against ATen (exact), then compiled by NVRTC.
+// each integer width.
 TEST(IntegerOpKernels, ShiftsGcdLcmMatchATenAndCompile) {
   for (DataType dtype : {DataType::Int, DataType::Int32, DataType::Int16, DataType::Int8,
                          DataType::UInt8}) {
     SCOPED_TRACE(dtypeName(dtype));
-    Fusion fusion;
-    FusionGuard guard(&fusion);
-    TensorView* a = makeConcreteTensor(kShape, dtype);
-    TensorView* b = makeConcreteTensor(kShape, dtype);
-    fusion.addInput(a);
-    fusion.addInput(b);
-    for (TensorView* out : {bitwiseLeftShift(a, b), bitwiseRightShift(a, b), gcd(a, b), lcm(a, b)}) {
-      EXPECT_EQ(out->dtype(), dtype);
-      fusion.addOutput(out);
-    }
-    schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
     const auto options = at::TensorOptions().dtype(toAtenType(dtype));
     const bool is_unsigned = dtype == DataType::UInt8;
     at::Tensor x = at::randint(is_unsigned ? 0 : -100, 100, kShape, options);
     at::Tensor counts = at::randint(is_unsigned ? 0 : -3, 70, kShape, options);
     x.view(-1)[0] = 0;  // gcd(0, 0), lcm with 0
     counts.view(-1)[0] = 0;
-    sim::testing::expectKernelCorrect(fusion, {x, counts}, 0, 0);
-    expectCompiles(fusion, "integer_" + dtypeName(dtype));
+    expectTwoInputOpsExact(
+        dtype,
+        [](TensorView* a, TensorView* b) {
+          return std::vector<TensorView*>{bitwiseLeftShift(a, b), bitwiseRightShift(a, b),
+                                          gcd(a, b), lcm(a, b)};
+        },
+        x, counts, "integer");
   }
 }
 
 TEST(IntegerOpKernels, NextafterSteps) {
   for (DataType dtype : {DataType::Float, DataType::Double}) {
     SCOPED_TRACE(dtypeName(dtype));
-    Fusion fusion;
-    FusionGuard guard(&fusion);
-    TensorView* a = makeConcreteTensor(kShape, dtype);
-    TensorView* b = makeConcreteTensor(kShape, dtype);
-    fusion.addInput(a);
-    fusion.addInput(b);
-    fusion.addOutput(nextafter(a, b));
-    schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
     const auto options = at::TensorOptions().dtype(toAtenType(dtype));
     at::Tensor x = at::randn(kShape, options);
     x.view(-1)[0] = 0.0;  // toward a negative: the smallest negative subnormal
-    sim::testing::expectKernelCorrect(fusion, {x, at::randn(kShape, options)}, 0, 0);
-    expectCompiles(fusion, "nextafter_" + dtypeName(dtype));
+    expectTwoInputOpsExact(
+        dtype, [](TensorView* a, TensorView* b) { return std::vector<TensorView*>{nextafter(a, b)}; },
+        x, at::randn(kShape, options), "nextafter");
   }
   Fusion fusion;
   FusionGuard guard(&fusion);
