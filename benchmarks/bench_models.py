@@ -24,8 +24,9 @@ Each smelt kernel of a forward is listed with its grid, block, registers,
 shared memory, blocks per SM, waves over the SMs and roofline floor
 (smelt.occupancy; without a GPU, sm_90 on an H100's figures); a kernel whose
 grid is under one wave while its work could fill the GPU is flagged, and
-each model's row counts them. The real-size models are skipped without a
-GPU (the simulator cannot run them).
+each model's row counts them. Without a GPU the real-size models (too big
+for the simulator) are planned instead: compiled for CUDA here, not run,
+with each kernel's fill and each matmul's implementation (gpu_plan).
 
 With a GPU (skipped without one), each model also runs on it: for eager,
 Inductor and smelt, and both compiled backends with mode="reduce-overhead"
@@ -235,6 +236,62 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
             **ratios}
 
 
+class _Planned(Exception):
+    """Raised in place of a planned graph's first call: nothing runs."""
+
+
+def _plan_backend(gm: torch.fx.GraphModule, example_inputs):
+    """smelt's backend, which partitions the graph and compiles every fusion
+    ahead for its traced inputs, returning a forward that runs nothing."""
+    import smelt.backend
+    smelt.backend.smelt_backend(gm, example_inputs)
+
+    def planned(*args):
+        raise _Planned()
+    return planned
+
+
+def gpu_plan(name: str) -> Dict[str, object]:
+    """What a GPU would launch for one forward of a model too big for the
+    simulator, decided here without running it: its first graph compiled
+    by smelt's backend (partitioning, compile ahead), then each fusion
+    compiled for CUDA on its traced inputs (compile_for on meta stand-ins),
+    every kernel's fill on an H100 and each matmul's implementation."""
+    import smelt.backend
+    torch._dynamo.reset()
+    smelt.backend.reset_reports()
+    build, make_inputs = MODELS[name]
+    torch.manual_seed(0)
+    model = build()
+    args, kwargs = make_inputs(1)
+    start = time.perf_counter()
+    try:
+        with torch.no_grad():
+            torch.compile(model, backend=_plan_backend)(*args, **kwargs)
+    except _Planned:
+        pass
+    compile_s = time.perf_counter() - start
+    reports = smelt.backend.reports()
+    device = device_named(None)
+    fills: List[Dict[str, object]] = []
+    matmuls: Counter = Counter()
+    for report in reports:
+        for fd, inputs, _ in report.traced_calls:
+            fd.compile_for(inputs, device="cuda")
+            last_run = fd.last_run_report()
+            matmuls.update(line.split("{", 1)[1].split(";", 1)[0]
+                           for line in last_run.splitlines() if " library_matmul " in line)
+            matmuls["smelt matmul kernel"] += sum(s == "matmul" for s in _schedulers(last_run))
+            schedulers = [s for s in _schedulers(last_run) if s != "library_matmul"]
+            for scheduler, kernel in zip(schedulers, fd.last_kernels()):
+                fills.append({"scheduler": scheduler,
+                              **fill_of(kernel, device, scheduler == "matmul").to_dict()})
+    return {"model": name, "planned_graphs": len(reports), "plan_compile_s": compile_s,
+            "planned_kernels": len(fills), "planned_matmuls": dict(+matmuls),
+            "left_to_torch": dict(sum((r.unsupported_ops for r in reports), Counter()).most_common()),
+            "kernel_fill": fills, "underfilled_kernels": sum(f["underfilled"] for f in fills)}
+
+
 def _schedulers(last_run: str) -> List[str]:
     """The scheduler of each kernel, in order, from fd.last_run_report() (a
     segment whose outputs were views of its inputs ran no kernel)."""
@@ -388,6 +445,17 @@ def markdown(rows: List[Dict[str, object]], peers: Dict[str, dict]) -> str:
             lines += [f"{r['model']} {mode} failed: {why}"
                       for mode, why in r.get("gpu_mode_errors", {}).items()]
     lines += [f"{r['model']}: skipped, {r['skipped']}" for r in rows if "skipped" in r]
+    planned = [r for r in rows if "planned_kernels" in r]
+    if planned:
+        lines += ["", "Planned for a GPU without one (compiled for CUDA here, not run): one "
+                  "forward's smelt kernels, its matmuls by implementation, the ops left in torch",
+                  "", "| model | graphs | smelt kernels | matmuls | left to torch | "
+                  "kernels under one wave that could fill the GPU |", "|---|---|---|---|---|---|"]
+        for r in planned:
+            matmuls = ", ".join(f"{n} × {kind}" for kind, n in r["planned_matmuls"].items())
+            torch_ops = ", ".join(f"{n} × {op}" for op, n in r["left_to_torch"].items())
+            lines.append(f"| {r['model']} | {r['planned_graphs']} | {r['planned_kernels']} | "
+                         f"{matmuls or '—'} | {torch_ops or '—'} | {_flagged(r, 'kernel_fill')} |")
     for r in rows:
         for key, device in (("kernel_fill", device_named(None)),
                             ("gpu_kernel_fill", device_named(gpu_name))):
@@ -450,7 +518,8 @@ def main(argv: List[str]) -> int:
     rows = []
     for name in names:
         if name in GPU_ONLY and not gpu:
-            row = {"model": name, "skipped": "GPU only (too big for the CPU simulator)"}
+            # Too big for the simulator: what a GPU would launch, planned here.
+            row = gpu_plan(name)
         else:
             # The simulator cannot run the real-size models: the GPU alone does.
             row = {"model": name} if args.gpu_only or name in GPU_ONLY else measure(name)

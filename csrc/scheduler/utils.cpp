@@ -466,14 +466,21 @@ DimensionMap::Role DimensionMap::runRole(const TensorView* tv, int64_t dim) cons
 
 std::vector<std::vector<int64_t>> DimensionMap::mergeableRuns(
     const std::vector<int64_t>& dims) const {
+  // A tensor without a dimension and one that broadcasts it both have no
+  // loop there: [C, 1] before its broadcast to [N, C, H, W] lacks H and
+  // broadcasts W, and must not keep H and W apart.
+  const auto loopRole = [this](const TensorView* tv, int64_t dim) {
+    const Role r = runRole(tv, dim);
+    return r == Role::Broadcast ? Role::Absent : r;
+  };
   std::vector<std::vector<int64_t>> runs;
   for (int64_t d : dims) {
     bool joins = !runs.empty();
     if (joins) {
       int64_t prev = runs.back().back();
       for (const TensorView* tv : tensors_) {
-        Role r = runRole(tv, d);
-        if (r != runRole(tv, prev) || r == Role::Expanded) {
+        Role r = loopRole(tv, d);
+        if (r != loopRole(tv, prev) || r == Role::Expanded) {
           joins = false;
           break;
         }

@@ -382,5 +382,33 @@ TEST(PointwiseScheduler, ComparisonWithABroadcastValueIsScheduledFromItsIteratin
   }
 }
 
+
+// Eval batch norm after a convolution: per-channel [C] parameters broadcast
+// over an NCHW activation. The batch is a run of its own (the parameters
+// broadcast it, and iterate C), so the schedule has four runs: N, C and
+// H*W (H and W merge: the parameters broadcast both). Every run but the
+// innermost must reach the grid: a serial loop over N leaves a ResNet's
+// kernels at 0.16 waves on an H100.
+TEST(PointwiseScheduler, PerChannelAffineOverNchwPutsTheBatchInTheGrid) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeContigTensor(4, DataType::Half);
+  TensorView* scale = makeContigTensor(1, DataType::Half);
+  fusion.addInput(x);
+  fusion.addInput(scale);
+  TensorView* s = broadcast(unsqueeze(unsqueeze(castOp(DataType::Float, scale), -1), -1),
+                            {true, false, false, false});
+  fusion.addOutput(castOp(DataType::Half, relu(mul(castOp(DataType::Float, x), s))));
+  TensorView* ref = fusion.outputs()[0]->asTensor();
+  scheduler_utils::DimensionMap map(fusion, ref, scheduler_utils::DimensionMap::Reshapes::Upstream);
+  EXPECT_EQ(map.mergeableRuns({0, 1, 2, 3}), (std::vector<std::vector<int64_t>>{{0}, {1}, {2, 3}}));
+  scheduleAndCheck(fusion, {randn({4, 8, 6, 10}, at::kHalf), randn({8}, at::kHalf)}, "pw_per_channel_nchw");
+  // No serial loop: N on BIDz, C on BIDy (and TIDy), H*W on BIDx/TIDx/vector.
+  for (IterDomain* id : ref->loopDomain()) {
+    EXPECT_NE(id->parallelType(), ParallelType::Serial) << ref->toString();
+  }
+  EXPECT_EQ(ref->axis(0)->parallelType(), ParallelType::BIDz) << ref->toString();
+}
+
 }  // namespace
 }  // namespace smelt::testing
