@@ -37,7 +37,7 @@ from smelt.fusion_cache import CacheEntry, RecordsKey, fusion_cache
 from smelt.handles import Axis, Number, Scalar, Shape, Size, Tensor, Value
 from smelt.memory_layout import (InputLayout, contiguity_of, example_layout, ordered_input,
                                  output_physical_order)
-from smelt.segmentation import Segment
+from smelt.segmentation import Segment, index_space_maps
 from smelt.shape_ops import ShapeOps
 
 __all__ = ["Axis", "FusionDefinition", "Scalar", "SegmentDefinition", "Shape", "Size", "Tensor",
@@ -247,6 +247,7 @@ class FusionDefinition:
         # An input defined in another memory order: its logical view's handle
         # index -> the input's position (add_output's alias_input names it).
         self._input_views: Dict[int, int] = {}
+        self.segment_index_space_maps: Dict[Any, Dict[Value, Any]] = {}  # set by segment()
         self.ops = Operators(self)
         if type(self).definition is not FusionDefinition.definition:
             with self:
@@ -698,13 +699,17 @@ class FusionDefinition:
         kernels this (unscheduled) fusion becomes for inputs like `inputs`,
         in execution order; [] when it is one kernel. Each runs alone
         (SegmentDefinition: input_names, output_names); execute() still
-        runs the whole fusion, through the same kernels."""
+        runs the whole fusion, through the same kernels. Afterwards
+        fd.segment_index_space_maps is nvFuser's {segment: {segment value:
+        this definition's value}} (see segmentation.index_space_maps)."""
         if self.is_scheduled:
             raise SmeltError("segment: this fusion is scheduled by hand (one kernel); "
                              "segmentation is for unscheduled fusions")
         self.compile_for(inputs)
         segments = self.state.last_executor.segments()
-        return [SegmentDefinition(s) for s in segments] if len(segments) > 1 else []
+        result = [SegmentDefinition(s) for s in segments] if len(segments) > 1 else []
+        self.segment_index_space_maps = index_space_maps(self._handles, result)
+        return result
 
     def last_kernels(self) -> list:
         """The kernels the latest execute() ran (smelt.inspection.Kernel)."""
