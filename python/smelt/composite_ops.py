@@ -190,8 +190,9 @@ class CompositeOps:
         masked reduction over an added axis (n x n elements for an extent
         of n, fused: nothing is materialized)."""
         d = _dim(op, x, dim)
-        if x.ndim == 0:
-            return self.set(x)
+        if x.ndim == 0:  # torch: the element itself (summed or multiplied in int64)
+            promote = op in ("cumsum", "cumprod") and x.dtype not in _FLOATING
+            return self.cast(x, DataType.Int) if promote else self.set(x)
         rank, n = x.ndim + 1, x.size(d)
         source = self.broadcast(self.iota(n, 0, 1, DataType.Int), [k != d for k in range(rank)])
         target = self.broadcast(self.iota(n, 0, 1, DataType.Int),

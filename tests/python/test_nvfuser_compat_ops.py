@@ -173,7 +173,21 @@ def test_cumulative_ops(op, dim, dtype):
     same(out, ref, exact=dtype != torch.float16 or op in ("cummax", "cummin"))
 
 
-def test_cumulative_ops_of_run_time_extents_share_one_kernel():
+@pytest.mark.parametrize("x", [torch.tensor(3, dtype=torch.int32), torch.tensor(-2.5),
+                               torch.tensor(True)])
+def test_cumulative_ops_of_a_0_dim_tensor(x):
+    def define(fd):
+        t = fd.from_pytorch(x)
+        for op in ("cumsum", "cumprod", "cummax", "cummin"):
+            fd.add_output(getattr(fd.ops, op)(t, 0))
+    outs, _ = run(define, [x])
+    same(outs[0], torch.cumsum(x, 0))
+    same(outs[1], torch.cumprod(x, 0))
+    same(outs[2], torch.cummax(x, 0).values)
+    same(outs[3], torch.cummin(x, 0).values)
+
+
+def test_cumulative_ops_of_run_time_extents_are_not_concretized():
     def define(fd):
         fd.add_output(fd.ops.cumsum(fd.define_tensor(shape=[-1, -1]), 1))
     with FusionDefinition() as fd:
