@@ -17,6 +17,7 @@ from smelt._C import DataType, MemoryType, ParallelType, SmeltError
 from smelt.fusion_cache import fusion_cache
 from smelt.fusion_definition import Axis, FusionDefinition, Scalar, Size, Tensor
 from smelt.inspection import Kernel, SmemBuffer, SmemPlan
+from smelt.memory_layout import compute_tensor_descriptor
 from smelt.planner import BufferPlan, PlanBuffer, plan_buffers
 
 
@@ -29,6 +30,7 @@ def enable_torchscript_fusion(enabled: bool = True) -> None:
 
 __all__ = [
     "Axis", "BufferPlan", "DataType", "FusionDefinition", "Kernel", "MemoryType", "ParallelType",
-    "PlanBuffer", "Scalar", "Size", "SmeltError", "SmemBuffer", "SmemPlan", "Tensor", "enable_torchscript_fusion", "fusion_cache",
+    "PlanBuffer", "Scalar", "Size", "SmeltError", "SmemBuffer", "SmemPlan", "Tensor",
+    "compute_tensor_descriptor", "enable_torchscript_fusion", "fusion_cache",
     "plan_buffers",
 ]

@@ -29,6 +29,7 @@ from smelt import _C
 from smelt._C import DataType, SmeltError
 from smelt import _execution, _host_scalars, _ops, inspection
 from smelt._concretize import Concretization
+from smelt.composite_ops import CompositeOps
 from smelt._execution import ExecutionState
 from smelt._records import ExtentRef, Record, Ref, apply, freeze, replay
 from smelt.dtypes import to_data_type
@@ -36,7 +37,7 @@ from smelt.fusion_cache import CacheEntry, RecordsKey, fusion_cache
 from smelt.handles import Axis, Number, Scalar, Shape, Size, Tensor, Value
 from smelt.memory_layout import (InputLayout, contiguity_of, example_layout, ordered_input,
                                  output_physical_order)
-from smelt.segmentation import Segment
+from smelt.segmentation import Segment, index_space_maps
 from smelt.shape_ops import ShapeOps
 
 __all__ = ["Axis", "FusionDefinition", "Scalar", "SegmentDefinition", "Shape", "Size", "Tensor",
@@ -51,9 +52,10 @@ def _dims_or_dtype(dims: Any, dtype: Any) -> tuple:
     return dims, dtype
 
 
-class Operators(ShapeOps):
-    """fd.ops: the ops of the IR (the shape ops in shape_ops.py). Python
-    numbers are accepted wherever a scalar operand fits."""
+class Operators(ShapeOps, CompositeOps):
+    """fd.ops: the ops of the IR (the shape ops in shape_ops.py, the index,
+    scan and bit ops built from them in composite_ops.py). Python numbers
+    are accepted wherever a scalar operand fits."""
 
     def __init__(self, fd: "FusionDefinition"):
         self._fd = fd
@@ -66,6 +68,9 @@ class Operators(ShapeOps):
 
     def _ask_stride_order(self, out: Tensor, order: tuple) -> None:
         self._fd._stride_orders[out.index] = order
+
+    def _constant(self, value: Number, dtype: DataType) -> Scalar:
+        return self._fd.define_scalar(value, dtype)
 
     def cast(self, x: Tensor, dtype: DataType) -> Tensor:
         """A tensor or a scalar (a scalar's cast is computed on the host)."""
@@ -123,19 +128,6 @@ class Operators(ShapeOps):
             seed = self._fd._host_scalar(DataType.Int, _host_scalars.random_seed)
         return self._op(op, a, b, tuple(shape), seed, 0 if offset is None else offset,
                         to_data_type(dtype))
-
-    def index_select(self, x: Tensor, index: Tensor, dim: int) -> Tensor:
-        """x's dimensions before `dim`, then index's, then x's after `dim`:
-        element [.., i.., ..] is x[.., index[i..], ..] (nvFuser's argument
-        order; torch.index_select for a 1-D index, torch.embedding at dim 0).
-        An index outside x's extent fails the run."""
-        return self._op("index_select", x, index, dim)
-
-    def gather(self, x: Tensor, index: Tensor, dim: int) -> Tensor:
-        """torch.gather (nvFuser's argument order): index has x's rank and
-        the result its shape; element [i] is x[i with i[dim] = index[i]].
-        Outside `dim`, index must have x's extents."""
-        return self._op("gather", x, index, dim)
 
     def iota(self, length: Union[int, "Size"], start: Number = 0, step: Number = 1,
              dtype: DataType = DataType.Int) -> Tensor:
@@ -252,6 +244,10 @@ class FusionDefinition:
         self._defining = False
         # fd.ops.stride_order: tensor index -> the stride order it asks for.
         self._stride_orders: Dict[int, tuple] = {}
+        # An input defined in another memory order: its logical view's handle
+        # index -> the input's position (add_output's alias_input names it).
+        self._input_views: Dict[int, int] = {}
+        self.segment_index_space_maps: Dict[Any, Dict[Value, Any]] = {}  # set by segment()
         self.ops = Operators(self)
         if type(self).definition is not FusionDefinition.definition:
             with self:
@@ -343,7 +339,9 @@ class FusionDefinition:
         position = [0] * len(physical)
         for p, d in enumerate(physical):
             position[d] = p
-        return self.ops.permute(t, position)
+        view = self.ops.permute(t, position)
+        self._input_views[view.index] = len(self.state.inputs) - 1
+        return view
 
     def define_scalar(self, value: Any = None, dtype: Any = None) -> Scalar:
         """A constant scalar (value given), or a scalar input (value None, or
@@ -513,7 +511,9 @@ class FusionDefinition:
         self.state.output_layouts.append(order)
 
     def _add_alias(self, tensor: Tensor, alias_input: Tensor, stride_order) -> None:
-        if not isinstance(alias_input, Tensor) or not any(alias_input is t for t in self.state.inputs):
+        position = next((k for k, t in enumerate(self.state.inputs) if t is alias_input),
+                        self._input_views.get(getattr(alias_input, "index", None)))
+        if not isinstance(alias_input, Tensor) or alias_input.fd is not self or position is None:
             raise SmeltError("add_output: alias_input must be a tensor input of this definition")
         if stride_order is not None:
             raise SmeltError("add_output: an output aliasing an input takes the input's layout; "
@@ -522,8 +522,7 @@ class FusionDefinition:
             raise SmeltError(f"add_output: {tensor.name} ({tensor.dtype}, rank {tensor.ndim}) "
                              f"cannot be written into input {alias_input.name} "
                              f"({alias_input.dtype}, rank {alias_input.ndim})")
-        self.state.aliases[len(self._outputs)] = next(
-            k for k, t in enumerate(self.state.inputs) if t is alias_input)
+        self.state.aliases[len(self._outputs)] = position
 
     def inline_all(self) -> None:
         """Schedule: inlines every computed tensor as deep as legal."""
@@ -700,13 +699,17 @@ class FusionDefinition:
         kernels this (unscheduled) fusion becomes for inputs like `inputs`,
         in execution order; [] when it is one kernel. Each runs alone
         (SegmentDefinition: input_names, output_names); execute() still
-        runs the whole fusion, through the same kernels."""
+        runs the whole fusion, through the same kernels. Afterwards
+        fd.segment_index_space_maps is nvFuser's {segment: {segment value:
+        this definition's value}} (see segmentation.index_space_maps)."""
         if self.is_scheduled:
             raise SmeltError("segment: this fusion is scheduled by hand (one kernel); "
                              "segmentation is for unscheduled fusions")
         self.compile_for(inputs)
         segments = self.state.last_executor.segments()
-        return [SegmentDefinition(s) for s in segments] if len(segments) > 1 else []
+        result = [SegmentDefinition(s) for s in segments] if len(segments) > 1 else []
+        self.segment_index_space_maps = index_space_maps(self._handles, result)
+        return result
 
     def last_kernels(self) -> list:
         """The kernels the latest execute() ran (smelt.inspection.Kernel)."""

@@ -44,6 +44,10 @@ class Scalar(Value):
     def is_constant(self) -> bool:
         return self.ir.is_constant
 
+    def is_tensor(self) -> bool:
+        """nvFuser's Scalar.is_tensor(): False."""
+        return False
+
 
 class Axis:
     """Loop axis `index` of a tensor (as it stands when this is used)."""
@@ -123,6 +127,10 @@ class Tensor(Value):
     @property
     def name(self) -> str:
         return self.ir.name
+
+    def is_tensor(self) -> bool:
+        """nvFuser's Tensor.is_tensor(): True."""
+        return True
 
     @property
     def ndim(self) -> int:

@@ -7,7 +7,7 @@ outermost to innermost in memory (None stands for row-major).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -111,3 +111,43 @@ def contiguity_of(tensor: torch.Tensor) -> List[Optional[bool]]:
         result[d] = tensor.stride(d) == expected
         expected = tensor.stride(d) * tensor.shape[d]
     return result
+
+
+def compute_tensor_descriptor(sizes: Sequence[int],
+                              strides: Sequence[int]) -> Tuple[List[Optional[bool]], List[int]]:
+    """nvFuser's compute_tensor_descriptor: (contiguity, stride_order) of a
+    tensor of `sizes` and `strides`, as define_tensor takes them.
+
+    Dimensions of nonzero stride are ordered by decreasing stride (ties keep
+    the logical order); those of stride 0 keep their logical position in
+    that order. stride_order[d] is dimension d's rank from the innermost.
+    contiguity is in that memory order: None for a broadcast (stride 0 or
+    size 1), else whether the stride is the extent times the stride of the
+    next non-broadcast dimension inward (1 for the innermost)."""
+    if len(sizes) != len(strides):
+        raise SmeltError(f"compute_tensor_descriptor: sizes {list(sizes)} and strides "
+                         f"{list(strides)} differ in length")
+    if any(s < 0 for s in strides):
+        raise SmeltError(f"compute_tensor_descriptor: negative strides {list(strides)} are not "
+                         "supported")
+    rank = len(sizes)
+    order = sorted((d for d in range(rank) if strides[d] != 0), key=lambda d: -strides[d])
+    for d in range(rank):
+        if strides[d] == 0:
+            order.insert(d, d)
+    stride_order = [0] * rank
+    for position, d in enumerate(order):
+        stride_order[d] = rank - 1 - position
+
+    def broadcast(d: int) -> bool:
+        return strides[d] == 0 or sizes[d] == 1
+
+    contiguity: List[Optional[bool]] = [None] * rank
+    inner = 1  # what the stride of a contiguous dimension is, from the innermost out
+    for position in reversed(range(rank)):
+        d = order[position]
+        if broadcast(d):
+            continue
+        contiguity[position] = strides[d] == inner
+        inner = strides[d] * sizes[d]
+    return contiguity, stride_order

@@ -12,7 +12,7 @@ or outputs (`output_names`) of earlier segments.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List
+from typing import Any, Dict, List, Sequence
 
 
 def value_name(val: Any) -> str:
@@ -26,3 +26,14 @@ class Segment:
     scheduler: str           # the scheduler that takes it
     input_names: List[str]
     output_names: List[str]
+
+
+def index_space_maps(handles: Sequence[Any], segments: Sequence[Any]) -> Dict[Any, Dict[Any, Any]]:
+    """nvFuser's segment_index_space_maps: per segment definition, each of
+    its inputs and outputs (handles) -> the value of the complete
+    definition it stands for (a handle of `handles`; the name where the
+    definition has no handle of it, as for values of a concretized fusion)."""
+    by_name = {value_name(h.ir): h for h in handles}
+    return {s: {h: by_name.get(name, name) for h, name in
+                zip(list(s.inputs) + list(s.outputs), list(s.input_names) + list(s.output_names))}
+            for s in segments}

@@ -72,6 +72,9 @@ class ShapeOps:
             if len(shape) > x.ndim:
                 x = self.broadcast(x, [d not in dims for d in range(len(shape))])
             return self.expand(x, shape)
+        if isinstance(x, Tensor) and len(shape) == x.ndim and \
+                list(broadcast_dims) in (list(range(x.ndim)), list(range(-x.ndim, 0))):
+            return self.expand(x, shape)  # no new dimension: an expand (nvFuser records one)
         return self._op("broadcast_in_dim", x, shape, tuple(broadcast_dims))
 
     def expand(self, x: Tensor, shape: Sequence[Union[int, str]]) -> Tensor:

@@ -86,16 +86,24 @@ def test_gather_along_a_dimension(dim):
 
 
 def test_gather_errors_name_the_tensors():
+    # An index smaller than the table outside `dim` is torch's gather (values in
+    # test_nvfuser_compat_ops.py); a larger one, or another rank, is an error.
     with FusionDefinition() as fd:
         x = fd.define_tensor([4, 3])
-        short = fd.define_tensor([2, 3], dtype=smelt.DataType.Int)
-        with pytest.raises(SmeltError, match="gather: dimension 0 of index T1 has extent 2 but dimension 0 "
-                                             "of T0 has extent 4"):
-            fd.ops.gather(x, short, 1)
+        wide = fd.define_tensor([4, 5], dtype=smelt.DataType.Int)
+        with pytest.raises(SmeltError, match="gather: index T1 has extent 5 in dimension 1, "
+                                             "larger than 3 of T0"):
+            fd.ops.gather(x, wide, 0)
         flat = fd.define_tensor([4], dtype=smelt.DataType.Int)
         with pytest.raises(SmeltError, match="gather: index T2 has rank 1 but T0 has rank 2"):
             fd.ops.gather(x, flat, 0)
-        fd.add_output(fd.ops.gather(x, short, 0))
+        short = fd.define_tensor([2, 3], dtype=smelt.DataType.Int)
+        fd.add_output(fd.ops.gather(x, short, 1))
+    X = torch.randn(4, 3)
+    index = torch.tensor([[0, 2, 1], [2, 2, 0]])
+    out = fd.execute([X, torch.zeros(4, 5, dtype=torch.long), torch.zeros(4, dtype=torch.long),
+                      index])[0]
+    torch.testing.assert_close(out, torch.gather(X, 1, index), rtol=0, atol=0)
 
 
 def test_compiled_bert_token_types_gather_then_embedding():

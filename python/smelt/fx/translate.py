@@ -278,16 +278,9 @@ def _amax(t, node, x, dims=(), keepdim=False):
     return t.fd.ops.max(t.arg(x), _reduced_dims(x, dims), keepdim)
 
 
-def _min(ops, x: Tensor, dims: List[int], floating: bool, keepdim: bool = False) -> Tensor:
-    """The minimum as the maximum of a reversed order: -x for floats (NaN
-    stays NaN), ~x (= -x - 1, which cannot overflow) for integers and bool."""
-    flip = ops.neg if floating else ops.bitwise_not
-    return flip(ops.max(flip(x), dims, keepdim))
-
-
 @reduces(prims.amin.default, aten.min.default)
 def _amin(t, node, x, dims=()):
-    return _min(t.fd.ops, t.arg(x), _reduced_dims(x, dims), meta_tensor(x).dtype.is_floating_point)
+    return t.fd.ops.min(t.arg(x), _reduced_dims(x, dims))
 
 
 def _extreme_and_index(t, x_node, dim, keepdim, largest):
@@ -307,13 +300,13 @@ def _extreme_and_index(t, x_node, dim, keepdim, largest):
         dim = dim + len(shape) if dim < 0 else dim
         keepdim_shape = None
     floating = meta_tensor(x_node).dtype.is_floating_point
-    extreme = ops.max(x, [dim], True) if largest else _min(ops, x, [dim], floating, True)
+    extreme = ops.max(x, [dim], True) if largest else ops.min(x, [dim], True)
     hit = ops.eq(x, extreme)
     if floating:
         hit = ops.logical_or(hit, ops.ne(x, x))
     positions = ops.broadcast_in_dim(ops.iota(shape[dim], 0, 1, DataType.Int), shape, [dim])
     candidates = ops.where(hit, positions, shape[dim])  # the first hit is the least
-    index = _min(ops, candidates, [dim], False, True)
+    index = ops.min(candidates, [dim], True)
     if keepdim_shape is not None:  # argmax(x, keepdim=True) without dim: all ones
         return (ops.reshape(extreme, keepdim_shape) if keepdim else ops.squeeze(extreme, [0]),
                 ops.reshape(index, keepdim_shape) if keepdim else ops.squeeze(index, [0]))
