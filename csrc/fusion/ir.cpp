@@ -330,6 +330,10 @@ double ReductionOp::initValue() const {
     case ReductionOpType::Prod: return 1.0;
     case ReductionOpType::Max: break;
   }
+  // The least value of the type: false for bool (-inf would convert to
+  // true, and every row's max would be true); integers take their minimum
+  // from -inf where the value is materialized.
+  if (output()->dtype() == DataType::Bool) return 0.0;
   return -std::numeric_limits<double>::infinity();
 }
 

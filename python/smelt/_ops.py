@@ -78,14 +78,6 @@ def _reduction(c_op, tv, dims, keepdim, dtype):
     return out
 
 
-def _max(tv, dims):
-    """The core's max, with bool reduced as 0/1 (the core's max of a bool
-    tensor starts from true, so it would give true for every row)."""
-    if tv.dtype != DataType.Bool:
-        return _C.max(tv, dims)
-    return _C.cast(_C.max(_C.cast(tv, DataType.Int32), dims), DataType.Bool)
-
-
 def _broadcast_in_dim(tv, shape, broadcast_dims):
     rank = len(shape)
     if len(broadcast_dims) != _rank(tv):
@@ -190,7 +182,7 @@ DEFINITION_OPS: Dict[str, Impl] = {
     "cast": lambda tv, dtype: _C.cast(tv, dtype),
     "where": lambda c, a, b: _C.where(*_same_rank(c, a, b)),
     "sum": lambda tv, dims, keepdim, dtype: _reduction(_C.sum, tv, dims, keepdim, dtype),
-    "max": lambda tv, dims, keepdim, dtype: _reduction(_max, tv, dims, keepdim, dtype),
+    "max": lambda tv, dims, keepdim, dtype: _reduction(_C.max, tv, dims, keepdim, dtype),
     "prod": lambda tv, dims, keepdim, dtype: _reduction(_C.prod, tv, dims, keepdim, dtype),
     "uniform": lambda low, high, shape, seed, offset, dtype: _C.uniform(
         [_extent(e) for e in shape], as_val(low), as_val(high), as_val(seed), as_val(offset), dtype),

@@ -148,6 +148,10 @@ INT64_EXTREMES = torch.tensor([[1, 3, 3, 2], [-2**63, 1, 2**63 - 1, -2**63]])
     ("max_dim_int64", lambda x: torch.max(x, 1), INT64_EXTREMES),
     ("min_dim_int64", lambda x: torch.min(x, 1), INT64_EXTREMES),
     ("min_dim_bool", lambda x: torch.min(x, 1), torch.tensor([[True, False], [True, True]])),
+    # A row with no true: bool max starts from false (it used to start from true).
+    ("amax_bool", lambda x: torch.amax(x, 1), torch.tensor([[True, False], [False, False]])),
+    ("any_bool_columns", lambda x: torch.any(x, 0), torch.tensor([[True, False], [False, False]])),
+    ("max_bool_all_false", lambda x: x.max(), torch.zeros(3, 4, dtype=torch.bool)),
     ("max_dim_nan", lambda x: torch.max(x, 0), TIES_AND_NANS),
     ("argmax_0dim", lambda x: torch.argmax(x * 2), torch.tensor(3.0)),
     ("argmax_then_add", lambda x: torch.argmax(x, 1) + 1, torch.randn(4, 300, generator=gen(5))),

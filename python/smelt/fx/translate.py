@@ -332,12 +332,11 @@ def _max_dim(t, node, x, dim, keepdim=False):
 
 @reduces(aten.any.default, aten.any.dim, aten.any.dims)
 def _any(t, node, x, dims=None, keepdim=False):
-    """Whether any element is nonzero: the maximum of (x != 0) as 0/1."""
+    """Whether any element is nonzero: the maximum of (x != 0)."""
     ops = t.fd.ops
     if isinstance(dims, int):
         dims = [dims]
-    nonzero = ops.cast(ops.ne(t.arg(x), 0), DataType.Int32)
-    return ops.cast(ops.max(nonzero, _reduced_dims(x, dims), keepdim), DataType.Bool)
+    return ops.max(ops.ne(t.arg(x), 0), _reduced_dims(x, dims), keepdim)
 
 
 @reduces(aten.mean.dim, aten.mean.default)

@@ -58,6 +58,23 @@ TEST(ReductionScheduler, ColumnMaxPlusOneOfManyShapes) {
   }
 }
 
+// max of bool (torch.any's reduction) starts from false: an init of -inf
+// converted to true made every row's max true in the kernel and the
+// simulator alike, so only a comparison with ATen could see it.
+TEST(ReductionScheduler, MaxOfBoolRowsAndColumnsStartsFromFalse) {
+  for (int64_t axis : {0, 1}) {
+    SCOPED_TRACE(axis);
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeContigTensor(2, DataType::Bool);
+    fusion.addInput(x);
+    fusion.addOutput(max(x, {axis}));
+    at::Tensor input = at::rand({9, 33}, at::kDouble) < 0.05;
+    input.select(axis == 1 ? 0 : 1, 2).fill_(false);  // a row (column) with no true
+    scheduleAndCheck(fusion, {input}, "red_bool_max");
+  }
+}
+
 TEST(ReductionScheduler, HeuristicsForColumns) {
   Fusion fusion;
   FusionGuard guard(&fusion);
