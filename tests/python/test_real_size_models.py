@@ -81,16 +81,27 @@ def _bench():
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU run's skip")
-def test_bench_models_skips_them_without_a_gpu(tmp_path, capsys):
+def test_bench_models_plans_them_without_a_gpu(tmp_path, capsys, monkeypatch):
+    """Without a GPU, bench_models compiles each real-size model for CUDA
+    without running it (here at its tiny size, so the test is quick) and
+    reports its kernels' fills, its matmuls' implementation and what torch keeps."""
     bench = _bench()
     assert set(CASES) <= set(bench.MODELS) and bench.GPU_ONLY == set(CASES)
+    names = ["mlp_4096_bf16", "resnet50_bf16"]
+    monkeypatch.setattr(bench, "MODELS", {**bench.MODELS, **{n: TINY_CASES[n] for n in names}})
     out = tmp_path / "rows.json"
-    assert bench.main(["--models", "mlp_4096_bf16,resnet50_bf16", "--json", str(out),
+    assert bench.main(["--models", ",".join(names), "--json", str(out),
                        "--md", str(tmp_path / "rows.md")]) == 0
-    text = capsys.readouterr().out
-    assert "mlp_4096_bf16: skipped, GPU only" in text
-    assert [r["model"] for r in json.loads(out.read_text())] == ["mlp_4096_bf16", "resnet50_bf16"]
-    assert "resnet50_bf16: skipped" in (tmp_path / "rows.md").read_text()
+    rows = {r["model"]: r for r in json.loads(out.read_text())}
+    assert list(rows) == names
+    mlp, resnet = rows["mlp_4096_bf16"], rows["resnet50_bf16"]
+    # LayerNorm, GELU, residual: smelt kernels around the two Linear layers, which cuBLAS runs.
+    assert mlp["planned_matmuls"] == {"aten::addmm bfloat16 -> bfloat16": 2}, mlp["planned_matmuls"]
+    assert mlp["planned_kernels"] == len(mlp["kernel_fill"]) >= 2
+    assert all(f["waves"] > 0 and f["grid"] for f in mlp["kernel_fill"])
+    assert resnet["left_to_torch"].get("convolution.default", 0) > 0
+    assert "Planned for a GPU" in capsys.readouterr().out
+    assert "resnet50_bf16: smelt's kernels on" in (tmp_path / "rows.md").read_text()
 
 
 def test_gpu_tolerance_is_relative_for_bf16_models():
