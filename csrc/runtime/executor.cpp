@@ -359,10 +359,14 @@ const kir::Kernel& FusionExecutor::lowered() const {
   return lower_->kernel();
 }
 
-std::map<std::string, int64_t> FusionExecutor::bind(const std::vector<at::Tensor>& inputs) const {
+namespace {
+
+// Sizes and strides of the tensor inputs, and integer scalars, by symbol.
+std::map<std::string, int64_t> bindInputs(const std::vector<InputSpec>& specs,
+                                          const std::vector<at::Tensor>& inputs) {
   std::map<std::string, int64_t> bindings;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const InputSpec& spec = validator_.specs()[i];
+    const InputSpec& spec = specs[i];
     if (!spec.is_tensor) {
       // Integer scalars may appear in extents (e.g. a full() of symbolic shape).
       bindings[spec.name] = std::llround(inputs[i].item<double>());
@@ -371,6 +375,34 @@ std::map<std::string, int64_t> FusionExecutor::bind(const std::vector<at::Tensor
     bindTensor(bindings, spec.name, inputs[i], kernelStrides(inputs[i]));
   }
   return bindings;
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> FusionExecutor::bind(const std::vector<at::Tensor>& inputs) const {
+  return bindInputs(validator_.specs(), inputs);
+}
+
+std::vector<at::Tensor> metaOutputsOf(const Fusion& fusion, const std::vector<at::Tensor>& inputs) {
+  const InputValidator validator(fusion);
+  validator.validate(inputs);
+  const std::map<std::string, int64_t> bindings = bindInputs(validator.specs(), inputs);
+  std::vector<at::Tensor> outputs;
+  for (const Val* out : fusion.outputs()) {
+    const TensorView* tv = out->asTensor();
+    SMELT_INTERNAL_CHECK(tv != nullptr, "a fusion output is not a tensor");
+    std::vector<int64_t> shape;
+    std::vector<bool> expanded;
+    for (const IterDomain* id : tv->logicalNoReductions()) {
+      shape.push_back(id->loopExtent().evaluate(bindings));
+      expanded.push_back(id->hasExpandedExtent());
+    }
+    // As allocateOutputs makes them (LaunchPlan::Output).
+    const at::Tensor dense = at::empty(allocatedExtents(shape, expanded),
+                                       at::TensorOptions().dtype(toAtenType(tv->dtype())).device(c10::kMeta));
+    outputs.push_back(dense.sizes().vec() == shape ? dense : dense.expand(shape));
+  }
+  return outputs;
 }
 
 LaunchParams FusionExecutor::evaluateLaunch(const CachedKernel& kernel,

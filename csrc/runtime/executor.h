@@ -75,6 +75,7 @@
 namespace smelt {
 
 class GpuLower;
+class CompilePool;
 namespace alloc_reuse {
 struct SharedMemoryPlan;
 }  // namespace alloc_reuse
@@ -90,6 +91,9 @@ struct ExecutorOptions {
   c10::Device device = c10::Device(c10::kCPU);
   // nullptr: FusionExecutor::globalCache().
   KernelCache* cache = nullptr;
+  // Where FusionExecutorCache::compileFor lowers and compiles its segments'
+  // kernels; nullptr: CompilePool::global().
+  CompilePool* compile_pool = nullptr;
   // Who computes the matmuls of automatically scheduled fusions
   // (scheduler/matmul/matmul_choice.h): by the measured rules, or forced.
   MatmulPolicy matmul = MatmulPolicy::Auto;
@@ -105,6 +109,12 @@ ExecutionTarget executionTarget(const ExecutorOptions& options, c10::Device devi
 // What of `options` and the target architecture decides a kernel, as text
 // for cache keys ("sm_90 smem_limit=... hazards=precise allocator=best").
 std::string optionsKey(const ExecutorOptions& options, int arch);
+
+// The outputs a FusionExecutor of `fusion` gives for `inputs`, as meta
+// tensors of the sizes, strides and dtypes it allocates (an expanded
+// dimension a stride-0 view), from the fusion's output extents alone:
+// nothing is lowered or compiled.
+std::vector<at::Tensor> metaOutputsOf(const Fusion& fusion, const std::vector<at::Tensor>& inputs);
 
 // The launch configuration for given inputs, evaluated from the kernel's
 // symbolic launch dimensions and shared-memory plan.

@@ -21,6 +21,7 @@
 #include "runtime/aten_evaluator.h"
 #include "runtime/build_id.h"
 #include "runtime/byte_record.h"
+#include "runtime/compile_pool.h"
 #include "runtime/disk_kernel_cache.h"
 #include "runtime/fusion_key.h"
 #include "runtime/input_validation.h"
@@ -149,6 +150,7 @@ CompileCost& CompileCost::operator+=(const CompileCost& other) {
   disk_cache_hits += other.disk_cache_hits;
   segmentations_from_disk += other.segmentations_from_disk;
   segment_candidates += other.segment_candidates;
+  pool_compiles += other.pool_compiles;
   return *this;
 }
 
@@ -453,11 +455,10 @@ std::vector<at::Tensor> FusionExecutorCache::compileFor(const std::vector<at::Te
 }
 
 // Schedules segment `s` for inputs first seen (its scheduler's heuristics for
-// them) and compiles it, unless a kernel for the parameters it chooses exists;
-// `run` records what it cost.
-void FusionExecutorCache::compileSegment(SignatureEntry& entry, size_t s, std::vector<InputInfo> infos,
-                                         const std::vector<at::Tensor>& segment_inputs,
-                                         c10::Device device, SegmentChoice& choice, SegmentRun& run) {
+// them) unless a kernel for the parameters they choose exists.
+std::unique_ptr<FusionExecutorCache::PendingCompile> FusionExecutorCache::scheduleSegment(
+    SignatureEntry& entry, size_t s, std::vector<InputInfo> infos,
+    const std::vector<at::Tensor>& segment_inputs, c10::Device device, SegmentChoice& choice) {
   const Segment& segment = entry.segmented.segments[s];
   const auto schedule_start = std::chrono::steady_clock::now();
   const SchedulerEntry& scheduler = schedulerEntry(segment.scheduler);
@@ -469,37 +470,95 @@ void FusionExecutorCache::compileSegment(SignatureEntry& entry, size_t s, std::v
   std::unique_ptr<HeuristicParams> params = scheduler.heuristics(*segment.fusion, runtime);
   if (override_) override_(*params);
   choice.params = params->toString();
-  run.heuristics = true;
   std::unique_ptr<CompiledSegment>& slot = entry.kernels[s][choice.params];
-  if (slot == nullptr) {
-    // The segmentation's check scheduled and lowered it already, unless
-    // these inputs chose other parameters. Taken out of the map first, so
-    // a compile that throws leaves nothing half-moved.
-    CheckedSchedule schedule;
-    auto checked = entry.checked.find(checkedScheduleKey(segment, choice.params));
-    if (checked != entry.checked.end()) {
-      schedule = std::move(checked->second);
-      entry.checked.erase(checked);
-    } else {
-      schedule.scheduled = segment.fusion->clone();
-      scheduler.schedule(*schedule.scheduled, *params);
-    }
-    run.cost.schedule_ms = msSince(schedule_start);
-    auto fresh = std::make_unique<CompiledSegment>();
-    fresh->scheduled = std::move(schedule.scheduled);
-    fresh->executor.compileLowered(fresh->scheduled.get(), std::move(schedule.lowered),
-                                   segment_inputs, options_);
-    if (!fresh->executor.compiledFromCache()) {
-      const CompiledKernel& kernel = fresh->executor.compiledKernel();
-      run.cost.nvrtc_ms = kernel.compile_ms;
-      (kernel.from_disk_cache ? run.cost.disk_cache_hits : run.cost.nvrtc_compiles) += 1;
-    }
-    slot = std::move(fresh);
-    run.compiled = true;
-  } else {
-    run.cost.schedule_ms = msSince(schedule_start);
+  if (slot != nullptr) {
+    choice.compiled = slot.get();
+    return nullptr;
   }
-  choice.compiled = slot.get();
+  auto pending = std::make_unique<PendingCompile>();
+  pending->segment = s;
+  pending->choice = &choice;
+  pending->inputs = segment_inputs;
+  pending->device = device;
+  pending->run.scheduler = segment.scheduler;
+  pending->run.params = choice.params;
+  pending->run.heuristics = true;
+  // The segmentation's check scheduled and lowered it already, unless
+  // these inputs chose other parameters.
+  slot = std::make_unique<CompiledSegment>();
+  auto checked = entry.checked.find(checkedScheduleKey(segment, choice.params));
+  if (checked != entry.checked.end()) {
+    slot->scheduled = std::move(checked->second.scheduled);
+    pending->lowered = std::move(checked->second.lowered);
+    entry.checked.erase(checked);
+  } else {
+    slot->scheduled = segment.fusion->clone();
+    scheduler.schedule(*slot->scheduled, *params);
+  }
+  pending->compiled = slot.get();
+  pending->run.cost.schedule_ms = msSince(schedule_start);
+  return pending;
+}
+
+void FusionExecutorCache::compilePending(PendingCompile& pending, bool on_meta) const {
+  SegmentRun& run = pending.run;
+  FusionExecutor& executor = pending.compiled->executor;
+  executor.compileLowered(pending.compiled->scheduled.get(), std::move(pending.lowered),
+                          pending.inputs, options_);
+  if (!executor.compiledFromCache()) {
+    const CompiledKernel& kernel = executor.compiledKernel();
+    run.cost.nvrtc_ms = kernel.compile_ms;
+    (kernel.from_disk_cache ? run.cost.disk_cache_hits : run.cost.nvrtc_compiles) += 1;
+  }
+  run.compiled = true;
+  if (on_meta && pending.device.is_cpu()) executor.kernel();  // the simulator's kernel IR
+  run.cost.lower_ms = executor.loweringMs();
+  if (!on_meta) return;
+  run.cost.pool_compiles = 1;
+  const auto run_start = std::chrono::steady_clock::now();
+  const std::vector<at::Tensor> outputs = executor.run(pending.inputs, c10::Device(c10::kMeta));
+  run.run_ms = msSince(run_start);
+  run.launch = executor.launchParams();
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    const at::Tensor& predicted = pending.outputs.at(j);
+    SMELT_INTERNAL_CHECK(outputs[j].sizes() == predicted.sizes() &&
+                             outputs[j].strides() == predicted.strides() &&
+                             outputs[j].scalar_type() == predicted.scalar_type(),
+                         "segment ", pending.segment, " output ", j, ": the kernel gives ",
+                         outputs[j].sizes(), " strides ", outputs[j].strides(),
+                         " but the fusion's extents predicted ", predicted.sizes(), " strides ",
+                         predicted.strides());
+  }
+}
+
+void FusionExecutorCache::finishPending(SignatureEntry& entry,
+                                        std::vector<std::unique_ptr<PendingCompile>>& pending) {
+  std::exception_ptr first_error;
+  size_t failed_at = last_run_.segments.size();
+  for (std::unique_ptr<PendingCompile>& p : pending) {
+    p->done.wait();  // every task, before anything it refers to goes
+    try {
+      p->done.get();
+      p->choice->compiled = p->compiled;
+      memo_.choices[p->segment] = p->choice;
+    } catch (...) {
+      entry.kernels[p->segment].erase(p->choice->params);
+      if (!first_error) {
+        first_error = std::current_exception();
+        failed_at = p->segment;
+      }
+    }
+  }
+  if (first_error) {
+    // As compiling in order would have left it: the segments before the
+    // failing one ran.
+    last_run_.segments.resize(failed_at);
+    last_executors_.resize(failed_at);
+    pending.clear();
+    std::rethrow_exception(first_error);
+  }
+  for (std::unique_ptr<PendingCompile>& p : pending) last_run_.segments[p->segment] = std::move(p->run);
+  pending.clear();
 }
 
 std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::Tensor>& inputs,
@@ -538,6 +597,10 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
   std::unordered_map<const Val*, at::Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) values[entry.fusion->inputs()[i]] = inputs[i];
   std::optional<RuntimeInfo> whole;  // only grid splits need it
+  // compileFor: the new kernels the pool compiles, in segment order.
+  CompilePool& pool = options_.compile_pool != nullptr ? *options_.compile_pool : CompilePool::global();
+  std::vector<std::unique_ptr<PendingCompile>> pending;
+  try {
   for (size_t s = 0; s < entry.segmented.segments.size(); ++s) {
     const Segment& segment = entry.segmented.segments[s];
     if (segment.grid_split.role != GridSplitRole::None && !whole) {
@@ -572,8 +635,33 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
     if (chosen == nullptr) {
       std::vector<InputInfo> infos = inputInfosOf(*segment.fusion, segment_inputs);
       chosen = &entry.choices[s][exactInputsKey(infos)];
+      std::unique_ptr<PendingCompile> fresh;
       if (chosen->compiled == nullptr) {
-        compileSegment(entry, s, std::move(infos), segment_inputs, device, *chosen, run);
+        const auto schedule_start = std::chrono::steady_clock::now();
+        fresh = scheduleSegment(entry, s, std::move(infos), segment_inputs, device, *chosen);
+        run.heuristics = true;
+        if (!fresh) run.cost.schedule_ms = msSince(schedule_start);  // a kernel of its parameters exists
+      }
+      if (fresh && compile_only) {
+        // The pool lowers and compiles it; its outputs follow from its extents.
+        const std::vector<at::Tensor> outputs = metaOutputsOf(*fresh->compiled->scheduled, segment_inputs);
+        for (size_t j = 0; j < segment.outputs.size(); ++j) values[segment.outputs[j]] = outputs[j];
+        fresh->outputs = outputs;
+        fresh->done = pool.submit([this, job = fresh.get()] { compilePending(*job, true); });
+        last_run_.segments.push_back(std::move(run));  // replaced by the compile's
+        last_executors_.push_back(&fresh->compiled->executor);
+        pending.push_back(std::move(fresh));
+        continue;
+      }
+      if (fresh) {
+        try {
+          compilePending(*fresh, false);
+        } catch (...) {
+          entry.kernels[s].erase(chosen->params);  // no half-compiled kernel stays
+          throw;
+        }
+        chosen->compiled = fresh->compiled;
+        run = std::move(fresh->run);
       }
       memo_.choices[s] = chosen;
     }
@@ -594,6 +682,11 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
     last_run_.segments.push_back(std::move(run));
     last_executors_.push_back(&compiled->executor);
   }
+  } catch (...) {
+    finishPending(entry, pending);  // an earlier segment's compile error comes first
+    throw;
+  }
+  finishPending(entry, pending);
   entry.checked.clear();  // schedules the first run's heuristics did not choose
   total_cost_ += last_run_.cost();
   std::vector<at::Tensor> outputs;

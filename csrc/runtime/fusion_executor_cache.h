@@ -26,11 +26,13 @@
 // rebuilding those segments (segmentFusionAs), without the search and the
 // checks' lowerings, and its kernels' launch descriptions come from the disk
 // cache too (executor.h): a warm process lowers nothing for CUDA or meta
-// inputs. Not while a heuristic override is set (it may change the groups).
+// inputs (compileFor for CPU lowers on the CompilePool what the simulator
+// will run). Not while a heuristic override is set (it may change the groups).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,6 +90,9 @@ struct CompileCost {
   // Candidate segments the search offered to the schedulers
   // (SegmentedFusion::candidates_checked): its work, counted.
   int64_t segment_candidates = 0;
+  // Segments compileFor handed to the CompilePool (lowering, NVRTC or the
+  // disk cache, the launch's checks), whatever the pool found in the caches.
+  int64_t pool_compiles = 0;
   double totalMs() const { return segment_ms + schedule_ms + lower_ms + nvrtc_ms; }
   CompileCost& operator+=(const CompileCost& other);
 };
@@ -158,6 +163,12 @@ class FusionExecutorCache {
   // runFusionWithInputs of such inputs on `device` finds every kernel ready.
   // Returns the outputs as meta tensors. Compiling ahead like this lets a
   // caller compile many fusions at once on threads (one per cache).
+  // The segments are segmented and scheduled in order on this thread (each
+  // one's outputs, from its fusion's extents, are the next one's inputs);
+  // each new kernel's lowering, NVRTC compile and launch check run on the
+  // CompilePool (ExecutorOptions::compile_pool), and this call returns when
+  // all have: with the kernels, cache keys and errors of compiling them one
+  // after another (the first failing segment's error, as it would be).
   std::vector<at::Tensor> compileFor(const std::vector<at::Tensor>& inputs, c10::Device device);
 
   // Called with each segment's parameters before they are used: a user may
@@ -223,9 +234,34 @@ class FusionExecutorCache {
   // on meta tensors), keyed by the inputs' signature on `device`.
   std::vector<at::Tensor> runSegments(const std::vector<at::Tensor>& inputs, c10::Device device,
                                       bool compile_only);
-  void compileSegment(SignatureEntry& entry, size_t s, std::vector<InputInfo> infos,
-                      const std::vector<at::Tensor>& segment_inputs, c10::Device device,
-                      SegmentChoice& choice, SegmentRun& run);
+  // A new kernel of one segment: scheduled, to be lowered and compiled.
+  struct PendingCompile {
+    size_t segment = 0;
+    SegmentChoice* choice = nullptr;
+    CompiledSegment* compiled = nullptr;
+    std::unique_ptr<GpuLower> lowered;  // the segmentation check's, or none yet
+    std::vector<at::Tensor> inputs;
+    c10::Device device = c10::Device(c10::kCPU);  // where the kernel will run
+    SegmentRun run;                     // completed by the compile
+    std::vector<at::Tensor> outputs;    // compileFor: predicted by metaOutputsOf
+    std::shared_future<void> done;      // compileFor: the CompilePool's task
+  };
+  // The segment's heuristics for inputs first seen; a new kernel for the
+  // parameters they choose, scheduled (nullptr when one exists: then `choice`
+  // points to it).
+  std::unique_ptr<PendingCompile> scheduleSegment(SignatureEntry& entry, size_t s,
+                                                  std::vector<InputInfo> infos,
+                                                  const std::vector<at::Tensor>& segment_inputs,
+                                                  c10::Device device, SegmentChoice& choice);
+  // Lowers (unless the check did) and compiles it, recording the cost in
+  // pending.run; compileFor's also evaluates its launch on meta tensors and,
+  // for the simulator (a CPU device), lowers a kernel the caches had: the
+  // first run then finds the kernel IR ready instead of lowering in turn.
+  void compilePending(PendingCompile& pending, bool on_meta) const;
+  // Waits for compileFor's pool tasks; a compiled kernel becomes its choice,
+  // a failed one is forgotten (its slot erased). Rethrows the error of the
+  // first segment that failed.
+  void finishPending(SignatureEntry& entry, std::vector<std::unique_ptr<PendingCompile>>& pending);
 
   std::unique_ptr<Fusion> fusion_;
   InputValidator validator_;  // of fusion_ with every input declared non-contiguous

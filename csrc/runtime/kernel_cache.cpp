@@ -16,17 +16,42 @@ void CachedKernel::launch(const cuda::LaunchConfig& config, const std::vector<vo
 }
 
 std::shared_ptr<CachedKernel> KernelCache::getOrCompile(const std::string& key, const Compile& compile) {
-  // Compiling under the lock: two callers missing on one key compile once.
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = kernels_.find(key);
-  if (it != kernels_.end()) {
-    ++hits_;
-    return it->second;
+  std::promise<std::shared_ptr<CachedKernel>> promise;
+  std::shared_future<std::shared_ptr<CachedKernel>> pending;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = kernels_.find(key);
+    if (it != kernels_.end()) {
+      ++hits_;
+      return it->second;
+    }
+    auto in_flight = compiling_.find(key);
+    if (in_flight != compiling_.end()) {
+      ++hits_;
+      pending = in_flight->second;
+    } else {
+      ++misses_;
+      compiling_.emplace(key, promise.get_future().share());
+    }
   }
-  ++misses_;
-  auto kernel = std::make_shared<CachedKernel>(compile());
-  kernels_.emplace(key, kernel);
-  return kernel;
+  if (pending.valid()) return pending.get();  // another thread's compile: its kernel or its error
+  try {
+    auto kernel = std::make_shared<CachedKernel>(compile());
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      kernels_.emplace(key, kernel);
+      compiling_.erase(key);
+    }
+    promise.set_value(kernel);
+    return kernel;
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      compiling_.erase(key);
+    }
+    promise.set_exception(std::current_exception());
+    throw;
+  }
 }
 
 std::shared_ptr<CachedKernel> KernelCache::find(const std::string& key) const {

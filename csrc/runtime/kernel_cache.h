@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -54,7 +55,11 @@ class KernelCache {
   using Compile = std::function<KernelEntry()>;
 
   // The kernel cached under `key`; on a miss, calls `compile` once and caches
-  // its result (a throwing compile caches nothing).
+  // its result (a throwing compile caches nothing). Threads asking for a key
+  // while it compiles wait for that compile (counted as hits) and get its
+  // kernel, or its error: identical kernels compiled at once on several
+  // threads compile once. `compile` runs without the cache's lock, so
+  // distinct keys compile in parallel.
   std::shared_ptr<CachedKernel> getOrCompile(const std::string& key, const Compile& compile);
   // nullptr when `key` is not cached.
   std::shared_ptr<CachedKernel> find(const std::string& key) const;
@@ -67,6 +72,8 @@ class KernelCache {
  private:
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<CachedKernel>> kernels_;
+  // Keys compiling now, and what their compile will give.
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<CachedKernel>>> compiling_;
   int64_t hits_ = 0;
   int64_t misses_ = 0;
 };

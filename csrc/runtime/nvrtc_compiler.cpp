@@ -118,6 +118,10 @@ CompiledKernel compileCuda(const std::string& source, const std::string& kernel_
       "-std=c++17",
       "-I" + cudaIncludeDir(),
       "--ptxas-options=-v",
+      // Leaves out the texture/surface and CUDA runtime device function
+      // declarations, which no generated kernel uses (the tests compile every
+      // one with it): 3-4 ms less front-end work per kernel of 20-60 ms.
+      "-minimal",
   };
   // NVRTC 12.9+ caches compiled programs (on disk, across processes), and a
   // cached compile runs no ptxas, so its log has no -v report: every kernel

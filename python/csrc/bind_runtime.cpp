@@ -63,6 +63,7 @@ py::dict costDict(const CompileCost& cost) {
   d["disk_cache_hits"] = cost.disk_cache_hits;
   d["segmentations_from_disk"] = cost.segmentations_from_disk;
   d["segment_candidates"] = cost.segment_candidates;
+  d["pool_compiles"] = cost.pool_compiles;
   return d;
 }
 

@@ -111,14 +111,16 @@ out = fd.execute([x])
 s = x.sum(1, keepdim=True)
 torch.testing.assert_close(out[0], (x * s).sum(0))
 torch.testing.assert_close(out[1], torch.relu(x - s))
-print(json.dumps({"ahead": ahead, "segments": fd.last_run_report().count("compiled")}))
+print(json.dumps({"ahead": ahead, "run_lower_ms": fd.compile_cost()["lower_ms"] - ahead["lower_ms"],
+                  "segments": fd.last_run_report().count("compiled")}))
 """
 
 
-def test_a_second_process_lowers_nothing_to_compile(tmp_path):
+def test_a_second_process_neither_searches_nor_compiles(tmp_path):
     """The segmentation and each kernel's launch description are on disk
     too: a second process compiling for a shape neither searches segments
-    nor lowers; only running on CPU (the simulator) lowers."""
+    nor runs NVRTC; compiling for CPU lowers each kernel for the simulator
+    (on the compile pool), and the run then lowers nothing."""
     env = dict(os.environ, SMELT_KERNEL_CACHE_DIR=str(tmp_path))
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
 
@@ -127,7 +129,9 @@ def test_a_second_process_lowers_nothing_to_compile(tmp_path):
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         assert "corrupt" not in done.stderr
-        return json.loads(done.stdout.strip().splitlines()[-1])["ahead"]
+        printed = json.loads(done.stdout.strip().splitlines()[-1])
+        assert printed["run_lower_ms"] == 0
+        return printed["ahead"]
 
     cold = compile_in_a_process()
     assert cold["segmentations_from_disk"] == 0 and cold["lower_ms"] > 0
@@ -136,7 +140,7 @@ def test_a_second_process_lowers_nothing_to_compile(tmp_path):
     assert len(list(tmp_path.glob("*.launch"))) == cold["nvrtc_compiles"]
     warm = compile_in_a_process()
     assert warm["segmentations_from_disk"] == 1
-    assert warm["lower_ms"] == 0 and warm["nvrtc_compiles"] == 0
+    assert warm["nvrtc_compiles"] == 0 and warm["pool_compiles"] == cold["pool_compiles"]
     assert warm["disk_cache_hits"] == cold["nvrtc_compiles"]
 
 
@@ -170,6 +174,30 @@ def test_backend_compiles_every_fusion_before_the_first_call(monkeypatch):
     cost = report.compile_cost()
     assert cost["nvrtc_compiles"] + cost["disk_cache_hits"] >= 2
     assert cost["segment_ms"] > 0 and cost["lower_ms"] > 0
+
+
+def _pooled_fusions(x, w):
+    a = torch.softmax(x * 0.6875, -1) + 0.4375   # fusion 1: a reduction and a pointwise part
+    s = torch.sort(a, dim=-1).values             # left to torch: splits the graph
+    return (torch.sigmoid(s * w) - 0.1875).amax(-1)  # fusion 2
+
+
+def test_backend_compiles_every_kernel_of_the_graph_on_the_compile_pool(monkeypatch, tmp_path):
+    # Issue 43: each fusion's new kernels are lowered and compiled on the C++
+    # CompilePool (compile_for waits once for them), none on the way.
+    monkeypatch.setenv("SMELT_COMPILE_THREADS", "2")
+    monkeypatch.setenv("SMELT_KERNEL_CACHE_DIR", str(tmp_path))
+    torch._dynamo.reset()
+    compiled = torch.compile(_pooled_fusions, backend="smelt")
+    x, w = torch.randn(7, 24), torch.randn(24)
+    torch.testing.assert_close(compiled(x, w), _pooled_fusions(x, w))
+    report = last_report()
+    assert len(report.partitions) == 2 and report.compile_ahead_errors == []
+    for part in report.partitions:
+        assert "compiled" not in part.last_run, part.last_run
+    cost = report.compile_cost()
+    assert cost["nvrtc_compiles"] >= 2 and cost["disk_cache_hits"] == 0
+    assert cost["pool_compiles"] == cost["nvrtc_compiles"]  # every kernel, on the pool
 
 
 _COS = torch.randn(8, 8, generator=torch.Generator().manual_seed(1))

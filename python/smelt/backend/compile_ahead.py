@@ -2,13 +2,22 @@
 
 When torch.compile hands smelt a graph, every fusion's input sizes and
 strides are known from the traced example values (static shapes). Each
-fusion is then compiled for them at once, on a thread pool (the C++ work
-releases the GIL and NVRTC is thread-safe), instead of one after another as
+fusion is then compiled for them at once, instead of one after another as
 the first call reaches them: the first call finds its kernels ready.
 
-SMELT_COMPILE_THREADS sets the pool's size (default: the CPU count; 0 turns
-compiling ahead off). A fusion that fails to compile here is left alone: its
-first call meets the same error and falls back to torch as before.
+Two pools share the work, and SMELT_COMPILE_THREADS sizes both (default: the
+CPU count; 0 turns compiling ahead off):
+  - this module's threads, one fusion each, run fd.compile_for, whose C++
+    work releases the GIL: segmenting and scheduling the fusion's segments
+    in order (each one's outputs are the next one's inputs);
+  - the C++ CompilePool (csrc/runtime/compile_pool.h), one per process,
+    lowers and compiles (NVRTC) every new kernel of every fusion; each
+    compile_for waits for its own kernels once.
+So a graph of 3 fusions of 8 kernels each compiles its 24 kernels on all
+the pool's threads (not on 3), and P fusion threads add at most P
+threads to the pool's, never P times the pool. A fusion that fails to
+compile here is left alone: its first call meets the same error and falls
+back to torch as before. Errors are listed in the graph's order.
 """
 from __future__ import annotations
 
@@ -89,15 +98,15 @@ def compile_all(definitions: Sequence[Tuple[Any, list, str]],
     if threads == 0 or not definitions:
         return 0.0, []
     start = time.perf_counter()
-    errors: List[str] = []
 
-    def compile_one(job):
+    def compile_one(job) -> Optional[str]:
         fd, inputs, device = job
         try:
             fd.compile_for(inputs, device=device, matmul=matmul)
         except Exception as e:  # noqa: BLE001 - the first call meets it again and falls back
-            errors.append(f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        return None
 
     with ThreadPoolExecutor(max_workers=min(threads, len(definitions))) as pool:
-        list(pool.map(compile_one, definitions))
+        errors = [error for error in pool.map(compile_one, definitions) if error is not None]
     return (time.perf_counter() - start) * 1000.0, errors

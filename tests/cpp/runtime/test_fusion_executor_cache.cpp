@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <future>
 
 #include <ATen/ATen.h>
 
@@ -11,10 +12,12 @@
 #include "common/example_fusions.h"
 #include "common/expect_error.h"
 #include "fusion/ops.h"
+#include "runtime/compile_pool.h"
 #include "runtime/executor_test_util.h"
 #include "runtime/fusion_executor_cache.h"
 #include "runtime/launch_info.h"
 #include "scheduler/pointwise.h"
+#include "scheduler/reduction.h"
 
 namespace smelt {
 namespace {
@@ -314,9 +317,11 @@ TEST(FusionExecutorCache, TwoReductionsRunAsTwoKernels) {
 // segment, each lowered once (by the segmentation's check); the run of real inputs of those sizes and strides then compiles
 // nothing and matches ATen. Other strides are another signature.
 // A second process (its own caches, the same disk cache) finds the first
-// one's segmentation and kernels on disk: no search, no check, no lowering,
-// no NVRTC for compileFor; the same segments and launches; the run's values
-// match ATen (the simulator lowers then). A heuristic override, which may
+// one's segmentation and kernels on disk: no search, no check, no NVRTC for
+// compileFor; the same segments and launches; the run's values match ATen.
+// For CUDA inputs nothing is lowered (the launch description is on disk);
+// for CPU ones compileFor lowers each kernel on the pool for the simulator,
+// and the run lowers nothing. A heuristic override, which may
 // change the groups, segments afresh; a corrupt entry is warned about and
 // the fusion segmented again.
 TEST(FusionExecutorCache, ASecondProcessReadsTheSegmentationAndKernelsFromDisk) {
@@ -347,7 +352,8 @@ TEST(FusionExecutorCache, ASecondProcessReadsTheSegmentationAndKernelsFromDisk) 
   auto [kernels, second] = second_process({});
   const FusionRun warm = second->lastRun();
   EXPECT_EQ(warm.segmentation.segmentations_from_disk, 1);
-  EXPECT_EQ(warm.cost().lower_ms, 0);
+  EXPECT_GT(warm.cost().lower_ms, 0);  // for the simulator, on the pool
+  EXPECT_EQ(warm.segmentation.lower_ms, 0);  // no check
   EXPECT_EQ(warm.cost().nvrtc_compiles, 0);
   EXPECT_EQ(warm.cost().disk_cache_hits, 2);
   EXPECT_EQ(second->segmentation(warm.signature).toString(), first.segmentation(cold.signature).toString());
@@ -357,10 +363,10 @@ TEST(FusionExecutorCache, ASecondProcessReadsTheSegmentationAndKernelsFromDisk) 
     const std::string bytes = serializeLaunchInfo(first.lastExecutor(s).launchInfo());
     EXPECT_EQ(serializeLaunchInfo(stored), bytes);
     EXPECT_EQ(serializeLaunchInfo(parseLaunchInfo(bytes)), bytes);
-    EXPECT_FALSE(second->lastExecutor(s).isLowered());
     EXPECT_EQ(warm.segments[s].launch.toString(), cold.segments[s].launch.toString());
   }
   runAndCheck(*second, {x});
+  EXPECT_EQ(second->lastRun().cost().lower_ms, 0);
 
   auto [override_kernels, overridden] = second_process([](HeuristicParams&) {});
   EXPECT_EQ(overridden->lastRun().segmentation.segmentations_from_disk, 0);
@@ -417,6 +423,115 @@ TEST(FusionExecutorCache, CompileForMakesTheFirstRunCompileNothing) {
 
   runAndCheck(cache, {randn({21, 9}).t()});  // column-major: a new signature
   EXPECT_TRUE(cache.lastRun().new_signature);
+}
+
+// `blocks` repeated blocks v = v @ w / rowsum(v @ w) + v (a transformer's
+// layers in small): two segments per block, the blocks' kernels alike.
+std::unique_ptr<Fusion> repeatedBlocks(int blocks, int64_t m, int64_t k) {
+  auto fusion = std::make_unique<Fusion>();
+  FusionGuard guard(fusion.get());
+  TensorView* v = makeConcreteTensor({m, k});
+  fusion->addInput(v);
+  for (int b = 0; b < blocks; ++b) {
+    TensorView* w = makeConcreteTensor({k, k});
+    fusion->addInput(w);
+    TensorView* h = matmul(v, w);
+    v = add(div(h, broadcast(sum(h, {1}), {false, true})), v);
+  }
+  fusion->addOutput(v);
+  return fusion;
+}
+
+// Issue 43: compileFor schedules the segments in order and hands each new
+// kernel's lowering and NVRTC compile to the CompilePool, waiting once. The
+// pool's compiles give what compiling one after another gives (a pool of no
+// threads: each task runs as it is submitted): the same segments, kernels,
+// cache keys, launches and outputs. Two caches of one fusion (a graph's
+// equal fusions) compiled at once on the pool compile each kernel once: the
+// KernelCache shares a compile in flight. A compile's error is the one the
+// serial path reports, and a failed kernel is not kept.
+TEST(FusionExecutorCache, CompileForCompilesTheSegmentsOnThePool) {
+  const int blocks = 3;
+  const int64_t m = 8, k = 16;
+  std::vector<at::Tensor> inputs = {randn({m, k})};
+  for (int b = 0; b < blocks; ++b) inputs.push_back(randn({k, k}));
+  std::vector<at::Tensor> meta;
+  for (const at::Tensor& t : inputs) meta.push_back(t.to(at::kMeta));
+  auto optionsFor = [](KernelCache& kernels, CompilePool& pool) {
+    ExecutorOptions options;
+    options.cache = &kernels;
+    options.compile_pool = &pool;
+    options.matmul = MatmulPolicy::Generated;
+    return options;
+  };
+
+  CompilePool serial_pool(0), pool(4);
+  KernelCache serial_kernels, kernels;
+  FusionExecutorCache serial(repeatedBlocks(blocks, m, k), optionsFor(serial_kernels, serial_pool));
+  FusionExecutorCache pooled(repeatedBlocks(blocks, m, k), optionsFor(kernels, pool));
+  FusionExecutorCache twin(repeatedBlocks(blocks, m, k), optionsFor(kernels, pool));
+  const std::vector<at::Tensor> serial_outputs = serial.compileFor(meta, c10::Device(c10::kCPU));
+  auto twin_outputs = std::async(std::launch::async, [&] { return twin.compileFor(meta, c10::Device(c10::kCPU)); });
+  const std::vector<at::Tensor> outputs = pooled.compileFor(meta, c10::Device(c10::kCPU));
+  twin_outputs.get();
+
+  const FusionRun& run = pooled.lastRun();
+  const size_t segments = run.segments.size();
+  ASSERT_EQ(segments, static_cast<size_t>(2 * blocks)) << run.toString();
+  EXPECT_EQ(pool.submitted(), static_cast<int64_t>(2 * segments));  // every kernel of both, on the pool
+  EXPECT_EQ(serial_pool.submitted(), static_cast<int64_t>(segments));
+  EXPECT_LE(pool.peakRunning(), 4);
+  EXPECT_EQ(run.cost().pool_compiles, static_cast<int64_t>(segments));
+  EXPECT_EQ(run.toString(), serial.lastRun().toString());
+  EXPECT_EQ(twin.lastRun().toString(), serial.lastRun().toString());
+  for (size_t s = 0; s < segments; ++s) {
+    EXPECT_TRUE(run.segments[s].compiled);
+    EXPECT_EQ(pooled.lastExecutor(s).cacheKey(), serial.lastExecutor(s).cacheKey());
+    EXPECT_EQ(twin.lastExecutor(s).cacheKey(), serial.lastExecutor(s).cacheKey());
+    EXPECT_EQ(pooled.lastExecutor(s).cudaSource(), serial.lastExecutor(s).cudaSource());
+  }
+  // One compile per distinct kernel; the other cache's asks were hits.
+  EXPECT_EQ(kernels.misses(), static_cast<int64_t>(segments));
+  EXPECT_EQ(kernels.hits(), static_cast<int64_t>(segments));
+  CompileCost both = pooled.compileCost();
+  both += twin.compileCost();
+  EXPECT_EQ(both.nvrtc_compiles + both.disk_cache_hits, static_cast<int64_t>(segments));
+  ASSERT_EQ(outputs.size(), serial_outputs.size());
+  EXPECT_EQ(outputs[0].sizes(), serial_outputs[0].sizes());
+  EXPECT_EQ(outputs[0].strides(), serial_outputs[0].strides());
+
+  // The run of real inputs finds every kernel ready, and matches ATen.
+  runAndCheck(pooled, inputs);
+  for (const SegmentRun& s : pooled.lastRun().segments) EXPECT_FALSE(s.compiled);
+
+  // A kernel too large to launch fails in its compile (the launch's check):
+  // the same error, naming the kernel, on the pool as one after another,
+  // and again on a second try.
+  auto failure = [&](CompilePool& on) {
+    KernelCache failing_kernels;
+    FusionExecutorCache cache(twoReductions(), optionsFor(failing_kernels, on));
+    cache.setHeuristicOverride([](HeuristicParams& params) {
+      if (auto* p = dynamic_cast<ReductionParams*>(&params)) p->block_y = 64;  // 128 x 64 threads
+    });
+    std::vector<std::string> errors;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      const int64_t before = on.submitted();
+      try {
+        cache.compileFor({randn({9, 21}).to(at::kMeta)}, c10::Device(c10::kCPU));
+        errors.push_back("no error");
+      } catch (const Error& e) {
+        EXPECT_GT(on.submitted(), before);  // it failed on the pool, not in scheduling
+        errors.push_back(e.what());
+      }
+      errors.push_back(std::to_string(cache.numCompiledKernels()));
+    }
+    return errors;
+  };
+  const std::vector<std::string> serial_errors = failure(serial_pool);
+  ASSERT_EQ(serial_errors.size(), 4u);
+  EXPECT_NE(serial_errors[0].find("smelt_kernel_"), std::string::npos) << serial_errors[0];
+  EXPECT_EQ(serial_errors[2], serial_errors[0]);
+  EXPECT_EQ(failure(pool), serial_errors);
 }
 
 // rowsum(relu(a @ b)): the matmul kernel writes a @ b (T5) to a global

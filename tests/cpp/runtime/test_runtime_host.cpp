@@ -3,7 +3,11 @@
 // a launch's index type.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
+#include <future>
+#include <set>
+#include <thread>
 #include <functional>
 #include <iostream>
 
@@ -13,6 +17,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/index_type.h"
 #include "runtime/kernel_arguments.h"
+#include "runtime/compile_pool.h"
 #include "runtime/kernel_cache.h"
 
 namespace smelt {
@@ -87,6 +92,91 @@ TEST(KernelCache, FailedCompileCachesNothing) {
   EXPECT_THROW(cache.getOrCompile("k", failing), Error);
   EXPECT_EQ(compiles, 2);
   EXPECT_EQ(cache.size(), 0u);
+}
+
+// Threads asking for a key while it compiles wait for that compile: one
+// compile, one kernel for all; its error reaches every waiter, and nothing
+// is cached. Distinct keys compile at once (the lock is not held).
+TEST(KernelCache, KeyCompilingOnAnotherThreadCompilesOnce) {
+  KernelCache cache;
+  std::atomic<int> compiles{0};
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  auto blocked = [&](bool fail) {
+    return [&, fail]() -> KernelEntry {
+      ++compiles;
+      ++started;
+      released.wait();
+      if (fail) throw Error("the compile failed for kernel k");
+      CompiledKernel compiled;
+      compiled.kernel_name = "k";
+      return compiled;
+    };
+  };
+  for (bool fail : {false, true}) {
+    compiles = 0;
+    started = 0;
+    release = std::promise<void>();
+    released = release.get_future().share();
+    const std::string key = fail ? "failing" : "k";
+    std::vector<std::future<std::string>> callers;
+    for (int i = 0; i < 4; ++i) {
+      callers.push_back(std::async(std::launch::async, [&] {
+        try {
+          return std::to_string(reinterpret_cast<uintptr_t>(cache.getOrCompile(key, blocked(fail)).get()));
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      }));
+    }
+    // Every caller is in: one compiling (held), three waiting for it.
+    while (started.load() == 0 || cache.hits() < (fail ? 6 : 3)) std::this_thread::yield();
+    // Another key compiles while the first one is held.
+    auto other = cache.getOrCompile(fail ? "other failing" : "other", [] {
+      CompiledKernel compiled;
+      compiled.kernel_name = "other";
+      return KernelEntry(compiled);
+    });
+    EXPECT_NE(other, nullptr);
+    release.set_value();
+    std::set<std::string> results;
+    for (auto& caller : callers) results.insert(caller.get());
+    EXPECT_EQ(compiles.load(), 1);
+    ASSERT_EQ(results.size(), 1u);
+    if (fail) {
+      EXPECT_EQ(*results.begin(), "the compile failed for kernel k");
+      EXPECT_EQ(cache.find(key), nullptr);
+    } else {
+      EXPECT_EQ(*results.begin(), std::to_string(reinterpret_cast<uintptr_t>(cache.find(key).get())));
+    }
+  }
+  EXPECT_EQ(cache.misses(), 4);  // k, other, failing, other failing
+  EXPECT_EQ(cache.hits(), 6);    // the three waiters of each held key
+}
+
+// A pool runs what it is given and keeps each task's error in its future;
+// with no threads a task runs inside submit().
+TEST(CompilePool, RunsTasksAndKeepsTheirErrors) {
+  for (int threads : {0, 3}) {
+    CompilePool pool(threads);
+    EXPECT_EQ(pool.threads(), threads);
+    std::atomic<int> ran{0};
+    std::vector<std::shared_future<void>> done;
+    for (int i = 0; i < 8; ++i) done.push_back(pool.submit([&] { ++ran; }));
+    auto failed = pool.submit([] { throw Error("task failed"); });
+    for (auto& d : done) d.get();
+    EXPECT_EQ(ran.load(), 8);
+    try {
+      failed.get();
+      ADD_FAILURE() << "the task's error was lost";
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.what(), "task failed");
+    }
+    EXPECT_EQ(pool.submitted(), 9);
+    EXPECT_GE(pool.peakRunning(), 1);
+    EXPECT_LE(pool.peakRunning(), std::max(threads, 1));
+  }
 }
 
 TEST(KernelArguments, TensorLayoutMatchesTheGeneratedStruct) {
