@@ -524,6 +524,19 @@ SMELT_SPECIAL_FN long long polynomialDegree(double n) {
 }
 template <typename T>
 SMELT_SPECIAL_FN T alternating(long long n, T v) { return n % 2 == 0 ? v : -v; }
+// P_n (n >= 0) of a three-term recurrence from P_0, P_1 and
+// P_k+1 = next(k, P_k, P_k-1), k = 1 .. n-1, in T.
+template <typename T, typename Next>
+SMELT_SPECIAL_FN T recurrence(long long n, T p0, T p1, Next next) {
+  if (n == 0) return p0;
+  T p = p0, q = p1;
+  for (long long k = 1; k < n; ++k) {
+    const T r = next(static_cast<T>(k), q, p);
+    p = q;
+    q = r;
+  }
+  return q;
+}
 
 //@ chebyshev: polynomial_degree
 // T, U, V, W at x, degree n, in T's arithmetic as torch evaluates them (a
@@ -559,15 +572,8 @@ SMELT_SPECIAL_FN T chebyshev(char kind, T x, T n_value, bool shifted = false) {
       default: return SMELT_SPECIAL_MATH(sin)((nt + T(0.5)) * theta) / SMELT_SPECIAL_MATH(sin)(theta / T(2));
     }
   }
-  if (n == 0) return T(1);
-  T p = T(1);
-  T q = kind == 'T' ? x : kind == 'U' ? x + x : kind == 'V' ? x + x - T(1) : x + x + T(1);
-  for (long long k = 2; k <= n; ++k) {
-    const T r = (x + x) * q - p;
-    p = q;
-    q = r;
-  }
-  return q;
+  const T p1 = kind == 'T' ? x : kind == 'U' ? x + x : kind == 'V' ? x + x - T(1) : x + x + T(1);
+  return recurrence(n, T(1), p1, [x](T, T q, T p) { return (x + x) * q - p; });
 }
 //@ chebyshev_polynomial_t: chebyshev
 template <typename T>
@@ -601,14 +607,7 @@ template <typename T>
 SMELT_SPECIAL_FN T hermite_polynomial_h(T x, T n_value) {
   const long long n = polynomialDegree(n_value);
   if (n < 0) return T(0);
-  if (n == 0) return T(1);
-  T p = T(1), q = x + x;
-  for (long long k = 1; k < n; ++k) {
-    const T r = (x + x) * q - static_cast<T>(k + k) * p;
-    p = q;
-    q = r;
-  }
-  return q;
+  return recurrence(n, T(1), x + x, [x](T k, T q, T p) { return (x + x) * q - (k + k) * p; });
 }
 //@ hermite_polynomial_he: polynomial_degree
 // He_n (probabilists'): He_k+1 = x He_k - k He_k-1.
@@ -616,14 +615,7 @@ template <typename T>
 SMELT_SPECIAL_FN T hermite_polynomial_he(T x, T n_value) {
   const long long n = polynomialDegree(n_value);
   if (n < 0) return T(0);
-  if (n == 0) return T(1);
-  T p = T(1), q = x;
-  for (long long k = 1; k < n; ++k) {
-    const T r = x * q - static_cast<T>(k) * p;
-    p = q;
-    q = r;
-  }
-  return q;
+  return recurrence(n, T(1), x, [x](T k, T q, T p) { return x * q - k * p; });
 }
 //@ laguerre_polynomial_l: polynomial_degree
 // L_n: (k+1) L_k+1 = (2k + 1 - x) L_k - k L_k-1; 1 at x = 0.
@@ -631,15 +623,9 @@ template <typename T>
 SMELT_SPECIAL_FN T laguerre_polynomial_l(T x, T n_value) {
   const long long n = polynomialDegree(n_value);
   if (n < 0) return T(0);
-  if (x == T(0) || n == 0) return T(1);
-  T p = T(1), q = T(1) - x;
-  for (long long k = 1; k < n; ++k) {
-    const T kt = static_cast<T>(k);
-    const T r = ((kt + kt + (T(1) - x)) * q - kt * p) / (kt + T(1));
-    p = q;
-    q = r;
-  }
-  return q;
+  if (x == T(0)) return T(1);
+  return recurrence(n, T(1), T(1) - x,
+                    [x](T k, T q, T p) { return ((k + k + (T(1) - x)) * q - k * p) / (k + T(1)); });
 }
 //@ legendre_polynomial_p: polynomial_degree
 // P_n: (k+1) P_k+1 = (2k+1) x P_k - k P_k-1; 1 or (-1)^n at +-1.
@@ -648,15 +634,7 @@ SMELT_SPECIAL_FN T legendre_polynomial_p(T x, T n_value) {
   const long long n = polynomialDegree(n_value);
   if (n < 0) return T(0);
   if (x == T(1) || x == T(-1)) return x > 0 ? T(1) : alternating(n, T(1));
-  if (n == 0) return T(1);
-  T p = T(1), q = x;
-  for (long long k = 1; k < n; ++k) {
-    const T kt = static_cast<T>(k);
-    const T r = ((kt + kt + T(1)) * x * q - kt * p) / (kt + T(1));
-    p = q;
-    q = r;
-  }
-  return q;
+  return recurrence(n, T(1), x, [x](T k, T q, T p) { return ((k + k + T(1)) * x * q - k * p) / (k + T(1)); });
 }
 //@ end
 
