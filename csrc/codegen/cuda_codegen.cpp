@@ -8,10 +8,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "codegen/special_math_prelude.h"
 #include "codegen/tensor_core.h"
 #include "codegen/vectorize.h"
 #include "fusion/error.h"
-#include "codegen/special_math_prelude.h"
 #include "fusion/random_bits.h"
 #include "fusion/symbols.h"
 
