@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "codegen/special_math_prelude.h"
 #include "codegen/tensor_core.h"
 #include "codegen/vectorize.h"
 #include "fusion/error.h"
@@ -583,6 +584,14 @@ class Emitter {
     }
     kir::forEachStmt(kernel.body, [&](const kir::Stmt* stmt, int) {
       uses_tensor_cores_ |= codegen::isTensorCoreStmt(stmt->kind());
+      if (const auto* c = dynamic_cast<const kir::Compute*>(stmt)) {
+        if (const auto* u = dynamic_cast<const UnaryOp*>(c->expr); u != nullptr && isSpecial(u->op())) {
+          special_functions_.insert(toString(u->op()));
+        } else if (const auto* b = dynamic_cast<const BinaryOp*>(c->expr);
+                   b != nullptr && isSpecial(b->op())) {
+          special_functions_.insert(toString(b->op()));
+        }
+      }
       if (const auto* l = dynamic_cast<const kir::LdMatrix*>(stmt)) {
         fragment_buffers_.insert(l->dst.buffer);
       } else if (const auto* m = dynamic_cast<const kir::Mma*>(stmt)) {
@@ -609,6 +618,7 @@ class Emitter {
     os_ << (half || bfloat ? "\n" : "") << indexTypedef(options_.index_type) << blockDimConstant() << kPrelude;
     if (!vector_bytes_.empty()) os_ << kVectorPrelude;
     if (uses_tensor_cores_) os_ << codegen::kTensorCorePrelude;
+    os_ << codegen::specialMathPrelude(special_functions_);
     os_ << "\n";
     emitSignature();
     ++depth_;
@@ -979,6 +989,20 @@ class Emitter {
     return mathCall(float_fn, double_fn, ct, x, expr);
   }
 
+  // A special function (special_math.h): a unary one evaluates in double (a
+  // float result is the double's, rounded), a binary one is a template on
+  // the compute type.
+  std::string specialCall(const Expr* expr, const std::string& name, DataType ct,
+                          const std::vector<std::string>& args) {
+    SMELT_CHECK(ct == DataType::Float || ct == DataType::Double, "codegen: ", expr->opName(),
+                " on ", ct, " is not supported (cast to a floating type first)");
+    if (args.size() == 2) {
+      return "smelt::special::" + name + "<" + cudaType(ct) + ">(" + args[0] + ", " + args[1] + ")";
+    }
+    const std::string call = "smelt::special::" + name + "(" + args[0] + ")";
+    return ct == DataType::Float ? "static_cast<float>(" + call + ")" : call;
+  }
+
   std::string unary(const UnaryOp* op, const kir::Compute& c, DataType ct) {
     const std::string x = operandValue(operandAt(c, 0), ct);
     switch (op->op()) {
@@ -1029,6 +1053,10 @@ class Emitter {
       case UnaryOpType::Trunc: return roundingCall("truncf", "trunc", ct, x, op);
       case UnaryOpType::LogicalNot: return "!" + x;
       case UnaryOpType::BitwiseNot: return "~" + x;
+#define SMELT_SPECIAL_CASE(Enum, name) case UnaryOpType::Enum:
+      SMELT_SPECIAL_UNARY_OPS(SMELT_SPECIAL_CASE)
+#undef SMELT_SPECIAL_CASE
+        return specialCall(op, toString(op->op()), ct, {x});
       case UnaryOpType::Signbit: {
         const DataType in_ct = computeType(op->input(0)->dtype());
         const std::string v = operandValue(operandAt(c, 0), in_ct);
@@ -1087,6 +1115,10 @@ class Emitter {
       case BinaryOpType::BitwiseAnd: return a + " & " + b;
       case BinaryOpType::BitwiseOr: return a + " | " + b;
       case BinaryOpType::BitwiseXor: return a + " ^ " + b;
+#define SMELT_SPECIAL_CASE(Enum, name) case BinaryOpType::Enum:
+      SMELT_SPECIAL_BINARY_OPS(SMELT_SPECIAL_CASE)
+#undef SMELT_SPECIAL_CASE
+        return specialCall(op, toString(op->op()), ct, {a, b});
       case BinaryOpType::RandomUniform:
         return "smelt::randomUniform<" + cudaType(ct) + ">(" +
                operandValue(operandAt(c, 0), DataType::Int) + ", " +
@@ -1301,6 +1333,7 @@ class Emitter {
   const std::unordered_map<const kir::Buffer*, int64_t> vector_bytes_;
   std::unordered_set<const kir::Buffer*> fragment_buffers_;  // LdMatrix/Mma operands
   bool uses_tensor_cores_ = false;
+  std::set<std::string> special_functions_;  // the special functions the kernel calls
   std::ostringstream os_;
   int depth_ = 0;
 };

@@ -136,6 +136,10 @@ std::string toString(UnaryOpType t) {
     case UnaryOpType::LogicalNot: return "logical_not";
     case UnaryOpType::Signbit: return "signbit";
     case UnaryOpType::BitwiseNot: return "bitwise_not";
+#define SMELT_SPECIAL_NAME(Enum, name) \
+  case UnaryOpType::Enum: return #name;
+      SMELT_SPECIAL_UNARY_OPS(SMELT_SPECIAL_NAME)
+#undef SMELT_SPECIAL_NAME
   }
   return "?";
 }
@@ -171,6 +175,10 @@ std::string toString(BinaryOpType t) {
     case BinaryOpType::BitwiseOr: return "bitwise_or";
     case BinaryOpType::BitwiseXor: return "bitwise_xor";
     case BinaryOpType::RandomUniform: return "random_uniform";
+#define SMELT_SPECIAL_NAME(Enum, name) \
+  case BinaryOpType::Enum: return #name;
+      SMELT_SPECIAL_BINARY_OPS(SMELT_SPECIAL_NAME)
+#undef SMELT_SPECIAL_NAME
   }
   return "?";
 }
@@ -196,6 +204,24 @@ bool isCopyLike(ExprType t) {
     default: return false;
   }
 }
+
+#define SMELT_SPECIAL_CASE(Enum, name) case Type::Enum:
+bool isSpecial(UnaryOpType t) {
+  using Type = UnaryOpType;
+  switch (t) {
+    SMELT_SPECIAL_UNARY_OPS(SMELT_SPECIAL_CASE) return true;
+    default: return false;
+  }
+}
+
+bool isSpecial(BinaryOpType t) {
+  using Type = BinaryOpType;
+  switch (t) {
+    SMELT_SPECIAL_BINARY_OPS(SMELT_SPECIAL_CASE) return true;
+    default: return false;
+  }
+}
+#undef SMELT_SPECIAL_CASE
 
 bool isBitwise(BinaryOpType t) {
   return t == BinaryOpType::BitwiseAnd || t == BinaryOpType::BitwiseOr ||

@@ -247,6 +247,34 @@ enum class ExprType {
   Full, Iota, Unary, Binary, Where, Reduction, Broadcast, Expand, Set, Pad, Permute, Squeeze,
   Reshape, IndexSelect, Mma,
 };
+// torch's special functions (csrc/codegen/special_math.h holds the one
+// implementation the kernels and the simulator share): X(Enum, name), where
+// name is the op's name and its function's in smelt::special. Floating
+// results (integer and bool inputs compute in float, as torch), evaluated in
+// double. Binary ones take torch's operand order: polygamma(n, x),
+// igamma(a, x), zeta(x, q), the polynomials (x, n).
+#define SMELT_SPECIAL_UNARY_OPS(X)                                                       \
+  X(I0, i0) X(I0e, i0e) X(I1, i1) X(I1e, i1e) X(Digamma, digamma) X(Erfinv, erfinv)      \
+  X(Ndtri, ndtri) X(LogNdtr, log_ndtr) X(Erfcx, erfcx) X(AiryAi, airy_ai)                \
+  X(BesselJ0, bessel_j0) X(BesselJ1, bessel_j1) X(BesselY0, bessel_y0)                   \
+  X(BesselY1, bessel_y1) X(ModifiedBesselK0, modified_bessel_k0)                         \
+  X(ModifiedBesselK1, modified_bessel_k1) X(ScaledModifiedBesselK0, scaled_modified_bessel_k0) \
+  X(ScaledModifiedBesselK1, scaled_modified_bessel_k1)                                   \
+  X(SphericalBesselJ0, spherical_bessel_j0)
+#define SMELT_SPECIAL_BINARY_OPS(X)                                                      \
+  X(Polygamma, polygamma) X(Igamma, igamma) X(Igammac, igammac) X(Zeta, zeta)            \
+  X(ChebyshevPolynomialT, chebyshev_polynomial_t)                                        \
+  X(ChebyshevPolynomialU, chebyshev_polynomial_u)                                        \
+  X(ChebyshevPolynomialV, chebyshev_polynomial_v)                                        \
+  X(ChebyshevPolynomialW, chebyshev_polynomial_w)                                        \
+  X(ShiftedChebyshevPolynomialT, shifted_chebyshev_polynomial_t)                         \
+  X(ShiftedChebyshevPolynomialU, shifted_chebyshev_polynomial_u)                         \
+  X(ShiftedChebyshevPolynomialV, shifted_chebyshev_polynomial_v)                         \
+  X(ShiftedChebyshevPolynomialW, shifted_chebyshev_polynomial_w)                         \
+  X(HermitePolynomialH, hermite_polynomial_h) X(HermitePolynomialHe, hermite_polynomial_he) \
+  X(LaguerrePolynomialL, laguerre_polynomial_l) X(LegendrePolynomialP, legendre_polynomial_p)
+#define SMELT_SPECIAL_ENUM(Enum, name) Enum,
+
 enum class UnaryOpType {
   Neg, Exp, Tanh, Abs, Relu, Cast,
   Sqrt, Rsqrt, Log, Log2, Log1p, Exp2, Expm1, Sigmoid, Erf, Reciprocal, Sin, Cos,
@@ -255,6 +283,7 @@ enum class UnaryOpType {
   LogicalNot,
   Signbit,     // bool: the sign bit is set (-0.0 and negative NaNs too, as torch.signbit)
   BitwiseNot,  // integers only (bool's is logical_not)
+  SMELT_SPECIAL_UNARY_OPS(SMELT_SPECIAL_ENUM)
 };
 enum class BinaryOpType {
   Add, Sub, Mul, Div, Maximum, Minimum,
@@ -270,6 +299,7 @@ enum class BinaryOpType {
   // integer seed and counter (randomUniform): a pure function of the two, so
   // a kernel, the simulator and a rerun draw the same value for an element.
   RandomUniform,
+  SMELT_SPECIAL_BINARY_OPS(SMELT_SPECIAL_ENUM)
 };
 enum class ReductionOpType { Sum, Max, Prod };
 
@@ -282,6 +312,9 @@ bool isComparison(BinaryOpType t);
 bool isLogical(BinaryOpType t);
 // bitwise_and/or/xor: integer operands and result.
 bool isBitwise(BinaryOpType t);
+// One of torch's special functions (SMELT_SPECIAL_*_OPS).
+bool isSpecial(UnaryOpType t);
+bool isSpecial(BinaryOpType t);
 // An expression whose output element is its first operand's element: set and
 // the layout ops (broadcast, expand, permute, squeeze, reshape), whose layout
 // is all in the indexing, and pad, whose fill is in the operand's bounds.

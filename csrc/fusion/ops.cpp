@@ -342,6 +342,19 @@ TensorView* fmod(Val* lhs, Val* rhs) { return binaryOp(BinaryOpType::Fmod, lhs, 
 TensorView* atan2(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Atan2, lhs, rhs); }
 TensorView* hypot(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Hypot, lhs, rhs); }
 TensorView* copysign(Val* lhs, Val* rhs) { return floatingBinary(BinaryOpType::Copysign, lhs, rhs); }
+TensorView* special(UnaryOpType op, TensorView* in) {
+  SMELT_CHECK(isSpecial(op), toString(op), " is not a special function");
+  return floatingUnary(op, in);
+}
+TensorView* special(BinaryOpType op, Val* lhs, Val* rhs) {
+  SMELT_CHECK(isSpecial(op), toString(op), " is not a special function");
+  if (op == BinaryOpType::Polygamma && lhs != nullptr && lhs->asTensor() == nullptr) {
+    const auto* n = static_cast<const Scalar*>(lhs);
+    SMELT_CHECK(!n->isConstant() || (n->value() >= 0 && n->value() == static_cast<int64_t>(n->value())),
+                "polygamma: the order n must be a whole number >= 0, not ", n->toString());
+  }
+  return floatingBinary(op, lhs, rhs);
+}
 TensorView* nextafter(Val* lhs, Val* rhs) {
   SMELT_CHECK(lhs != nullptr && rhs != nullptr, "nextafter: an operand is null");
   const DataType dtype = promoteOperandTypes({lhs, rhs});

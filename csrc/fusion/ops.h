@@ -98,6 +98,11 @@ TensorView* hypot(Val* lhs, Val* rhs);
 TensorView* copysign(Val* lhs, Val* rhs);
 // The next float (or double) after lhs toward rhs; half and bfloat16 are refused.
 TensorView* nextafter(Val* lhs, Val* rhs);
+// torch's special functions (SMELT_SPECIAL_UNARY_OPS / _BINARY_OPS in
+// fusion/ir.h): floating results of the operands' floating type, float for
+// integer and bool operands. polygamma's order n is a whole number >= 0.
+TensorView* special(UnaryOpType op, TensorView* in);
+TensorView* special(BinaryOpType op, Val* lhs, Val* rhs);
 // Integers only, as torch: shifts by a count outside [0, bits of the type)
 // give 0 (left) or the sign (right); gcd/lcm of the absolute values
 // (gcd(0, 0) = 0, lcm with 0 = 0).

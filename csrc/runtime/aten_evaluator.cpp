@@ -1,6 +1,7 @@
 #include "runtime/aten_evaluator.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -27,6 +28,20 @@ std::vector<int64_t> concreteShape(const std::vector<IterDomain*>& axes, const S
     shape.push_back(id->isPlainBroadcast() ? 1 : id->loopExtent().evaluate(sizes));
   }
   return shape;
+}
+
+// polygamma of an order tensor (at::polygamma takes one integer order): each
+// distinct order's values where the order is it.
+at::Tensor polygamma(const at::Tensor& n, const at::Tensor& x) {
+  const std::vector<at::Tensor> operands = at::broadcast_tensors({n, x});
+  const at::Tensor orders = std::get<0>(at::_unique(operands[0].to(at::kCPU, at::kDouble)));
+  at::Tensor out = at::full_like(operands[1], std::numeric_limits<double>::quiet_NaN());
+  for (int64_t i = 0; i < orders.numel(); ++i) {
+    const double order = orders[i].item<double>();
+    if (order < 0 || order != static_cast<double>(static_cast<int64_t>(order))) continue;
+    out = at::where(operands[0] == order, at::polygamma(static_cast<int64_t>(order), operands[1]), out);
+  }
+  return out;
 }
 
 // random_uniform elementwise on the host (the function the kernels and the
@@ -59,6 +74,10 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
   };
   const TensorView* out = expr->output();
   at::ScalarType out_type = toAtenType(out->dtype());
+  // Special functions compute half and bfloat16 in float (as the kernels do;
+  // ATen's CPU kernels of several have no half).
+  const at::ScalarType wide =
+      out_type == at::kHalf || out_type == at::kBFloat16 ? at::kFloat : out_type;
   switch (expr->type()) {
     case ExprType::Full:
       return at::full(concreteShape(out->logicalNoReductions(), sizes), in(0).item(),
@@ -120,6 +139,25 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
         case UnaryOpType::LogicalNot: return at::logical_not(x);
         case UnaryOpType::Signbit: return at::signbit(x);
         case UnaryOpType::BitwiseNot: return at::bitwise_not(x);
+        case UnaryOpType::I0: return at::i0(x.to(wide)).to(out_type);
+        case UnaryOpType::I0e: return at::special_i0e(x.to(wide)).to(out_type);
+        case UnaryOpType::I1: return at::special_i1(x.to(wide)).to(out_type);
+        case UnaryOpType::I1e: return at::special_i1e(x.to(wide)).to(out_type);
+        case UnaryOpType::Digamma: return at::digamma(x.to(wide)).to(out_type);
+        case UnaryOpType::Erfinv: return at::erfinv(x.to(wide)).to(out_type);
+        case UnaryOpType::Ndtri: return at::special_ndtri(x.to(wide)).to(out_type);
+        case UnaryOpType::LogNdtr: return at::special_log_ndtr(x.to(wide)).to(out_type);
+        case UnaryOpType::Erfcx: return at::special_erfcx(x.to(wide)).to(out_type);
+        case UnaryOpType::AiryAi: return at::special_airy_ai(x.to(wide)).to(out_type);
+        case UnaryOpType::BesselJ0: return at::special_bessel_j0(x.to(wide)).to(out_type);
+        case UnaryOpType::BesselJ1: return at::special_bessel_j1(x.to(wide)).to(out_type);
+        case UnaryOpType::BesselY0: return at::special_bessel_y0(x.to(wide)).to(out_type);
+        case UnaryOpType::BesselY1: return at::special_bessel_y1(x.to(wide)).to(out_type);
+        case UnaryOpType::ModifiedBesselK0: return at::special_modified_bessel_k0(x.to(wide)).to(out_type);
+        case UnaryOpType::ModifiedBesselK1: return at::special_modified_bessel_k1(x.to(wide)).to(out_type);
+        case UnaryOpType::ScaledModifiedBesselK0: return at::special_scaled_modified_bessel_k0(x.to(wide)).to(out_type);
+        case UnaryOpType::ScaledModifiedBesselK1: return at::special_scaled_modified_bessel_k1(x.to(wide)).to(out_type);
+        case UnaryOpType::SphericalBesselJ0: return at::special_spherical_bessel_j0(x.to(wide)).to(out_type);
       }
       break;
     }
@@ -159,6 +197,22 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
         case BinaryOpType::BitwiseOr: r = at::bitwise_or(a, b); break;
         case BinaryOpType::BitwiseXor: r = at::bitwise_xor(a, b); break;
         case BinaryOpType::RandomUniform: r = randomUniform(a, b, out_type); break;
+        case BinaryOpType::Igamma: r = at::igamma(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::Igammac: r = at::igammac(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::Zeta: r = at::special_zeta(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::ChebyshevPolynomialT: r = at::special_chebyshev_polynomial_t(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::ShiftedChebyshevPolynomialT: r = at::special_shifted_chebyshev_polynomial_t(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::ChebyshevPolynomialU: r = at::special_chebyshev_polynomial_u(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::ShiftedChebyshevPolynomialU: r = at::special_shifted_chebyshev_polynomial_u(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::ChebyshevPolynomialV: r = at::special_chebyshev_polynomial_v(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::ShiftedChebyshevPolynomialV: r = at::special_shifted_chebyshev_polynomial_v(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::ChebyshevPolynomialW: r = at::special_chebyshev_polynomial_w(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::ShiftedChebyshevPolynomialW: r = at::special_shifted_chebyshev_polynomial_w(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::HermitePolynomialH: r = at::special_hermite_polynomial_h(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::HermitePolynomialHe: r = at::special_hermite_polynomial_he(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::LaguerrePolynomialL: r = at::special_laguerre_polynomial_l(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::LegendrePolynomialP: r = at::special_legendre_polynomial_p(a.to(wide), b.to(wide)); break;
+        case BinaryOpType::Polygamma: r = polygamma(a, b.to(wide)); break;
       }
       return r.to(out_type);
     }

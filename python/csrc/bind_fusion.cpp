@@ -200,6 +200,14 @@ void bindOps(py::module_& m) {
            {"logical_not", &logicalNot}, {"signbit", &signbit}, {"bitwise_not", &bitwiseNot}}) {
     m.def(name, fn, kRef);
   }
+#define SMELT_BIND_SPECIAL(Enum, name) \
+  m.def(#name, [](TensorView* in) { return special(UnaryOpType::Enum, in); }, kRef);
+  SMELT_SPECIAL_UNARY_OPS(SMELT_BIND_SPECIAL)
+#undef SMELT_BIND_SPECIAL
+#define SMELT_BIND_SPECIAL(Enum, name) \
+  m.def(#name, [](Val* a, Val* b) { return special(BinaryOpType::Enum, a, b); }, kRef);
+  SMELT_SPECIAL_BINARY_OPS(SMELT_BIND_SPECIAL)
+#undef SMELT_BIND_SPECIAL
   m.def("cast", [](TensorView* in, DataType dtype) { return castOp(dtype, in); }, kRef);
   using Binary = TensorView* (*)(Val*, Val*);
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, Binary>>{

@@ -165,13 +165,25 @@ def _binary(c_op):
     return lambda a, b: c_op(*_same_rank(a, b))
 
 
+# torch's special functions (SMELT_SPECIAL_*_OPS in csrc/fusion/ir.h).
+SPECIAL_UNARY_OPS = ("i0", "i0e", "i1", "i1e", "digamma", "erfinv", "ndtri", "log_ndtr", "erfcx",
+                     "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
+                     "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+                     "scaled_modified_bessel_k1", "spherical_bessel_j0")
+SPECIAL_BINARY_OPS = ("polygamma", "igamma", "igammac", "zeta", "chebyshev_polynomial_t",
+                      "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+                      "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+                      "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
+                      "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+                      "legendre_polynomial_p")
+
 # Elementwise ops: fd.ops.<name> maps to _C.<name> (scalars allowed).
 UNARY_OPS = ("set", "neg", "exp", "tanh", "abs", "relu", "sqrt", "rsqrt", "log", "log2", "log1p",
              "exp2", "expm1", "sigmoid", "erf", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log10", "erfc", "lgamma", "floor", "ceil",
-             "round", "trunc", "logical_not", "signbit", "bitwise_not")
+             "round", "trunc", "logical_not", "signbit", "bitwise_not") + SPECIAL_UNARY_OPS
 BINARY_OPS = ("add", "sub", "mul", "div", "truediv", "maximum", "minimum", "pow", "remainder", "fmod", "atan2", "hypot", "copysign", "nextafter", "bitwise_left_shift", "bitwise_right_shift", "gcd", "lcm", "eq",
               "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "bitwise_and", "bitwise_or",
-              "bitwise_xor")
+              "bitwise_xor") + SPECIAL_BINARY_OPS
 
 DEFINITION_OPS: Dict[str, Impl] = {
     "define_tensor": _define_tensor,

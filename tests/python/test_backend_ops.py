@@ -218,3 +218,51 @@ def test_pools_are_one_kernel_matching_eager(name, fn, x):
     # Two where the pooled tensor is computed first (a cast), or where the
     # indices are a broadcast written out apart from the values.
     assert report.smelt_kernels() == (2 if name.endswith(("_half", "_identity")) else 1), str(report)
+
+
+SPECIAL_X = torch.tensor([[-2.5, -1.0, -0.0, 0.0, 0.3, 1.0, 2.0, 7.5],
+                          [30.0, -30.0, 1e-20, NAN, float("inf"), -float("inf"), 0.999, -12.0]])
+UNIT_X = torch.tensor([[-1.0, -0.999, -0.5, 0.0, 0.25, 0.9999, 1.0, 1.5, NAN]])
+DEGREES = torch.tensor([[-2, 0, 1, 2, 3, 7, 9, 11, 12]])
+S = torch.special
+
+
+# torch's special functions (csrc/codegen/special_math.h) on their special
+# values: poles, domain ends, infinities, NaN; integers promote to float,
+# half computes in float.
+@pytest.mark.parametrize("name,fn,x", [
+    *[(f.__name__, f, SPECIAL_X) for f in (
+        torch.i0, S.i0e, S.i1, S.i1e, torch.digamma, S.log_ndtr, S.erfcx, S.airy_ai,
+        S.bessel_j0, S.bessel_j1, S.bessel_y0, S.bessel_y1, S.modified_bessel_i0,
+        S.modified_bessel_i1, S.modified_bessel_k0, S.modified_bessel_k1,
+        S.scaled_modified_bessel_k0, S.scaled_modified_bessel_k1, S.spherical_bessel_j0)],
+    ("erfinv", torch.erfinv, UNIT_X),
+    ("ndtri", S.ndtri, UNIT_X),
+    *[(f"polygamma_{n}", (lambda n: lambda x: torch.polygamma(n, x))(n), SPECIAL_X) for n in range(5)],
+    ("igamma_igammac", lambda x: (torch.igamma(x, x.flip(1)), torch.igammac(x.abs(), x.flip(0).abs())),
+     SPECIAL_X),
+    ("zeta", lambda x: (S.zeta(x, x.flip(0)), S.zeta(3.0, x), S.zeta(x, 2.0)), SPECIAL_X),
+    ("i0e_int", S.i0e, torch.arange(-4, 4).view(2, 4)),
+    ("i0_half", torch.i0, (torch.randn(3, 5, generator=gen(11)) * 3).half()),
+    ("digamma_fused_with_exp", lambda x: torch.exp(torch.digamma(x.abs() + 1)) * 2, SPECIAL_X),
+])
+def test_special_functions_are_fused(name, fn, x):
+    fully_fused_like_eager(fn, x)
+
+
+# The polynomials, x a tensor and the degree n an integer tensor: torch's
+# 0 for negative n, its values at +-1 (and 0, 1 for the shifted ones). No
+# NaN x: torch's value there depends on the element's position (0 or NaN:
+# its vectorized and scalar loops differ); smelt's is NaN. Degrees up to 12:
+# higher ones' float recurrences amplify rounding near roots, and torch's
+# CPU build fuses their multiply-adds (FMA), the simulator does not.
+@pytest.mark.parametrize("poly", [
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"])
+def test_special_polynomials_are_fused(poly):
+    f = getattr(S, poly)
+    x = torch.tensor([[-1.0], [-0.6], [0.0], [0.3], [1.0], [1.7]])
+    fully_fused_like_eager(lambda x: (f(x, DEGREES), f(x, 3)), x)
+    fully_fused_like_eager(lambda n: f(0.5, n), DEGREES)

@@ -119,17 +119,23 @@ def test_op_matches_torch(build, reference, inputs, device):
 TORCH_NAMES = {"set": "clone", "truediv": "true_divide"}
 
 
+def torch_op(name):
+    """torch's function of an fd op's name (the special functions' in torch.special)."""
+    name = TORCH_NAMES.get(name, name)
+    return getattr(torch, name) if hasattr(torch, name) else getattr(torch.special, name)
+
+
 @pytest.mark.parametrize("name", UNARY_OPS)
 def test_unary_op_matches_torch(name):
     x = randn(3, 7).abs() + 0.5  # in every op's domain (sqrt, log, ...)
-    if name in ("asin", "acos", "atanh"):
+    if name in ("asin", "acos", "atanh", "erfinv", "ndtri"):
         x = x / (x.max() + 0.5)  # inside (-1, 1)
     if name == "acosh":
         x = x + 1
     if name.startswith("bitwise"):
         x = torch.arange(-10, 11).view(3, 7)  # bitwise ops take integers
     fd = define(lambda fd, x: getattr(fd.ops, name)(x), [x])
-    assert_matches(fd.execute([x]), getattr(torch, TORCH_NAMES.get(name, name))(x), "cpu")
+    assert_matches(fd.execute([x]), torch_op(name)(x), "cpu")
 
 
 @pytest.mark.parametrize("name", BINARY_OPS)
@@ -137,10 +143,16 @@ def test_binary_op_matches_torch(name):
     a, b = randn(3, 7), randn(3, 1).abs() + 0.5  # b broadcasts along dimension 1
     if name == "pow":
         a = a.abs()  # a negative base to a fractional power is NaN
+    if name in ("igamma", "igammac", "zeta"):
+        a = a.abs() + 1.5  # positive (zeta's exponent above 1)
     if name.startswith("bitwise") or name in ("gcd", "lcm"):  # integer ops
         a, b = torch.arange(-10, 11).view(3, 7), torch.tensor([[3], [-6], [12]])
+    if name == "polygamma":  # the order is a whole number
+        fd = define(lambda fd, b: fd.ops.polygamma(2, b), [b])
+        assert_matches(fd.execute([b]), torch.polygamma(2, b), "cpu")
+        return
     fd = define(lambda fd, a, b: getattr(fd.ops, name)(a, b), [a, b])
-    assert_matches(fd.execute([a, b]), getattr(torch, TORCH_NAMES.get(name, name))(a, b), "cpu")
+    assert_matches(fd.execute([a, b]), torch_op(name)(a, b), "cpu")
 
 
 def test_every_ir_op_is_covered():

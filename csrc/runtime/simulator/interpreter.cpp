@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "codegen/special_math.h"
 #include "fusion/error.h"
 #include "fusion/mma_fragment.h"
 #include "fusion/random_bits.h"
@@ -796,6 +797,20 @@ class BlockRunner {
                 ? std::nextafter(static_cast<float>(a[0]), static_cast<float>(a[1]))
                 : std::nextafter(a[0], a[1]);
         break;
+      // torch's special functions: the kernels' own code (codegen/special_math.h)
+#define SMELT_SPECIAL_CALL(Enum, name) \
+  case Fn::Enum: r = special::name(a[0]); break;
+      SMELT_SPECIAL_UNARY_OPS(SMELT_SPECIAL_CALL)
+#undef SMELT_SPECIAL_CALL
+// templates on the result's type (the polynomials compute in float for float)
+#define SMELT_SPECIAL_CALL(Enum, name)                                                    \
+  case Fn::Enum:                                                                          \
+    r = L_.memory[in.out.buffer].dtype == DataType::Double                                \
+            ? special::name<double>(a[0], a[1])                                           \
+            : special::name<float>(static_cast<float>(a[0]), static_cast<float>(a[1]));   \
+    break;
+      SMELT_SPECIAL_BINARY_OPS(SMELT_SPECIAL_CALL)
+#undef SMELT_SPECIAL_CALL
       case Fn::Eq: r = a[0] == a[1]; break;
       case Fn::Ne: r = a[0] != a[1]; break;
       case Fn::Lt: r = a[0] < a[1]; break;

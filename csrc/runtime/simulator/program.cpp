@@ -229,6 +229,10 @@ class Compiler {
           case UnaryOpType::LogicalNot: return {Fn::LogicalNot, 1};
           case UnaryOpType::Signbit: return {Fn::Signbit, 1};
           case UnaryOpType::BitwiseNot: return {Fn::BitwiseNot, 1};
+#define SMELT_SPECIAL_FN_OF(Enum, name) \
+  case UnaryOpType::Enum: return {Fn::Enum, 1};
+            SMELT_SPECIAL_UNARY_OPS(SMELT_SPECIAL_FN_OF)
+#undef SMELT_SPECIAL_FN_OF
         }
         break;
       case ExprType::Binary:
@@ -264,6 +268,10 @@ class Compiler {
           case BinaryOpType::BitwiseOr: return {Fn::BitwiseOr, 2};
           case BinaryOpType::BitwiseXor: return {Fn::BitwiseXor, 2};
           case BinaryOpType::RandomUniform: return {Fn::RandomUniform, 2};
+#define SMELT_SPECIAL_FN_OF(Enum, name) \
+  case BinaryOpType::Enum: return {Fn::Enum, 2};
+            SMELT_SPECIAL_BINARY_OPS(SMELT_SPECIAL_FN_OF)
+#undef SMELT_SPECIAL_FN_OF
         }
         break;
       case ExprType::Where: return {Fn::Where, 3};

@@ -52,6 +52,8 @@ enum class Fn : uint8_t {
   Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr,
   BitwiseAnd, BitwiseOr, BitwiseXor,
   RandomUniform,  // operands: seed, counter (read as integers)
+  // torch's special functions (smelt::special, the kernels' own code)
+  SMELT_SPECIAL_UNARY_OPS(SMELT_SPECIAL_ENUM) SMELT_SPECIAL_BINARY_OPS(SMELT_SPECIAL_ENUM)
   Where,
   Iota,  // operands: index, start, step -> start + index * step
   // index_select: operand 1 (range-checked against Instr::extent) binds

@@ -4,7 +4,9 @@
 // computed in float and rounded on store; casts cover every dtype pair.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -27,7 +29,8 @@ const std::vector<int64_t> kShape = {6, 37};
 // The values an op's inputs are drawn from (its domain, or values that make
 // its interesting cases happen: ties for comparisons, halves for round).
 // UnitInterval: inside (-1, 1) (asin, atanh); AboveOne: over 1 (acosh).
-enum class Values { Any, Positive, AboveMinusOne, NonZero, Whole, Halves, Exponents, UnitInterval, AboveOne };
+// Probability: inside (0, 1) (ndtri).
+enum class Values { Any, Positive, AboveMinusOne, NonZero, Whole, Halves, Exponents, UnitInterval, AboveOne, Probability };
 
 at::Tensor sample(DataType dtype, Values values, uint64_t seed,
                   const std::vector<int64_t>& shape = kShape) {
@@ -40,6 +43,7 @@ at::Tensor sample(DataType dtype, Values values, uint64_t seed,
       case Values::Positive: x = at::randint(1, 10, shape, opts); break;
       case Values::AboveOne: x = at::randint(2, 10, shape, opts); break;
       case Values::UnitInterval: x = at::zeros(shape, opts); break;
+      case Values::Probability: x = at::randint(0, 2, shape, opts); break;
       case Values::AboveMinusOne: x = at::randint(0, 10, shape, opts); break;
       case Values::NonZero: x = at::randint(1, 6, shape, opts) * (at::rand(shape, opts).gt(0.5) * 2 - 1); break;
       case Values::Exponents: x = at::randint(-1, 4, shape, opts); break;
@@ -57,6 +61,7 @@ at::Tensor sample(DataType dtype, Values values, uint64_t seed,
     case Values::Exponents: x = at::randn(shape, opts); break;
     case Values::UnitInterval: x = at::rand(shape, opts) * 1.8 - 0.9; break;
     case Values::AboveOne: x = at::rand(shape, opts) * 4 + 1.05; break;
+    case Values::Probability: x = at::rand(shape, opts) * 0.98 + 0.01; break;
   }
   return x.to(toScalarType(dtype));
 }
@@ -458,6 +463,222 @@ TEST_P(CastKernel, EveryTargetDtypeMatchesATenExactly) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, CastKernel, ::testing::ValuesIn(kAllDtypes),
                          [](const auto& info) { return dtypeName(info.param); });
+
+
+// ---------------------------------------------------------------------------
+// torch's special functions (codegen/special_math.h: one implementation the
+// simulator runs and the kernels' prelude holds)
+// ---------------------------------------------------------------------------
+
+// ATen's double results of several are float-grade Cephes approximations
+// (J0 at 5.4728349: -0.0161385456, truly -0.0161383737; airy_ai between
+// -2.09 and -3 only to 2e-5, in float as in double: 0.1360524 at -2.1412505,
+// truly 0.1360500), so double is held to float's tolerance; special_math.h's
+// values are closer to the true ones (checked against mpmath while written).
+constexpr Tolerance kAiryTolerance = {1e-4, 1e-5};
+Tolerance specialTolerance(DataType dtype, UnaryOpType op = UnaryOpType::Neg) {
+  if (op == UnaryOpType::AiryAi && (dtype == DataType::Double || dtype == DataType::Float)) {
+    return kAiryTolerance;
+  }
+  return toleranceFor(dtype == DataType::Double ? DataType::Float : dtype);
+}
+
+struct SpecialUnaryCase {
+  UnaryOpType op;
+  Values values;
+};
+const SpecialUnaryCase kSpecialUnaryCases[] = {
+    {UnaryOpType::I0, Values::Any},          {UnaryOpType::I0e, Values::Any},
+    {UnaryOpType::I1, Values::Any},          {UnaryOpType::I1e, Values::Any},
+    {UnaryOpType::Digamma, Values::Any},     {UnaryOpType::Erfinv, Values::UnitInterval},
+    {UnaryOpType::Ndtri, Values::Probability}, {UnaryOpType::LogNdtr, Values::Any},
+    {UnaryOpType::Erfcx, Values::Any},       {UnaryOpType::AiryAi, Values::Any},
+    {UnaryOpType::BesselJ0, Values::Any},    {UnaryOpType::BesselJ1, Values::Any},
+    {UnaryOpType::BesselY0, Values::Positive}, {UnaryOpType::BesselY1, Values::Positive},
+    {UnaryOpType::ModifiedBesselK0, Values::Positive},
+    {UnaryOpType::ModifiedBesselK1, Values::Positive},
+    {UnaryOpType::ScaledModifiedBesselK0, Values::Positive},
+    {UnaryOpType::ScaledModifiedBesselK1, Values::Positive},
+    {UnaryOpType::SphericalBesselJ0, Values::Any},
+};
+
+struct SpecialBinaryCase {
+  BinaryOpType op;
+  Values lhs, rhs;
+};
+const SpecialBinaryCase kSpecialBinaryCases[] = {
+    {BinaryOpType::Igamma, Values::Positive, Values::Positive},
+    {BinaryOpType::Igammac, Values::Positive, Values::Positive},
+    {BinaryOpType::Zeta, Values::AboveOne, Values::Positive},
+    {BinaryOpType::ChebyshevPolynomialT, Values::Any, Values::Whole},
+    {BinaryOpType::ChebyshevPolynomialU, Values::Any, Values::Whole},
+    {BinaryOpType::ChebyshevPolynomialV, Values::Any, Values::Whole},
+    {BinaryOpType::ChebyshevPolynomialW, Values::Any, Values::Whole},
+    {BinaryOpType::ShiftedChebyshevPolynomialT, Values::Any, Values::Whole},
+    {BinaryOpType::ShiftedChebyshevPolynomialU, Values::Any, Values::Whole},
+    {BinaryOpType::ShiftedChebyshevPolynomialV, Values::Any, Values::Whole},
+    {BinaryOpType::ShiftedChebyshevPolynomialW, Values::Any, Values::Whole},
+    {BinaryOpType::HermitePolynomialH, Values::Any, Values::Whole},
+    {BinaryOpType::HermitePolynomialHe, Values::Any, Values::Whole},
+    {BinaryOpType::LaguerrePolynomialL, Values::Any, Values::Whole},
+    {BinaryOpType::LegendrePolynomialP, Values::Any, Values::Whole},
+};
+
+class SpecialOpKernels : public ::testing::TestWithParam<DataType> {};
+
+// Each unary special function on its own against ATen, then all of them in
+// one kernel compiled by NVRTC (float, double, half, and int64 promoted to
+// float, as torch).
+TEST_P(SpecialOpKernels, UnarySimulatedMatchATenAndCompile) {
+  const DataType dtype = GetParam();
+  for (const SpecialUnaryCase& c : kSpecialUnaryCases) {
+    SCOPED_TRACE(toString(c.op));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeConcreteTensor(kShape, dtype);
+    fusion.addInput(x);
+    TensorView* y = special(c.op, x);
+    EXPECT_EQ(y->dtype(), isFloatingType(dtype) ? dtype : DataType::Float);
+    fusion.addOutput(y);
+    schedulePointwise(fusion, y);
+    const Tolerance tol = specialTolerance(y->dtype(), c.op);
+    sim::testing::expectKernelCorrect(fusion, {sample(dtype, c.values, 23)}, tol.rtol, tol.atol);
+  }
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor(kShape, dtype);
+  fusion.addInput(x);
+  for (const SpecialUnaryCase& c : kSpecialUnaryCases) fusion.addOutput(special(c.op, x));
+  schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+  expectCompiles(fusion, "special_unary_" + dtypeName(dtype));
+}
+
+// The binary ones (the polynomials' degrees an integer tensor where the
+// values are floating, as torch's tests pass them), and polygamma of each
+// order 0..4.
+TEST_P(SpecialOpKernels, BinarySimulatedMatchATenAndCompile) {
+  const DataType dtype = GetParam();
+  const auto rhsType = [&](const SpecialBinaryCase& c) {
+    return c.rhs == Values::Whole && isFloatingType(dtype) ? DataType::Int : dtype;
+  };
+  for (const SpecialBinaryCase& c : kSpecialBinaryCases) {
+    SCOPED_TRACE(toString(c.op));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor(kShape, dtype);
+    TensorView* b = makeConcreteTensor(kShape, rhsType(c));
+    fusion.addInput(a);
+    fusion.addInput(b);
+    TensorView* y = special(c.op, a, b);
+    fusion.addOutput(y);
+    schedulePointwise(fusion, y);
+    const Tolerance tol = specialTolerance(y->dtype());
+    sim::testing::expectKernelCorrect(
+        fusion, {sample(dtype, c.lhs, 29), sample(rhsType(c), c.rhs, 31)}, tol.rtol, tol.atol);
+  }
+  for (int64_t n = 0; n <= 4; ++n) {
+    SCOPED_TRACE("polygamma " + std::to_string(n));
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeConcreteTensor(kShape, dtype);
+    fusion.addInput(x);
+    TensorView* y = special(BinaryOpType::Polygamma, constant(n, DataType::Int), x);
+    fusion.addOutput(y);
+    schedulePointwise(fusion, y);
+    const Tolerance tol = specialTolerance(y->dtype());
+    sim::testing::expectKernelCorrect(fusion, {sample(dtype, Values::Any, 37)}, tol.rtol, tol.atol);
+  }
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* a = makeConcreteTensor(kShape, dtype);
+  fusion.addInput(a);
+  for (const SpecialBinaryCase& c : kSpecialBinaryCases) fusion.addOutput(special(c.op, a, constant(3.0)));
+  fusion.addOutput(special(BinaryOpType::Polygamma, constant(2, DataType::Int), a));
+  schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+  expectCompiles(fusion, "special_binary_" + dtypeName(dtype));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, SpecialOpKernels,
+                         ::testing::Values(DataType::Float, DataType::Double, DataType::Half,
+                                           DataType::Int),
+                         [](const auto& info) { return dtypeName(info.param); });
+
+// torch's special values: poles, domain ends, infinities, NaN and the
+// polynomials' negative degrees and +-1, in float and double. The
+// polynomials take no NaN x: ATen's value there depends on the element's
+// position (0 or NaN, its vectorized and scalar loops differ); smelt's is NaN.
+TEST(SpecialOpKernels, SpecialValuesMatchATen) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> values = {0.0, -0.0, 1.0, -1.0, 2.0, -2.0, -2.5, 0.5, 1e-30,
+                                      30.0, -30.0, inf, -inf, std::nan("")};
+  for (DataType dtype : {DataType::Float, DataType::Double}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    const auto options = at::TensorOptions().dtype(toAtenType(dtype));
+    const int64_t n = static_cast<int64_t>(values.size());
+    at::Tensor x = at::tensor(values, at::TensorOptions().dtype(at::kDouble)).to(toAtenType(dtype));
+    at::Tensor lhs = x.repeat_interleave(n), rhs = x.repeat({n});
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* a = makeConcreteTensor({n * n}, dtype);
+    TensorView* b = makeConcreteTensor({n * n}, dtype);
+    TensorView* not_nan = makeConcreteTensor({n * n}, dtype);  // a, NaN made 0.25
+    fusion.addInput(a);
+    fusion.addInput(b);
+    fusion.addInput(not_nan);
+    for (const SpecialUnaryCase& c : kSpecialUnaryCases) fusion.addOutput(special(c.op, a));
+    for (const SpecialBinaryCase& c : kSpecialBinaryCases) {
+      const bool polynomial = toString(c.op).find("polynomial") != std::string::npos;
+      fusion.addOutput(special(c.op, polynomial ? not_nan : a, b));
+    }
+    for (int64_t order = 0; order <= 4; ++order) {
+      fusion.addOutput(special(BinaryOpType::Polygamma, constant(order, DataType::Int), a));
+    }
+    schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+    const Tolerance tol = kAiryTolerance;  // the loosest of the functions' (airy_ai at -2.5)
+    sim::testing::expectKernelCorrect(
+        fusion, {lhs.to(options), rhs.to(options), at::nan_to_num(lhs, 0.25).to(options)}, tol.rtol,
+        tol.atol);
+  }
+}
+
+// The prelude holds the special functions a kernel calls and what they
+// need, nothing of them for a kernel that calls none.
+TEST(SpecialOpKernels, PreludeHoldsOnlyTheFunctionsUsed) {
+  const auto cudaOf = [](const std::function<TensorView*(TensorView*)>& build) {
+    Fusion fusion;
+    FusionGuard guard(&fusion);
+    TensorView* x = makeConcreteTensor(kShape, DataType::Float);
+    fusion.addInput(x);
+    fusion.addOutput(build(x));
+    schedulePointwise(fusion, fusion.outputs()[0]->asTensor());
+    GpuLower lower(&fusion);
+    return generateCuda(lower.run(), "prelude_check");
+  };
+  const std::string plain = cudaOf([](TensorView* x) { return exp(x); });
+  EXPECT_EQ(plain.find("namespace special"), std::string::npos);
+  const std::string j0 = cudaOf([](TensorView* x) { return special(UnaryOpType::BesselJ0, x); });
+  EXPECT_NE(j0.find("besselJY("), std::string::npos);
+  EXPECT_NE(j0.find("smelt::special::bessel_j0("), std::string::npos);
+  EXPECT_EQ(j0.find("zeta("), std::string::npos);
+  EXPECT_EQ(j0.find("bessel_y0("), std::string::npos);
+  const std::string pg = cudaOf(
+      [](TensorView* x) { return special(BinaryOpType::Polygamma, constant(3, DataType::Int), x); });
+  for (const char* needed : {"digamma(", "zeta(", "polygamma("}) {
+    EXPECT_NE(pg.find(needed), std::string::npos) << needed;
+  }
+}
+
+TEST(SpecialOpKernels, BadOperandsAreRefusedNamingTheOp) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  TensorView* x = makeConcreteTensor(kShape, DataType::Float);
+  EXPECT_SMELT_ERROR(special(BinaryOpType::Polygamma, constant(-1, DataType::Int), x),
+                     "polygamma: the order n must be a whole number >= 0");
+  EXPECT_SMELT_ERROR(special(BinaryOpType::Polygamma, constant(1.5), x), "polygamma: the order n");
+  EXPECT_SMELT_ERROR(special(UnaryOpType::Exp, x), "exp is not a special function");
+  EXPECT_SMELT_ERROR(special(UnaryOpType::I0, nullptr), "i0: input is null");
+  EXPECT_SMELT_ERROR(special(BinaryOpType::Zeta, x, nullptr), "zeta: an operand is null");
+}
 
 }  // namespace
 }  // namespace smelt
