@@ -692,8 +692,10 @@ def drop_empty_cat_operands(graph: torch.fx.Graph) -> None:
 
 @translates(aten.embedding.default)
 def _embedding(t, node, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    # padding_idx and the flags only change the backward pass.
-    return t.fd.ops.index_select(t.arg(weight), t.arg(indices), 0)
+    # padding_idx and the flags only change the backward pass. A 0-dim index
+    # selects one row, which index_select keeps as a dimension of extent 1.
+    rows = t.fd.ops.index_select(t.arg(weight), t.arg(indices), 0)
+    return t.fd.ops.squeeze(rows, [0]) if meta_tensor(indices).dim() == 0 else rows
 
 
 @translates(aten.index_select.default)
