@@ -77,8 +77,8 @@ DECOMPOSITIONS = get_decompositions([
     aten.unbind_copy, aten.split_with_sizes_copy, aten.as_strided_copy, aten.linalg_cross,
     aten._chunk_cat, aten.block_diag, aten.sinc, aten.angle, aten.ldexp,
     aten._batch_norm_with_update_functional,
-    aten.trace, aten.unfold_copy, aten.tril_indices, aten.triu_indices,
-    aten._unsafe_masked_index, aten.frexp,
+    aten.tril_indices, aten.triu_indices,
+    aten._unsafe_masked_index,
 ])
 
 

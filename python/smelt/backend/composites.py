@@ -11,6 +11,7 @@ import math
 from typing import Any, Callable, Dict
 
 import torch
+from torch._prims_common import get_computation_dtype
 
 aten = torch.ops.aten
 
@@ -47,14 +48,18 @@ def _diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
         return NotImplemented
     rows = torch.arange(n1, device=input.device)
     cols = torch.arange(n2, device=input.device)
-    on_diagonal = (cols.unsqueeze(0) - rows.unsqueeze(1)) == offset
+    # The mask in input's dim order (its layout, first operand, is the output's).
+    placed = [1] * input.dim()
+    placed[dim1] = n1
+    row_at, placed[dim1] = rows.reshape(placed), 1
+    placed[dim2] = n2
+    mask = (cols.reshape(placed) - row_at) == offset
     last = src.shape[-1] - 1
     if offset >= 0:  # diagonal element i of row i, clamped (off the diagonal: unused)
         values = src.index_select(-1, rows.clamp(max=last)).unsqueeze(-1)
     else:
         values = src.index_select(-1, cols.clamp(max=last)).unsqueeze(-2)
-    values = values.movedim((-2, -1), (dim1, dim2))
-    mask = on_diagonal.reshape((n1, n2) + (1,) * (input.dim() - 2)).movedim((0, 1), (dim1, dim2))
+    values = values.movedim((-2, -1), (dim1, dim2)).contiguous()  # input's dim order
     return torch.where(mask, values, input)
 
 
@@ -117,3 +122,49 @@ def _pdist(x, p=2):
         return NotImplemented
     pairs = torch.triu_indices(n, n, 1, device=x.device)
     return _pairwise_norm(x.index_select(0, pairs[0]) - x.index_select(0, pairs[1]), p)
+
+
+@_composite(aten.trace.default)
+def _trace(x):
+    """The diagonal's sum: x's elements at i * (columns + 1), gathered."""
+    if x.dim() != 2 or x.numel() == 0:
+        return NotImplemented
+    diagonal = torch.arange(min(x.shape), device=x.device) * (x.shape[1] + 1)
+    return x.reshape(-1).index_select(0, diagonal).sum()
+
+
+@_composite(aten.unfold_copy.default)
+def _unfold_copy(x, dim, size, step):
+    """The windows gathered along dim (window w, element e: w * step + e),
+    split into (windows, size) and the window's elements moved last."""
+    if x.dim() == 0 or size == 0:
+        return NotImplemented
+    dim = dim % x.dim()
+    windows = (x.shape[dim] - size) // step + 1
+    at = (torch.arange(windows, device=x.device) * step).unsqueeze(1) \
+        + torch.arange(size, device=x.device)
+    picked = x.index_select(dim, at.reshape(-1))
+    split = picked.reshape(x.shape[:dim] + (windows, size) + x.shape[dim + 1:])
+    return split.movedim(dim + 1, -1).contiguous()
+
+
+@_composite(aten.frexp.Tensor)
+def _frexp(x):
+    """mantissa * 2**exponent == x with |mantissa| in [0.5, 1): the exponent
+    floor(log2|x|) + 1, corrected by one where log2 rounded across a power
+    of two; 2**-exponent applied as two halves (each a normal float even for
+    subnormal x). Zeros, infinities and NaN: themselves and exponent 0."""
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    wide = x.to(get_computation_dtype(x.dtype))
+    magnitude = wide.abs()
+    regular = (magnitude != 0) & torch.isfinite(magnitude)
+    exponent = torch.floor(torch.log2(torch.where(regular, magnitude, 1.0))) + 1
+    half = torch.floor(exponent * 0.5)
+    mantissa = wide * torch.exp2(-half) * torch.exp2(half - exponent)
+    above = mantissa.abs() >= 1
+    below = mantissa.abs() < 0.5
+    mantissa = torch.where(above, mantissa * 0.5, torch.where(below, mantissa * 2, mantissa))
+    exponent = exponent + above.to(exponent.dtype) - below.to(exponent.dtype)
+    mantissa = torch.where(regular, mantissa, wide).to(x.dtype)
+    return mantissa, torch.where(regular, exponent, 0).to(torch.int32)
