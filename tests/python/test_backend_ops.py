@@ -266,3 +266,34 @@ def test_special_polynomials_are_fused(poly):
     x = torch.tensor([[-1.0], [-0.6], [0.0], [0.3], [1.0], [1.7]])
     fully_fused_like_eager(lambda x: (f(x, DEGREES), f(x, 3)), x)
     fully_fused_like_eager(lambda n: f(0.5, n), DEGREES)
+
+
+# Composites smelt decomposes itself (backend/composites.py) and torch's
+# decomposition of _unsafe_masked_index.
+MATRIX = torch.randn(4, 5, generator=gen(21))
+FREXP_X = torch.cat([torch.randn(12, generator=gen(22)) * 1e3, torch.tensor(
+    [0.0, -0.0, float("inf"), -float("inf"), NAN, 1e-40, 0.5, 1.0, -2.0, 0.75])])
+
+
+@pytest.mark.parametrize("name,fn,x", [
+    ("addbmm", lambda x: torch.addbmm(x[0, :2], x[1:, :2, :3], x[1:, :3], beta=0.5, alpha=2),
+     torch.randn(3, 5, 5, generator=gen(23))),
+    ("addbmm_int", lambda x: torch.addbmm(x[0], x, x), torch.arange(-9, 9).view(2, 3, 3)),
+    ("diagonal_scatter", lambda x: torch.diagonal_scatter(x, x[0, :4] * 2), MATRIX),
+    ("diagonal_scatter_offset_dims", lambda x: torch.diagonal_scatter(
+        x, x[1, :, :3] * 2, -2, 2, 0), torch.randn(4, 3, 5, generator=gen(24))),
+    ("take_negative", lambda x: torch.take(x, torch.tensor([[0, -1], [7, -20]])), MATRIX),
+    ("index_two_dims", lambda x: x[torch.tensor([3, -1, 0]), torch.tensor([[1], [4]])], MATRIX),
+    ("unsafe_masked_index", lambda x: torch.ops.aten._unsafe_masked_index(
+        x, torch.tensor([[True], [False], [True]]), [torch.tensor([0, 9, 3])], -1.0), MATRIX),
+    ("cdist", lambda x: tuple(torch.cdist(x, x[:3] + 1, p) for p in (0, 1, 2, 3, float("inf"))), MATRIX),
+    ("pdist", lambda x: tuple(F.pdist(x, p) for p in (1, 2, 0.5)), MATRIX),
+    ("trace", torch.trace, MATRIX),
+    ("trace_int", torch.trace, torch.arange(12).view(4, 3)),
+    ("unfold_copy", lambda x: torch.ops.aten.unfold_copy(x, 1, 2, 2), MATRIX),
+    ("unfold_copy_first_dim", lambda x: torch.ops.aten.unfold_copy(x, 0, 3, 1), MATRIX),
+    ("frexp", torch.frexp, FREXP_X),
+    ("frexp_half", torch.frexp, FREXP_X.half()),
+])
+def test_composites_are_fused(name, fn, x):
+    fully_fused_like_eager(fn, x)

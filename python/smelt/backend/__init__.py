@@ -28,6 +28,7 @@ from torch._prims_common import get_computation_dtype
 
 from smelt._execution import matmul_policy
 from smelt.backend import cudagraphs
+from smelt.backend.composites import COMPOSITES
 from smelt.backend.partition import GraphReport, PartitionReport, partition_graph
 
 __all__ = ["GraphReport", "PartitionReport", "last_report", "reports", "reset_reports",
@@ -76,6 +77,8 @@ DECOMPOSITIONS = get_decompositions([
     aten.unbind_copy, aten.split_with_sizes_copy, aten.as_strided_copy, aten.linalg_cross,
     aten._chunk_cat, aten.block_diag, aten.sinc, aten.angle, aten.ldexp,
     aten._batch_norm_with_update_functional,
+    aten.tril_indices, aten.triu_indices,
+    aten._unsafe_masked_index,
 ])
 
 
@@ -123,6 +126,7 @@ _decomposed_while(lambda elements, test_elements, *_: not isinstance(test_elemen
                   or test_elements.numel() <= MAX_DECOMPOSED_ISIN_ELEMENTS,
                   aten.isin.Tensor_Tensor)
 
+DECOMPOSITIONS.update(COMPOSITES)  # smelt's own (composites.py)
 _TORCH_LAYER_NORM = DECOMPOSITIONS[aten.native_layer_norm.default]
 DECOMPOSITIONS[aten.native_layer_norm.default] = _shifted_layer_norm
 

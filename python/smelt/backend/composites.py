@@ -1,0 +1,170 @@
+"""Decompositions smelt writes itself (issue 44: OpInfo breadth), for ATen
+ops torch has none of, or one that does not suit smelt (a mutation, or an
+op smelt lacks). Each lowers to ops smelt translates (mm, index_select,
+iota, where, reductions, elementwise math) and returns NotImplemented where
+it does not apply, so that torch runs the op itself. backend/__init__.py adds
+COMPOSITES to its decomposition table; each was checked against eager by
+scripts/opinfo_sweep.py (values, dtypes and strides)."""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Dict
+
+import torch
+from torch._prims_common import get_computation_dtype
+
+aten = torch.ops.aten
+
+COMPOSITES: Dict[Any, Callable[..., Any]] = {}
+
+
+def _composite(*ops):
+    def register(fn):
+        for op in ops:
+            COMPOSITES[op] = fn
+        return fn
+    return register
+
+
+@_composite(aten.addbmm.default)
+def _addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+    """The batched products summed: one matmul of the batches laid side by
+    side along the contracted dim ([n, B*k] @ [B*k, m]), then addmm's
+    beta/alpha rules (addmm is decomposed too)."""
+    b, n, k = batch1.shape
+    m = batch2.shape[2]
+    lhs = batch1.permute(1, 0, 2).reshape(n, b * k)
+    return aten.addmm(self, lhs, batch2.reshape(b * k, m), beta=beta, alpha=alpha)
+
+
+@_composite(aten.diagonal_scatter.default)
+def _diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """input with src on its diagonal, functionally: where(on the diagonal,
+    src's element there, input). torch's decomposition copies into a clone,
+    which AOTAutograd's functional graphs do not allow."""
+    dim1, dim2 = dim1 % input.dim(), dim2 % input.dim()
+    n1, n2 = input.shape[dim1], input.shape[dim2]
+    if src.shape[-1] == 0 or input.dtype != src.dtype:
+        return NotImplemented
+    rows = torch.arange(n1, device=input.device)
+    cols = torch.arange(n2, device=input.device)
+    # The mask in input's dim order (its layout, first operand, is the output's).
+    placed = [1] * input.dim()
+    placed[dim1] = n1
+    row_at, placed[dim1] = rows.reshape(placed), 1
+    placed[dim2] = n2
+    mask = (cols.reshape(placed) - row_at) == offset
+    last = src.shape[-1] - 1
+    if offset >= 0:  # diagonal element i of row i, clamped (off the diagonal: unused)
+        values = src.index_select(-1, rows.clamp(max=last)).unsqueeze(-1)
+    else:
+        values = src.index_select(-1, cols.clamp(max=last)).unsqueeze(-2)
+    values = values.movedim((-2, -1), (dim1, dim2)).contiguous()  # input's dim order
+    return torch.where(mask, values, input)
+
+
+def _index_operands(x, indices):
+    """The index tensors of x[indices] when they are integer tensors on x's
+    leading dims (no None between): those dims flattened into one and the
+    linear index into it; None otherwise (torch runs the op)."""
+    if not indices or any(i is None for i in indices) or len(indices) > x.dim():
+        return None
+    if any(i.dtype not in (torch.int64, torch.int32) for i in indices):
+        return None
+    lead = x.shape[:len(indices)]
+    if 0 in lead:
+        return None
+    linear = None
+    for index, size in zip(indices, lead):
+        wrapped = torch.where(index < 0, index + size, index).to(torch.int64)
+        linear = wrapped if linear is None else linear * size + wrapped
+    return x.reshape((math.prod(lead),) + tuple(x.shape[len(indices):])), linear
+
+
+@_composite(aten.index.Tensor, aten._unsafe_index.Tensor)
+def _index(x, indices):
+    """x[i0, i1, ...] with integer index tensors on the leading dims: an
+    index_select of x's leading dims flattened, at the linear index."""
+    operands = _index_operands(x, indices)
+    if operands is None:
+        return NotImplemented
+    flat, linear = operands
+    picked = flat.index_select(0, linear.reshape(-1))
+    return picked.reshape(tuple(linear.shape) + tuple(flat.shape[1:]))
+
+
+def _pairwise_norm(diff, p):
+    """The p-norm over diff's last dim, as torch's cdist and pdist define it."""
+    if p == 0:
+        return (diff != 0).sum(-1).to(diff.dtype)
+    if p == math.inf:
+        return diff.abs().amax(-1)
+    if p == 1:
+        return diff.abs().sum(-1)
+    if p == 2:
+        return (diff * diff).sum(-1).sqrt()
+    return diff.abs().pow(p).sum(-1).pow(1.0 / p)
+
+
+@_composite(aten._cdist_forward.default)
+def _cdist(x1, x2, p, compute_mode=None):
+    """Every row of x1 against every row of x2 (batch dims broadcast)."""
+    if x1.shape[-1] == 0 or not x1.dtype.is_floating_point:
+        return NotImplemented
+    return _pairwise_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
+
+
+@_composite(aten._pdist_forward.default)
+def _pdist(x, p=2):
+    """The distances of rows i < j, in row-major order of the pairs."""
+    n = x.shape[0]
+    if n < 2 or x.shape[1] == 0:
+        return NotImplemented
+    pairs = torch.triu_indices(n, n, 1, device=x.device)
+    return _pairwise_norm(x.index_select(0, pairs[0]) - x.index_select(0, pairs[1]), p)
+
+
+@_composite(aten.trace.default)
+def _trace(x):
+    """The diagonal's sum: x's elements at i * (columns + 1), gathered."""
+    if x.dim() != 2 or x.numel() == 0:
+        return NotImplemented
+    diagonal = torch.arange(min(x.shape), device=x.device) * (x.shape[1] + 1)
+    return x.reshape(-1).index_select(0, diagonal).sum()
+
+
+@_composite(aten.unfold_copy.default)
+def _unfold_copy(x, dim, size, step):
+    """The windows gathered along dim (window w, element e: w * step + e),
+    split into (windows, size) and the window's elements moved last."""
+    if x.dim() == 0 or size == 0:
+        return NotImplemented
+    dim = dim % x.dim()
+    windows = (x.shape[dim] - size) // step + 1
+    at = (torch.arange(windows, device=x.device) * step).unsqueeze(1) \
+        + torch.arange(size, device=x.device)
+    picked = x.index_select(dim, at.reshape(-1))
+    split = picked.reshape(x.shape[:dim] + (windows, size) + x.shape[dim + 1:])
+    return split.movedim(dim + 1, -1).contiguous()
+
+
+@_composite(aten.frexp.Tensor)
+def _frexp(x):
+    """mantissa * 2**exponent == x with |mantissa| in [0.5, 1): the exponent
+    floor(log2|x|) + 1, corrected by one where log2 rounded across a power
+    of two; 2**-exponent applied as two halves (each a normal float even for
+    subnormal x). Zeros, infinities and NaN: themselves and exponent 0."""
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    wide = x.to(get_computation_dtype(x.dtype))
+    magnitude = wide.abs()
+    regular = (magnitude != 0) & torch.isfinite(magnitude)
+    exponent = torch.floor(torch.log2(torch.where(regular, magnitude, 1.0))) + 1
+    half = torch.floor(exponent * 0.5)
+    mantissa = wide * torch.exp2(-half) * torch.exp2(half - exponent)
+    above = mantissa.abs() >= 1
+    below = mantissa.abs() < 0.5
+    mantissa = torch.where(above, mantissa * 0.5, torch.where(below, mantissa * 2, mantissa))
+    exponent = exponent + above.to(exponent.dtype) - below.to(exponent.dtype)
+    mantissa = torch.where(regular, mantissa, wide).to(x.dtype)
+    return mantissa, torch.where(regular, exponent, 0).to(torch.int32)
