@@ -385,8 +385,8 @@ TEST(PointwiseScheduler, ComparisonWithABroadcastValueIsScheduledFromItsIteratin
 
 // Eval batch norm after a convolution: per-channel [C] parameters broadcast
 // over an NCHW activation. The batch is a run of its own (the parameters
-// broadcast it, and iterate C), so the schedule has four runs: N, C and
-// H*W (H and W merge: the parameters broadcast both). Every run but the
+// broadcast it, and iterate C), so the schedule has three runs: N, C and
+// H*W (H and W merge: the parameters broadcast both, though [C, 1] lacks H). Every run but the
 // innermost must reach the grid: a serial loop over N leaves a ResNet's
 // kernels at 0.16 waves on an H100.
 TEST(PointwiseScheduler, PerChannelAffineOverNchwPutsTheBatchInTheGrid) {
