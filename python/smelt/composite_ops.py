@@ -48,6 +48,8 @@ def _constant_int(value: Any) -> Optional[int]:
 
 
 def _lowest(dtype: DataType) -> Number:
+    if dtype == DataType.Bool:
+        return False
     return -math.inf if dtype in _FLOATING else _INTEGER_RANGE[dtype][0]
 
 
@@ -181,9 +183,12 @@ class CompositeOps:
         """torch.amin over `dims`: the maximum of a reversed order, -x for
         floats (NaN stays NaN), ~x (= -x - 1, which cannot overflow) for
         integers and bool."""
-        flip = self.neg if x.dtype in _FLOATING else self.bitwise_not
-        out = flip(self.max(flip(x), dims, keepdim))
+        out = self._reversed(self.max(self._reversed(x), dims, keepdim))
         return out if dtype is None or dtype == out.dtype else self.cast(out, dtype)
+
+    def _reversed(self, x: Tensor) -> Tensor:
+        """x in the reversed order: -x for floats, ~x for integers and bool."""
+        return self.neg(x) if x.dtype in _FLOATING else self.bitwise_not(x)
 
     def _scan(self, x: Tensor, dim: int, op: str, reduce, identity: Number) -> Tensor:
         """out[.., i, ..] = reduce(x[.., j, ..] for j <= i) along `dim`: a
@@ -213,16 +218,11 @@ class CompositeOps:
     def cummax(self, x: Tensor, dim: int) -> Tensor:
         """torch.cummax(x, dim).values (nvFuser returns no indices); a NaN
         propagates to every later position, as in torch."""
-        if x.dtype == DataType.Bool:
-            return self.cast(self.cummax(self.cast(x, DataType.Int32), dim), DataType.Bool)
         return self._scan(x, dim, "cummax", self.max, _lowest(x.dtype))
 
     def cummin(self, x: Tensor, dim: int) -> Tensor:
         """torch.cummin(x, dim).values, as cummax of the reversed order (see min)."""
-        if x.dtype == DataType.Bool:
-            return self.cast(self.cummin(self.cast(x, DataType.Int32), dim), DataType.Bool)
-        flip = self.neg if x.dtype in _FLOATING else self.bitwise_not
-        return flip(self.cummax(flip(x), dim))
+        return self._reversed(self.cummax(self._reversed(x), dim))
 
     # ---- masks and bits ----
     def triu(self, x: Tensor, diagonal: Union[int, Scalar] = 0) -> Tensor:

@@ -173,6 +173,18 @@ def test_cumulative_ops(op, dim, dtype):
     same(out, ref, exact=dtype != torch.float16 or op in ("cummax", "cummin"))
 
 
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+def test_cumulative_extremes_of_bool_with_leading_false(op):
+    """A row starting (or staying) false: bool max starts from false."""
+    x = torch.tensor([[False, False, True, False], [True, False, False, False],
+                      [False] * 4, [True] * 4])
+
+    def define(fd):
+        fd.add_output(getattr(fd.ops, op)(fd.from_pytorch(x), 1))
+    (out,), _ = run(define, [x])
+    same(out, getattr(torch, op)(x, 1).values, exact=True)
+
+
 @pytest.mark.parametrize("x", [torch.tensor(3, dtype=torch.int32), torch.tensor(-2.5),
                                torch.tensor(True)])
 def test_cumulative_ops_of_a_0_dim_tensor(x):
