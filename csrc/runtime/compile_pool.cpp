@@ -25,17 +25,21 @@ CompilePool::~CompilePool() {
   for (std::thread& worker : workers_) worker.join();
 }
 
-int CompilePool::defaultThreads() {
+int CompilePool::configuredThreads() {
   const char* value = std::getenv("SMELT_COMPILE_THREADS");
   if (value != nullptr && *value != '\0') {
     char* end = nullptr;
     const long threads = std::strtol(value, &end, 10);
     SMELT_CHECK(end != value && *end == '\0' && threads >= 0,
                 "SMELT_COMPILE_THREADS must be a number of threads, got '", value, "'");
-    return threads <= 1 ? 0 : static_cast<int>(threads);
+    return static_cast<int>(threads);
   }
-  const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  return cores <= 1 ? 0 : cores;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+int CompilePool::defaultThreads() {
+  const int threads = configuredThreads();
+  return threads <= 1 ? 0 : threads;
 }
 
 CompilePool& CompilePool::global() {

@@ -35,8 +35,11 @@ class CompilePool {
   // The process's pool, created on first use with defaultThreads() workers
   // (again in a forked child, whose parent's workers do not exist there).
   static CompilePool& global();
-  // SMELT_COMPILE_THREADS when set (0 and 1: the serial path), else the
-  // machine's hardware threads.
+  // SMELT_COMPILE_THREADS when set, else the machine's hardware threads (at
+  // least 1): the one reading of the setting (Python's compile-ahead pool
+  // takes it too, where 0 turns compiling ahead off).
+  static int configuredThreads();
+  // configuredThreads(), where 0 and 1 mean the serial path (0 workers).
   static int defaultThreads();
 
   // Queues `task`; its future holds what it threw. The caller must keep

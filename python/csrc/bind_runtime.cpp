@@ -13,6 +13,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "bindings.h"
+#include "runtime/compile_pool.h"
 #include "runtime/disk_kernel_cache.h"
 #include "runtime/executor.h"
 #include "runtime/fusion_executor_cache.h"
@@ -227,6 +228,8 @@ void bindRuntime(py::module_& m) {
   // The disk cache's entries of other kinds (disk_kernel_cache.h) for the
   // Python side's decisions (the matmul autotuner's): None when the cache is
   // off, there is no entry, or it is corrupt (with a warning).
+  m.def("compile_threads", &CompilePool::configuredThreads,
+        "SMELT_COMPILE_THREADS, else the machine's hardware threads: the compile pools' size.");
   m.def("load_cache_entry", [](const std::string& kind, const std::string& key) -> std::optional<py::bytes> {
     const std::optional<std::filesystem::path> dir = kernelCacheDir();
     if (!dir) return std::nullopt;

@@ -21,7 +21,6 @@ back to torch as before. Errors are listed in the graph's order.
 """
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List, Optional, Sequence, Tuple
@@ -29,17 +28,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-from smelt._C import SmeltError
-
-
-def compile_threads() -> int:
-    value = os.environ.get("SMELT_COMPILE_THREADS")
-    if value is None or value == "":
-        return os.cpu_count() or 1
-    try:
-        return max(int(value), 0)
-    except ValueError:
-        raise SmeltError(f"SMELT_COMPILE_THREADS must be a number of threads, got {value!r}")
+from smelt._C import compile_threads
 
 
 def storage_extent(sizes: Sequence[int], strides: Sequence[int], offset: int) -> int:
