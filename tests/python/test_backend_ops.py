@@ -220,6 +220,29 @@ def test_pools_are_one_kernel_matching_eager(name, fn, x):
     assert report.smelt_kernels() == (2 if name.endswith(("_half", "_identity")) else 1), str(report)
 
 
+
+def test_max_pool_values_alone_scan_like_torch_without_indices():
+    """An eval max pool reads only the values: the fusion leaves the indices
+    out (one output), and the values are still torch's first maximum in scan
+    order, signed zeros and NaN included (ties of -0.0 and 0.0 keep the first;
+    a window wholly in the padding's -inf stays -inf)."""
+    x = torch.tensor([[[[-0.0, 0.0, 0.0, -0.0, -float("inf")],
+                        [1.0, -0.0, NAN, 2.0, -float("inf")],
+                        [3.0, 3.0, -2.0, -1.0, 4.0]]]])
+    fn = lambda x: (F.max_pool2d(x, 2, 1, 1), F.max_pool2d(x, (1, 2), 2))
+    actual, expected = torch.compile(fn, backend="smelt")(x), fn(x)
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e, equal_nan=True)
+        assert torch.equal(a.signbit(), e.signbit()) and a.stride() == e.stride()
+    report = smelt.backend.last_report()
+    # A kernel per pool (their outputs' shapes differ).
+    assert report.smelt_kernels() == 2 and report.fallback_runs == 0, str(report)
+    (fd, _, _), = report.traced_calls
+    assert len(fd.outputs) == 2
+    records = repr(fd)
+    assert ", -1)" not in records  # no index scan: where(inside, position, -1)
+    assert "DataType.Int32" in records and "DataType.Int:" not in records  # int32 positions
+
 SPECIAL_X = torch.tensor([[-2.5, -1.0, -0.0, 0.0, 0.3, 1.0, 2.0, 7.5],
                           [30.0, -30.0, 1e-20, NAN, float("inf"), -float("inf"), 0.999, -12.0]])
 UNIT_X = torch.tensor([[-1.0, -0.999, -0.5, 0.0, 0.25, 0.9999, 1.0, 1.5, NAN]])

@@ -139,7 +139,9 @@ class Translation:
             if expected is None or len(expected) != len(out):
                 raise Unsupported(f"{node.name}: {len(out)} outputs where torch traced "
                                   f"{'none' if expected is None else len(expected)}")
-            out = tuple(self._match_dtype(node, o, e.dtype) for o, e in zip(out, expected))
+            # None: an output no node of the graph reads, left uncomputed.
+            out = tuple(o if o is None else self._match_dtype(node, o, e.dtype)
+                        for o, e in zip(out, expected))
         self.values[node] = out
         return out
 
@@ -176,7 +178,8 @@ def node_support(node: torch.fx.Node) -> Optional[str]:
                 t.values[a] = define_input(fd, a)
             value = t.translate(node)
             for v in value if isinstance(value, tuple) else [value]:
-                fd.add_output(as_output(fd, v))
+                if v is not None:  # an output the graph does not read
+                    fd.add_output(as_output(fd, v))
     except (Unsupported, SmeltError, TypeError) as e:
         return str(e)
     return None

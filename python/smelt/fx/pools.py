@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from typing import Any, Dict, List
 
 import torch
@@ -45,6 +46,17 @@ class _Windows:
         self.extents = shape[len(shape) - len(kernel):]
         self.out_sizes = out_sizes
         self.flat = ops.reshape(t.arg(x_node), self.lead + [math.prod(self.extents)])
+        self.floating = meta_tensor(x_node).dtype.is_floating_point
+        # Index arithmetic in int32 where every value computed fits: the
+        # positions are computed ahead of the loops over the lead dimensions,
+        # one per window offset and output element of the thread, and int64
+        # doubles their registers (resnet50's 3x3 max pool: 208 -> 105).
+        reach = max(o * max(n, s or 1) + n + o + k * (d or 1)
+                    for o, n, k, s, d in zip(out_sizes, self.extents, kernel,
+                                             stride or [None] * len(kernel),
+                                             dilation or [None] * len(kernel)))
+        fits = max(math.prod(self.extents), reach) < 2 ** 31
+        self.index_dtype = DataType.Int32 if fits else DataType.Int
 
     def positions(self, axis: int, offset: int) -> Any:
         """Input positions along pooled axis `axis` of window offset `offset`
@@ -54,18 +66,18 @@ class _Windows:
         if self.stride is None:
             n, out = self.extents[axis], self.out_sizes[axis]
             if out == 1:  # one window, the whole axis: broadcast, as below
-                return tuple(ops.broadcast_in_dim(ops.full([], v, DataType.Int),
+                return tuple(ops.broadcast_in_dim(ops.full([], v, self.index_dtype),
                                                   list(self.out_sizes), []) for v in (offset, n))
-            i = ops.iota(out, 0, 1, DataType.Int)
+            i = ops.iota(out, 0, 1, self.index_dtype)
             start = ops.div(ops.mul(i, n), out)
             end = ops.div(ops.add(ops.mul(i, n), n + out - 1), out)
             return tuple(ops.broadcast_in_dim(v, list(self.out_sizes), [axis])
                          for v in (ops.add(start, offset), end))
         start = offset * self.dilation[axis] - self.padding[axis]
         if self.out_sizes[axis] == 1:  # a broadcast axis, which a squeeze may drop
-            return ops.broadcast_in_dim(ops.full([], start, DataType.Int), list(self.out_sizes),
+            return ops.broadcast_in_dim(ops.full([], start, self.index_dtype), list(self.out_sizes),
                                         []), None
-        row = ops.iota(self.out_sizes[axis], start, self.stride[axis], DataType.Int)
+        row = ops.iota(self.out_sizes[axis], start, self.stride[axis], self.index_dtype)
         return ops.broadcast_in_dim(row, list(self.out_sizes), [axis]), None
 
     def to_output(self, pooled: Any) -> Any:
@@ -103,7 +115,7 @@ def _max_pool_with_indices(t, node, x, kernel_size, stride=(), padding=0, dilati
     stride = _pair(stride, rank) if stride else kernel
     out_sizes = list(meta_tensors(node)[0].shape[-rank:])
     w = _Windows(t, x, kernel, out_sizes, stride, _pair(padding, rank), _pair(dilation, rank))
-    return _window_maximum(w)
+    return _window_maximum(w, _indices_used(node))
 
 
 @translates(aten.adaptive_max_pool2d.default, aten.adaptive_max_pool3d.default)
@@ -111,7 +123,13 @@ def _adaptive_max_pool(t, node, x, output_size):
     rank = 3 if node.target is aten.adaptive_max_pool3d.default else 2
     extents = list(meta_tensor(x).shape[-rank:])
     out_sizes = list(meta_tensors(node)[0].shape[-rank:])
-    return _window_maximum(_adaptive_windows(t, x, extents, out_sizes))
+    return _window_maximum(_adaptive_windows(t, x, extents, out_sizes), _indices_used(node))
+
+
+def _indices_used(node) -> bool:
+    """Whether the graph reads a max pool's indices (its output 1): an
+    eval forward reads only the values."""
+    return any(u.target is not operator.getitem or u.args[1] != 0 for u in node.users)
 
 
 def _adaptive_windows(t, x, extents: List[int], out_sizes: List[int]) -> _Windows:
@@ -132,7 +150,7 @@ def _window_sum(w: _Windows, x, counted: bool = False) -> tuple:
         value = ops.where(inside, value, 0.0)
         total = value if total is None else ops.add(total, value)
         if counted:
-            count = ops.cast(inside, DataType.Int) if count is None else ops.add(count, inside)
+            count = ops.cast(inside, w.index_dtype) if count is None else ops.add(count, inside)
     return total, count
 
 
@@ -145,11 +163,22 @@ def _adaptive_avg_pool(t, node, x, output_size):
     return t.fd.ops.truediv(total, count)
 
 
-def _window_maximum(w: _Windows):
+def _window_maximum(w: _Windows, indexed: bool):
     """Values and flat indices of each window's maximum, as torch's CPU
     kernels scan it: the first maximum in row-major order, a NaN always
-    taking over; positions outside the input or the window never count."""
+    taking over; positions outside the input or the window never count.
+    Without `indexed` the indices are None (no node reads them), and
+    floating values are scanned from -inf without them: the same values,
+    signed zeros included, without an index per window offset held in
+    registers."""
     ops = w.t.fd.ops
+    if not indexed and w.floating:
+        best = None
+        for _, inside, value in w.offsets():
+            best = ops.where(inside, value, float("-inf")) if best is None else ops.where(
+                ops.logical_and(inside, ops.logical_or(ops.gt(value, best), ops.ne(value, value))),
+                value, best)
+        return best, None
     best = best_index = None
     for flat, inside, value in w.offsets():
         if best is None:  # where inside, the window's first position
