@@ -371,12 +371,14 @@ def run_sample(op, sample, dtype: torch.dtype, index: int, timeout: float = 0) -
             with time_limit(timeout):
                 actual = torch.compile(call, backend="smelt", dynamic=False)(*compiled_inputs)
             compiled_error = None
-        except SampleTimeout:
-            result.timed_out = True
-            result.problem = f"timed out after {timeout:g} s"
-            compiled_error = None
         except Exception as err:  # noqa: BLE001
             compiled_error = err
+            # Expiring inside the backend, the timeout reaches here wrapped
+            # (Dynamo's BackendCompilerFailed): a timeout all the same.
+            if _caused_by(err, SampleTimeout):
+                result.timed_out = True
+                result.problem = f"timed out after {timeout:g} s"
+                compiled_error = None
     reports = smelt.backend.reports()
     result.graphs = len(reports)
     result.smelt_kernels = sum(r.smelt_kernels() for r in reports)
@@ -391,8 +393,11 @@ def run_sample(op, sample, dtype: torch.dtype, index: int, timeout: float = 0) -
         if compiled_error is None:
             result.problem = f"{ERROR_PROBLEMS[0]} {type(eager_error).__name__}, compiled did not"
     elif compiled_error is not None:
+        cause = getattr(compiled_error, "inner_exception", None) or compiled_error.__cause__
         result.problem = (f"{ERROR_PROBLEMS[1]}: {type(compiled_error).__name__}: "
-                          f"{_first_line(str(compiled_error))}")
+                          f"{_first_line(str(compiled_error))}" + (
+                              f" {type(cause).__name__}: {_first_line(str(cause))}"
+                              if cause is not None else ""))
     else:
         def reference():  # the sample in float64
             inp, args, kwargs = pytree.tree_unflatten([_in_float64(v) for v in leaves], spec)
@@ -403,6 +408,15 @@ def run_sample(op, sample, dtype: torch.dtype, index: int, timeout: float = 0) -
     torch._dynamo.reset()
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _caused_by(err: Optional[BaseException], kind: type) -> bool:
+    """Whether `err` or an exception it was raised from or during is a `kind`."""
+    while err is not None:
+        if isinstance(err, kind):
+            return True
+        err = err.__cause__ or err.__context__
+    return False
 
 
 def _in_float64(leaf: Any) -> Any:
