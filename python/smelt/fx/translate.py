@@ -58,21 +58,30 @@ def _reduced_dims(node: torch.fx.Node, dims: Optional[Sequence[int]]) -> List[in
 
 
 # ---- elementwise ----
-def _scaled(t: Translation, node: torch.fx.Node, b: Any, alpha: Any) -> Any:
-    b = t.operand(b, node)
-    if alpha == 1:
-        return b
-    return t.fd.ops.mul(b, alpha) if isinstance(b, Tensor) else b * alpha
+def _with_alpha(t: Translation, node: torch.fx.Node, combine: str, a: Any, b: Any,
+                alpha: Any) -> Any:
+    """a + alpha * b (or a - alpha * b). torch computes it for half and
+    bfloat16 in float and rounds once; alpha * b rounded to 16 bits first
+    would be off by up to half an ulp of the product before the sum (more
+    than an ulp of a result that cancels), so those operands go to float
+    (translate() casts the result back)."""
+    ops = t.fd.ops
+    x, y = t.operand(a, node), t.operand(b, node)
+    if alpha != 1:
+        if meta_tensor(node).dtype in (torch.float16, torch.bfloat16):
+            x, y = (ops.cast(v, DataType.Float) if isinstance(v, Tensor) else v for v in (x, y))
+        y = ops.mul(y, alpha) if isinstance(y, Tensor) else y * alpha
+    return getattr(ops, combine)(x, y)
 
 
 @translates(aten.add.Tensor, aten.add.Scalar)
 def _add(t, node, a, b, alpha=1):
-    return t.fd.ops.add(t.operand(a, node), _scaled(t, node, b, alpha))
+    return _with_alpha(t, node, "add", a, b, alpha)
 
 
 @translates(aten.sub.Tensor, aten.sub.Scalar)
 def _sub(t, node, a, b, alpha=1):
-    return t.fd.ops.sub(t.operand(a, node), _scaled(t, node, b, alpha))
+    return _with_alpha(t, node, "sub", a, b, alpha)
 
 
 def _simple(fd_op: str) -> Translator:
