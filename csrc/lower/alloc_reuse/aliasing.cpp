@@ -56,7 +56,7 @@ class AliasFinder {
  private:
   bool candidate(size_t i) const {
     const BufferLiveness& b = state_[i];
-    return b.buffer->tv != nullptr && b.buffer->alias_of == nullptr && b.inner.valid() &&
+    return b.buffer->tv != nullptr && live_.aliasOf(b.buffer) == nullptr && b.inner.valid() &&
            (b.buffer->memory == MemoryType::Shared || b.buffer->memory == MemoryType::Local);
   }
 
@@ -176,6 +176,17 @@ class AliasFinder {
 std::vector<AliasDecision> findAliases(const kir::Kernel& kernel, const Liveness& live,
                                        SmemHazards mode) {
   return AliasFinder(kernel, live, mode).run();
+}
+
+AliasMap aliasMapWith(const kir::Kernel& kernel, const std::vector<AliasDecision>& decisions) {
+  AliasMap result;
+  for (const auto& b : kernel.buffers) {
+    bool decided = b->tv != nullptr &&
+                   (b->memory == MemoryType::Shared || b->memory == MemoryType::Local);
+    if (!decided && b->alias_of != nullptr) result[b.get()] = b->alias_of;
+  }
+  for (const AliasDecision& d : decisions) result[d.alias] = d.base;
+  return result;
 }
 
 }  // namespace smelt::alloc_reuse
