@@ -272,6 +272,10 @@ void writeReports(SharedMemoryPlan& result, const Liveness& live) {
   if (!plan.symbolic) result.report_svg = planReportSvg(buffers, plan, context);
 }
 
+bool samePair(const AliasDecision& a, const AliasDecision& b) {
+  return a.alias == b.alias && a.base == b.base;
+}
+
 // The Shared alias sets to compare (docs/planning.md §2: an alias is kept
 // only when it costs no bytes): the mode's own, its in-place ones only, none,
 // and in Precise mode the ones Conservative mode would take.
@@ -310,9 +314,7 @@ AliasChoices aliasChoices(const kir::Kernel& kernel, const Liveness& live, SmemH
   for (const auto& option : choices.shared_options) {
     for (const AliasDecision& d : option) {
       bool known = std::any_of(choices.candidates.begin(), choices.candidates.end(),
-                               [&](const AliasDecision& c) {
-                                 return c.alias == d.alias && c.base == d.base;
-                               });
+                               [&](const AliasDecision& c) { return samePair(c, d); });
       if (!known) choices.candidates.push_back(d);
     }
   }
@@ -320,10 +322,7 @@ AliasChoices aliasChoices(const kir::Kernel& kernel, const Liveness& live, SmemH
 }
 
 bool sameAliases(const std::vector<AliasDecision>& a, const std::vector<AliasDecision>& b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](const AliasDecision& x, const AliasDecision& y) {
-           return x.alias == y.alias && x.base == y.base;
-         });
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), samePair);
 }
 
 // The option with the fewest bytes (the earliest on ties; the first alone when

@@ -109,11 +109,6 @@ bool Liveness::syncIn(int64_t from, int64_t to) const {
   return it != sync_positions.end() && *it < to;
 }
 
-const kir::Buffer* Liveness::aliasOf(const kir::Buffer* buffer) const {
-  auto it = aliases.find(buffer);
-  return it == aliases.end() ? nullptr : it->second;
-}
-
 Liveness Liveness::withAliases(const AliasMap& alias_map) const {
   SMELT_INTERNAL_CHECK(aliases.empty(), "liveness: aliases set twice");
   Liveness live = *this;

@@ -94,7 +94,10 @@ struct Liveness {
 
   const BufferLiveness& of(const kir::Buffer* buffer) const;
   // The buffer's base in this view, or nullptr.
-  const kir::Buffer* aliasOf(const kir::Buffer* buffer) const;
+  const kir::Buffer* aliasOf(const kir::Buffer* buffer) const {
+    auto it = aliases.find(buffer);
+    return it == aliases.end() ? nullptr : it->second;
+  }
   // Enclosing statements of `stmt`, outermost first.
   std::vector<const kir::Stmt*> ancestors(const kir::Stmt* stmt) const;
   // The innermost non-trivial loop enclosing both statements, or nullptr.
