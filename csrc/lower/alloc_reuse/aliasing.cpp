@@ -178,15 +178,4 @@ std::vector<AliasDecision> findAliases(const kir::Kernel& kernel, const Liveness
   return AliasFinder(kernel, live, mode).run();
 }
 
-AliasMap aliasMapWith(const kir::Kernel& kernel, const std::vector<AliasDecision>& decisions) {
-  AliasMap result;
-  for (const auto& b : kernel.buffers) {
-    bool decided = b->tv != nullptr &&
-                   (b->memory == MemoryType::Shared || b->memory == MemoryType::Local);
-    if (!decided && b->alias_of != nullptr) result[b.get()] = b->alias_of;
-  }
-  for (const AliasDecision& d : decisions) result[d.alias] = d.base;
-  return result;
-}
-
 }  // namespace smelt::alloc_reuse

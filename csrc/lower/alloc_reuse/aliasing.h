@@ -49,8 +49,4 @@ int64_t vectorAccessBytes(const kir::Buffer* buffer);
 std::vector<AliasDecision> findAliases(const kir::Kernel& kernel, const Liveness& live,
                                        SmemHazards mode);
 
-// The kernel's aliases once `decisions` replace those of the fusion tensors'
-// Shared and Local buffers (others keep theirs): what applying them sets.
-AliasMap aliasMapWith(const kir::Kernel& kernel, const std::vector<AliasDecision>& decisions);
-
 }  // namespace smelt::alloc_reuse

@@ -431,6 +431,17 @@ void planKernelSharedMemory(LoweringContext& ctx) {
   }
 }
 
+AliasMap aliasMapWith(const kir::Kernel& kernel, const std::vector<AliasDecision>& decisions) {
+  AliasMap result;
+  for (const auto& b : kernel.buffers) {
+    bool decided = b->tv != nullptr &&
+                   (b->memory == MemoryType::Shared || b->memory == MemoryType::Local);
+    if (!decided && b->alias_of != nullptr) result[b.get()] = b->alias_of;
+  }
+  for (const AliasDecision& d : decisions) result[d.alias] = d.base;
+  return result;
+}
+
 void verifyKernelSharedMemory(const kir::Kernel& kernel, SmemHazards hazards,
                               int64_t device_limit_bytes) {
   Liveness live = computeLiveness(kernel);

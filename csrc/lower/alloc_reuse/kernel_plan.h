@@ -64,6 +64,10 @@ struct SharedMemoryPlan {
 
 void planKernelSharedMemory(LoweringContext& ctx);
 
+// The kernel's aliases once the plan sets `decisions`: they replace those of
+// the fusion tensors' Shared and Local buffers; other buffers keep theirs.
+AliasMap aliasMapWith(const kir::Kernel& kernel, const std::vector<AliasDecision>& decisions);
+
 // Recomputes liveness and conflicts on `kernel` as it stands and checks the
 // Shared addresses written into its buffers (smelt::Error when invalid).
 void verifyKernelSharedMemory(const kir::Kernel& kernel, SmemHazards hazards,

@@ -64,43 +64,6 @@ Problem makeProblem(const std::vector<Buffer>& buffers, const ConflictGraph& con
   return p;
 }
 
-Layout placeGreedy(const Problem& p, const std::vector<int>& order, Fit fit) {
-  Layout layout;
-  layout.offsets.assign(p.size(), -1);
-  std::vector<int> obstacles;  // the placed buffers `i` conflicts with, by offset
-  obstacles.reserve(p.size());
-  for (int i : order) {
-    obstacles.clear();
-    for (int j : p.neighbors[i]) {
-      if (layout.offsets[j] >= 0) obstacles.push_back(j);
-    }
-    std::sort(obstacles.begin(), obstacles.end(),
-              [&](int a, int b) { return layout.offsets[a] < layout.offsets[b]; });
-    const int64_t size = p.bytes[i];
-    const int64_t align = p.align[i];
-    int64_t chosen = -1;
-    int64_t chosen_gap = std::numeric_limits<int64_t>::max();
-    int64_t cursor = 0;  // end of the conflicting bytes seen so far
-    for (int j : obstacles) {
-      const int64_t start = layout.offsets[j];
-      int64_t candidate = alignUpConstant(cursor, align);
-      if (candidate + size <= start) {
-        int64_t gap = start - cursor;
-        if (gap < chosen_gap) {
-          chosen = candidate;
-          chosen_gap = gap;
-          if (fit == Fit::First) break;
-        }
-      }
-      cursor = std::max(cursor, start + p.bytes[j]);
-    }
-    if (chosen < 0) chosen = alignUpConstant(cursor, align);
-    layout.offsets[i] = chosen;
-    layout.total = std::max(layout.total, chosen + size);
-  }
-  return layout;
-}
-
 std::vector<std::vector<int>> components(const Problem& p) {
   std::vector<int> component(p.size(), -1);
   std::vector<std::vector<int>> result;

@@ -1,12 +1,12 @@
 // Internal to the address planner (address_planner.cpp, exact_search.cpp):
-// the constant-size placement problem, greedy placement, and the section
-// cliques whose stacked sizes bound every layout from below.
+// the constant-size placement problem, its connected components, and the
+// section cliques whose stacked sizes bound every layout from below.
 //
 // Guarantees: a Problem holds the non-empty constant-size buffers of a plan
-// (local indices 0..n-1, `global` maps back) and their conflicts; a Layout
-// from placeGreedy() never overlaps two conflicting buffers and honours every
-// alignment; every section is a clique of pairwise-conflicting buffers, so
-// its lowest stack (and paddedSectionBound()) is a true lower bound.
+// (local indices 0..n-1, `global` maps back) and their conflicts; buffers of
+// different components never conflict; every section is a clique of
+// pairwise-conflicting buffers, so its lowest stack (and paddedSectionBound())
+// is a true lower bound.
 #pragma once
 
 #include <cstdint>
@@ -42,13 +42,6 @@ struct Layout {
   std::vector<int64_t> offsets;
   int64_t total = 0;
 };
-
-enum class Fit { Best, First };
-
-// Places buffers one by one in `order`; each goes into a gap between placed
-// conflicting buffers (tightest fitting gap for Best, lowest for First), or on
-// top of them all.
-Layout placeGreedy(const Problem& p, const std::vector<int>& order, Fit fit);
 
 // Connected components of the conflict graph, each sorted, in order of their
 // smallest member. Buffers of different components never conflict, so each

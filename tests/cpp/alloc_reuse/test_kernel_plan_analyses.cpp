@@ -13,6 +13,7 @@
 #include "lower/alloc_reuse/apply_plan.h"
 #include "lower/alloc_reuse/barrier_planning.h"
 #include "lower/alloc_reuse/hazards.h"
+#include "lower/alloc_reuse/kernel_plan.h"
 #include "lower/alloc_reuse/liveness.h"
 
 namespace smelt::alloc_reuse {
