@@ -56,7 +56,7 @@ class AliasFinder {
  private:
   bool candidate(size_t i) const {
     const BufferLiveness& b = state_[i];
-    return b.buffer->tv != nullptr && b.buffer->alias_of == nullptr && b.inner.valid() &&
+    return b.buffer->tv != nullptr && live_.aliasOf(b.buffer) == nullptr && b.inner.valid() &&
            (b.buffer->memory == MemoryType::Shared || b.buffer->memory == MemoryType::Local);
   }
 

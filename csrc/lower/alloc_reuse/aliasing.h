@@ -1,6 +1,6 @@
 // Analysis: which Shared and Local buffers can be second names for an earlier
 // buffer's storage (kir::Buffer::alias_of), cases A7-A9. Changes nothing; the
-// plan_shared_memory pass applies the decisions.
+// plan_shared_memory pass applies the chosen decisions (apply_plan.h).
 //
 // Walking buffers in Allocate order, a later buffer Y aliases the nearest
 // earlier buffer X (never a block-op workspace) when
@@ -45,6 +45,7 @@ struct AliasDecision {
 // when none is vectorized).
 int64_t vectorAccessBytes(const kir::Buffer* buffer);
 
+// Candidates by the rules above among the buffers `live` does not alias yet.
 std::vector<AliasDecision> findAliases(const kir::Kernel& kernel, const Liveness& live,
                                        SmemHazards mode);
 

@@ -4,70 +4,41 @@
 
 #include "fusion/error.h"
 #include "lower/alloc_reuse/hazards.h"
-#include "lower/alloc_reuse/liveness.h"
 
 namespace smelt::alloc_reuse {
 
 namespace {
 
-// The bodies and child indices leading from the kernel body to `target`.
-struct Step {
-  kir::StmtList* body;
-  size_t index;
-};
-
-bool findPath(kir::StmtList& body, const kir::Stmt* target, std::vector<Step>& path) {
-  for (size_t i = 0; i < body.size(); ++i) {
-    path.push_back({&body, i});
-    kir::Stmt* s = body[i].get();
-    if (s == target) return true;
-    if (auto* loop = dynamic_cast<kir::ForLoop*>(s)) {
-      if (findPath(loop->body, target, path)) return true;
-    } else if (auto* ite = dynamic_cast<kir::IfThenElse*>(s)) {
-      if (findPath(ite->then_body, target, path) || findPath(ite->else_body, target, path)) {
-        return true;
-      }
-    }
-    path.pop_back();
-  }
-  return false;
-}
-
-std::vector<Step> pathTo(kir::Kernel& kernel, const kir::Stmt* target) {
-  std::vector<Step> path;
-  SMELT_INTERNAL_CHECK(findPath(kernel.body, target, path), "barrier planning: statement lost");
-  return path;
-}
-
-const kir::BlockSync* insertAt(const Step& at, const std::string& reason) {
+std::unique_ptr<kir::BlockSync> reuseSync(const std::string& reason) {
   auto sync = std::make_unique<kir::BlockSync>();
   sync->reason = reason;
   sync->inserted_for_reuse = true;
-  const kir::BlockSync* raw = sync.get();
-  at.body->insert(at.body->begin() + static_cast<std::ptrdiff_t>(at.index), std::move(sync));
-  return raw;
+  return sync;
 }
 
-// Best mode: where the barrier goes, or nullopt under divergent control flow.
-std::optional<Step> latestLegalPoint(kir::Kernel& kernel, const kir::Stmt* last_read,
-                                     const kir::Stmt* first_write) {
-  std::vector<Step> to_read = pathTo(kernel, last_read);
-  std::vector<Step> to_write = pathTo(kernel, first_write);
+// `stmt` with its enclosing statements, outermost first.
+std::vector<const kir::Stmt*> chainTo(const Liveness& live, const kir::Stmt* stmt) {
+  std::vector<const kir::Stmt*> chain = live.ancestors(stmt);
+  chain.push_back(stmt);
+  return chain;
+}
+
+// Best mode: the statement the barrier goes right before, or nullptr under
+// divergent control flow.
+const kir::Stmt* latestLegalPoint(const Liveness& live, const kir::Stmt* last_read,
+                                  const kir::Stmt* first_write) {
+  std::vector<const kir::Stmt*> to_read = chainTo(live, last_read);
+  std::vector<const kir::Stmt*> to_write = chainTo(live, first_write);
   size_t d = 0;
-  while (d + 1 < to_read.size() && d + 1 < to_write.size() &&
-         to_read[d].body == to_write[d].body && to_read[d].index == to_write[d].index) {
-    ++d;
-  }
+  while (d + 1 < to_read.size() && d + 1 < to_write.size() && to_read[d] == to_write[d]) ++d;
   // to_write[d] is the child leading to F in the innermost common body.
   while (d + 1 < to_write.size()) {
-    auto* loop = dynamic_cast<kir::ForLoop*>((*to_write[d].body)[to_write[d].index].get());
+    auto* loop = dynamic_cast<const kir::ForLoop*>(to_write[d]);
     if (loop == nullptr || !loop->trivial) break;
     ++d;
   }
   for (size_t k = 0; k < d; ++k) {
-    if ((*to_write[k].body)[to_write[k].index]->kind() == kir::StmtKind::IfThenElse) {
-      return std::nullopt;
-    }
+    if (to_write[k]->kind() == kir::StmtKind::IfThenElse) return nullptr;
   }
   return to_write[d];
 }
@@ -86,7 +57,7 @@ const kir::Buffer* nextIterationBuffer(const Liveness& live, const BufferLivenes
   int64_t first = x.outer.first;
   for (const BufferLiveness& y : live.buffers) {
     if (y.buffer == x.buffer || y.buffer->memory != MemoryType::Shared || y.buffer->tv == nullptr ||
-        y.buffer->alias_of != nullptr || !y.outer.valid() || y.outer.first >= first ||
+        live.aliasOf(y.buffer) != nullptr || !y.outer.valid() || y.outer.first >= first ||
         live.commonLoop(x.allocate, y.allocate) != loop) {
       continue;
     }
@@ -98,24 +69,30 @@ const kir::Buffer* nextIterationBuffer(const Liveness& live, const BufferLivenes
 
 }  // namespace
 
-std::vector<ReuseBarrier> insertReuseBarriers(kir::Kernel& kernel, SmemHazards hazards,
-                                              SmemAllocator allocator) {
+ReuseBarrierPlan planReuseBarriers(const kir::Kernel& kernel, const Liveness& kernel_live,
+                                   SmemHazards hazards, SmemAllocator allocator) {
   std::vector<const kir::Buffer*> flagged;
   for (const auto& b : kernel.buffers) {
-    if (b->memory == MemoryType::Shared && b->tv != nullptr && b->alias_of == nullptr &&
-        b->tv->shouldPromoteReuse()) {
+    if (b->memory == MemoryType::Shared && b->tv != nullptr &&
+        kernel_live.aliasOf(b.get()) == nullptr && b->tv->shouldPromoteReuse()) {
       flagged.push_back(b.get());
     }
   }
-  std::vector<ReuseBarrier> result;
+  ReuseBarrierPlan result;
+  Liveness live = kernel_live;  // with the barriers planned so far
+  auto insert = [&](const kir::Stmt* before, const std::string& reason) {
+    PlannedBarrier planned{reuseSync(reason), before};
+    live = live.withBarrierBefore(before, planned.sync.get());
+    result.insertions.push_back(std::move(planned));
+    return result.insertions.back().sync.get();
+  };
   for (const kir::Buffer* buffer : flagged) {
-    Liveness live = computeLiveness(kernel);
-    const BufferLiveness& x = live.of(buffer);
+    const BufferLiveness x = live.of(buffer);  // a copy: insert() replaces `live`
     ReuseBarrier entry;
     entry.buffer = buffer;
     if (!x.outer.valid()) {
       entry.outcome = "never accessed";
-      result.push_back(entry);
+      result.requests.push_back(entry);
       continue;
     }
     // nvFuser sees every shared buffer at kernel scope.
@@ -126,7 +103,7 @@ std::vector<ReuseBarrier> insertReuseBarriers(kir::Kernel& kernel, SmemHazards h
     int64_t first = -1;
     for (const BufferLiveness& y : live.buffers) {
       if (y.buffer == buffer || y.buffer->memory != MemoryType::Shared || y.buffer->tv == nullptr ||
-          y.buffer->alias_of != nullptr || !y.outer.valid() || span(y).first <= last) {
+          live.aliasOf(y.buffer) != nullptr || !y.outer.valid() || span(y).first <= last) {
         continue;
       }
       if (first < 0 || span(y).first < first) {
@@ -149,8 +126,8 @@ std::vector<ReuseBarrier> insertReuseBarriers(kir::Kernel& kernel, SmemHazards h
       if (live.syncIn(last + 1, first)) {
         entry.outcome = "a barrier already lies between";
       } else {
-        entry.inserted = insertAt(pathTo(kernel, live.stmt_at[first]).back(),
-                                  "promoteReuse " + buffer->name + " -> " + entry.next->name);
+        entry.inserted =
+            insert(live.stmt_at[first], "promoteReuse " + buffer->name + " -> " + entry.next->name);
         entry.outcome = "inserted before the first write of " + entry.next->name;
       }
     } else if (hazards == SmemHazards::Precise && singleThreadBlock(kernel)) {
@@ -159,16 +136,21 @@ std::vector<ReuseBarrier> insertReuseBarriers(kir::Kernel& kernel, SmemHazards h
                      : live.syncIn(x.inner.last, live.of(entry.next).inner.first)) {
       // (Not wrapping: a missing back-edge barrier is the later buffer's to ask for.)
       entry.outcome = "a barrier already lies between";
-    } else if (auto at = latestLegalPoint(kernel, live.stmt_at[last], live.stmt_at[first])) {
+    } else if (auto* at = latestLegalPoint(live, live.stmt_at[last], live.stmt_at[first])) {
       std::string target = entry.next->name + (wraps ? " (next iteration)" : "");
-      entry.inserted = insertAt(*at, "promoteReuse " + buffer->name + " -> " + target);
+      entry.inserted = insert(at, "promoteReuse " + buffer->name + " -> " + target);
       entry.outcome = "inserted before the first write of " + target;
     } else {
       entry.outcome = "not inserted: the only legal point is under divergent control flow";
     }
-    result.push_back(entry);
+    result.requests.push_back(entry);
   }
   return result;
+}
+
+Liveness withBarriers(Liveness live, const std::vector<PlannedBarrier>& insertions) {
+  for (const PlannedBarrier& b : insertions) live = live.withBarrierBefore(b.before, b.sync.get());
+  return live;
 }
 
 }  // namespace smelt::alloc_reuse

@@ -1,6 +1,9 @@
-// Transformation: the barriers promoteReuse() asks for (docs/planning.md §4).
-// For each Shared tensor flagged with promoteReuse (non-alias, accessed), in
-// Allocate order, with liveness recomputed after every insertion:
+// Analysis: the barriers promoteReuse() asks for (docs/planning.md §4). Reads
+// the kernel and a liveness view, changes nothing: it returns the barriers to
+// insert, which apply_plan.h inserts with the rest of the plan.
+// For each Shared tensor flagged with promoteReuse (non-alias in the view,
+// accessed), in Allocate order, each request seeing the barriers planned
+// before it (Liveness::withBarrierBefore):
 //   L = its outer last read (aliases included); F = the smallest outer first
 //   write after L among the other non-alias Shared tensor buffers (block-op
 //   workspaces are not candidates, as in nvFuser). In Stack mode both use the
@@ -32,9 +35,11 @@
 // At most one barrier per flagged tensor; every inserted one is reported.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "lower/alloc_reuse/liveness.h"
 #include "lower/kir.h"
 #include "lower/lower_context.h"
 
@@ -47,7 +52,22 @@ struct ReuseBarrier {
   std::string outcome;                  // why inserted, or why not
 };
 
-std::vector<ReuseBarrier> insertReuseBarriers(kir::Kernel& kernel, SmemHazards hazards,
-                                              SmemAllocator allocator);
+// A barrier to insert right before `before`, a statement of the kernel.
+struct PlannedBarrier {
+  std::unique_ptr<kir::BlockSync> sync;
+  const kir::Stmt* before = nullptr;
+};
+
+struct ReuseBarrierPlan {
+  std::vector<ReuseBarrier> requests;      // one per flagged buffer
+  std::vector<PlannedBarrier> insertions;  // in the order they are decided
+};
+
+// `live` is the kernel's liveness with the aliases the barriers must respect.
+ReuseBarrierPlan planReuseBarriers(const kir::Kernel& kernel, const Liveness& live,
+                                   SmemHazards hazards, SmemAllocator allocator);
+
+// `live` after every planned insertion, in order.
+Liveness withBarriers(Liveness live, const std::vector<PlannedBarrier>& insertions);
 
 }  // namespace smelt::alloc_reuse

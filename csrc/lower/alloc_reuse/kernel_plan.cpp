@@ -7,6 +7,7 @@
 
 #include "fusion/error.h"
 #include "lower/alloc_reuse/address_planner.h"
+#include "lower/alloc_reuse/apply_plan.h"
 #include "lower/alloc_reuse/hazards.h"
 #include "lower/alloc_reuse/liveness.h"
 #include "lower/alloc_reuse/plan_report.h"
@@ -21,7 +22,8 @@ namespace {
 std::vector<const kir::Buffer*> plannedBuffers(const Liveness& live) {
   std::vector<const kir::Buffer*> result;
   for (const BufferLiveness& b : live.buffers) {
-    if (b.buffer->memory == MemoryType::Shared && b.buffer->alias_of == nullptr && b.outer.valid()) {
+    if (b.buffer->memory == MemoryType::Shared && live.aliasOf(b.buffer) == nullptr &&
+        b.outer.valid()) {
       result.push_back(b.buffer);
     }
   }
@@ -152,9 +154,11 @@ AddressPlan assignAddresses(const std::vector<Buffer>& buffers,
   return plan;
 }
 
-// One choice of which Shared alias decisions to apply, planned.
+// One choice of which Shared alias decisions to apply, planned on the
+// liveness view with those aliases (no change to the kernel).
 struct Candidate {
   std::vector<AliasDecision> shared_aliases;
+  Liveness live;
   std::vector<const kir::Buffer*> planned;
   std::vector<Buffer> buffers;
   ConflictGraph conflicts;
@@ -162,21 +166,19 @@ struct Candidate {
   bool proved = false;  // optimal for its own conflicts
 };
 
-void applyAliases(kir::Kernel& kernel, const std::vector<AliasDecision>& decisions);
-
-Candidate planWithAliases(kir::Kernel& kernel, const std::vector<AliasDecision>& local_aliases,
+Candidate planWithAliases(const kir::Kernel& kernel, const Liveness& own,
+                          const std::vector<AliasDecision>& local_aliases,
                           const std::vector<AliasDecision>& shared_aliases, SmemHazards hazards,
                           SmemAllocator allocator) {
   std::vector<AliasDecision> all = local_aliases;
   all.insert(all.end(), shared_aliases.begin(), shared_aliases.end());
-  applyAliases(kernel, all);
   Candidate c;
   c.shared_aliases = shared_aliases;
-  Liveness live = computeLiveness(kernel);
-  c.planned = plannedBuffers(live);
-  c.buffers = abstractBuffers(live, c.planned);
-  c.conflicts = sharedConflicts(live, kernel, c.planned, hazards);
-  c.plan = assignAddresses(c.buffers, c.planned, c.conflicts, live, kernel, hazards, allocator,
+  c.live = own.withAliases(aliasMapWith(kernel, all));
+  c.planned = plannedBuffers(c.live);
+  c.buffers = abstractBuffers(c.live, c.planned);
+  c.conflicts = sharedConflicts(c.live, kernel, c.planned, hazards);
+  c.plan = assignAddresses(c.buffers, c.planned, c.conflicts, c.live, kernel, hazards, allocator,
                            c.proved);
   return c;
 }
@@ -185,10 +187,10 @@ Candidate planWithAliases(kir::Kernel& kernel, const std::vector<AliasDecision>&
 // own (no alias stretches a lifetime), under the mode's hazards, where the
 // pairs an alias decision could place at one address do not count as
 // conflicting (an alias may share bytes the conflict rule alone forbids).
-int64_t trueLowerBound(kir::Kernel& kernel, const std::vector<AliasDecision>& local_aliases,
+int64_t trueLowerBound(const kir::Kernel& kernel, const Liveness& own,
+                       const std::vector<AliasDecision>& local_aliases,
                        const std::vector<AliasDecision>& shared_candidates, SmemHazards hazards) {
-  applyAliases(kernel, local_aliases);
-  Liveness live = computeLiveness(kernel);
+  Liveness live = own.withAliases(aliasMapWith(kernel, local_aliases));
   std::vector<const kir::Buffer*> planned = plannedBuffers(live);
   std::vector<Buffer> buffers = abstractBuffers(live, planned);
   ConflictGraph conflicts = sharedConflicts(live, kernel, planned, hazards);
@@ -232,25 +234,6 @@ IntExpr tensorBytes(const std::vector<Buffer>& buffers,
   return planTotalBytes(sub, addresses, stacked_on);
 }
 
-kir::Buffer* mutableBuffer(kir::Kernel& kernel, const kir::Buffer* buffer) {
-  for (auto& b : kernel.buffers) {
-    if (b.get() == buffer) return b.get();
-  }
-  SMELT_INTERNAL_CHECK(false, "shared-memory plan: unknown buffer ", buffer->name);
-  return nullptr;
-}
-
-// Sets alias_of on every Shared and Local buffer of a fusion tensor: the
-// decision's base, or none.
-void applyAliases(kir::Kernel& kernel, const std::vector<AliasDecision>& decisions) {
-  for (auto& b : kernel.buffers) {
-    if (b->tv != nullptr && (b->memory == MemoryType::Shared || b->memory == MemoryType::Local)) {
-      b->alias_of = nullptr;
-    }
-  }
-  for (const AliasDecision& d : decisions) mutableBuffer(kernel, d.alias)->alias_of = d.base;
-}
-
 // The report lists planned buffers, then Shared aliases at their base's
 // bytes; the no-reuse total counts every one of them.
 void writeReports(SharedMemoryPlan& result, const Liveness& live) {
@@ -289,72 +272,72 @@ void writeReports(SharedMemoryPlan& result, const Liveness& live) {
   if (!plan.symbolic) result.report_svg = planReportSvg(buffers, plan, context);
 }
 
-}  // namespace
+bool samePair(const AliasDecision& a, const AliasDecision& b) {
+  return a.alias == b.alias && a.base == b.base;
+}
 
-void planKernelSharedMemory(LoweringContext& ctx) {
-  kir::Kernel& kernel = ctx.kernel;
-  auto result = std::make_shared<SharedMemoryPlan>();
-  result->hazards = ctx.options.smem_hazards;
-  result->allocator = ctx.options.smem_allocator;
-  const int64_t min_alignment = ctx.options.min_shared_alignment;
-  SMELT_CHECK(min_alignment > 0 && isPowerOfTwo(min_alignment),
-              "LowerOptions::min_shared_alignment must be a positive power of two, got ",
-              min_alignment);
-  for (auto& b : kernel.buffers) {
-    if (b->memory == MemoryType::Shared) b->alignment = std::max(b->alignment, min_alignment);
-  }
+// The Shared alias sets to compare (docs/planning.md §2: an alias is kept
+// only when it costs no bytes): the mode's own, its in-place ones only, none,
+// and in Precise mode the ones Conservative mode would take.
+struct AliasChoices {
+  std::vector<AliasDecision> found;  // the mode's decisions, Local and Shared
+  std::vector<AliasDecision> local;
+  std::vector<std::vector<AliasDecision>> shared_options;
+  std::vector<AliasDecision> candidates;  // every pair any option aliases
+};
 
-  Liveness before = computeLiveness(kernel);
-  std::vector<AliasDecision> found = findAliases(kernel, before, result->hazards);
-  std::vector<AliasDecision> local_aliases, shared_aliases;
-  for (const AliasDecision& d : found) {
-    (d.alias->memory == MemoryType::Shared ? shared_aliases : local_aliases).push_back(d);
+AliasChoices aliasChoices(const kir::Kernel& kernel, const Liveness& live, SmemHazards hazards,
+                          SmemAllocator allocator) {
+  AliasChoices choices;
+  choices.found = findAliases(kernel, live, hazards);
+  std::vector<AliasDecision> shared;
+  for (const AliasDecision& d : choices.found) {
+    (d.alias->memory == MemoryType::Shared ? shared : choices.local).push_back(d);
   }
-  // Alias sets to compare (docs/planning.md §2: an alias is kept only when it
-  // costs no bytes): the mode's own, its in-place ones only, none, and in Precise
-  // mode the ones Conservative mode would take.
-  std::vector<std::vector<AliasDecision>> options = {shared_aliases};
-  if (result->allocator == SmemAllocator::Best && !shared_aliases.empty()) {
+  choices.shared_options = {shared};
+  if (allocator == SmemAllocator::Best && !shared.empty()) {
     std::vector<AliasDecision> inner;
-    for (const AliasDecision& d : shared_aliases) {
+    for (const AliasDecision& d : shared) {
       if (d.rule == "inner") inner.push_back(d);
     }
-    options.push_back(inner);
-    options.push_back({});
-    if (result->hazards == SmemHazards::Precise) {
+    choices.shared_options.push_back(inner);
+    choices.shared_options.push_back({});
+    if (hazards == SmemHazards::Precise) {
       std::vector<AliasDecision> strict;
-      for (const AliasDecision& d : findAliases(kernel, before, SmemHazards::Conservative)) {
+      for (const AliasDecision& d : findAliases(kernel, live, SmemHazards::Conservative)) {
         if (d.alias->memory == MemoryType::Shared) strict.push_back(d);
       }
-      options.push_back(strict);
+      choices.shared_options.push_back(strict);
     }
   }
-  std::vector<AliasDecision> candidates = shared_aliases;  // every pair any option aliases
-  for (const auto& option : options) {
+  choices.candidates = shared;
+  for (const auto& option : choices.shared_options) {
     for (const AliasDecision& d : option) {
-      bool known = std::any_of(candidates.begin(), candidates.end(), [&](const AliasDecision& c) {
-        return c.alias == d.alias && c.base == d.base;
-      });
-      if (!known) candidates.push_back(d);
+      bool known = std::any_of(choices.candidates.begin(), choices.candidates.end(),
+                               [&](const AliasDecision& c) { return samePair(c, d); });
+      if (!known) choices.candidates.push_back(d);
     }
   }
-  applyAliases(kernel, found);
-  result->reuse_barriers = insertReuseBarriers(kernel, result->hazards, result->allocator);
+  return choices;
+}
 
+bool sameAliases(const std::vector<AliasDecision>& a, const std::vector<AliasDecision>& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), samePair);
+}
+
+// The option with the fewest bytes (the earliest on ties; the first alone when
+// sizes are symbolic), each planned on `live`, the barriers' liveness without
+// aliases. `rejected` gets the other totals.
+Candidate bestCandidate(const kir::Kernel& kernel, const Liveness& live,
+                        const AliasChoices& choices, SmemHazards hazards,
+                        SmemAllocator allocator, std::vector<std::string>& rejected) {
+  const auto& options = choices.shared_options;
   std::optional<Candidate> best;
-  std::vector<std::string> rejected;
   for (size_t k = 0; k < options.size(); ++k) {
     bool seen = false;
-    for (size_t j = 0; j < k; ++j) {
-      seen = seen || (options[j].size() == options[k].size() &&
-                      std::equal(options[j].begin(), options[j].end(), options[k].begin(),
-                                 [](const AliasDecision& a, const AliasDecision& b) {
-                                   return a.alias == b.alias && a.base == b.base;
-                                 }));
-    }
+    for (size_t j = 0; j < k; ++j) seen = seen || sameAliases(options[j], options[k]);
     if (seen) continue;
-    Candidate c = planWithAliases(kernel, local_aliases, options[k], result->hazards,
-                                  result->allocator);
+    Candidate c = planWithAliases(kernel, live, choices.local, options[k], hazards, allocator);
     auto total = c.plan.total_bytes.constant();
     if (!best) {
       best = std::move(c);
@@ -371,19 +354,20 @@ void planKernelSharedMemory(LoweringContext& ctx) {
                          std::to_string(*total) + " B");
     }
   }
-  const int64_t bound = trueLowerBound(kernel, local_aliases, candidates, result->hazards);
-  std::vector<AliasDecision> chosen = local_aliases;
-  chosen.insert(chosen.end(), best->shared_aliases.begin(), best->shared_aliases.end());
-  applyAliases(kernel, chosen);
-  result->aliases = chosen;
-  Liveness live = computeLiveness(kernel);
-  result->planned = std::move(best->planned);
-  result->buffers = std::move(best->buffers);
-  result->conflicts = std::move(best->conflicts);
-  result->plan = std::move(best->plan);
-  AddressPlan& plan = result->plan;
+  return std::move(*best);
+}
+
+// The plan of `best`, with what it was compared to and how close to the
+// lower bound it is.
+void recordChoice(SharedMemoryPlan& result, Candidate& best,
+                  const std::vector<std::string>& rejected, int64_t bound, bool any_candidate) {
+  result.planned = std::move(best.planned);
+  result.buffers = std::move(best.buffers);
+  result.conflicts = std::move(best.conflicts);
+  result.plan = std::move(best.plan);
+  AddressPlan& plan = result.plan;
   if (!rejected.empty()) {
-    std::string note = "alias sets compared: kept " + std::to_string(best->shared_aliases.size()) +
+    std::string note = "alias sets compared: kept " + std::to_string(best.shared_aliases.size()) +
                        " Shared alias(es); others:";
     for (const std::string& r : rejected) note += " " + r + ";";
     plan.notes.push_back(note);
@@ -393,27 +377,69 @@ void planKernelSharedMemory(LoweringContext& ctx) {
   plan.lower_bound_reached = total && *total <= bound;
   // Proved only on the true conflicts: reaching the bound, or an exhaustive
   // search on conflicts no alias choice could change.
-  plan.optimal = plan.lower_bound_reached || (best->proved && candidates.empty());
-  result->tensor_bytes = tensorBytes(result->buffers, result->planned, result->plan);
+  plan.optimal = plan.lower_bound_reached || (best.proved && !any_candidate);
+  result.tensor_bytes = tensorBytes(result.buffers, result.planned, result.plan);
+}
 
-  for (size_t i = 0; i < result->planned.size(); ++i) {
-    mutableBuffer(kernel, result->planned[i])->address = result->plan.addresses[i];
+}  // namespace
+
+void planKernelSharedMemory(LoweringContext& ctx) {
+  kir::Kernel& kernel = ctx.kernel;
+  auto result = std::make_shared<SharedMemoryPlan>();
+  result->hazards = ctx.options.smem_hazards;
+  result->allocator = ctx.options.smem_allocator;
+  const int64_t min_alignment = ctx.options.min_shared_alignment;
+  SMELT_CHECK(min_alignment > 0 && isPowerOfTwo(min_alignment),
+              "LowerOptions::min_shared_alignment must be a positive power of two, got ",
+              min_alignment);
+  // The alignment floor is part of each buffer's declaration, which every
+  // analysis below reads: set before planning, not a planning choice.
+  for (auto& b : kernel.buffers) {
+    if (b->memory == MemoryType::Shared) b->alignment = std::max(b->alignment, min_alignment);
   }
-  for (const auto& b : kernel.buffers) {
-    if (b->memory != MemoryType::Shared) continue;
-    if (b->alias_of != nullptr) {
-      b->address = b->alias_of->address;
-    } else if (!b->address) {
-      b->address = IntExpr(0);  // never accessed: touches no byte
-    }
-  }
-  writeReports(*result, live);
+
+  // Decide. Liveness is computed once; every decision reads a view of it.
+  const Liveness own = ownLiveness(kernel);
+  const AliasChoices choices =
+      aliasChoices(kernel, own.withAliases(kernelAliases(kernel)), result->hazards,
+                   result->allocator);
+  ReuseBarrierPlan barriers =
+      planReuseBarriers(kernel, own.withAliases(aliasMapWith(kernel, choices.found)),
+                        result->hazards, result->allocator);
+  result->reuse_barriers = barriers.requests;
+  const Liveness with_barriers = withBarriers(own, barriers.insertions);
+  std::vector<std::string> rejected;
+  Candidate best = bestCandidate(kernel, with_barriers, choices, result->hazards,
+                                 result->allocator, rejected);
+  const int64_t bound = trueLowerBound(kernel, with_barriers, choices.local, choices.candidates,
+                                       result->hazards);
+  result->aliases = choices.local;
+  result->aliases.insert(result->aliases.end(), best.shared_aliases.begin(),
+                         best.shared_aliases.end());
+  recordChoice(*result, best, rejected, bound, !choices.candidates.empty());
+
+  // Apply, once; then what reads the final kernel.
+  applySharedMemoryPlan(kernel, std::move(barriers.insertions),
+                        aliasMapWith(kernel, result->aliases), result->planned,
+                        result->plan.addresses);
+  writeReports(*result, best.live);
   result->bank_conflicts = analyzeBankConflicts(kernel);
   kernel.smem_plan = result;
   verifyKernelSharedMemory(kernel, result->hazards, ctx.options.max_shared_memory_bytes);
   if (dumpEnabled("smem_plan")) {
     std::cout << result->report_text << result->bank_conflicts.toString();
   }
+}
+
+AliasMap aliasMapWith(const kir::Kernel& kernel, const std::vector<AliasDecision>& decisions) {
+  AliasMap result;
+  for (const auto& b : kernel.buffers) {
+    bool decided = b->tv != nullptr &&
+                   (b->memory == MemoryType::Shared || b->memory == MemoryType::Local);
+    if (!decided && b->alias_of != nullptr) result[b.get()] = b->alias_of;
+  }
+  for (const AliasDecision& d : decisions) result[d.alias] = d.base;
+  return result;
 }
 
 void verifyKernelSharedMemory(const kir::Kernel& kernel, SmemHazards hazards,

@@ -1,7 +1,14 @@
 // The shared-memory plan of one kernel (docs/planning.md), as the plan_shared_memory
-// pass (smem_addresses.cpp) builds it and stores it in kir::Kernel::smem_plan:
-//   liveness -> aliasing (alias_of, Shared and Local) -> promoteReuse barriers
-//   -> liveness again -> conflicts (hazards) -> addresses -> verification.
+// pass (smem_addresses.cpp) builds it and stores it in kir::Kernel::smem_plan.
+// It decides before it mutates (the shape of Triton's Allocation analysis
+// before its Membar transformation):
+//   decide: liveness, computed once (liveness.h) -> alias candidates
+//     (aliasing.h) -> promoteReuse barriers (barrier_planning.h) -> for each
+//     alias set to compare: conflicts (hazards.h) and addresses, all on
+//     liveness views (Liveness::withAliases / withBarrierBefore);
+//   apply: barriers, aliases and addresses written into the kernel at once
+//     (apply_plan.h);
+//   check: reports, bank conflicts, and verification on the final kernel.
 //
 // Guarantees of planKernelSharedMemory():
 // - every Shared buffer gets an aligned address; an alias gets its base's
@@ -56,6 +63,10 @@ struct SharedMemoryPlan {
 };
 
 void planKernelSharedMemory(LoweringContext& ctx);
+
+// The kernel's aliases once the plan sets `decisions`: they replace those of
+// the fusion tensors' Shared and Local buffers; other buffers keep theirs.
+AliasMap aliasMapWith(const kir::Kernel& kernel, const std::vector<AliasDecision>& decisions);
 
 // Recomputes liveness and conflicts on `kernel` as it stands and checks the
 // Shared addresses written into its buffers (smelt::Error when invalid).

@@ -109,7 +109,52 @@ bool Liveness::syncIn(int64_t from, int64_t to) const {
   return it != sync_positions.end() && *it < to;
 }
 
-Liveness computeLiveness(const kir::Kernel& kernel) {
+Liveness Liveness::withAliases(const AliasMap& alias_map) const {
+  SMELT_INTERNAL_CHECK(aliases.empty(), "liveness: aliases set twice");
+  Liveness live = *this;
+  live.aliases = alias_map;
+  for (BufferLiveness& b : live.buffers) {
+    const kir::Buffer* base_buffer = live.aliasOf(b.buffer);
+    if (base_buffer == nullptr || !b.inner.valid()) continue;
+    BufferLiveness& base = live.buffers[live.index_.at(base_buffer)];
+    for (auto member : {&BufferLiveness::inner, &BufferLiveness::outer,
+                        &BufferLiveness::kernel_scope}) {
+      LiveInterval& to = base.*member;
+      const LiveInterval& from = b.*member;
+      to = to.valid() ? LiveInterval{std::min(to.first, from.first), std::max(to.last, from.last)}
+                      : from;
+    }
+  }
+  return live;
+}
+
+Liveness Liveness::withBarrierBefore(const kir::Stmt* before, const kir::BlockSync* sync) const {
+  Liveness live = *this;
+  const int64_t at = positions.start.at(before);
+  auto shift = [at](int64_t& position) {
+    if (position >= at) ++position;
+  };
+  for (auto& [stmt, position] : live.positions.start) shift(position);
+  for (auto& [loop, position] : live.positions.loop_end) shift(position);
+  live.positions.start[sync] = at;
+  live.positions.count += 1;
+  live.end_position = std::max<int64_t>(live.positions.count - 1, 0);
+  live.parent[sync] = parent.at(before);
+  live.stmt_at.insert(live.stmt_at.begin() + at, sync);
+  for (int64_t& p : live.sync_positions) shift(p);
+  live.sync_positions.insert(
+      std::lower_bound(live.sync_positions.begin(), live.sync_positions.end(), at), at);
+  for (BufferLiveness& b : live.buffers) {
+    for (LiveInterval* interval : {&b.inner, &b.outer, &b.kernel_scope}) {
+      if (!interval->valid()) continue;
+      shift(interval->first);
+      shift(interval->last);
+    }
+  }
+  return live;
+}
+
+Liveness ownLiveness(const kir::Kernel& kernel) {
   Liveness live;
   live.positions = kir::numberPositions(kernel.body);
   live.stmt_at.assign(static_cast<size_t>(live.positions.count), nullptr);
@@ -184,18 +229,19 @@ Liveness computeLiveness(const kir::Kernel& kernel) {
       if (!kernel_scope_done) widen(b.kernel_scope, pos, pos);
     }
   }
-  for (BufferLiveness& b : live.buffers) {
-    if (b.buffer->alias_of == nullptr || !b.inner.valid()) continue;
-    BufferLiveness& base = live.buffers[live.index_.at(b.buffer->alias_of)];
-    for (auto member : {&BufferLiveness::inner, &BufferLiveness::outer,
-                        &BufferLiveness::kernel_scope}) {
-      LiveInterval& to = base.*member;
-      const LiveInterval& from = b.*member;
-      to = to.valid() ? LiveInterval{std::min(to.first, from.first), std::max(to.last, from.last)}
-                      : from;
-    }
-  }
   return live;
+}
+
+AliasMap kernelAliases(const kir::Kernel& kernel) {
+  AliasMap aliases;
+  for (const auto& b : kernel.buffers) {
+    if (b->alias_of != nullptr) aliases[b.get()] = b->alias_of;
+  }
+  return aliases;
+}
+
+Liveness computeLiveness(const kir::Kernel& kernel) {
+  return ownLiveness(kernel).withAliases(kernelAliases(kernel));
 }
 
 }  // namespace smelt::alloc_reuse

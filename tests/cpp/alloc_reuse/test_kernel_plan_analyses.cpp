@@ -3,12 +3,17 @@
 // deleting any barrier promoteReuse inserted makes the verifier fail.
 #include <gtest/gtest.h>
 
+#include "common/handbuilt_case_kernels.h"
 #include "common/kir_mutations.h"
 #include "common/planned_kernel.h"
 #include "common/smem_case_fusions.h"
 #include "fusion/ops.h"
 #include "lower/alloc_reuse/access_footprint.h"
+#include "lower/alloc_reuse/aliasing.h"
+#include "lower/alloc_reuse/apply_plan.h"
+#include "lower/alloc_reuse/barrier_planning.h"
 #include "lower/alloc_reuse/hazards.h"
+#include "lower/alloc_reuse/kernel_plan.h"
 #include "lower/alloc_reuse/liveness.h"
 
 namespace smelt::alloc_reuse {
@@ -76,6 +81,69 @@ TEST(KernelLiveness, BatchLoopDoesNotStretchTileLifetimes) {
   // The operand tile dies before the epilogue tile is written, although a
   // serial batch loop runs around both.
   EXPECT_LT(a.outer.last, csub.outer.first);
+}
+
+// The planner decides on liveness views instead of changing the kernel and
+// computing again: the view with the found aliases and the planned barriers
+// must be exactly the liveness of the kernel once they are applied. Returns
+// how many aliases and barriers that applied.
+std::pair<size_t, size_t> expectViewsMatchChangedKernel(kir::Kernel& kernel, SmemHazards hazards,
+                                                        SmemAllocator allocator) {
+  const Liveness own = ownLiveness(kernel);
+  const AliasMap aliases = aliasMapWith(kernel, findAliases(kernel, own, hazards));
+  ReuseBarrierPlan barriers =
+      planReuseBarriers(kernel, own.withAliases(aliases), hazards, allocator);
+  const Liveness predicted = withBarriers(own, barriers.insertions).withAliases(aliases);
+  const size_t inserted = barriers.insertions.size();
+  applySharedMemoryPlan(kernel, std::move(barriers.insertions), aliases, {}, {});
+  const Liveness actual = computeLiveness(kernel);
+  EXPECT_EQ(predicted.positions.start, actual.positions.start);
+  EXPECT_EQ(predicted.positions.loop_end, actual.positions.loop_end);
+  EXPECT_EQ(predicted.positions.count, actual.positions.count);
+  EXPECT_EQ(predicted.end_position, actual.end_position);
+  EXPECT_EQ(predicted.stmt_at, actual.stmt_at);
+  EXPECT_EQ(predicted.parent, actual.parent);
+  EXPECT_EQ(predicted.sync_positions, actual.sync_positions);
+  EXPECT_EQ(predicted.aliases, actual.aliases);
+  EXPECT_EQ(predicted.buffers.size(), actual.buffers.size());
+  for (size_t i = 0; i < std::min(predicted.buffers.size(), actual.buffers.size()); ++i) {
+    const BufferLiveness& p = predicted.buffers[i];
+    const BufferLiveness& a = actual.buffers[i];
+    EXPECT_EQ(p.buffer, a.buffer);
+    EXPECT_EQ(p.creation_order, a.creation_order);
+    for (auto interval :
+         {&BufferLiveness::inner, &BufferLiveness::outer, &BufferLiveness::kernel_scope}) {
+      EXPECT_EQ((p.*interval).first, (a.*interval).first) << a.buffer->name;
+      EXPECT_EQ((p.*interval).last, (a.*interval).last) << a.buffer->name;
+    }
+  }
+  return {aliases.size(), inserted};
+}
+
+TEST(KernelLiveness, ViewsEqualTheLivenessOfTheChangedKernel) {
+  size_t aliases = 0, barriers = 0;
+  auto add = [&](std::pair<size_t, size_t> applied) {
+    aliases += applied.first;
+    barriers += applied.second;
+  };
+  for (SmemAllocator allocator : {SmemAllocator::Best, SmemAllocator::Stack}) {
+    for (SmemHazards hazards : {SmemHazards::Precise, SmemHazards::Conservative}) {
+      for (bool stream_k : {false, true}) {
+        SCOPED_TRACE(stream_k ? "B3" : "D1 promoted");
+        auto t = stream_k ? cases::buildStreamKKernel() : cases::buildMatmulEpilogueKernel(true);
+        FusionGuard guard(t->fusion.get());
+        add(expectViewsMatchChangedKernel(t->kernel, hazards, allocator));
+      }
+      // B1 lowered and planned, its aliases taken back: the planner's input again.
+      SCOPED_TRACE("B1");
+      PlannedKernel k = lowerWith([] { cases::buildTiledGemm(); }, hazards, allocator);
+      FusionGuard guard(k.fusion.get());
+      for (auto& b : k.kernel->buffers) b->alias_of = nullptr;
+      add(expectViewsMatchChangedKernel(*k.kernel, hazards, allocator));
+    }
+  }
+  EXPECT_GT(aliases, 0u);   // the alias view is exercised
+  EXPECT_GT(barriers, 0u);  // and the barrier view
 }
 
 // ---- hazards ----
