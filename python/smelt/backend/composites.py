@@ -93,6 +93,44 @@ def _index(x, indices):
     return picked.reshape(tuple(linear.shape) + tuple(flat.shape[1:]))
 
 
+@_composite(aten.put.default)
+def _put(x, index, source, accumulate=False):
+    """x.put_(index, source) functionally: index_put on x flattened (one
+    index tensor, negative indices counting from the end as put's do)."""
+    if x.numel() == 0 or index.numel() == 0 or not x.is_contiguous():
+        return NotImplemented
+    flat = aten.index_put(x.reshape(-1), [index.reshape(-1)], source.reshape(-1), accumulate)
+    return flat.reshape(x.shape)
+
+
+@_composite(aten.index_reduce.default)
+def _index_reduce(x, dim, index, source, reduce, include_self=True):
+    """index_reduce as scatter_reduce: the 1-D index along dim, expanded
+    over source's other dims."""
+    if x.dim() == 0 or index.numel() == 0:
+        return NotImplemented
+    dim = dim % x.dim()
+    shape = [1] * source.dim()
+    shape[dim] = -1
+    spread = index.reshape(shape).expand(source.shape)
+    return aten.scatter_reduce.two(x, dim, spread, source, reduce, include_self=include_self)
+
+
+@_composite(aten.max_pool2d_with_indices_backward.default)
+def _max_pool2d_backward(grad_output, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    """Each window's gradient added at its argmax: indices count positions
+    in a plane of x, so the planes are flattened and the gradients
+    scatter-added into zeros along them."""
+    if not x.is_contiguous() or grad_output.numel() == 0:
+        return NotImplemented
+    planes = x.shape[:-2]
+    area = x.shape[-2] * x.shape[-1]
+    zeros = x.new_zeros(tuple(planes) + (area,))
+    flat_grad = grad_output.reshape(tuple(planes) + (-1,))
+    flat_index = indices.reshape(tuple(planes) + (-1,))
+    return aten.scatter_add(zeros, -1, flat_index, flat_grad).reshape(x.shape)
+
+
 def _pairwise_norm(diff, p):
     """The p-norm over diff's last dim, as torch's cdist and pdist define it."""
     if p == 0:
