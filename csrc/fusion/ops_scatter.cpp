@@ -34,8 +34,10 @@ Val* sourceFor(const std::string& op, Val* src, const std::vector<IterDomain*>& 
     SMELT_CHECK(!exceeds(i, s), op, ": dimension ", d, " of the index has extent ", i,
                 " but dimension ", d, " of src ", tv->name(), " has extent ", s,
                 "; the index may not be larger than src");
-    crop = crop || !s.sameAs(i);
-    stops.push_back(i.constant() ? *i.constant() : std::numeric_limits<int64_t>::max());
+    // Symbolic extents are mapped, so equal when the fusion runs.
+    const bool smaller = exceeds(s, i);
+    crop = crop || smaller;
+    stops.push_back(smaller ? *i.constant() : std::numeric_limits<int64_t>::max());
   }
   if (crop) tv = slice(tv, starts, stops);
   return tv->dtype() == dtype ? tv : castOp(dtype, tv);

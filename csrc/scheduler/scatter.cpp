@@ -9,6 +9,8 @@ namespace smelt {
 
 namespace {
 
+constexpr int64_t kMaxGridY = 65535;  // gridDim.y's limit
+
 // Expressions whose element [p] reads only element [p] of their inputs (or
 // broadcasts of them): they can run in the scatter's loop over the index.
 bool isElementwise(const Expr* expr) {
@@ -35,7 +37,7 @@ const ScatterOp* theScatter(const Fusion& fusion) {
 
 std::string ScatterParams::toString() const {
   std::ostringstream os;
-  os << "ScatterParams{block_x=" << block_x << "}";
+  os << "ScatterParams{block_x=" << block_x << ", split_grid_y=" << (split_grid_y ? "true" : "false") << "}";
   return os.str();
 }
 
@@ -65,10 +67,14 @@ std::string scatterRejectReason(const Fusion& fusion) {
   return "";
 }
 
-ScatterParams scatterHeuristics(const Fusion& fusion, const RuntimeInfo&) {
+ScatterParams scatterHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {
   const std::string reason = scatterRejectReason(fusion);
   SMELT_CHECK(reason.empty(), "scatter scheduler cannot take this fusion: ", reason);
-  return ScatterParams{};
+  ScatterParams params;
+  const std::vector<IterDomain*>& iteration = theScatter(fusion)->output()->loopRoot();
+  const size_t rank = iteration.size();
+  params.split_grid_y = rank >= 2 && runtime.extent(iteration[rank - 2]) > kMaxGridY;
+  return params;
 }
 
 void scheduleScatter(Fusion& fusion, const ScatterParams& params) {
@@ -78,10 +84,14 @@ void scheduleScatter(Fusion& fusion, const ScatterParams& params) {
   SMELT_CHECK(params.block_x >= 1, "scatter scheduler: block_x must be positive in ",
               params.toString());
   TensorView* out = theScatter(fusion)->output();
-  while (out->nDims() > 1) out->merge(0);
-  out->split(0, params.block_x);
-  out->axis(0)->parallelize(ParallelType::BIDx);
-  out->axis(1)->parallelize(ParallelType::TIDx);
+  const int64_t inner = out->nDims() - 1;
+  out->split(inner, params.block_x);
+  out->axis(inner)->parallelize(ParallelType::BIDx);
+  out->axis(inner + 1)->parallelize(ParallelType::TIDx);
+  if (inner >= 1) {
+    if (params.split_grid_y) out->split(inner - 1, kMaxGridY, /*inner_split=*/false);
+    out->axis(inner - 1)->parallelize(ParallelType::BIDy);
+  }
   propagateSchedule(out);
   inlineMost(&fusion);
 }

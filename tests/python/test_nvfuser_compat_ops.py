@@ -212,13 +212,6 @@ def test_embedding_fwd_of_bfloat16_with_padding_idx():
     same(out, torch.nn.functional.embedding(index, weight.clone(), -2, 0.1), exact=False)
 
 
-def test_scatter_is_refused_clearly():
-    with pytest.raises(SmeltError, match="scatter: not supported"):
-        with FusionDefinition() as fd:
-            t = fd.define_tensor(shape=[-1, -1])
-            fd.ops.scatter(t, fd.define_tensor(shape=[-1, -1], dtype=DataType.Int), t, 0)
-
-
 # ---- scans and reductions ----
 SCANNED = torch.tensor([[1.5, -2.0, float("nan"), 0.25, 3.0],
                         [-0.0, 4.0, -1.0, 2.0, -3.0],
