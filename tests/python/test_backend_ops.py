@@ -306,7 +306,8 @@ SELF = torch.randn(5, 4, generator=gen(30))
 ROWS_DUP = torch.tensor([[0, 4, 2, 2], [4, 1, 2, 0], [0, 3, 3, 3]])
 ROWS_UNIQUE = torch.tensor([[0, 4, 2, 1], [4, 1, 3, 0], [2, 3, 0, 3]])
 SRC = torch.randn(3, 4, generator=gen(31))
-IDS = torch.tensor([4, 0, -1, 2, 0])  # index_add / index_put: negatives count from the end
+IDS = torch.tensor([4, 0, -1, 2, 0])  # index_put: negatives count from the end
+POSITIVE = torch.rand(5, 4, generator=gen(34)) + 1
 
 
 def scatter_kernel_ran(report):
@@ -316,7 +317,7 @@ def scatter_kernel_ran(report):
 
 @pytest.mark.parametrize("name,fn,x", [
     ("scatter_src", lambda x: torch.scatter(x, 0, ROWS_UNIQUE, SRC), SELF),
-    ("scatter_value_dim1", lambda x: torch.scatter(x, 1, ROWS_UNIQUE[:, :2] % 4, 2.5), SELF),
+    ("scatter_value_dim1", lambda x: torch.scatter(x, 1, torch.tensor([[3, 0], [1, 2], [0, 3]]), 2.5), SELF),
     ("scatter_reduce_add_arg", lambda x: torch.scatter(x, 0, ROWS_DUP, SRC, reduce="add"), SELF),
     ("scatter_reduce_multiply", lambda x: torch.scatter(x, 0, ROWS_DUP, SRC, reduce="multiply"), SELF),
     ("scatter_add", lambda x: torch.scatter_add(x, 0, ROWS_DUP, SRC * 2), SELF),
@@ -329,17 +330,17 @@ def scatter_kernel_ran(report):
       for r in ("sum", "prod", "amax", "amin", "mean") for s in (True, False)],
     ("scatter_reduce_mean_int", lambda x: torch.scatter_reduce(
         x, 0, ROWS_DUP, ROWS_DUP * 7, "mean", include_self=False), torch.arange(20).view(5, 4)),
-    ("index_add", lambda x: torch.index_add(x, 0, IDS, torch.ones(5, 4) * 3, alpha=2), SELF),
+    ("index_add", lambda x: torch.index_add(x, 0, IDS % 5, torch.ones(5, 4) * 3, alpha=2), SELF),
     ("index_copy", lambda x: torch.index_copy(x, 0, torch.tensor([3, 0, 1]), SRC), SELF),
     ("index_put_accumulate", lambda x: torch.index_put(x, (IDS,), torch.ones(5, 4), accumulate=True), SELF),
     ("index_put_broadcast_value", lambda x: torch.index_put(x, (torch.tensor([1, -2]),), torch.tensor(7.0)), SELF),
-    ("index_reduce_prod", lambda x: torch.index_reduce(x, 0, IDS % 5, torch.rand(5, 4) + 1, "prod"), SELF),
+    ("index_reduce_prod", lambda x: torch.index_reduce(x, 0, IDS % 5, POSITIVE, "prod"), SELF),
     ("index_reduce_amax_no_self", lambda x: torch.index_reduce(
-        x, 0, IDS % 5, torch.randn(5, 4), "amax", include_self=False), SELF),
+        x, 0, IDS % 5, POSITIVE - 1.5, "amax", include_self=False), SELF),
     ("put_accumulate", lambda x: x.put(torch.tensor([0, 7, -1, 7]), torch.ones(4), accumulate=True), SELF),
     ("max_pool2d_backward", lambda x: torch.ops.aten.max_pool2d_with_indices_backward(
-        torch.ones(1, 2, 2, 2), x, [2, 2], [2, 2], [0, 0], [1, 1], False,
-        F.max_pool2d_with_indices(x, 2)[1]), torch.randn(1, 2, 4, 4, generator=gen(33))),
+        torch.ones(2, 3, 2, 2), x, [2, 2], [2, 2], [0, 0], [1, 1], False,
+        F.max_pool2d_with_indices(x, 2)[1]), torch.randn(2, 3, 4, 4, generator=gen(33))),
 ])
 def test_scatter_family_runs_in_smelt_scatter_kernels(name, fn, x):
     scatter_kernel_ran(fully_fused_like_eager(fn, x))
