@@ -332,6 +332,8 @@ def scatter_kernel_ran(report):
         x, 0, ROWS_DUP, ROWS_DUP * 7, "mean", include_self=False), torch.arange(20).view(5, 4)),
     ("index_add", lambda x: torch.index_add(x, 0, IDS % 5, torch.ones(5, 4) * 3, alpha=2), SELF),
     ("index_copy", lambda x: torch.index_copy(x, 0, torch.tensor([3, 0, 1]), SRC), SELF),
+    ("index_add_dim1_int", lambda x: torch.index_add(x, 1, torch.tensor([3, 3, 0]), x[:, :3] * 5),
+     torch.arange(20).view(5, 4)),
     ("index_put_accumulate", lambda x: torch.index_put(x, (IDS,), torch.ones(5, 4), accumulate=True), SELF),
     ("index_put_broadcast_value", lambda x: torch.index_put(x, (torch.tensor([1, -2]),), torch.tensor(7.0)), SELF),
     ("index_reduce_prod", lambda x: torch.index_reduce(x, 0, IDS % 5, POSITIVE, "prod"), SELF),
@@ -350,6 +352,9 @@ def test_scatter_index_out_of_bounds_is_torchs_error():
     bad = torch.tensor([[0, 5, 1, 2]])
     with pytest.raises(Exception, match="index 5 is out of bounds for dimension 0 with size 5"):
         torch.compile(lambda x: torch.scatter_add(x, 0, bad, SRC[:1]), backend="smelt")(SELF)
+    # index_add rejects negative indices, as eager does (index_put accepts them).
+    with pytest.raises(Exception, match="index -1 is out of bounds for dimension 0 with size 5"):
+        torch.compile(lambda x: torch.index_add(x, 0, IDS, torch.ones(5, 4)), backend="smelt")(SELF)
 
 
 def test_embedding_training_step_weight_gradient_matches_eager():

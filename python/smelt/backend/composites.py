@@ -103,17 +103,41 @@ def _put(x, index, source, accumulate=False):
     return flat.reshape(x.shape)
 
 
+def _along(index, dim, source):
+    """A 1-D index of positions along dim, expanded to source's shape: the
+    index of torch.scatter for the index_* ops."""
+    shape = [1] * source.dim()
+    shape[dim] = -1
+    return index.reshape(shape).expand(source.shape)
+
+
 @_composite(aten.index_reduce.default)
 def _index_reduce(x, dim, index, source, reduce, include_self=True):
-    """index_reduce as scatter_reduce: the 1-D index along dim, expanded
-    over source's other dims."""
+    """index_reduce as scatter_reduce along dim."""
     if x.dim() == 0 or index.numel() == 0:
         return NotImplemented
     dim = dim % x.dim()
-    shape = [1] * source.dim()
-    shape[dim] = -1
-    spread = index.reshape(shape).expand(source.shape)
-    return aten.scatter_reduce.two(x, dim, spread, source, reduce, include_self=include_self)
+    return aten.scatter_reduce.two(x, dim, _along(index, dim, source), source, reduce,
+                                   include_self=include_self)
+
+
+@_composite(aten.index_add.default)
+def _index_add(x, dim, index, source, *, alpha=1):
+    """index_add as scatter_add along dim (not torch's index_put, which
+    would accept the negative indices index_add rejects)."""
+    if x.dim() == 0 or index.numel() == 0:
+        return NotImplemented
+    dim = dim % x.dim()
+    return aten.scatter_add(x, dim, _along(index, dim, source), source if alpha == 1 else source * alpha)
+
+
+@_composite(aten.index_copy.default)
+def _index_copy(x, dim, index, source):
+    """index_copy as scatter along dim (negative indices rejected, as eager does)."""
+    if x.dim() == 0 or index.numel() == 0:
+        return NotImplemented
+    dim = dim % x.dim()
+    return aten.scatter.src(x, dim, _along(index, dim, source), source)
 
 
 @_composite(aten.max_pool2d_with_indices_backward.default)
