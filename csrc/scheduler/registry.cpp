@@ -81,10 +81,11 @@ SchedulerEntry withoutScatters(SchedulerEntry entry) {
 
 const std::vector<SchedulerEntry>& schedulerEntries() {
   // The matmuls first: a matmul is also a reduction.
+  // The scatter last: the others decline every scatter, it takes nothing else.
   static const std::vector<SchedulerEntry> entries = {
-      scatterEntry(), withoutScatters(libraryMatmulEntry()), withoutScatters(matmulEntry()),
+      withoutScatters(libraryMatmulEntry()), withoutScatters(matmulEntry()),
       withoutScatters(persistentEntry()), withoutScatters(reductionEntry()),
-      withoutScatters(pointwiseEntry())};
+      withoutScatters(pointwiseEntry()), scatterEntry()};
   return entries;
 }
 
