@@ -343,6 +343,13 @@ def scatter_kernel_ran(report):
     ("max_pool2d_backward", lambda x: torch.ops.aten.max_pool2d_with_indices_backward(
         torch.ones(2, 3, 2, 2), x, [2, 2], [2, 2], [0, 0], [1, 1], False,
         F.max_pool2d_with_indices(x, 2)[1]), torch.randn(2, 3, 4, 4, generator=gen(33))),
+    # One image: the batch dimension is squeezed in a segment of its own.
+    ("max_pool2d_backward_one_image", lambda x: torch.ops.aten.max_pool2d_with_indices_backward(
+        torch.ones(1, 2, 2, 2), x, [2, 2], [2, 2], [0, 0], [1, 1], False,
+        F.max_pool2d_with_indices(x, 2)[1]), torch.randn(1, 2, 4, 4, generator=gen(35))),
+    # A 0-dim self: index_put on it unsqueezed, its result squeezed after the scatter.
+    ("index_add_0d", lambda x: torch.index_add(x, 0, torch.tensor([0]), torch.tensor(1.5)),
+     torch.tensor(2.0)),
 ])
 def test_scatter_family_runs_in_smelt_scatter_kernels(name, fn, x):
     scatter_kernel_ran(fully_fused_like_eager(fn, x))

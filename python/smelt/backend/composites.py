@@ -111,32 +111,37 @@ def _along(index, dim, source):
     return index.reshape(shape).expand(source.shape)
 
 
+def _zero_dim_as_vector(fn):
+    """An index_* op of a 0-dim tensor computed on it as a 1-element vector."""
+    def op(x, dim, index, source, *args, **kwargs):
+        if index.numel() == 0:
+            return NotImplemented
+        if x.dim() == 0:
+            return fn(x.reshape(1), 0, index.reshape(-1), source.reshape(-1), *args, **kwargs).reshape(())
+        return fn(x, dim % x.dim(), index, source, *args, **kwargs)
+    return op
+
+
 @_composite(aten.index_reduce.default)
+@_zero_dim_as_vector
 def _index_reduce(x, dim, index, source, reduce, include_self=True):
     """index_reduce as scatter_reduce along dim."""
-    if x.dim() == 0 or index.numel() == 0:
-        return NotImplemented
-    dim = dim % x.dim()
     return aten.scatter_reduce.two(x, dim, _along(index, dim, source), source, reduce,
                                    include_self=include_self)
 
 
 @_composite(aten.index_add.default)
+@_zero_dim_as_vector
 def _index_add(x, dim, index, source, *, alpha=1):
     """index_add as scatter_add along dim (not torch's index_put, which
     would accept the negative indices index_add rejects)."""
-    if x.dim() == 0 or index.numel() == 0:
-        return NotImplemented
-    dim = dim % x.dim()
     return aten.scatter_add(x, dim, _along(index, dim, source), source if alpha == 1 else source * alpha)
 
 
 @_composite(aten.index_copy.default)
+@_zero_dim_as_vector
 def _index_copy(x, dim, index, source):
     """index_copy as scatter along dim (negative indices rejected, as eager does)."""
-    if x.dim() == 0 or index.numel() == 0:
-        return NotImplemented
-    dim = dim % x.dim()
     return aten.scatter.src(x, dim, _along(index, dim, source), source)
 
 
