@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "codegen/scatter_prelude.h"
 #include "codegen/special_math_prelude.h"
 #include "codegen/tensor_core.h"
 #include "codegen/vectorize.h"
@@ -585,6 +586,9 @@ class Emitter {
     kir::forEachStmt(kernel.body, [&](const kir::Stmt* stmt, int) {
       uses_tensor_cores_ |= codegen::isTensorCoreStmt(stmt->kind());
       if (const auto* c = dynamic_cast<const kir::Compute*>(stmt)) {
+        if (const auto* scatter = dynamic_cast<const ScatterOp*>(c->expr)) {
+          combines_atomically_ |= scatter->combine() != ScatterCombine::Set;
+        }
         if (const auto* u = dynamic_cast<const UnaryOp*>(c->expr); u != nullptr && isSpecial(u->op())) {
           special_functions_.insert(toString(u->op()));
         } else if (const auto* b = dynamic_cast<const BinaryOp*>(c->expr);
@@ -618,6 +622,7 @@ class Emitter {
     os_ << (half || bfloat ? "\n" : "") << indexTypedef(options_.index_type) << blockDimConstant() << kPrelude;
     if (!vector_bytes_.empty()) os_ << kVectorPrelude;
     if (uses_tensor_cores_) os_ << codegen::kTensorCorePrelude;
+    if (combines_atomically_) os_ << codegen::kScatterPrelude;
     os_ << codegen::specialMathPrelude(special_functions_);
     os_ << "\n";
     emitSignature();
@@ -1143,10 +1148,48 @@ class Emitter {
     close();
   }
 
+  // gathered_index = index[p] (negative ones wrapped where the op allows;
+  // outside [0, size) traps, as torch's device assert, before any write),
+  // then out[p with dim at gathered_index] combined with src[p]: stored for
+  // Set, atomically otherwise (duplicate indices all contribute).
+  void emitScatter(const kir::Compute& c) {
+    const auto* scatter = static_cast<const ScatterOp*>(c.expr);
+    const IntExpr extent = scatter->output()->logicalDomain().at(scatter->dim())->extent();
+    const std::string index = kir::kGatheredIndexSymbol;
+    const std::string size = indexText(extent, true);
+    open(c.predicate.alwaysTrue() ? "{" : "if (" + predicateText(c.predicate) + ") {");
+    line("int64_t " + index + "_value = " + operandValue(operandAt(c, 0), DataType::Int) + ";");
+    if (scatter->wrapNegative()) line("if (" + index + "_value < 0) " + index + "_value += " + size + ";");
+    line("if (" + index + "_value < 0 || " + index + "_value >= " + size + ") __trap();");
+    line("const index_t " + index + " = static_cast<index_t>(" + index + "_value);");
+    const DataType dtype = c.out.buffer->dtype;
+    const DataType ct = computeType(dtype);
+    const std::string type = cudaType(dtype);
+    const std::string value = convert(operandValue(operandAt(c, 1), ct), ct, dtype);
+    const std::string target = "&" + element(c.out);
+    switch (scatter->combine()) {
+      case ScatterCombine::Set: line(element(c.out) + " = " + value + ";"); break;
+      case ScatterCombine::Add: line("smelt::atomicAccumulate(" + target + ", " + value + ");"); break;
+      case ScatterCombine::Mul: case ScatterCombine::Max: case ScatterCombine::Min: {
+        const std::string a = convert("a", dtype, ct), b = convert("b", dtype, ct);
+        const std::string combined =
+            scatter->combine() == ScatterCombine::Mul
+                ? a + " * " + b
+                : std::string(scatter->combine() == ScatterCombine::Max ? "smelt::maximum<" : "smelt::minimum<") +
+                      cudaType(ct) + ">(" + a + ", " + b + ")";
+        line("smelt::atomicCombine(" + target + ", " + value + ", [](" + type + " a, " + type +
+             " b) { return " + convert(combined, ct, dtype) + "; });");
+        break;
+      }
+    }
+    close();
+  }
+
   void emitCompute(const kir::Compute& c) {
     SMELT_CHECK(c.expr != nullptr, "codegen: compute statement writing ", c.out.buffer->name,
                 " has no fusion expression");
     if (c.expr->type() == ExprType::IndexSelect) return emitIndexSelect(c);
+    if (c.expr->type() == ExprType::Scatter) return emitScatter(c);
     DataType ct = computeType(c.out.buffer->dtype);
     std::string value;
     switch (c.expr->type()) {
@@ -1176,6 +1219,7 @@ class Emitter {
                     " must be lowered to ReduceInit/ReduceStep/BlockReduce, not Compute");
         break;
       case ExprType::IndexSelect:  // emitIndexSelect
+      case ExprType::Scatter:      // emitScatter
       case ExprType::Mma:
         SMELT_CHECK(false, "codegen: ", c.expr->toString(),
                     " must be lowered to the tensor-core statements, not Compute");
@@ -1333,6 +1377,7 @@ class Emitter {
   const std::unordered_map<const kir::Buffer*, int64_t> vector_bytes_;
   std::unordered_set<const kir::Buffer*> fragment_buffers_;  // LdMatrix/Mma operands
   bool uses_tensor_cores_ = false;
+  bool combines_atomically_ = false;  // a scatter that is not Set: the atomics prelude
   std::set<std::string> special_functions_;  // the special functions the kernel calls
   std::ostringstream os_;
   int depth_ = 0;

@@ -112,6 +112,7 @@ class GraphCopier {
     map_.vals[tv] = raw;
     dst_.vals_.push_back(std::move(copy));
     if (tv->hasViewTransforms()) raw->setRootDomain(root);
+    if (tv->loopRoot() != tv->logicalDomain()) raw->setIterationDomain(copyIds(tv->loopRoot()));
     std::vector<const IdTransform*> transforms = viewTransforms(tv);
     for (const IdTransform* t : transformHistory(tv)) transforms.push_back(t);
     for (const IdTransform* t : transforms) {

@@ -395,6 +395,37 @@ std::string IndexSelectOp::toString() const {
   return os.str();
 }
 
+ScatterOp::ScatterOp(TensorView* out, TensorView* self, TensorView* index, Val* src, int64_t dim,
+                     ScatterCombine combine, bool wrap_negative)
+    : Expr(ExprType::Scatter, {self, index, src}, {out}),
+      dim_(dim),
+      combine_(combine),
+      wrap_negative_(wrap_negative) {}
+
+const char* toString(ScatterCombine combine) {
+  switch (combine) {
+    case ScatterCombine::Set: return "set";
+    case ScatterCombine::Add: return "add";
+    case ScatterCombine::Mul: return "mul";
+    case ScatterCombine::Max: return "max";
+    case ScatterCombine::Min: return "min";
+  }
+  return "?";
+}
+
+std::string ScatterOp::nameOf(ScatterCombine combine) {
+  return combine == ScatterCombine::Set ? "scatter" : std::string("scatter_") + smelt::toString(combine);
+}
+
+std::string ScatterOp::toString() const {
+  std::ostringstream os;
+  os << output()->toString() << " = " << opName() << "(" << self()->name() << ", " << dim_ << ", "
+     << index()->name() << ", "
+     << (src()->asTensor() ? src()->asTensor()->name() : src()->toString())
+     << (wrap_negative_ ? ", wrap_negative" : "") << ")";
+  return os.str();
+}
+
 std::string PadOp::opName() const {
   const bool crops_only = std::all_of(widths_.begin(), widths_.end(), [](const auto& w) {
     return w.first <= 0 && w.second <= 0;
@@ -429,6 +460,11 @@ Expr* FullOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
 Expr* IndexSelectOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
                                const std::vector<Val*>& outs) const {
   return f.newExpr<IndexSelectOp>(tensorAt(outs, 0), tensorAt(ins, 0), tensorAt(ins, 1), dim_, mode_);
+}
+Expr* ScatterOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                           const std::vector<Val*>& outs) const {
+  return f.newExpr<ScatterOp>(tensorAt(outs, 0), tensorAt(ins, 0), tensorAt(ins, 1), ins.at(2), dim_,
+                              combine_, wrap_negative_);
 }
 Expr* IotaOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
                         const std::vector<Val*>& outs) const {

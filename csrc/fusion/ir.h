@@ -145,6 +145,13 @@ class TensorView : public Val {
   const std::vector<IterDomain*>& rootDomain() const { return root_.empty() ? logical_ : root_; }
   bool hasViewTransforms() const { return !root_.empty(); }
   const std::vector<IterDomain*>& loopDomain() const { return loop_; }
+  // The axes the loop domain derives from by the schedule's splits and
+  // merges: a scatter's output iterates over its index's shape (its
+  // iteration domain), not over its logical (self's) shape; every other
+  // tensor iterates over its logical domain.
+  const std::vector<IterDomain*>& loopRoot() const {
+    return iteration_.empty() ? logical_ : iteration_;
+  }
   // The logical domain without reduction axes: what consumers see.
   std::vector<IterDomain*> logicalNoReductions() const;
   int64_t nDims() const { return static_cast<int64_t>(loop_.size()); }
@@ -219,6 +226,8 @@ class TensorView : public Val {
   void setLogicalDomain(std::vector<IterDomain*> logical);
   // Used by reshape (and cacheBefore, which moves a reshape's root along).
   void setRootDomain(std::vector<IterDomain*> root);
+  // Used by scatter (and clone): the loop domain becomes `iteration`.
+  void setIterationDomain(std::vector<IterDomain*> iteration);
   void setComputePosition(int64_t pos);
 
  private:
@@ -228,6 +237,7 @@ class TensorView : public Val {
   int64_t number_;
   std::string name_;
   std::vector<IterDomain*> root_;  // empty unless the definition is a reshape
+  std::vector<IterDomain*> iteration_;  // empty unless the definition is a scatter
   std::vector<IterDomain*> logical_;
   std::vector<IterDomain*> loop_;
   std::vector<bool> contiguity_;
@@ -245,7 +255,7 @@ class TensorView : public Val {
 
 enum class ExprType {
   Full, Iota, Unary, Binary, Where, Reduction, Broadcast, Expand, Set, Pad, Permute, Squeeze,
-  Reshape, IndexSelect, Mma,
+  Reshape, IndexSelect, Scatter, Mma,
 };
 // torch's special functions (csrc/codegen/special_math.h holds the one
 // implementation the kernels and the simulator share): X(Enum, name), where
@@ -483,6 +493,41 @@ class IndexSelectOp : public Expr {
  private:
   int64_t dim_;
   IndexSelectMode mode_;
+};
+
+// How a scatter combines a written value with the element already there.
+enum class ScatterCombine { Set, Add, Mul, Max, Min };
+const char* toString(ScatterCombine combine);
+
+// torch.scatter: the output starts as a copy of `self` (the runtime copies it
+// before the kernel runs); then for every position p of the index's shape,
+// out[p with p[dim] = index[p]] = combine(that element, src[p]). src is a
+// tensor of the index's shape or a scalar. The kernel loops over the index's
+// shape (the output's iteration domain). An index outside [0, size) of self's
+// dimension `dim` is an error; with `wrap_negative`, [-size, 0) counts from
+// the end first (index_put, index_add). Set with a position written twice
+// leaves one of the values (unspecified, as in torch).
+class ScatterOp : public Expr {
+ public:
+  ScatterOp(TensorView* out, TensorView* self, TensorView* index, Val* src, int64_t dim,
+            ScatterCombine combine, bool wrap_negative);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
+  TensorView* self() const { return input(0)->asTensor(); }
+  TensorView* index() const { return input(1)->asTensor(); }
+  Val* src() const { return input(2); }
+  int64_t dim() const { return dim_; }
+  ScatterCombine combine() const { return combine_; }
+  bool wrapNegative() const { return wrap_negative_; }
+  std::string opName() const override { return nameOf(combine_); }
+  std::string toString() const override;
+  // "scatter", "scatter_add", "scatter_mul", "scatter_max", "scatter_min".
+  static std::string nameOf(ScatterCombine combine);
+
+ private:
+  int64_t dim_;
+  ScatterCombine combine_;
+  bool wrap_negative_;
 };
 
 class PadOp : public Expr {

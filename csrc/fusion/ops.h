@@ -182,6 +182,12 @@ TensorView* indexSelect(TensorView* table, int64_t dim, TensorView* index);
 // must have table's extents (torch allows smaller ones; smelt does not;
 // symbolic ones are compared when the fusion runs).
 TensorView* gather(TensorView* table, int64_t dim, TensorView* index);
+// torch.scatter / scatter_add / scatter_reduce (ScatterOp in ir.h): self's
+// shape and dtype. index has self's rank and extents no larger than self's
+// outside `dim`; src is a scalar or a tensor of that rank no smaller than the
+// index (only the index's extents of it are read; cast to self's dtype).
+TensorView* scatter(TensorView* self, int64_t dim, TensorView* index, Val* src,
+                    ScatterCombine combine = ScatterCombine::Set, bool wrap_negative = false);
 // [length] tensor of start + i * step (torch.arange(start, start + length * step, step)).
 TensorView* iota(const IntExpr& length, Val* start, Val* step, DataType dtype = DataType::Int);
 // A tensor of `shape` holding start + i * step, i the row-major position.

@@ -187,6 +187,12 @@ void TensorView::setRootDomain(std::vector<IterDomain*> root) {
   root_ = std::move(root);
 }
 
+void TensorView::setIterationDomain(std::vector<IterDomain*> iteration) {
+  for (IterDomain* id : iteration) adopt(id);
+  iteration_ = std::move(iteration);
+  loop_ = iteration_;
+}
+
 void TensorView::setComputePosition(int64_t pos) { compute_position_ = pos; }
 
 int64_t TensorView::maxInlinePosition() const {

@@ -20,6 +20,14 @@ IdMap pairwiseLogicalMap(const TensorView* producer, const TensorView* consumer)
   // A reshape's input maps onto its output's root domain.
   const auto& c_axes = consumer->rootDomain();
   IdMap map;
+  if (def->type() == ExprType::Scatter) {
+    // The index and src iterate like the output's iteration domain; self is
+    // copied into the output before the kernel and maps onto no loop.
+    if (producer == static_cast<const ScatterOp*>(def)->self()) return map;
+    const auto& iteration = consumer->loopRoot();
+    for (size_t d = 0; d < p_axes.size(); ++d) map[p_axes[d]] = iteration.at(d);
+    return map;
+  }
   if (def->type() == ExprType::Broadcast) {
     const auto& is_new = static_cast<const BroadcastOp*>(def)->isNewAxis();
     size_t p = 0;
@@ -245,7 +253,7 @@ const IdTransform* matchingViewTransform(const TensorView* target, const IdTrans
 }  // namespace
 
 std::vector<const IdTransform*> transformHistory(const TensorView* tv) {
-  return transformsBetween(tv->logicalDomain(), tv->loopDomain());
+  return transformsBetween(tv->loopRoot(), tv->loopDomain());
 }
 
 std::vector<const IdTransform*> viewTransforms(const TensorView* tv) {
@@ -256,7 +264,7 @@ std::vector<const IdTransform*> viewTransforms(const TensorView* tv) {
 int64_t replayLike(TensorView* target, const TensorView* source, const IdMap& source_to_target) {
   Fusion* fusion = target->fusion();
   IdMap s2t = source_to_target;
-  std::vector<IterDomain*> leaves = target->logicalDomain();
+  std::vector<IterDomain*> leaves = target->loopRoot();
   auto leafPosition = [&](IterDomain* id) {
     return std::find(leaves.begin(), leaves.end(), id);
   };

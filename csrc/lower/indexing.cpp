@@ -14,7 +14,13 @@
 //     (a cropped one needs none);
 //   * an iota's value gets its output index as the first operand;
 //   * an index_select's table is read along its selected dimension at
-//     kir::kGatheredIndexSymbol, the value of its index operand.
+//     kir::kGatheredIndexSymbol, the value of its index operand;
+//   * a scatter's output is written at its iteration indices, its dimension
+//     `dim` at kir::kGatheredIndexSymbol (the statement loads the index
+//     first); its operands are the index and src (self is copied into the
+//     output before the kernel).
+#include <optional>
+
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
 #include "lower/allocation.h"
@@ -72,10 +78,27 @@ class Indexer {
   kir::Access output() const {
     kir::Access access{ctx_.bufferOf(out_), 0};
     access.index = simplify(out_->memoryType() == MemoryType::Global
-                                ? globalIndex(out_, logical_)
+                                ? globalIndex(out_, scatterTarget().value_or(logical_))
                                 : allocationIndex(ctx_, out_, loop_indices_),
                             bounds_);
     return access;
+  }
+
+  // A scatter writes at its iteration indices, dimension `dim` at the loaded
+  // index; nullopt for any other output.
+  std::optional<IndexMap> scatterTarget() const {
+    const auto* scatter = dynamic_cast<const ScatterOp*>(out_->definition());
+    if (scatter == nullptr) return std::nullopt;
+    SMELT_CHECK(out_->memoryType() == MemoryType::Global, "scatter output ", out_->name(),
+                " must stay in global memory (its writes land at loaded indices)");
+    IndexMap target;
+    const auto& logical = out_->logicalDomain();
+    for (size_t d = 0; d < logical.size(); ++d) {
+      target[logical[d]] = static_cast<int64_t>(d) == scatter->dim()
+                               ? IntExpr::symbol(kir::kGatheredIndexSymbol)
+                               : logical_.at(out_->loopRoot()[d]);
+    }
+    return target;
   }
 
   // The output element's row-major position over its logical dimensions, as
@@ -162,8 +185,10 @@ void indexBody(const LoweringContext& ctx, kir::StmtList& body) {
       c->out = indexer.output();
       if (c->expr->type() == ExprType::Iota) c->operands.push_back(indexer.linearIndexOperand());
       for (const Val* in : c->expr->inputs()) {
-        // A pad's value is an attribute, not an operand of the copy.
+        // A pad's value is an attribute, not an operand of the copy; a
+        // scatter's self is copied into its output before the kernel.
         if (c->expr->type() == ExprType::Pad && in->asTensor() == nullptr) continue;
+        if (c->expr->type() == ExprType::Scatter && in == c->expr->input(0)) continue;
         c->operands.push_back(indexer.operand(in));
       }
     } else if (auto* init = dynamic_cast<kir::ReduceInit*>(stmt.get())) {

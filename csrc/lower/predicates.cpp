@@ -78,7 +78,8 @@ class Predicator {
     std::vector<IntExpr> loop_indices;
     for (int64_t k = 0; k < tv->nDims(); ++k) loop_indices.push_back(ctx_.loopIndex(tv, k, stmt));
     IndexMap logical = logicalIndices(tv, loop_indices);
-    for (const IterDomain* id : tv->logicalDomain()) {
+    // The loop root: a scatter's loops cover its iteration domain.
+    for (const IterDomain* id : tv->loopRoot()) {
       if (id->isReduction() && !with_reduction_axes) continue;
       const IntExpr& index = logical.at(id);
       // x % extent is in range by construction (a merge's inner index).

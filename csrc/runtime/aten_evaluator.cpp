@@ -59,6 +59,26 @@ at::Tensor randomUniform(const at::Tensor& seed, const at::Tensor& counter, at::
   return out.to(counter.device());
 }
 
+// torch.scatter's reference: negative indices wrapped where the op allows,
+// src cropped to the index's shape and in self's dtype.
+at::Tensor scatterWithATen(const ScatterOp* scatter, const at::Tensor& self, const at::Tensor& index_in,
+                           const at::Tensor& src_in) {
+  const int64_t dim = scatter->dim();
+  at::Tensor index = index_in.to(at::kLong);
+  if (scatter->wrapNegative()) index = at::where(index < 0, index + self.size(dim), index);
+  at::Tensor src = src_in.to(self.scalar_type());
+  if (src.dim() == 0) src = src.expand(index.sizes());
+  for (int64_t d = 0; d < index.dim(); ++d) src = src.narrow(d, 0, index.size(d));
+  switch (scatter->combine()) {
+    case ScatterCombine::Set: return at::scatter(self, dim, index, src);
+    case ScatterCombine::Add: return at::scatter_add(self, dim, index, src);
+    case ScatterCombine::Mul: return at::scatter_reduce(self, dim, index, src, "prod");
+    case ScatterCombine::Max: return at::scatter_reduce(self, dim, index, src, "amax");
+    case ScatterCombine::Min: return at::scatter_reduce(self, dim, index, src, "amin");
+  }
+  SMELT_INTERNAL_CHECK(false, "unknown scatter combine");
+}
+
 // With `as_views`, copies alias their input and reshapes are views (an
 // undefined tensor where the strides do not allow one).
 at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::Tensor>& values,
@@ -97,6 +117,8 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
       return at::index_select(in(0), select->dim(), in(1).reshape({-1}).to(at::kLong))
           .reshape(concreteShape(out->logicalNoReductions(), sizes));
     }
+    case ExprType::Scatter:
+      return scatterWithATen(static_cast<const ScatterOp*>(expr), in(0), in(1), in(2));
     case ExprType::Set:
       return as_views ? in(0) : in(0).clone();
     case ExprType::Unary: {

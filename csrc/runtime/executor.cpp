@@ -383,6 +383,39 @@ std::map<std::string, int64_t> FusionExecutor::bind(const std::vector<at::Tensor
   return bindInputs(validator_.specs(), inputs);
 }
 
+namespace {
+
+// The position among the fusion's inputs of the self of the scatter that
+// computes output `o`, or -1.
+int64_t initialInput(const Fusion& fusion, size_t o) {
+  const auto* scatter = dynamic_cast<const ScatterOp*>(fusion.outputs().at(o)->definition());
+  if (scatter == nullptr) return -1;
+  const auto& ins = fusion.inputs();
+  const auto it = std::find(ins.begin(), ins.end(), scatter->self());
+  SMELT_INTERNAL_CHECK(it != ins.end(), "scatter self ", scatter->self()->name(), " is not a kernel input");
+  return it - ins.begin();
+}
+
+// torch's rule, for extents only known now: the index is no larger than
+// self outside the scatter's dimension.
+void checkScatterExtents(const Fusion& fusion, const std::map<std::string, int64_t>& bindings) {
+  for (const Expr* expr : fusion.exprs()) {
+    const auto* scatter = dynamic_cast<const ScatterOp*>(expr);
+    if (scatter == nullptr) continue;
+    const TensorView* out = scatter->output();
+    for (size_t d = 0; d < out->logicalDomain().size(); ++d) {
+      const int64_t self = out->logicalDomain()[d]->extent().evaluate(bindings);
+      const int64_t index = out->loopRoot()[d]->extent().evaluate(bindings);
+      SMELT_CHECK(static_cast<int64_t>(d) == scatter->dim() || index <= self, scatter->opName(),
+                  ": dimension ", d, " of index ", scatter->index()->name(), " has extent ", index,
+                  " but dimension ", d, " of ", scatter->self()->name(), " has extent ", self,
+                  "; the index may not be larger outside dimension ", scatter->dim());
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<at::Tensor> metaOutputsOf(const Fusion& fusion, const std::vector<at::Tensor>& inputs) {
   const InputValidator validator(fusion);
   validator.validate(inputs);
@@ -457,11 +490,13 @@ std::vector<at::Tensor> FusionExecutor::runOnMeta(const std::vector<at::Tensor>&
   return allocateOutputs(*plan, c10::Device(c10::kMeta));
 }
 
-std::vector<at::Tensor> FusionExecutor::allocateOutputs(const LaunchPlan& plan, c10::Device device) {
+std::vector<at::Tensor> FusionExecutor::allocateOutputs(const LaunchPlan& plan, c10::Device device,
+                                                        const std::vector<at::Tensor>* inputs) {
   std::vector<at::Tensor> outputs;
   outputs.reserve(plan.outputs.size());
   for (const LaunchPlan::Output& out : plan.outputs) {
     at::Tensor dense = at::empty(out.allocated, at::TensorOptions().dtype(out.dtype).device(device));
+    if (inputs != nullptr && out.initial_input >= 0) dense.copy_(inputs->at(out.initial_input));
     outputs.push_back(out.allocated == out.shape ? std::move(dense) : dense.expand(out.shape));
   }
   return outputs;
@@ -501,8 +536,10 @@ std::shared_ptr<const LaunchPlan> FusionExecutor::makePlan(const std::vector<at:
   plan->kernel = variant(plan->index_type);
   plan->params = evaluateLaunch(*plan->kernel, bindings);
   const KernelLaunchInfo& info = plan->kernel->launchInfo();
+  checkScatterExtents(*fusion_, bindings);
   for (const TensorParam& param : info.outputs) {
     LaunchPlan::Output out;
+    out.initial_input = initialInput(*fusion_, plan->outputs.size());
     for (const IntExpr& extent : param.shape) out.shape.push_back(extent.evaluate(bindings));
     out.allocated = allocatedExtents(out.shape, param.expanded);
     out.dtype = toAtenType(param.dtype);
@@ -551,7 +588,7 @@ PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c1
   const KernelLaunchInfo& info = prepared.kernel->launchInfo();
   prepared.device = device;
   prepared.params = plan->params;
-  prepared.outputs = allocateOutputs(*plan, device);
+  prepared.outputs = allocateOutputs(*plan, device, &inputs);
   std::vector<const at::Tensor*> scalars;
   size_t tensor = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -612,6 +649,12 @@ std::vector<at::Tensor> FusionExecutor::launch(const PreparedLaunch& prepared) {
 }
 
 std::vector<at::Tensor> FusionExecutor::simulate(const std::vector<at::Tensor>& inputs) {
+  // A scatter's output starts as its self: the simulator writes into it.
+  std::vector<at::Tensor> outputs;
+  const std::shared_ptr<const LaunchPlan> plan = planFor(inputs);
+  for (const LaunchPlan::Output& out : plan->outputs) {
+    if (out.initial_input >= 0) outputs = allocateOutputs(*plan, c10::Device(c10::kCPU), &inputs);
+  }
   const KernelLaunchInfo& info = launchInfo();
   std::vector<at::Tensor> tensors;
   std::map<std::string, double> scalars;
@@ -627,7 +670,7 @@ std::vector<at::Tensor> FusionExecutor::simulate(const std::vector<at::Tensor>& 
   sim::SimOptions sim_options = options_.simulator;
   sim_options.index_type = chooseIndexTypeFor(inputs, bindings);
   const LaunchParams params = evaluateLaunch(*variant(sim_options.index_type), bindings);
-  sim::SimResult result = sim::simulate(lowered(), tensors, {}, scalars, sim_options);
+  sim::SimResult result = sim::simulate(lowered(), tensors, outputs, scalars, sim_options);
   {
     std::lock_guard<std::mutex> lock(state_mutex_);
     sim_report_ = result.report;

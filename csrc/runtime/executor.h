@@ -154,6 +154,9 @@ struct LaunchPlan {
     std::vector<int64_t> shape;
     std::vector<int64_t> kernel_strides;
     at::ScalarType dtype = at::kFloat;
+    // The input whose values the output starts with (a scatter's self,
+    // copied before the kernel writes into it); -1 for none.
+    int64_t initial_input = -1;
   };
   std::vector<Output> outputs;
   // Why these shapes break what the kernel's vector accesses assume ("" when
@@ -265,7 +268,9 @@ class FusionExecutor {
   std::shared_ptr<const LaunchPlan> planFor(const std::vector<at::Tensor>& inputs) const;
   std::shared_ptr<const LaunchPlan> makePlan(const std::vector<at::Tensor>& inputs,
                                              std::vector<int64_t> key) const;
-  static std::vector<at::Tensor> allocateOutputs(const LaunchPlan& plan, c10::Device device);
+  // With `inputs`, outputs with an initial input start as a copy of it.
+  static std::vector<at::Tensor> allocateOutputs(const LaunchPlan& plan, c10::Device device,
+                                                 const std::vector<at::Tensor>* inputs = nullptr);
 
   Fusion* fusion_ = nullptr;
   ExecutorOptions options_;

@@ -35,7 +35,7 @@ namespace {
 
 void checkUnscheduled(const Fusion& fusion) {
   for (const TensorView* tv : fusion.allTensors()) {
-    SMELT_CHECK(tv->loopDomain() == tv->logicalDomain() && tv->computePosition() == 0 &&
+    SMELT_CHECK(tv->loopDomain() == tv->loopRoot() && tv->computePosition() == 0 &&
                     (tv->memoryType() != MemoryType::Shared),
                 "FusionExecutorCache takes an unscheduled fusion, but tensor ", tv->name(),
                 " is scheduled (", tv->toString(), "); use FusionExecutor for a fusion "

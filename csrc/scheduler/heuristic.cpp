@@ -11,6 +11,7 @@ std::string toString(SchedulerType type) {
     case SchedulerType::Persistent: return "persistent";
     case SchedulerType::Matmul: return "matmul";
     case SchedulerType::LibraryMatmul: return "library_matmul";
+    case SchedulerType::Scatter: return "scatter";
   }
   return "?";
 }

@@ -6,6 +6,7 @@
 #include "scheduler/normalization.h"
 #include "scheduler/pointwise.h"
 #include "scheduler/reduction.h"
+#include "scheduler/scatter.h"
 
 namespace smelt {
 
@@ -56,13 +57,35 @@ SchedulerEntry pointwiseEntry() {
       pointwiseHeuristics, schedulePointwise);
 }
 
+SchedulerEntry scatterEntry() {
+  return typedEntry(
+      SchedulerType::Scatter,
+      [](const Fusion& f, const RuntimeInfo&) { return scatterRejectReason(f); },
+      scatterHeuristics, scheduleScatter);
+}
+
+// Only the scatter scheduler takes a scatter: the others would run its
+// consumers in its loops.
+SchedulerEntry withoutScatters(SchedulerEntry entry) {
+  auto reject = std::move(entry.reject_reason);
+  entry.reject_reason = [reject](const Fusion& f, const RuntimeInfo& r) -> std::string {
+    for (const Expr* expr : f.exprs()) {
+      if (expr->type() == ExprType::Scatter) return "it has a scatter (" + expr->toString() + ")";
+    }
+    return reject(f, r);
+  };
+  return entry;
+}
+
 }  // namespace
 
 const std::vector<SchedulerEntry>& schedulerEntries() {
   // The matmuls first: a matmul is also a reduction.
-  static const std::vector<SchedulerEntry> entries = {libraryMatmulEntry(), matmulEntry(),
-                                                      persistentEntry(), reductionEntry(),
-                                                      pointwiseEntry()};
+  // The scatter last: the others decline every scatter, it takes nothing else.
+  static const std::vector<SchedulerEntry> entries = {
+      withoutScatters(libraryMatmulEntry()), withoutScatters(matmulEntry()),
+      withoutScatters(persistentEntry()), withoutScatters(reductionEntry()),
+      withoutScatters(pointwiseEntry()), scatterEntry()};
   return entries;
 }
 

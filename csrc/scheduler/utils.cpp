@@ -226,13 +226,24 @@ DimensionMap::DimensionMap(const Fusion& fusion, const TensorView* reference, Re
       }
     }
   }
+  // An axis a squeeze removes has extent 1: read at index 0, it needs no
+  // loop (a squeeze alone in its segment, after a scatter's kernel).
+  std::unordered_set<const IterDomain*> squeezed;
+  for (const Expr* expr : exprs) {
+    if (expr->type() != ExprType::Squeeze) continue;
+    const auto& is_squeezed = static_cast<const SqueezeOp*>(expr)->isSqueezed();
+    const std::vector<IterDomain*> axes = expr->input(0)->asTensor()->logicalNoReductions();
+    for (size_t d = 0; d < axes.size() && d < is_squeezed.size(); ++d) {
+      if (is_squeezed[d]) squeezed.insert(axes[d]);
+    }
+  }
   for (const TensorView* tv : tensors_) {
     std::vector<bool> seen(ndims_, false);
     for (const IterDomain* id : tv->logicalDomain()) {
       auto it = labels_.find(id);
       if (it == labels_.end()) {
         if (merged_dims_.count(id)) continue;
-        bool plain_broadcast = id->isPlainBroadcast();
+        bool plain_broadcast = id->isPlainBroadcast() || squeezed.count(id) > 0;
         // A cached input becomes a computed tensor scheduled like the others.
         if (!plain_broadcast && !feeds_reshape.count(tv) && problem_.empty()) {
           problem_ = errorMessage("axis ", id->toString(), " of ", tv->name(),

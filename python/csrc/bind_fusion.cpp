@@ -1,6 +1,7 @@
 // Fusion IR bindings: enums, Fusion and FusionGuard, TensorView with its
 // scheduling primitives, IterDomain, Scalar, and the op functions of
 // fusion/ops.h under their Python names.
+#include <map>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -237,6 +238,18 @@ void bindOps(py::module_& m) {
   m.def("cat", &cat, py::arg("inputs"), py::arg("dim"), kRef);
   m.def("index_select", &indexSelect, py::arg("table"), py::arg("dim"), py::arg("index"), kRef);
   m.def("gather", &gather, py::arg("table"), py::arg("dim"), py::arg("index"), kRef);
+  // combine: "set", "add", "mul", "max" or "min" (ScatterCombine).
+  m.def("scatter", [](TensorView* self, int64_t dim, TensorView* index, Val* src,
+                      const std::string& combine, bool wrap_negative) {
+    static const std::map<std::string, ScatterCombine> kCombines = {
+        {"set", ScatterCombine::Set}, {"add", ScatterCombine::Add}, {"mul", ScatterCombine::Mul},
+        {"max", ScatterCombine::Max}, {"min", ScatterCombine::Min}};
+    const auto it = kCombines.find(combine);
+    SMELT_CHECK(it != kCombines.end(), "scatter: unknown combine mode '", combine,
+                "' (set, add, mul, max, min)");
+    return scatter(self, dim, index, src, it->second, wrap_negative);
+  }, py::arg("self"), py::arg("dim"), py::arg("index"), py::arg("src"), py::arg("combine") = "set",
+     py::arg("wrap_negative") = false, kRef);
   m.def("iota", static_cast<TensorView* (*)(const IntExpr&, Val*, Val*, DataType)>(&iota),
         py::arg("length"), py::arg("start"), py::arg("step"), py::arg("dtype"), kRef);
   m.def("uniform", &uniform, py::arg("shape"), py::arg("low"), py::arg("high"), py::arg("seed"),

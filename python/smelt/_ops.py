@@ -220,6 +220,8 @@ DEFINITION_OPS: Dict[str, Impl] = {
     "cat": lambda tvs, dim: _C.cat(list(tvs), dim),
     "index_select": lambda tv, index, dim: _C.index_select(tv, dim, index),
     "gather": lambda tv, index, dim: _C.gather(tv, dim, index),
+    "scatter": lambda tv, index, src, dim, combine, wrap_negative: _C.scatter(
+        tv, dim, index, as_val(src), combine, wrap_negative),
     "iota": lambda length, start, step, dtype: _C.iota(_extent(length), as_val(start),
                                                       as_val(step), dtype),
     "matmul": _C.matmul,

@@ -23,6 +23,11 @@ _INTEGER_RANGE = {DataType.Int: (-2**63, 2**63 - 1), DataType.Int32: (-2**31, 2*
                   DataType.UInt8: (0, 255)}
 
 
+# torch's reduce names (scatter, scatter_reduce) to the core's combine modes.
+_SCATTER_COMBINES = {None: "set", "add": "add", "sum": "add", "multiply": "mul", "prod": "mul",
+                     "amax": "max", "amin": "min"}
+
+
 def _dim(op: str, x: Tensor, dim: int) -> int:
     """dim of x, negative counting from the end (0 for a 0-dim x)."""
     rank = max(x.ndim, 1)
@@ -97,6 +102,20 @@ class CompositeOps:
                 x = self.slice(x, [0] * x.ndim, stops)
         return self._op("gather", x, index, dim)
 
+    def scatter(self, x: Tensor, index: Tensor, src: Union[Tensor, Scalar, Number], dim: int,
+                reduce: Optional[str] = None, wrap_negative: bool = False) -> Tensor:
+        """torch.scatter (nvFuser's argument order): x's shape and dtype; for
+        every position p of index, out[p with p[dim] = index[p]] is src[p]
+        (src a tensor no smaller than index, or a scalar). `reduce` combines
+        instead: "add"/"sum", "multiply"/"prod", "amax", "amin" (duplicate
+        indices all contribute; without it a position written twice keeps one
+        of the values, as in torch). An index outside [0, extent) fails the
+        run; with `wrap_negative`, negative ones count from the end first."""
+        combine = _SCATTER_COMBINES.get(reduce)
+        if combine is None:
+            raise SmeltError(f"scatter: unknown reduce {reduce!r} (None, {', '.join(sorted(k for k in _SCATTER_COMBINES if k))})")
+        return self._op("scatter", x, index, src, dim, combine, wrap_negative)
+
     def take_along_axis(self, x: Tensor, index: Tensor, dim: int) -> Tensor:
         """nvFuser's take_along_axis: gather with index's extents equal to
         x's outside `dim` (checked at execute when known only at run time)."""
@@ -170,12 +189,6 @@ class CompositeOps:
         for value in (math.inf, -math.inf, 0):
             general = self.where(self.eq(p, value), special[value](), general)
         return general
-
-    def scatter(self, x: Tensor, index: Tensor, src: Any, dim: int) -> Tensor:
-        """nvFuser's scatter: not supported (smelt's core has no scatter)."""
-        raise SmeltError(f"scatter: not supported: smelt's core has no scatter op (writing "
-                         f"{getattr(x, 'name', x)} at {getattr(index, 'name', index)} along "
-                         f"dimension {dim})")
 
     # ---- reductions and scans ----
     def min(self, x: Tensor, dims: Union[int, Sequence[int], None] = None, keepdim: bool = False,

@@ -320,3 +320,87 @@ FREXP_X = torch.cat([torch.randn(12, generator=gen(22)) * 1e3, torch.tensor(
 ])
 def test_composites_are_fused(name, fn, x):
     fully_fused_like_eager(fn, x)
+
+
+# The scatter family: one smelt scatter kernel each (fx/scatter.py), against
+# eager. Set-like ops use indices without duplicates (torch leaves which
+# duplicate wins unspecified; the simulator reports two writers as a race).
+SELF = torch.randn(5, 4, generator=gen(30))
+ROWS_DUP = torch.tensor([[0, 4, 2, 2], [4, 1, 2, 0], [0, 3, 3, 3]])
+ROWS_UNIQUE = torch.tensor([[0, 4, 2, 1], [4, 1, 3, 0], [2, 3, 0, 3]])
+SRC = torch.randn(3, 4, generator=gen(31))
+IDS = torch.tensor([4, 0, -1, 2, 0])  # index_put: negatives count from the end
+POSITIVE = torch.rand(5, 4, generator=gen(34)) + 1
+
+
+def scatter_kernel_ran(report):
+    """A scatter or index_put node ran in a smelt fusion."""
+    assert any(k in str(op) for op in report.fused_ops() for k in ("scatter", "index_put")), str(report)
+
+
+@pytest.mark.parametrize("name,fn,x", [
+    ("scatter_src", lambda x: torch.scatter(x, 0, ROWS_UNIQUE, SRC), SELF),
+    ("scatter_value_dim1", lambda x: torch.scatter(x, 1, torch.tensor([[3, 0], [1, 2], [0, 3]]), 2.5), SELF),
+    ("scatter_reduce_add_arg", lambda x: torch.scatter(x, 0, ROWS_DUP, SRC, reduce="add"), SELF),
+    ("scatter_reduce_multiply", lambda x: torch.scatter(x, 0, ROWS_DUP, SRC, reduce="multiply"), SELF),
+    ("scatter_add", lambda x: torch.scatter_add(x, 0, ROWS_DUP, SRC * 2), SELF),
+    ("scatter_add_int", lambda x: torch.scatter_add(x, 0, ROWS_DUP, ROWS_DUP), torch.arange(20).view(5, 4)),
+    ("scatter_add_half", lambda x: torch.scatter_add(x, 0, ROWS_DUP, SRC.half()), SELF.half()),
+    ("scatter_src_larger_than_index", lambda x: torch.scatter(
+        x, 0, ROWS_UNIQUE[:2, :3], torch.randn(4, 4, generator=gen(32))), SELF),
+    *[(f"scatter_reduce_{r}_{s}", lambda x, r=r, s=s: torch.scatter_reduce(
+        x, 0, ROWS_DUP, SRC, r, include_self=s), SELF)
+      for r in ("sum", "prod", "amax", "amin", "mean") for s in (True, False)],
+    ("scatter_reduce_mean_int", lambda x: torch.scatter_reduce(
+        x, 0, ROWS_DUP, ROWS_DUP * 7, "mean", include_self=False), torch.arange(20).view(5, 4)),
+    ("index_add", lambda x: torch.index_add(x, 0, IDS % 5, torch.ones(5, 4) * 3, alpha=2), SELF),
+    ("index_copy", lambda x: torch.index_copy(x, 0, torch.tensor([3, 0, 1]), SRC), SELF),
+    ("index_add_dim1_int", lambda x: torch.index_add(x, 1, torch.tensor([3, 3, 0]), x[:, :3] * 5),
+     torch.arange(20).view(5, 4)),
+    ("index_put_accumulate", lambda x: torch.index_put(x, (IDS,), torch.ones(5, 4), accumulate=True), SELF),
+    ("index_put_broadcast_value", lambda x: torch.index_put(x, (torch.tensor([1, -2]),), torch.tensor(7.0)), SELF),
+    ("index_reduce_prod", lambda x: torch.index_reduce(x, 0, IDS % 5, POSITIVE, "prod"), SELF),
+    ("index_reduce_amax_no_self", lambda x: torch.index_reduce(
+        x, 0, IDS % 5, POSITIVE - 1.5, "amax", include_self=False), SELF),
+    ("put_accumulate", lambda x: x.put(torch.tensor([0, 7, -1, 7]), torch.ones(4), accumulate=True), SELF),
+    ("max_pool2d_backward", lambda x: torch.ops.aten.max_pool2d_with_indices_backward(
+        torch.ones(2, 3, 2, 2), x, [2, 2], [2, 2], [0, 0], [1, 1], False,
+        F.max_pool2d_with_indices(x, 2)[1]), torch.randn(2, 3, 4, 4, generator=gen(33))),
+    # One image: the batch dimension is squeezed in a segment of its own.
+    ("max_pool2d_backward_one_image", lambda x: torch.ops.aten.max_pool2d_with_indices_backward(
+        torch.ones(1, 2, 2, 2), x, [2, 2], [2, 2], [0, 0], [1, 1], False,
+        F.max_pool2d_with_indices(x, 2)[1]), torch.randn(1, 2, 4, 4, generator=gen(35))),
+    # A 0-dim self: index_put on it unsqueezed, its result squeezed after the scatter.
+    ("index_add_0d", lambda x: torch.index_add(x, 0, torch.tensor([0]), torch.tensor(1.5)),
+     torch.tensor(2.0)),
+])
+def test_scatter_family_runs_in_smelt_scatter_kernels(name, fn, x):
+    scatter_kernel_ran(fully_fused_like_eager(fn, x))
+
+
+def test_scatter_index_out_of_bounds_is_torchs_error():
+    bad = torch.tensor([[0, 5, 1, 2]])
+    with pytest.raises(Exception, match="index 5 is out of bounds for dimension 0 with size 5"):
+        torch.compile(lambda x: torch.scatter_add(x, 0, bad, SRC[:1]), backend="smelt")(SELF)
+    # index_add rejects negative indices, as eager does (index_put accepts them).
+    with pytest.raises(Exception, match="index -1 is out of bounds for dimension 0 with size 5"):
+        torch.compile(lambda x: torch.index_add(x, 0, IDS, torch.ones(5, 4)), backend="smelt")(SELF)
+
+
+def test_embedding_training_step_weight_gradient_matches_eager():
+    """nn.Embedding's weight gradient (embedding_dense_backward, padding_idx
+    honoured) computed by a smelt scatter-add, as eager computes it."""
+    torch.manual_seed(0)
+    eager = torch.nn.Sequential(torch.nn.Embedding(11, 6, padding_idx=3), torch.nn.Linear(6, 2))
+    ours = torch.nn.Sequential(torch.nn.Embedding(11, 6, padding_idx=3), torch.nn.Linear(6, 2))
+    ours.load_state_dict(eager.state_dict())
+    ids = torch.tensor([[1, 3, 5, 1], [10, 0, 3, 5]])
+    eager(ids).square().sum().backward()
+    torch.compile(ours, backend="smelt")(ids).square().sum().backward()
+    for e, o in zip(eager.parameters(), ours.parameters()):
+        torch.testing.assert_close(o.grad, e.grad, rtol=1e-5, atol=1e-6)
+        assert o.grad.stride() == e.grad.stride()
+    assert ours[0].weight.grad[3].abs().sum() == 0  # the padding row gets no gradient
+    backward = smelt.backend.reports()[-1]  # the gradient: an index_put with accumulate, fused
+    assert not backward.unsupported_ops and backward.fallback_runs == 0, str(backward)
+    assert backward.fused_ops()["_unsafe_index_put.default"] == 1, str(backward)

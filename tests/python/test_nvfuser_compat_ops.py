@@ -5,7 +5,8 @@ test_select, test_index_select_scalar_indices, test_take_along_axis,
 test_gather, test_embedding, test_cumsum/cumprod/cummin/cummax, test_triu,
 test_segment_set, test_nextafter, test_right_shift_logical(_sizeof_dtype),
 test_inplace_update_on_non_contiguous_inputs,
-test_broadcast_in_dim_no_redundant_set and test_compute_tensor_descriptor.
+test_broadcast_in_dim_no_redundant_set, test_compute_tensor_descriptor,
+test_scatter_output_intermediate and test_scatter_scalar_src.
 Written here, not copied."""
 import math
 
@@ -99,6 +100,72 @@ def test_gather_with_a_larger_index_is_an_error():
         fd.execute([torch.randn(3, 4), torch.zeros(2, 8, dtype=torch.long)])
 
 
+def topk_rows(x, k):
+    return torch.topk(x, k, dim=0)[1]  # distinct rows per column: no duplicate writes
+
+
+# Mirrors nvFuser's test_scatter_output_intermediate: a consumer of the
+# scatter (its own kernel after the scatter's).
+def test_scatter_output_feeds_a_consumer():
+    x = torch.randn(16, 6, generator=gen(40))
+    index, src = topk_rows(x, 5), torch.randn(5, 6, generator=gen(41))
+
+    def define(fd):
+        t0 = fd.define_tensor(shape=[-1, -1])
+        t1 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Int)
+        t2 = fd.define_tensor(shape=[-1, -1])
+        fd.add_output(fd.ops.sigmoid(fd.ops.scatter(t0, t1, t2, 0)))
+    (out,), fd = run(define, [x, index, src])
+    same(out, torch.sigmoid(torch.scatter(x, 0, index, src)), exact=False)
+    assert [s.split()[1] for s in fd.last_run_report().splitlines() if s.split()[:1] == ["0"]] == ["scatter"]
+
+
+# Mirrors nvFuser's test_scatter_scalar_src: a scalar input as src.
+def test_scatter_scalar_src():
+    x = torch.randn(16, 6, generator=gen(42))
+    index = topk_rows(x, 4)
+
+    def define(fd):
+        t0 = fd.define_tensor(shape=[-1, -1])
+        t1 = fd.define_tensor(shape=[-1, -1], dtype=DataType.Int)
+        fd.add_output(fd.ops.scatter(t0, t1, fd.define_scalar(None, dtype=DataType.Double), 0))
+    (out,), _ = run(define, [x, index, 1.5])
+    same(out, torch.scatter(x, 0, index, 1.5))
+
+
+@pytest.mark.parametrize("reduce,torch_reduce", [("add", "sum"), ("prod", "prod"), ("amax", "amax"),
+                                                 ("amin", "amin")])
+def test_scatter_reduce_combines_duplicates(reduce, torch_reduce):
+    x = torch.randn(4, 6, generator=gen(43))
+    index = torch.randint(0, 4, (7, 6), generator=gen(44))
+    src = torch.randn(7, 6, generator=gen(45))
+
+    def define(fd):
+        t0, t1, t2 = fd.from_pytorch(x), fd.from_pytorch(index), fd.from_pytorch(src)
+        fd.add_output(fd.ops.scatter(t0, t1, fd.ops.mul(t2, 2.0), 0, reduce=reduce))
+    (out,), _ = run(define, [x, index, src])
+    same(out, torch.scatter_reduce(x, 0, index, src * 2, torch_reduce), exact=False)
+
+
+def test_scatter_errors_name_the_tensor_and_index():
+    with pytest.raises(SmeltError, match="scatter: index T1 has rank 1 but T0 has rank 2"):
+        with FusionDefinition() as fd:
+            fd.ops.scatter(fd.define_tensor(shape=[3, 4]),
+                           fd.define_tensor(shape=[2], dtype=DataType.Int), 1.0, 0)
+    with pytest.raises(SmeltError, match="scatter: unknown reduce 'mean'"):
+        with FusionDefinition() as fd:
+            t = fd.define_tensor(shape=[3, 4])
+            fd.ops.scatter(t, fd.define_tensor(shape=[3, 4], dtype=DataType.Int), t, 0, reduce="mean")
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[-1, -1])
+        fd.add_output(fd.ops.scatter(t, fd.define_tensor(shape=[-1, -1], dtype=DataType.Int), 1.0, 1))
+    with pytest.raises(SmeltError, match="scatter: index 4 is out of bounds for dimension 1 with size 4"):
+        fd.execute([torch.randn(3, 4), torch.tensor([[0], [4], [1]])])
+    with pytest.raises(SmeltError, match="dimension 0 of index T1 has extent 4 but dimension 0 of T0 "
+                                         "has extent 3"):
+        fd.execute([torch.randn(3, 4), torch.zeros(4, 1, dtype=torch.long)])
+
+
 def test_take_along_axis_of_a_run_time_mismatch_is_an_error():
     with FusionDefinition() as fd:
         t = fd.define_tensor(shape=[-1, -1])
@@ -143,13 +210,6 @@ def test_embedding_fwd_of_bfloat16_with_padding_idx():
         fd.add_output(fd.ops.embedding_fwd(i, w, pad, 0.1))
     (out,), _ = run(define, [index, weight, -2])
     same(out, torch.nn.functional.embedding(index, weight.clone(), -2, 0.1), exact=False)
-
-
-def test_scatter_is_refused_clearly():
-    with pytest.raises(SmeltError, match="scatter: not supported"):
-        with FusionDefinition() as fd:
-            t = fd.define_tensor(shape=[-1, -1])
-            fd.ops.scatter(t, fd.define_tensor(shape=[-1, -1], dtype=DataType.Int), t, 0)
 
 
 # ---- scans and reductions ----

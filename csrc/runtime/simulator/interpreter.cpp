@@ -572,8 +572,12 @@ class BlockRunner {
   // store it owns it; the same thread may store it again (a serial loop).
   // A block all-reduce is the exception by design: every thread of the group
   // holds the result and stores the same value.
+  // A combining scatter's writes are atomic on the GPU: they neither claim
+  // nor contest an element (a Set scatter's duplicates are a race).
   void checkSingleWriter(int32_t buffer, int64_t index, int32_t t, int32_t pc) {
-    if (p_.instrs[pc].op == Op::BlockReduce) return;
+    const Instr& in = p_.instrs[pc];
+    if (in.op == Op::BlockReduce) return;
+    if (in.fn == Fn::Scatter && in.combine != ScatterCombine::Set) return;
     std::vector<int64_t>& owners = global_writers_[buffer];
     if (owners.empty()) owners.assign(static_cast<size_t>(L_.memory[buffer].elements), -1);
     const int64_t me = block_linear_ * nthreads_ + t;
@@ -718,7 +722,52 @@ class BlockRunner {
     return true;
   }
 
+  // scatter: the index (negative ones wrapped where the op allows) must lie
+  // in [0, size) of the output's dimension, as torch checks (nothing is
+  // written otherwise); the element there is combined with src, integers in
+  // int64_t.
+  void scatter(const Instr& in, int32_t t, int32_t pc) {
+    const int64_t raw = intOperand(p_.operands[in.operand_begin], t, pc);
+    const int64_t size = p_.code.eval(in.extent, slotsOf(t));
+    const int64_t index = in.wrap_negative && raw < 0 ? raw + size : raw;
+    if (index < 0 || index >= size) {
+      findings_.error(SimError::Kind::OutOfBounds, {t, pc, -1, steps_[t]},
+                      "scatter: index " + std::to_string(raw) + " is out of bounds for dimension " +
+                          std::to_string(in.scatter_dim) + " with size " + std::to_string(size));
+      return;
+    }
+    slotsOf(t)[in.slot] = index;
+    const RtOperand& src = p_.operands[in.operand_begin + 1];
+    const int64_t at = p_.code.eval(in.out.index, slotsOf(t));
+    const DataType dtype = L_.memory[in.out.buffer].dtype;
+    if (isIntegralType(dtype)) {
+      const uint8_t* e = element(in.out.buffer, at, t, pc, false);
+      const int64_t old = e ? loadInt(dtype, e) : 0, v = intOperand(src, t, pc);
+      int64_t r = v;
+      switch (in.combine) {
+        case ScatterCombine::Set: break;
+        case ScatterCombine::Add: r = static_cast<int64_t>(static_cast<uint64_t>(old) + static_cast<uint64_t>(v)); break;
+        case ScatterCombine::Mul: r = static_cast<int64_t>(static_cast<uint64_t>(old) * static_cast<uint64_t>(v)); break;
+        case ScatterCombine::Max: r = std::max(old, v); break;
+        case ScatterCombine::Min: r = std::min(old, v); break;
+      }
+      if (uint8_t* w = element(in.out.buffer, at, t, pc, true)) storeInt(dtype, w, r);
+      return;
+    }
+    const double old = load(in.out.buffer, at, t, pc), v = operand(src, t, pc);
+    double r = v;
+    switch (in.combine) {
+      case ScatterCombine::Set: break;
+      case ScatterCombine::Add: r = old + v; break;
+      case ScatterCombine::Mul: r = old * v; break;
+      case ScatterCombine::Max: r = std::isnan(old) || std::isnan(v) ? kNaN : std::max(old, v); break;
+      case ScatterCombine::Min: r = std::isnan(old) || std::isnan(v) ? kNaN : std::min(old, v); break;
+    }
+    store(in.out.buffer, at, t, pc, r);
+  }
+
   void compute(const Instr& in, int32_t t, int32_t pc) {
+    if (in.fn == Fn::Scatter) return scatter(in, t, pc);
     if (in.fn == Fn::Gather && !bindGatheredIndex(in, t, pc)) return;
     if (integerCompute(in)) return computeInteger(in, t, pc);
     if (in.fn == Fn::RandomUniform) {  // integer operands, exact past 2^53
@@ -825,6 +874,7 @@ class BlockRunner {
       case Fn::BitwiseNot: case Fn::BitwiseAnd: case Fn::BitwiseOr: case Fn::BitwiseXor:
       case Fn::ShiftLeft: case Fn::ShiftRight: case Fn::Gcd: case Fn::Lcm:
       case Fn::RandomUniform:  // integer paths above
+      case Fn::Scatter:        // scatter()
       case Fn::Sum:
       case Fn::Max:
       case Fn::Prod: SMELT_INTERNAL_CHECK(false, "fn ", static_cast<int>(in.fn), " in the float path"); break;

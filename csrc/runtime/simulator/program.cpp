@@ -277,6 +277,7 @@ class Compiler {
       case ExprType::Where: return {Fn::Where, 3};
       case ExprType::Iota: return {Fn::Iota, 3};
       case ExprType::IndexSelect: return {Fn::Gather, 2};
+      case ExprType::Scatter: return {Fn::Scatter, 2};
       case ExprType::Full: return {Fn::Copy, 1};  // the fill value comes as the operand
       default:
         if (isCopyLike(expr->type())) return {Fn::Copy, 1};
@@ -389,6 +390,14 @@ class Compiler {
           in.slot = p_.symbols.slot(kir::kGatheredIndexSymbol);
           loop_slots_.push_back(in.slot);  // set by the program, as loop indices
           in.extent = index(select->table()->logicalNoReductions().at(select->dim())->loopExtent());
+        } else if (fn == Fn::Scatter) {
+          const auto* scatter = static_cast<const ScatterOp*>(c->expr);
+          in.slot = p_.symbols.slot(kir::kGatheredIndexSymbol);
+          loop_slots_.push_back(in.slot);
+          in.extent = index(scatter->output()->logicalDomain().at(scatter->dim())->extent());
+          in.combine = scatter->combine();
+          in.scatter_dim = static_cast<int32_t>(scatter->dim());
+          in.wrap_negative = scatter->wrapNegative();
         }
         in.out = access(c->out);
         in.pred = predicate(c->predicate);

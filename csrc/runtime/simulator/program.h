@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fusion/ir.h"
 #include "fusion/types.h"
 #include "lower/kir.h"
 #include "fusion/index_code.h"
@@ -59,6 +60,7 @@ enum class Fn : uint8_t {
   // index_select: operand 1 (range-checked against Instr::extent) binds
   // Instr::slot, which operand 0's index reads; the value is operand 0
   Gather,
+  Scatter,  // operands: index, src; combines into out (Instr::combine)
   Sum, Max, Prod,  // reductions
 };
 
@@ -103,6 +105,11 @@ struct Instr {
   uint8_t thread_axes = 0;  // bit 0/1/2: TIDx/y/z
   int32_t workspace = -1;   // buffer id, -1 when the statement has none
   double init = 0;          // reduction init value
+  // Scatter: how the value is combined, the dimension it writes along and
+  // whether negative indices count from the end.
+  ScatterCombine combine = ScatterCombine::Set;
+  int32_t scatter_dim = -1;
+  bool wrap_negative = false;
 };
 
 struct RtBuffer {

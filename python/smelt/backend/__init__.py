@@ -67,7 +67,7 @@ DECOMPOSITIONS = get_decompositions([
     aten.tril, aten.triu, aten.roll, aten.stack, aten.flip, aten.rot90, aten.diag_embed,
     aten.diagonal_copy, aten.eye, aten.linspace, aten.logspace, aten.pixel_shuffle,
     aten.pixel_unshuffle, aten.channel_shuffle, aten.narrow_copy, aten.index_fill,
-    aten.index_copy, aten.index_add, aten.take, aten.select_scatter, aten.slice_scatter,
+    aten.index_copy, aten.index_add, aten.embedding_dense_backward, aten.take, aten.select_scatter, aten.slice_scatter,
     aten.renorm, aten.native_dropout_backward, aten.mvlgamma, aten.addr, aten.dot, aten.vdot,
     aten.mv, aten.addmv, aten.nll_loss_forward, aten.im2col, aten.reflection_pad1d,
     aten.reflection_pad2d, aten.replication_pad1d, aten.replication_pad2d,

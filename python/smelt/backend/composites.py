@@ -93,6 +93,73 @@ def _index(x, indices):
     return picked.reshape(tuple(linear.shape) + tuple(flat.shape[1:]))
 
 
+@_composite(aten.put.default)
+def _put(x, index, source, accumulate=False):
+    """x.put_(index, source) functionally: index_put on x flattened (one
+    index tensor, negative indices counting from the end as put's do)."""
+    if x.numel() == 0 or index.numel() == 0 or not x.is_contiguous():
+        return NotImplemented
+    flat = aten.index_put(x.reshape(-1), [index.reshape(-1)], source.reshape(-1), accumulate)
+    return flat.reshape(x.shape)
+
+
+def _along(index, dim, source):
+    """A 1-D index of positions along dim, expanded to source's shape: the
+    index of torch.scatter for the index_* ops."""
+    shape = [1] * source.dim()
+    shape[dim] = -1
+    return index.reshape(shape).expand(source.shape)
+
+
+def _zero_dim_as_vector(fn):
+    """An index_* op of a 0-dim tensor computed on it as a 1-element vector."""
+    def op(x, dim, index, source, *args, **kwargs):
+        if index.numel() == 0:
+            return NotImplemented
+        if x.dim() == 0:
+            return fn(x.reshape(1), 0, index.reshape(-1), source.reshape(-1), *args, **kwargs).reshape(())
+        return fn(x, dim % x.dim(), index, source, *args, **kwargs)
+    return op
+
+
+@_composite(aten.index_reduce.default)
+@_zero_dim_as_vector
+def _index_reduce(x, dim, index, source, reduce, include_self=True):
+    """index_reduce as scatter_reduce along dim."""
+    return aten.scatter_reduce.two(x, dim, _along(index, dim, source), source, reduce,
+                                   include_self=include_self)
+
+
+@_composite(aten.index_add.default)
+@_zero_dim_as_vector
+def _index_add(x, dim, index, source, *, alpha=1):
+    """index_add as scatter_add along dim (not torch's index_put, which
+    would accept the negative indices index_add rejects)."""
+    return aten.scatter_add(x, dim, _along(index, dim, source), source if alpha == 1 else source * alpha)
+
+
+@_composite(aten.index_copy.default)
+@_zero_dim_as_vector
+def _index_copy(x, dim, index, source):
+    """index_copy as scatter along dim (negative indices rejected, as eager does)."""
+    return aten.scatter.src(x, dim, _along(index, dim, source), source)
+
+
+@_composite(aten.max_pool2d_with_indices_backward.default)
+def _max_pool2d_backward(grad_output, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    """Each window's gradient added at its argmax: indices count positions
+    in a plane of x, so the planes are flattened and the gradients
+    scatter-added into zeros along them."""
+    if not x.is_contiguous() or grad_output.numel() == 0:
+        return NotImplemented
+    planes = x.shape[:-2]
+    area = x.shape[-2] * x.shape[-1]
+    zeros = x.new_zeros(tuple(planes) + (area,))
+    flat_grad = grad_output.reshape(tuple(planes) + (-1,))
+    flat_index = indices.reshape(tuple(planes) + (-1,))
+    return aten.scatter_add(zeros, -1, flat_index, flat_grad).reshape(x.shape)
+
+
 def _pairwise_norm(diff, p):
     """The p-norm over diff's last dim, as torch's cdist and pdist define it."""
     if p == 0:

@@ -209,14 +209,10 @@ class GraphReport:
 
 
 # Ops left to libraries (cuDNN, attention kernels) or whose output size
-# depends on values: not fusion candidates. index_put (accumulate=True) and
-# embedding_dense_backward (the embedding weight's gradient, a scatter-add of
-# the output gradient's rows at the token ids) and max pooling's backward (the
-# gradient scattered to each window's argmax) write at positions the data
-# decides, several elements possibly to one place: not a fusion's
-# elementwise writes.
-LIBRARY_OPS = ("convolution", "_scaled_dot_product", "topk", "sort", "histc", "nonzero",
-               "index_put", "embedding_dense_backward", "max_pool2d_with_indices_backward")
+# depends on values: not fusion candidates. (The scatter family, index_put,
+# embedding_dense_backward and max pooling's backward among them, runs in
+# smelt's scatter kernels: fx/scatter.py.)
+LIBRARY_OPS = ("convolution", "_scaled_dot_product", "topk", "sort", "histc", "nonzero")
 
 
 def _is_library_node(node: torch.fx.Node) -> bool:

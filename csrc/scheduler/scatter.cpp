@@ -1,0 +1,99 @@
+#include "scheduler/scatter.h"
+
+#include <sstream>
+
+#include "fusion/error.h"
+#include "fusion/transform_replay.h"
+
+namespace smelt {
+
+namespace {
+
+constexpr int64_t kMaxGridY = 65535;  // gridDim.y's limit
+
+// Expressions whose element [p] reads only element [p] of their inputs (or
+// broadcasts of them): they can run in the scatter's loop over the index.
+bool isElementwise(const Expr* expr) {
+  switch (expr->type()) {
+    case ExprType::Full: case ExprType::Iota: case ExprType::Unary: case ExprType::Binary:
+    case ExprType::Where: case ExprType::Set: case ExprType::Broadcast: case ExprType::Expand:
+      return true;
+    default:
+      return false;
+  }
+}
+
+const ScatterOp* theScatter(const Fusion& fusion) {
+  const ScatterOp* found = nullptr;
+  for (const Expr* expr : fusion.exprs()) {
+    if (expr->type() != ExprType::Scatter) continue;
+    if (found != nullptr) return nullptr;
+    found = static_cast<const ScatterOp*>(expr);
+  }
+  return found;
+}
+
+}  // namespace
+
+std::string ScatterParams::toString() const {
+  std::ostringstream os;
+  os << "ScatterParams{block_x=" << block_x << ", split_grid_y=" << (split_grid_y ? "true" : "false") << "}";
+  return os.str();
+}
+
+std::unique_ptr<HeuristicParams> ScatterParams::clone() const {
+  return std::make_unique<ScatterParams>(*this);
+}
+
+std::string scatterRejectReason(const Fusion& fusion) {
+  int64_t scatters = 0;
+  for (const Expr* expr : fusion.exprs()) scatters += expr->type() == ExprType::Scatter;
+  if (scatters != 1) return "it has " + std::to_string(scatters) + " scatters, not one";
+  const ScatterOp* scatter = theScatter(fusion);
+  const TensorView* out = scatter->output();
+  if (!scatter->self()->isFusionInput()) {
+    return "the scatter's self " + scatter->self()->name() +
+           " is computed in the fusion (its copy must be complete before the scatter writes)";
+  }
+  if (fusion.outputs().size() != 1 || fusion.outputs()[0] != out || !out->uses().empty()) {
+    return "the scatter's output " + out->name() +
+           " is not the fusion's only output or has consumers (they run after the scatter)";
+  }
+  for (const Expr* expr : fusion.exprs()) {
+    if (expr != scatter && !isElementwise(expr)) {
+      return "the producer " + expr->toString() + " of the scatter is not element-wise";
+    }
+  }
+  return "";
+}
+
+ScatterParams scatterHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {
+  const std::string reason = scatterRejectReason(fusion);
+  SMELT_CHECK(reason.empty(), "scatter scheduler cannot take this fusion: ", reason);
+  ScatterParams params;
+  const std::vector<IterDomain*>& iteration = theScatter(fusion)->output()->loopRoot();
+  const size_t rank = iteration.size();
+  params.split_grid_y = rank >= 2 && runtime.extent(iteration[rank - 2]) > kMaxGridY;
+  return params;
+}
+
+void scheduleScatter(Fusion& fusion, const ScatterParams& params) {
+  FusionGuard guard(&fusion);
+  const std::string reason = scatterRejectReason(fusion);
+  SMELT_CHECK(reason.empty(), "scatter scheduler cannot take this fusion: ", reason);
+  SMELT_CHECK(params.block_x >= 1, "scatter scheduler: block_x must be positive in ",
+              params.toString());
+  TensorView* out = theScatter(fusion)->output();
+  const int64_t inner = out->nDims() - 1;
+  out->split(inner, params.block_x);
+  out->axis(inner)->parallelize(ParallelType::BIDx);
+  out->axis(inner + 1)->parallelize(ParallelType::TIDx);
+  if (inner >= 1) {
+    if (params.split_grid_y) out->split(inner - 1, kMaxGridY, /*inner_split=*/false);
+    out->axis(inner - 1)->parallelize(ParallelType::BIDy);
+  }
+  propagateSchedule(out);
+  inlineMost(&fusion);
+}
+
+}  // namespace smelt
