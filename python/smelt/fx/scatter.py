@@ -19,11 +19,6 @@ aten = torch.ops.aten
 SCATTER_TRANSLATORS: Dict[Any, Translator] = {}
 translates = registrar(SCATTER_TRANSLATORS)
 
-# torch's reduce names to fd.ops.scatter's (scatter.reduce says "multiply").
-_REDUCE = {"sum": "sum", "add": "add", "prod": "prod", "multiply": "prod", "amax": "amax",
-           "amin": "amin"}
-
-
 def _dim(x: Any, dim: int) -> int:
     rank = meta_tensor(x).dim()
     return dim + rank if dim < 0 else dim
@@ -41,8 +36,8 @@ def _checked(self: Any, index: Any) -> None:
 @translates(aten.scatter.src, aten.scatter.value, aten.scatter.reduce, aten.scatter.value_reduce)
 def _scatter(t, node, self, dim, index, src, reduce=None):
     _checked(self, index)
-    return t.fd.ops.scatter(t.arg(self), t.arg(index), t.arg(src), _dim(self, dim),
-                            reduce=None if reduce is None else _REDUCE[reduce])
+    # fd.ops.scatter takes torch's reduce names ("multiply" too).
+    return t.fd.ops.scatter(t.arg(self), t.arg(index), t.arg(src), _dim(self, dim), reduce=reduce)
 
 
 @translates(aten.scatter_add.default)
@@ -78,7 +73,7 @@ def _scatter_reduce(t, node, self, dim, index, src, reduce, include_self=True):
         counts = ops.scatter(zeros, i, 1, d, reduce="add")
     if not include_self:  # the positions written start from the identity, not self
         x = ops.where(ops.gt(counts, 0), _identity(reduce, dtype), x)
-    combined = ops.scatter(x, i, s, d, reduce="sum" if reduce == "mean" else _REDUCE[reduce])
+    combined = ops.scatter(x, i, s, d, reduce="sum" if reduce == "mean" else reduce)
     if reduce != "mean":
         return combined
     divisor = ops.add(counts, 1) if include_self else ops.where(ops.gt(counts, 0), counts, 1)
