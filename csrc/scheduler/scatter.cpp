@@ -1,9 +1,11 @@
 #include "scheduler/scatter.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
+#include "scheduler/utils.h"
 
 namespace smelt {
 
@@ -74,6 +76,13 @@ ScatterParams scatterHeuristics(const Fusion& fusion, const RuntimeInfo& runtime
   const std::vector<IterDomain*>& iteration = theScatter(fusion)->output()->loopRoot();
   const size_t rank = iteration.size();
   params.split_grid_y = rank >= 2 && runtime.extent(iteration[rank - 2]) > kMaxGridY;
+  // A block no wider than the innermost extent (rounded up to a power of
+  // two, at least a warp): threads past it would only be predicated off (an
+  // embedding gradient of width 64 left half of each 128-thread block idle).
+  if (rank >= 1) {
+    const int64_t row = runtime.extent(iteration[rank - 1]);
+    params.block_x = std::clamp<int64_t>(scheduler_utils::nextPowerOfTwo(row), 32, params.block_x);
+  }
   return params;
 }
 

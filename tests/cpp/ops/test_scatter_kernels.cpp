@@ -125,6 +125,27 @@ TEST(ScatterKernels, ScalarSourceAlongTheLastDimension) {
   expectMatchesATen(std::move(fusion), {at::randn({3, 6}), at::tensor({0, 5, 3, 4, 2, 1}, longs()).reshape({3, 2})});
 }
 
+// Rows of 40 elements get blocks of 64 threads, not 128 (half idle); the
+// index is the embedding gradient's: one row per token, expanded.
+TEST(ScatterKernels, NarrowRowsGetBlocksAsWideAsTheRow) {
+  auto fusion = std::make_unique<Fusion>();
+  {
+    FusionGuard guard(fusion.get());
+    TensorView* self = makeConcreteTensor({9, 40});
+    TensorView* rows = makeConcreteTensor({6}, DataType::Int);
+    TensorView* src = makeConcreteTensor({6, 40});
+    fusion->addInput(self);
+    fusion->addInput(rows);
+    fusion->addInput(src);
+    TensorView* index = expand(broadcast(rows, {false, true}), {IntExpr(6), IntExpr(40)});
+    fusion->addOutput(scatter(self, 0, index, src, ScatterCombine::Add));
+  }
+  const std::vector<SegmentRun> segments = expectMatchesATen(
+      std::move(fusion), {at::randn({9, 40}), at::tensor({8, 0, 8, 3, 0, 8}, longs()), at::randn({6, 40})});
+  ASSERT_EQ(segments.size(), 1u);
+  EXPECT_EQ(segments[0].params, "ScatterParams{block_x=64, split_grid_y=false}");
+}
+
 TEST(ScatterKernels, AProducerOfSrcRunsInTheScatterKernel) {
   const std::vector<SegmentRun> segments = expectMatchesATen(
       scatterFusion(ScatterCombine::Add, DataType::Float, [](TensorView* src) { return mul(exp(src), 2.0); }),
