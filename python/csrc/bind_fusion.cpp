@@ -1,6 +1,7 @@
 // Fusion IR bindings: enums, Fusion and FusionGuard, TensorView with its
 // scheduling primitives, IterDomain, Scalar, and the op functions of
 // fusion/ops.h under their Python names.
+#include <algorithm>
 #include <map>
 #include <initializer_list>
 #include <memory>
@@ -28,6 +29,21 @@ namespace {
 constexpr auto kRef = py::return_value_policy::reference;
 
 std::optional<int64_t> constantOrNone(const IntExpr& e) { return e.constant(); }
+
+// The symbols `e` reads, each once, in the order they first appear.
+void collectSymbols(const IntExpr& e, std::vector<std::string>& names) {
+  switch (e.kind()) {
+    case IntExpr::Kind::Constant: return;
+    case IntExpr::Kind::Symbol:
+      if (std::find(names.begin(), names.end(), e.symbolName()) == names.end()) {
+        names.push_back(e.symbolName());
+      }
+      return;
+    default:
+      collectSymbols(e.lhs(), names);
+      collectSymbols(e.rhs(), names);
+  }
+}
 
 // A fusion input: -1 extents are symbolic ("T<n>.size[d]", bound from the
 // tensor passed at run time), 1 is a broadcast dimension, others fixed.
@@ -173,8 +189,22 @@ void bindNodes(py::module_& m) {
       // Its value with every size symbol bound ({"T0.size[1]": 8, ...}).
       .def("evaluate", &IntExpr::evaluate, py::arg("bindings"))
       .def("__mul__", [](const IntExpr& a, const IntExpr& b) { return a * b; })
+      .def_property_readonly("symbols",
+                             [](const IntExpr& e) {
+                               std::vector<std::string> names;
+                               collectSymbols(e, names);
+                               return names;
+                             })
       .def("__str__", &IntExpr::toString);
   py::implicitly_convertible<int64_t, IntExpr>();
+
+  // The names fusion/symbols.h owns, for the Python layers that bind sizes
+  // by name: nothing in Python spells or parses them itself.
+  m.def("size_symbol", py::overload_cast<const TensorView*, int64_t>(&sizeSymbol),
+        py::arg("tensor"), py::arg("dim"));
+  m.def("is_size_symbol",
+        [](const std::string& symbol) { return parseSizeSymbol(symbol).has_value(); },
+        py::arg("symbol"));
 }
 
 void bindOps(py::module_& m) {

@@ -35,7 +35,6 @@ record replays through the same op implementations (_ops.IMPLS).
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
@@ -48,7 +47,6 @@ from smelt._records import ExtentRef, Record, Ref, apply, replay
 from smelt.fusion_cache import CacheEntry, RecordsKey, fusion_cache
 from smelt.handles import Scalar
 
-_SIZE_SYMBOL = re.compile(r"T(\d+)\.size\[(\d+)\]")
 _INTEGER_TYPES = (DataType.Int, DataType.Int32, DataType.Int16, DataType.Int8, DataType.UInt8)
 
 # ---- execute time: the concrete fusion --------------------------------------
@@ -243,7 +241,7 @@ class _Concretizer:
         tv = self.values[new[0]]
         for d, id_ in enumerate(tv.logical_no_reductions):
             text = str(id_.size)
-            if _SIZE_SYMBOL.fullmatch(text):
+            if _C.is_size_symbol(text):
                 self.symbol_dims[text] = (position, d)
                 self.sizes[text] = int(arg.shape[d])
         return new
@@ -279,8 +277,7 @@ class _Concretizer:
         size = tv.logical_no_reductions[d].size
         if size.value is not None:
             return True
-        symbols = re.findall(r"[A-Za-z_][\w.\[\]]*", str(size))
-        for symbol in symbols:
+        for symbol in size.symbols:
             dim = self.symbol_dims.get(symbol)
             if dim is None:
                 raise SmeltError(

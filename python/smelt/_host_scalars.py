@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Sequence
 
 import torch
 
+from smelt import _C
 from smelt._C import DataType, SmeltError
 from smelt.dtypes import to_data_type, to_torch_dtype
 
@@ -110,5 +111,5 @@ def size_bindings(fusion_inputs: List[Any], args: List[torch.Tensor]) -> Dict[st
     for val, arg in zip(fusion_inputs, args):
         if val.is_tensor:
             for d, n in enumerate(arg.shape):
-                sizes[f"{val.name}.size[{d}]"] = int(n)
+                sizes[_C.size_symbol(val, d)] = int(n)
     return sizes

@@ -8,7 +8,6 @@ DEFINITION_OPS, schedule ops in SCHEDULE_OPS.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, Optional, Sequence
 
 from smelt import _C
@@ -112,7 +111,6 @@ def _broadcast_in_dim(tv, shape, broadcast_dims):
 
 
 _INTEGER_TYPES = (DataType.Int, DataType.Int32, DataType.Int16, DataType.Int8, DataType.UInt8)
-_SIZE_SYMBOL = re.compile(r"T\d+\.size\[\d+\]")
 
 
 def extent_of(scale: int, factors: Sequence[tuple]) -> Any:
@@ -137,7 +135,7 @@ def _extent(entry: Any) -> Any:
                                 "Tensor.size(d) or integer scalars")
         return _C.IntExpr(int(entry.value)) if entry.is_constant else _C.IntExpr.symbol(entry.symbol)
     if isinstance(entry, str):
-        if not _SIZE_SYMBOL.fullmatch(entry):
+        if not _C.is_size_symbol(entry):
             raise _C.SmeltError(f"reshape: entry {entry!r} is not a size symbol such as "
                                 "'T0.size[1]'; pass Tensor.size(d) (products of them too)")
         return _C.IntExpr.symbol(entry)

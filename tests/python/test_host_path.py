@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import smelt.backend
-from smelt import FusionDefinition, SmeltError, fusion_cache
+from smelt import FusionDefinition, SmeltError, _C, fusion_cache
+from smelt._host_scalars import size_bindings
 from smelt.fusion_cache import FusionCache
 
 
@@ -70,3 +71,19 @@ def test_partitions_decide_their_matmul_policy_when_compiled(monkeypatch):
     torch.testing.assert_close(compiled(x, w), torch.relu(x @ w.t()))
     (report,) = smelt.backend.reports()
     assert [(p.smelt_runs, p.fallback_runs) for p in report.partitions] == [(2, 0)], str(report)
+
+
+def test_size_bindings_name_the_extents_the_kernel_reads():
+    """The run's size bindings, and the extents of a definition, use the
+    names fusion/symbols.h gives (through _C): one spelling end to end."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor([-1, 4, -1])
+        fd.add_output(fd.ops.relu(x))
+    tv = x.ir
+    first, _, last = (d.size for d in tv.logical_no_reductions)
+    assert [str(first), str(last)] == [_C.size_symbol(tv, 0), _C.size_symbol(tv, 2)]
+    assert size_bindings([tv], [torch.empty(3, 4, 5)]) == {
+        str(first): 3, _C.size_symbol(tv, 1): 4, str(last): 5}
+    assert _C.is_size_symbol(str(first))
+    assert not any(_C.is_size_symbol(s) for s in ("threadIdx.x", str(first).replace("size", "stride")))
+    assert (first * last * first).symbols == [str(first), str(last)]

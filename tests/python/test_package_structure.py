@@ -7,6 +7,9 @@
   most of a second to import and only one mode uses).
 - No module reads a private name (`_x`) that another smelt module defines:
   state shared between modules is declared (ExecutionState, FxFusion).
+- No module builds or parses the kernel's symbol names ("T0.size[1]",
+  "threadIdx.x"): fusion/symbols.h owns them, and Python reaches them through
+  _C (size_symbol, is_size_symbol, IntExpr.symbols).
 - Every Python file of the repository is at most MAX_FILE_LINES lines, and
   every function at most MAX_FUNCTION_LINES, unless the first line of its
   body is a comment `# long: <reason>`.
@@ -18,6 +21,7 @@ checks read the source, and need no build.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Set, Tuple
@@ -247,6 +251,31 @@ def long_functions(path: Path, source: str) -> List[str]:
     return found
 
 
+SYMBOL_SPELLING = re.compile(r"\\?\.(size|stride)\\?\[|(threadIdx|blockIdx|blockDim|gridDim)\\?\.")
+# An f-string (formatted values as {}) that makes a name from its parts.
+SYMBOL_BUILDING = re.compile(r"\{\}\.(size|stride)\[|(threadIdx|blockIdx|blockDim|gridDim)\.\{\}")
+
+
+def spelled_symbols(sources: Dict[str, str]) -> List[Tuple[str, int, str]]:
+    """(module, line, text) of each f-string that builds a symbol name from
+    parts and each regular expression that parses one (a pattern passed to
+    a function of `re`). Plain strings (messages, docstrings) may quote one."""
+    found: List[Tuple[str, int, str]] = []
+    for module, source in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.JoinedStr):
+                text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+                if SYMBOL_BUILDING.search(text):
+                    found.append((module, node.lineno, text))
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
+                  isinstance(node.func.value, ast.Name) and node.func.value.id == "re"):
+                for arg in node.args[:1]:
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and \
+                            SYMBOL_SPELLING.search(arg.value):
+                        found.append((module, node.lineno, arg.value))
+    return found
+
+
 # ---- the package ----
 
 def test_no_import_cycle_inside_smelt():
@@ -273,6 +302,13 @@ def test_no_module_reads_another_modules_private_fields():
     found = private_reads(package_sources(PACKAGE_DIR))
     assert not found, "private names of other modules:\n" + "\n".join(
         f"{m}:{line} {name}" for m, line, name in found)
+
+
+def test_no_module_spells_the_kernels_symbol_names():
+    found = spelled_symbols(package_sources(PACKAGE_DIR))
+    assert not found, "symbol names built or parsed outside fusion/symbols.h (use " \
+        "_C.size_symbol, _C.is_size_symbol, IntExpr.symbols):\n" + "\n".join(
+            f"{m}:{line} {text!r}" for m, line, text in found)
 
 
 def test_files_and_functions_are_short():
@@ -315,6 +351,18 @@ def test_the_checkers_find_a_cycle_a_lazy_import_and_a_private_read():
     assert private_reads(MADE_UP) == [("pkg.b", 6, "_state")]
     acyclic = dict(MADE_UP, **{"pkg.c": "import os\n"})
     assert import_cycles(acyclic) == []
+
+
+def test_the_symbol_check_finds_a_built_name_and_a_parsing_pattern():
+    made_up = {
+        "pkg.a": 'import re\nSIZE = re.compile(r"T(\\d+)\\.size\\[(\\d+)\\]")\n',
+        "pkg.b": 'def name(t, d):\n    return f"{t}.stride[{d}]"\n',
+        "pkg.c": 'def tid():\n    return f"threadIdx.{0}"\n',
+        "pkg.d": 'def fail(entry):\n    raise ValueError(f"{entry!r} is not like \'T0.size[1]\'")\n',
+    }
+    # pkg.d quotes a name in a message: it builds none.
+    assert [(m, line) for m, line, _ in spelled_symbols(made_up)] == [
+        ("pkg.a", 2), ("pkg.b", 2), ("pkg.c", 2)]
 
 
 def test_the_length_check_counts_lines_and_reads_the_reason(tmp_path):
