@@ -5,10 +5,14 @@
 // exactly when their strings are (the executor cache keys kernels by it).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace smelt {
+
+class Expr;
 
 // LibraryMatmul: a matmul a library computes (cuBLAS through ATen, at run
 // time); no kernel is generated for it (scheduler/matmul/library_matmul.h).
@@ -22,6 +26,15 @@ struct HeuristicParams {
   virtual std::string toString() const = 0;
   virtual std::unique_ptr<HeuristicParams> clone() const = 0;
 };
+
+// One segmentation seed (scheduler/registry.h, SchedulerEntry::seeds): the
+// expression sets a scheduler would take as a segment of its own, preferred
+// first.
+using SeedCandidates = std::vector<std::vector<const Expr*>>;
+
+// Called with a segment's heuristics before a grid split is decided from
+// them (the executor cache passes its heuristic override).
+using ParamsOverride = std::function<void(HeuristicParams&)>;
 
 [[noreturn]] void throwWrongParams(const HeuristicParams& params, SchedulerType expected);
 

@@ -128,11 +128,15 @@ std::string gridSplitRejectReason(const Fusion& fusion) {
   return "";
 }
 
-int64_t gridSplitChunks(int64_t extent, int64_t max_chunks) {
-  for (int64_t chunks = std::min(extent, max_chunks); chunks > 1; --chunks) {
-    if (extent % chunks == 0) return chunks;
-  }
-  return 1;
+int64_t reductionGridSplitChunks(const Fusion& fusion, const RuntimeInfo& runtime,
+                                 const ParamsOverride& override_params) {
+  ReductionParams params = reductionHeuristics(fusion, runtime);
+  if (override_params) override_params(params);
+  if (params.grid_split <= 1) return 1;
+  const std::string reason = gridSplitRejectReason(fusion);
+  SMELT_CHECK(reason.empty(), "cannot split the reduction across blocks (grid_split = ",
+              params.grid_split, "): ", reason);
+  return params.grid_split;
 }
 
 ReductionParams reductionHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {

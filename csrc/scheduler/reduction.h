@@ -34,7 +34,7 @@
 // [N / P, P * C, ..]; row j * P + p goes to partial row p); the final kernel
 // reduces the [P, C, ..] partial rows. Both regroupings are reshapes of a
 // contiguous tensor (no copy). P is the largest divisor of N that is at most
-// grid_split (gridSplitChunks), chosen per launch; a prime N gets P = 1
+// grid_split (gridSplitChunks, segmenter.h), chosen per launch; a prime N gets P = 1
 // (correct, not faster). scheduleReduction itself never splits.
 #pragma once
 
@@ -81,9 +81,11 @@ std::string reductionRejectReason(const Fusion& fusion);
 // and output of one dtype (the final kernel reads the partial results as
 // its input).
 std::string gridSplitRejectReason(const Fusion& fusion);
-// The chunks a row of `extent` elements is split into: the largest divisor
-// of `extent` that is at most `max_chunks`.
-int64_t gridSplitChunks(int64_t extent, int64_t max_chunks);
+// The reduction scheduler's grid split (registry.h): grid_split of its
+// heuristics after `override_params`; throws smelt::Error when that asks to
+// split a fusion gridSplitRejectReason refuses.
+int64_t reductionGridSplitChunks(const Fusion& fusion, const RuntimeInfo& runtime,
+                                 const ParamsOverride& override_params);
 // When the heuristics split: the kernel would have fewer blocks than SMs
 // (132 on an H200) and reduces kGridSplitMinRow elements or more per row
 // (column); grid_split aims at two blocks per SM with chunks of at least

@@ -13,8 +13,11 @@ namespace smelt {
 namespace {
 
 SchedulerEntry libraryMatmulEntry() {
-  return typedEntry(SchedulerType::LibraryMatmul, libraryMatmulRejectReason,
-                    libraryMatmulHeuristics, scheduleLibraryMatmul);
+  SchedulerEntry entry = typedEntry(SchedulerType::LibraryMatmul, libraryMatmulRejectReason,
+                                    libraryMatmulHeuristics, scheduleLibraryMatmul);
+  entry.seed_growth = libraryMatmulSeedGrowth;
+  entry.keeps_its_segments = true;
+  return entry;
 }
 
 // Declines a matmul the library computes: the segmenter then gives its core
@@ -28,12 +31,16 @@ std::string matmulSchedulerRejectReason(const Fusion& f, const RuntimeInfo& r) {
 }
 
 SchedulerEntry matmulEntry() {
-  return typedEntry<MatmulParams>(
+  SchedulerEntry entry = typedEntry<MatmulParams>(
       SchedulerType::Matmul, matmulSchedulerRejectReason,
       [](const Fusion& f, const RuntimeInfo& r) {
         return matmulHeuristics(f, r, DeviceLimits::forArch(r.targetArch()));
       },
       [](Fusion& f, const MatmulParams& p) { scheduleMatmul(&f, p); });
+  // The library takes these seeds too (it is tried first).
+  entry.seeds = matmulSeeds;
+  entry.keeps_its_segments = true;
+  return entry;
 }
 
 SchedulerEntry persistentEntry() {
@@ -44,10 +51,12 @@ SchedulerEntry persistentEntry() {
 }
 
 SchedulerEntry reductionEntry() {
-  return typedEntry(
+  SchedulerEntry entry = typedEntry(
       SchedulerType::Reduction,
       [](const Fusion& f, const RuntimeInfo&) { return reductionRejectReason(f); },
       reductionHeuristics, scheduleReduction);
+  entry.grid_split_chunks = reductionGridSplitChunks;
+  return entry;
 }
 
 SchedulerEntry pointwiseEntry() {
@@ -88,6 +97,8 @@ const std::vector<SchedulerEntry>& schedulerEntries() {
       withoutScatters(pointwiseEntry()), scatterEntry()};
   return entries;
 }
+
+bool keepsItsSegments(SchedulerType type) { return schedulerEntry(type).keeps_its_segments; }
 
 const SchedulerEntry& schedulerEntry(SchedulerType type) {
   for (const SchedulerEntry& entry : schedulerEntries()) {

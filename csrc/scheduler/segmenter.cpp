@@ -12,8 +12,6 @@
 #include "fusion/clone.h"
 #include "fusion/error.h"
 #include "fusion/symbols.h"
-#include "scheduler/matmul/library_matmul.h"
-#include "scheduler/reduction.h"
 #include "scheduler/registry.h"
 
 namespace smelt {
@@ -44,28 +42,22 @@ std::string names(const std::vector<const Val*>& vals) {
   return text;
 }
 
-// The generated kernel's and the library's: each takes a matmul whole.
-bool isMatmulScheduler(SchedulerType type) {
-  return type == SchedulerType::Matmul || type == SchedulerType::LibraryMatmul;
-}
-
 class Segmenter {
  public:
   Segmenter(const Fusion& fusion, const RuntimeInfo& runtime, const ParamsOverride& override_params,
             const SegmentCheck& check)
       : fusion_(fusion), runtime_(runtime), override_(override_params), check_(check),
         exprs_(fusion.exprs()) {
-    std::unordered_map<const Expr*, int> index;
     for (size_t i = 0; i < exprs_.size(); ++i) {
-      index.emplace(exprs_[i], static_cast<int>(i));
+      index_.emplace(exprs_[i], static_cast<int>(i));
       for (const Val* out : exprs_[i]->outputs()) producer_[out] = static_cast<int>(i);
     }
     readers_.assign(exprs_.size(), {});
     for (size_t i = 0; i < exprs_.size(); ++i) {
       for (const Val* out : exprs_[i]->outputs()) {
         for (const Expr* use : out->uses()) {
-          auto reader = index.find(use);
-          if (reader != index.end()) readers_[i].push_back(reader->second);
+          auto reader = index_.find(use);
+          if (reader != index_.end()) readers_[i].push_back(reader->second);
         }
       }
       std::sort(readers_[i].begin(), readers_[i].end());
@@ -104,22 +96,22 @@ class Segmenter {
     std::vector<int> all(exprs_.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
     SegmentedFusion result;
-    // A matmul the matmul scheduler takes (tensor cores where it can) stays
-    // in a segment of that scheduler: another scheduler taking it together
-    // with more (an epilogue the matmul scheduler declines, a second output)
-    // would run it as a plain reduction.
-    const std::vector<MatmulCore> cores = matmulCores();
+    // A seed (a matmul's core) stays in a segment of the scheduler that took
+    // it: another scheduler taking it together with more (an epilogue the
+    // matmul scheduler declines, a second output) would run it as a plain
+    // reduction.
+    const std::vector<SeedGroup> seeds = seedGroups();
     if (std::optional<Segment> whole = trySegment(all)) {
-      if (cores.empty() || isMatmulScheduler(whole->scheduler)) {
+      if (seeds.empty() || keepsItsSegments(whole->scheduler)) {
         choose(std::move(*whole), all, result);
         return result;
       }
     }
     group_of_.assign(exprs_.size(), -1);
-    for (const MatmulCore& core : cores) {
-      for (int e : core.exprs) group_of_[e] = static_cast<int>(groups_.size());
-      groups_.push_back(core.exprs);
-      group_scheduler_.push_back(core.scheduler);
+    for (const SeedGroup& seed : seeds) {
+      for (int e : seed.exprs) group_of_[e] = static_cast<int>(groups_.size());
+      groups_.push_back(seed.exprs);
+      group_scheduler_.push_back(seed.scheduler);
     }
     for (size_t i = 0; i < exprs_.size(); ++i) {
       if (group_of_[i] >= 0) continue;
@@ -253,17 +245,17 @@ class Segmenter {
         edges.push_back({p, static_cast<int>(c), savedBytes(p, static_cast<int>(c))});
       }
     }
-    // Among equal savings, a matmul's epilogue first: grown from the output
-    // backwards, an epilogue ending in a reshape (addmm's bias, then
+    // Among equal savings, a seed's epilogue first: grown from the output
+    // backwards, a matmul's epilogue ending in a reshape (addmm's bias, then
     // .view(B, T, N)) became a pointwise segment the matmul could no longer
     // join; grown from the matmul, only the reshape is left (a view segment).
-    auto touchesMatmul = [&](const Edge& e) {
-      return isMatmulScheduler(group_scheduler_[e.producer]) ||
-             isMatmulScheduler(group_scheduler_[e.consumer]);
+    auto touchesSeed = [&](const Edge& e) {
+      return keepsItsSegments(group_scheduler_[e.producer]) ||
+             keepsItsSegments(group_scheduler_[e.consumer]);
     };
     std::stable_sort(edges.begin(), edges.end(), [&](const Edge& a, const Edge& b) {
       if (a.saved_bytes != b.saved_bytes) return a.saved_bytes > b.saved_bytes;
-      if (touchesMatmul(a) != touchesMatmul(b)) return touchesMatmul(a);
+      if (touchesSeed(a) != touchesSeed(b)) return touchesSeed(a);
       return groups_[a.consumer].front() > groups_[b.consumer].front();
     });
     for (const Edge& edge : edges) {
@@ -292,10 +284,10 @@ class Segmenter {
     if (edge.siblings && mergeMakesCycle(edge.consumer, edge.producer)) return false;
     std::optional<SchedulerType> merged = mergeScheduler(candidate);
     if (!merged) return false;
-    // A matmul's group keeps its scheduler: another taking it with more
+    // A seed's group keeps its scheduler: another taking it with more
     // would run the matmul as a plain reduction.
     for (int g : {edge.producer, edge.consumer}) {
-      if (isMatmulScheduler(group_scheduler_[g]) && *merged != group_scheduler_[g]) return false;
+      if (keepsItsSegments(group_scheduler_[g]) && *merged != group_scheduler_[g]) return false;
     }
     for (int x : groups_[edge.producer]) group_of_[x] = edge.consumer;
     groups_[edge.consumer] = candidate;
@@ -366,80 +358,57 @@ class Segmenter {
     return numel * dataTypeSize(tv->dtype());
   }
 
-  // The expressions of each matmul that a matmul scheduler (the generated
-  // kernel's or the library's) takes as a segment of its own (sorted;
-  // disjoint): the sum over K, the product of broadcast operands and the
-  // broadcasts, with the cast before each broadcast where the scheduler
-  // takes that too (its operands are then the uncast tensors).
-  struct MatmulCore {
+  // The seeds of every scheduler (SchedulerEntry::seeds), each as the first
+  // of its candidates that a scheduler keeping its segments takes, grown by
+  // that scheduler's seed_growth where it still takes the result (sorted;
+  // disjoint).
+  struct SeedGroup {
     std::vector<int> exprs;
     SchedulerType scheduler;
   };
-  std::vector<MatmulCore> matmulCores() {
-    std::vector<MatmulCore> cores;
+  std::vector<SeedGroup> seedGroups() {
+    std::vector<SeedGroup> groups;
     std::set<int> taken;
-    auto producerOf = [&](const Val* v, ExprType type) -> int {
-      auto p = producer_.find(v);
-      return p != producer_.end() && exprs_[p->second]->type() == type ? p->second : -1;
-    };
-    for (size_t i = 0; i < exprs_.size(); ++i) {
-      if (exprs_[i]->type() != ExprType::Reduction) continue;
-      const int product = producerOf(exprs_[i]->input(0), ExprType::Binary);
-      if (product < 0 || exprs_[product]->inputs().size() != 2) continue;
-      // u * u of one broadcast value is a square, not a product of two operands.
-      if (exprs_[product]->input(0) == exprs_[product]->input(1)) continue;
-      std::vector<int> core{static_cast<int>(i), product};
-      std::vector<int> casts;
-      for (const Val* operand : exprs_[product]->inputs()) {
-        const int broadcast = producerOf(operand, ExprType::Broadcast);
-        if (broadcast < 0) break;
-        core.push_back(broadcast);
-        const int cast = producerOf(exprs_[broadcast]->input(0), ExprType::Unary);
-        if (cast >= 0) casts.push_back(cast);
+    // The candidate's expressions, sorted, or nullopt when one is not among
+    // the fusion's or another seed took it.
+    auto indices = [&](const std::vector<const Expr*>& exprs) -> std::optional<std::vector<int>> {
+      std::vector<int> found;
+      for (const Expr* e : exprs) {
+        auto it = index_.find(e);
+        if (it == index_.end() || taken.count(it->second)) return std::nullopt;
+        found.push_back(it->second);
       }
-      if (core.size() != 4) continue;
-      std::vector<int> with_casts = core;
-      with_casts.insert(with_casts.end(), casts.begin(), casts.end());
-      for (std::vector<int>* candidate : {&with_casts, &core}) {
-        // One cast may feed both operands' broadcasts (x.half() @ x.half()).
-        std::sort(candidate->begin(), candidate->end());
-        candidate->erase(std::unique(candidate->begin(), candidate->end()), candidate->end());
-        if (std::any_of(candidate->begin(), candidate->end(), [&](int e) { return taken.count(e); })) {
-          continue;
-        }
-        std::optional<Segment> segment = trySegment(*candidate);
-        if (segment && isMatmulScheduler(segment->scheduler)) {
-          if (segment->scheduler == SchedulerType::LibraryMatmul) withLibraryEpilogue(i, *candidate, taken);
-          taken.insert(candidate->begin(), candidate->end());
-          cores.push_back({*candidate, segment->scheduler});
+      std::sort(found.begin(), found.end());
+      found.erase(std::unique(found.begin(), found.end()), found.end());
+      return found;
+    };
+    for (const SchedulerEntry& entry : schedulerEntries()) {
+      if (!entry.seeds) continue;
+      for (const SeedCandidates& seed : entry.seeds(fusion_)) {
+        for (const std::vector<const Expr*>& candidate : seed) {
+          std::optional<std::vector<int>> members = indices(candidate);
+          if (!members) continue;
+          std::optional<Segment> segment = trySegment(*members);
+          if (!segment || !keepsItsSegments(segment->scheduler)) continue;
+          const SchedulerEntry& taker = schedulerEntry(segment->scheduler);
+          if (taker.seed_growth) {
+            for (const std::vector<const Expr*>& grown : taker.seed_growth(candidate)) {
+              std::optional<std::vector<int>> more = indices(grown);
+              if (!more) continue;
+              std::optional<Segment> bigger = trySegment(*more);
+              if (bigger && bigger->scheduler == segment->scheduler) {
+                members = std::move(more);
+                break;
+              }
+            }
+          }
+          taken.insert(members->begin(), members->end());
+          groups.push_back({std::move(*members), segment->scheduler});
           break;
         }
       }
     }
-    return cores;
-  }
-
-  // A library matmul's core (of the sum exprs_[sum]) with the largest part of
-  // its epilogue the library computes too (addmm's bias add, the cast back:
-  // libraryMatmulEpilogues) that no other core holds.
-  void withLibraryEpilogue(size_t sum, std::vector<int>& core, const std::set<int>& taken) {
-    for (const std::vector<const Expr*>& epilogue : libraryMatmulEpilogues(exprs_[sum]->output())) {
-      std::vector<int> candidate = core;
-      for (const Expr* e : epilogue) {
-        auto it = std::find(exprs_.begin(), exprs_.end(), e);
-        if (it != exprs_.end()) candidate.push_back(static_cast<int>(it - exprs_.begin()));
-      }
-      std::sort(candidate.begin(), candidate.end());
-      if (candidate.size() != core.size() + epilogue.size() ||
-          std::any_of(candidate.begin(), candidate.end(), [&](int e) { return taken.count(e); })) {
-        continue;
-      }
-      std::optional<Segment> segment = trySegment(candidate);
-      if (segment && segment->scheduler == SchedulerType::LibraryMatmul) {
-        core = std::move(candidate);
-        return;
-      }
-    }
+    return groups;
   }
 
   // Bytes of the tensors `producer` computes that only `consumer` (and
@@ -484,24 +453,20 @@ class Segmenter {
   }
 
   // `segment` (of the expressions `members`), or its partial and final
-  // segments when the reduction heuristics (after the override) set
-  // grid_split.
+  // segments when its scheduler splits it across blocks (grid_split_chunks,
+  // after the override).
   void appendSegments(Segment segment, const std::vector<int>& members, SegmentedFusion& result,
                       int owner) {
     int64_t max_chunks = 1;
-    if (segment.scheduler == SchedulerType::Reduction) {
+    const SchedulerEntry& entry = schedulerEntry(segment.scheduler);
+    if (entry.grid_split_chunks) {
       RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_), runtime_.target());
-      ReductionParams params = reductionHeuristics(*segment.fusion, runtime);
-      if (override_) override_(params);
-      max_chunks = params.grid_split;
+      max_chunks = entry.grid_split_chunks(*segment.fusion, runtime, override_);
     }
     if (max_chunks <= 1) {
       result.segments.push_back(std::move(segment));
       return;
     }
-    const std::string reason = gridSplitRejectReason(*segment.fusion);
-    SMELT_CHECK(reason.empty(), "cannot split the reduction across blocks (grid_split = ",
-                max_chunks, "): ", reason);
     int reduction = -1;
     for (int m : members) {
       if (exprs_[m]->type() == ExprType::Reduction) reduction = m;
@@ -589,7 +554,7 @@ class Segmenter {
   // are all computed again where they are read runs no kernel.
   void recomputeCheapInputs() {
     for (int g : executionOrder()) {
-      if (isMatmulScheduler(group_scheduler_[g])) continue;
+      if (keepsItsSegments(group_scheduler_[g])) continue;
       bool changed = true;
       while (changed) {
         changed = false;
@@ -889,6 +854,7 @@ class Segmenter {
   std::map<std::vector<int>, std::string> refused_;  // groups the check refused, and why
   // The first refusal of the latest segmentation: the group, and why.
   std::optional<std::pair<std::vector<int>, std::string>> refusal_;
+  std::unordered_map<const Expr*, int> index_;  // position in exprs_
   std::unordered_map<const Val*, int> producer_;
   // Per expression, the expressions reading its outputs (sorted).
   std::vector<std::vector<int>> readers_;
@@ -934,6 +900,13 @@ std::optional<SegmentedFusion> segmentFusionAs(const Fusion& fusion, const Runti
                                                const std::vector<std::vector<int>>& groups,
                                                const ParamsOverride& override_params) {
   return Segmenter(fusion, runtime, override_params, {}).replay(groups);
+}
+
+int64_t gridSplitChunks(int64_t extent, int64_t max_chunks) {
+  for (int64_t chunks = std::min(extent, max_chunks); chunks > 1; --chunks) {
+    if (extent % chunks == 0) return chunks;
+  }
+  return 1;
 }
 
 int64_t gridSplitChunksOf(const Segment& segment, const RuntimeInfo& whole) {

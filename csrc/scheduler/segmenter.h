@@ -19,8 +19,9 @@
 // candidates and the segmentation is redone, so it becomes smaller segments
 // rather than a fusion that fails at run time; `refused` reports it.
 //
-// A segment (the whole fusion included) the reduction scheduler takes, but
-// whose heuristics (or an override of them) set grid_split (reduction.h),
+// A segment (the whole fusion included) whose scheduler splits it across
+// blocks (SchedulerEntry::grid_split_chunks: the reduction scheduler's
+// heuristics, or an override of them, set grid_split, reduction.h)
 // becomes two segments instead: the partial segment (the reduction and the
 // expressions it reads) runs on its inputs regrouped (inner: [.., R, N] to
 // [.., R * P, N / P]; outer: [N, C, ..] to [N / P, P * C, ..]), so it writes
@@ -95,11 +96,6 @@ struct SegmentedFusion {
   std::string toString() const;
 };
 
-// Called with the reduction heuristics of each reduction segment before a
-// grid split is decided from them (the executor cache passes its heuristic
-// override).
-using ParamsOverride = std::function<void(HeuristicParams&)>;
-
 // Why a segment, scheduled for `runtime` (its inputs), cannot become a
 // kernel; "" when it can. The runtime passes one that schedules and lowers
 // a copy: a schedule the lowering refuses then makes smaller segments
@@ -123,6 +119,9 @@ std::optional<SegmentedFusion> segmentFusionAs(const Fusion& fusion, const Runti
                                                const std::vector<std::vector<int>>& groups,
                                                const ParamsOverride& override_params = {});
 
+// The chunks a row of `extent` elements is split into: the largest divisor
+// of `extent` that is at most `max_chunks`.
+int64_t gridSplitChunks(int64_t extent, int64_t max_chunks);
 // The chunks P of a grid-split segment for a launch of the complete fusion
 // with `whole`; 1 for other segments.
 int64_t gridSplitChunksOf(const Segment& segment, const RuntimeInfo& whole);

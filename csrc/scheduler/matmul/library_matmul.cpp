@@ -191,6 +191,18 @@ std::vector<std::vector<const Expr*>> libraryMatmulEpilogues(const TensorView* s
   return epilogues;
 }
 
+SeedCandidates libraryMatmulSeedGrowth(const std::vector<const Expr*>& seed) {
+  auto sum = std::find_if(seed.begin(), seed.end(),
+                          [](const Expr* e) { return e->type() == ExprType::Reduction; });
+  SMELT_INTERNAL_CHECK(sum != seed.end(), "a matmul seed without its sum");
+  SeedCandidates grown;
+  for (const std::vector<const Expr*>& epilogue : libraryMatmulEpilogues((*sum)->output())) {
+    grown.push_back(seed);
+    grown.back().insert(grown.back().end(), epilogue.begin(), epilogue.end());
+  }
+  return grown;
+}
+
 LibraryMatmulParams libraryMatmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {
   LibraryMatmulParams params;
   const std::string reason = decide(fusion, runtime, params);

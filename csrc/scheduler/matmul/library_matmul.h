@@ -63,6 +63,9 @@ std::string libraryTakesMatmul(const MatmulPattern& pattern, const RuntimeInfo& 
 // back to the operands' type; the bias add alone; the cast alone. The
 // segmenter grows a library matmul's core with the first the scheduler takes.
 std::vector<std::vector<const Expr*>> libraryMatmulEpilogues(const TensorView* sum);
+// The library scheduler's seed growth (registry.h): the epilogues of the
+// seed's sum, each with the seed, largest first.
+SeedCandidates libraryMatmulSeedGrowth(const std::vector<const Expr*>& seed);
 // The call for an accepted fusion; throws smelt::Error with the reason otherwise.
 LibraryMatmulParams libraryMatmulHeuristics(const Fusion& fusion, const RuntimeInfo& runtime);
 // Always throws: a library matmul is not scheduled, the runtime calls the library.

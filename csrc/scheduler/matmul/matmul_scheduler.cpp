@@ -362,6 +362,38 @@ std::string matmulRejectReason(const Fusion& fusion, MatmulPattern* pattern) {
 
 MatmulPattern findMatmul(const Fusion& fusion) { return analyzeOrThrow(fusion).pattern; }
 
+std::vector<SeedCandidates> matmulSeeds(const Fusion& fusion) {
+  auto producerOf = [](const Val* v, ExprType type) -> const Expr* {
+    const Expr* def = v->definition();
+    return def != nullptr && def->type() == type ? def : nullptr;
+  };
+  std::vector<SeedCandidates> seeds;
+  for (const Expr* sum : fusion.exprs()) {
+    if (sum->type() != ExprType::Reduction) continue;
+    const Expr* product = producerOf(sum->input(0), ExprType::Binary);
+    if (product == nullptr || product->inputs().size() != 2) continue;
+    // u * u of one broadcast value is a square, not a product of two operands.
+    if (product->input(0) == product->input(1)) continue;
+    std::vector<const Expr*> core{sum, product};
+    std::vector<const Expr*> casts;
+    for (const Val* operand : product->inputs()) {
+      const Expr* broadcast = producerOf(operand, ExprType::Broadcast);
+      if (broadcast == nullptr) break;
+      core.push_back(broadcast);
+      // One cast may feed both operands' broadcasts (x.half() @ x.half()).
+      const Expr* cast = producerOf(broadcast->input(0), ExprType::Unary);
+      if (cast != nullptr && std::find(casts.begin(), casts.end(), cast) == casts.end()) {
+        casts.push_back(cast);
+      }
+    }
+    if (core.size() != 4) continue;
+    std::vector<const Expr*> with_casts = core;
+    with_casts.insert(with_casts.end(), casts.begin(), casts.end());
+    seeds.push_back({with_casts, core});
+  }
+  return seeds;
+}
+
 MatmulLayout matmulLayout(const Fusion& fusion, const RuntimeInfo& runtime) {
   const MatmulPattern pattern = findMatmul(fusion);
   // An operand whose inner stride is 1 is stored row-major.

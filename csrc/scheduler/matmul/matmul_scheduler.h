@@ -24,6 +24,7 @@
 #include <string>
 
 #include "fusion/fusion.h"
+#include "scheduler/heuristic.h"
 #include "scheduler/matmul/matmul_params.h"
 #include "scheduler/runtime_info.h"
 
@@ -55,6 +56,11 @@ struct MatmulPattern {
 std::string matmulRejectReason(const Fusion& fusion, MatmulPattern* pattern = nullptr);
 // The matmul; throws smelt::Error with the reject reason.
 MatmulPattern findMatmul(const Fusion& fusion);
+
+// The matmuls of an unscheduled fusion as segmentation seeds (registry.h):
+// for each sum over K of a product of two broadcasts, that core with the
+// casts before the broadcasts, then the core alone.
+std::vector<SeedCandidates> matmulSeeds(const Fusion& fusion);
 
 // The operands' storage order in one launch (from the input strides).
 MatmulLayout matmulLayout(const Fusion& fusion, const RuntimeInfo& runtime);

@@ -8,6 +8,7 @@
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "scheduler/reduction.h"
+#include "scheduler/segmenter.h"
 #include "scheduler/scheduler_test_util.h"
 
 namespace smelt::testing {
