@@ -11,27 +11,12 @@
 
 #include "fusion/clone.h"
 #include "fusion/error.h"
-#include "fusion/symbols.h"
+#include "scheduler/segment_extents.h"
 #include "scheduler/registry.h"
 
 namespace smelt {
 
 namespace {
-
-// The fusion tensor whose size a symbol names ("T<n>.size[d]"), or -1.
-int64_t tensorOfSymbol(const std::string& symbol) {
-  const std::optional<SizeSymbol> size = parseSizeSymbol(symbol);
-  return size ? size->tensor_number : -1;
-}
-
-void collectSymbols(const IntExpr& e, std::set<std::string>& out) {
-  if (e.kind() == IntExpr::Kind::Symbol) {
-    out.insert(e.symbolName());
-  } else if (e.kind() != IntExpr::Kind::Constant) {
-    collectSymbols(e.lhs(), out);
-    collectSymbols(e.rhs(), out);
-  }
-}
 
 std::string names(const std::vector<const Val*>& vals) {
   std::string text;
@@ -673,120 +658,17 @@ class Segmenter {
       }
     }
     segment.outputs = outputsOf(members, owner);
-    for (const Val* in : sizeOnlyInputs(exprs, segment.inputs)) segment.inputs.push_back(in);
+    for (const Val* in : sizeOnlyInputs(fusion_, exprs, segment.inputs)) {
+      segment.inputs.push_back(in);
+    }
     segment.fusion = copySubgraph(fusion_, exprs, segment.inputs, segment.outputs, nullptr,
-                                  extentRewrite(segment.inputs));
-    checkSymbols(*segment.fusion);
+                                  segmentExtentRewrite(segment.inputs));
+    checkSegmentSymbols(*segment.fusion);
     RuntimeInfo runtime(*segment.fusion, segmentInputInfos(segment, runtime_), runtime_.target());
     std::optional<SchedulerType> type = selectScheduler(*segment.fusion, runtime, reasons);
     if (!type) return std::nullopt;
     segment.scheduler = *type;
     return segment;
-  }
-
-  // Size symbols of tensors outside the segment become the symbols of a
-  // segment input whose extent they are; so does a whole extent over them
-  // (a reshape's merged extent, T0.size[1] * T0.size[0]), where it stands as
-  // an extent of its own.
-  static ExtentRewrite extentRewrite(const std::vector<const Val*>& inputs) {
-    std::set<int64_t> available;
-    for (const Val* in : inputs) {
-      if (const TensorView* tv = in->asTensor()) available.insert(tv->number());
-    }
-    auto outside = [&](const IntExpr& extent) {
-      std::set<std::string> symbols;
-      collectSymbols(extent, symbols);
-      return std::any_of(symbols.begin(), symbols.end(), [&](const std::string& symbol) {
-        int64_t owner = tensorOfSymbol(symbol);
-        return owner >= 0 && !available.count(owner);
-      });
-    };
-    std::map<std::string, IntExpr> replacements;
-    std::vector<std::pair<IntExpr, IntExpr>> whole_extents;
-    for (const Val* in : inputs) {
-      const TensorView* tv = in->asTensor();
-      if (tv == nullptr) continue;
-      std::vector<IterDomain*> dims = tv->logicalNoReductions();
-      for (size_t d = 0; d < dims.size(); ++d) {
-        const IntExpr& extent = dims[d]->loopExtent();
-        if (extent.isConstant() || !outside(extent)) continue;
-        IntExpr own = IntExpr::symbol(sizeSymbol(tv, static_cast<int64_t>(d)));
-        if (extent.kind() == IntExpr::Kind::Symbol) {
-          replacements.emplace(extent.symbolName(), own);
-        } else {
-          whole_extents.emplace_back(extent, own);
-        }
-      }
-    }
-    return [replacements, whole_extents](const IntExpr& e) {
-      for (const auto& [extent, own] : whole_extents) {
-        if (e.sameAs(extent)) return own;
-      }
-      return substitute(e, replacements);
-    };
-  }
-
-  // Fusion inputs whose sizes an extent of `exprs` still names after the
-  // rewrite to `inputs`' symbols, though none of `inputs` carries them: a
-  // reshape that splits a merged extent back into an input's sizes, in a
-  // segment that reads only the merged tensor. The segment takes such an
-  // input too, for its sizes (it reads no element of it). Likewise an integer
-  // scalar input that an extent names (a full() sized by a defined scalar).
-  std::vector<const Val*> sizeOnlyInputs(const std::vector<const Expr*>& exprs,
-                                         const std::vector<const Val*>& inputs) const {
-    const ExtentRewrite rewrite = extentRewrite(inputs);
-    std::set<int64_t> available;
-    for (const Val* in : inputs) {
-      if (const TensorView* tv = in->asTensor()) available.insert(tv->number());
-    }
-    std::set<int64_t> needed;
-    std::set<std::string> named;
-    auto note = [&](const IterDomain* id) {
-      std::set<std::string> symbols;
-      collectSymbols(rewrite(id->loopExtent()), symbols);
-      for (const std::string& s : symbols) {
-        int64_t owner = tensorOfSymbol(s);
-        if (owner >= 0 && !available.count(owner)) needed.insert(owner);
-        named.insert(s);
-      }
-    };
-    for (const Expr* expr : exprs) {
-      const TensorView* out = expr->output();
-      for (const IterDomain* id : out->logicalDomain()) note(id);
-      for (const IterDomain* id : out->rootDomain()) note(id);
-    }
-    std::vector<const Val*> result;
-    for (const Val* in : fusion_.inputs()) {
-      const TensorView* tv = in->asTensor();
-      if (tv != nullptr && needed.count(tv->number())) result.push_back(in);
-      const auto* scalar = tv == nullptr ? static_cast<const Scalar*>(in) : nullptr;
-      if (scalar != nullptr && named.count(scalar->symbol()) &&
-          std::find(inputs.begin(), inputs.end(), in) == inputs.end()) {
-        result.push_back(in);
-      }
-    }
-    return result;
-  }
-
-  // Every size symbol left must name an input of the segment (a kernel
-  // parameter the runtime binds).
-  static void checkSymbols(const Fusion& segment) {
-    std::set<int64_t> inputs;
-    for (const Val* in : segment.inputs()) {
-      if (const TensorView* tv = in->asTensor()) inputs.insert(tv->number());
-    }
-    for (const TensorView* tv : segment.allTensors()) {
-      for (const IterDomain* id : tv->logicalDomain()) {
-        std::set<std::string> symbols;
-        collectSymbols(id->loopExtent(), symbols);
-        for (const std::string& s : symbols) {
-          int64_t owner = tensorOfSymbol(s);
-          SMELT_CHECK(owner < 0 || inputs.count(owner), "cannot segment the fusion: extent ",
-                      id->loopExtent(), " of ", tv->name(),
-                      " refers to a tensor that is not an input of its segment");
-        }
-      }
-    }
   }
 
   // Groups reachable from `from` (edges: producer group -> consumer group;
@@ -913,33 +795,6 @@ int64_t gridSplitChunksOf(const Segment& segment, const RuntimeInfo& whole) {
   const GridSplit& split = segment.grid_split;
   if (split.role == GridSplitRole::None) return 1;
   return gridSplitChunks(whole.extent(split.reduced_axis), split.max_chunks);
-}
-
-std::vector<InputInfo> segmentInputInfos(const Segment& segment, const RuntimeInfo& whole) {
-  std::vector<InputInfo> infos;
-  const auto& whole_inputs = segment.inputs;
-  for (const Val* in : whole_inputs) {
-    const TensorView* tv = in->asTensor();
-    if (tv == nullptr || tv->isFusionInput()) {
-      const auto& originals = in->fusion()->inputs();
-      auto pos = std::find(originals.begin(), originals.end(), in) - originals.begin();
-      infos.push_back(whole.inputs().at(pos));
-      continue;
-    }
-    // As the executor allocates outputs: an expanded dimension is stored once
-    // (stride 0), the others contiguous.
-    const std::vector<IterDomain*> dims = tv->logicalNoReductions();
-    std::vector<int64_t> sizes(dims.size()), strides(dims.size());
-    int64_t stride = 1;
-    for (size_t d = dims.size(); d-- > 0;) {
-      const IterDomain* id = dims[d];
-      sizes[d] = id->isPlainBroadcast() ? 1 : whole.extent(id);
-      strides[d] = id->hasExpandedExtent() ? 0 : stride;
-      if (!id->hasExpandedExtent()) stride *= std::max<int64_t>(sizes[d], 1);
-    }
-    infos.push_back(InputInfo::tensor(tv->dtype(), std::move(sizes), std::move(strides)));
-  }
-  return infos;
 }
 
 }  // namespace smelt
