@@ -21,9 +21,9 @@ CSRC = Path(__file__).resolve().parents[2] / "csrc"
 STAGES = ("fusion", "scheduler", "lower", "codegen", "runtime")
 TORCH_HEADERS = ("torch", "ATen", "c10")
 # What the segmenter may include from scheduler/: the interface every
-# scheduler registers through, and its own header.
+# scheduler registers through, and its own headers.
 SEGMENTER_INCLUDES = {"scheduler/registry.h", "scheduler/segmenter.h", "scheduler/heuristic.h",
-                      "scheduler/runtime_info.h"}
+                      "scheduler/runtime_info.h", "scheduler/segment_extents.h"}
 INCLUDE = re.compile(r'^\s*#include\s+[<"]([^">]+)[">]', re.MULTILINE)
 
 
