@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "codegen/scan_prelude.h"
 #include "codegen/scatter_prelude.h"
 #include "codegen/special_math_prelude.h"
 #include "codegen/tensor_core.h"
@@ -466,7 +467,16 @@ std::string literal(double value, DataType dtype) {
     case DataType::Int8:
     case DataType::UInt8: {
       if (std::isinf(value)) {
-        // Only a max-reduction's init (-inf) reaches an integer type: its minimum.
+        // A max's init (-inf) is the type's minimum, a min's (+inf) its maximum.
+        if (value > 0) {
+          switch (dtype) {
+            case DataType::Int: return "9223372036854775807LL";
+            case DataType::Int32: return "2147483647";
+            case DataType::Int16: return "32767";
+            case DataType::Int8: return "127";
+            default: return "255";
+          }
+        }
         switch (dtype) {
           case DataType::Int: return "(-9223372036854775807LL - 1)";
           case DataType::Int32: return "(-2147483647 - 1)";
@@ -589,6 +599,9 @@ class Emitter {
         if (const auto* scatter = dynamic_cast<const ScatterOp*>(c->expr)) {
           combines_atomically_ |= scatter->combine() != ScatterCombine::Set;
         }
+        if (const auto* scan = dynamic_cast<const ScanOp*>(c->expr)) {
+          adds_log_exps_ |= scan->combine() == ScanCombine::LogAddExp;
+        }
         if (const auto* u = dynamic_cast<const UnaryOp*>(c->expr); u != nullptr && isSpecial(u->op())) {
           special_functions_.insert(toString(u->op()));
         } else if (const auto* b = dynamic_cast<const BinaryOp*>(c->expr);
@@ -623,6 +636,7 @@ class Emitter {
     if (!vector_bytes_.empty()) os_ << kVectorPrelude;
     if (uses_tensor_cores_) os_ << codegen::kTensorCorePrelude;
     if (combines_atomically_) os_ << codegen::kScatterPrelude;
+    if (adds_log_exps_) os_ << codegen::kLogAddExpPrelude;
     os_ << codegen::specialMathPrelude(special_functions_);
     os_ << "\n";
     emitSignature();
@@ -723,6 +737,7 @@ class Emitter {
       case kir::StmtKind::Compute: return emitCompute(static_cast<const kir::Compute&>(stmt));
       case kir::StmtKind::ReduceInit: return emitReduceInit(static_cast<const kir::ReduceInit&>(stmt));
       case kir::StmtKind::ReduceStep: return emitReduceStep(static_cast<const kir::ReduceStep&>(stmt));
+      case kir::StmtKind::ScanInit: return emitScanInit(static_cast<const kir::ScanInit&>(stmt));
       case kir::StmtKind::BlockReduce: return emitBlockReduce(static_cast<const kir::BlockReduce&>(stmt));
       case kir::StmtKind::BlockBroadcast:
         return emitBlockBroadcast(static_cast<const kir::BlockBroadcast&>(stmt));
@@ -1185,11 +1200,33 @@ class Emitter {
     close();
   }
 
+  // One step of a scan (kir::ScanInit): operand 1, the running value,
+  // combines operand 0; the output element takes it.
+  void emitScanStep(const kir::Compute& c) {
+    const auto* scan = static_cast<const ScanOp*>(c.expr);
+    SMELT_CHECK(c.operands.size() == 2 && c.operands[1].access, "codegen: scan step of ",
+                c.out.buffer->name, " needs its input and running value as operands");
+    const kir::Access& carry = *c.operands[1].access;
+    const DataType at = carry.buffer->dtype;
+    const std::string running = element(carry);
+    open(c.predicate.alwaysTrue() ? "{" : "if (" + predicateText(c.predicate) + ") {");
+    line(running + " = " +
+         codegen::scanCombine(scan->combine(), running, operandValue(c.operands[0], at), cudaType(at)) + ";");
+    line(element(c.out) + " = " + convert(running, at, c.out.buffer->dtype) + ";");
+    close();
+  }
+
+  void emitScanInit(const kir::ScanInit& s) {
+    SMELT_CHECK(s.expr != nullptr, "codegen: scan init of ", s.carry.buffer->name, " has no expression");
+    line(element(s.carry) + " = " + literal(s.expr->initValue(), s.carry.buffer->dtype) + ";");
+  }
+
   void emitCompute(const kir::Compute& c) {
     SMELT_CHECK(c.expr != nullptr, "codegen: compute statement writing ", c.out.buffer->name,
                 " has no fusion expression");
     if (c.expr->type() == ExprType::IndexSelect) return emitIndexSelect(c);
     if (c.expr->type() == ExprType::Scatter) return emitScatter(c);
+    if (c.expr->type() == ExprType::Scan) return emitScanStep(c);
     DataType ct = computeType(c.out.buffer->dtype);
     std::string value;
     switch (c.expr->type()) {
@@ -1220,6 +1257,7 @@ class Emitter {
         break;
       case ExprType::IndexSelect:  // emitIndexSelect
       case ExprType::Scatter:      // emitScatter
+      case ExprType::Scan:         // emitScanStep
       case ExprType::Mma:
         SMELT_CHECK(false, "codegen: ", c.expr->toString(),
                     " must be lowered to the tensor-core statements, not Compute");
@@ -1378,6 +1416,7 @@ class Emitter {
   std::unordered_set<const kir::Buffer*> fragment_buffers_;  // LdMatrix/Mma operands
   bool uses_tensor_cores_ = false;
   bool combines_atomically_ = false;  // a scatter that is not Set: the atomics prelude
+  bool adds_log_exps_ = false;  // a logcumsumexp: the logAddExp prelude
   std::set<std::string> special_functions_;  // the special functions the kernel calls
   std::ostringstream os_;
   int depth_ = 0;

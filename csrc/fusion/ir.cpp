@@ -426,6 +426,48 @@ std::string ScatterOp::toString() const {
   return os.str();
 }
 
+ScanOp::ScanOp(TensorView* out, TensorView* in, int64_t dim, ScanCombine combine)
+    : Expr(ExprType::Scan, {in}, {out}), dim_(dim), combine_(combine) {}
+
+double ScanOp::initValue() const {
+  const double inf = std::numeric_limits<double>::infinity();
+  const bool is_bool = output()->dtype() == DataType::Bool;
+  switch (combine_) {
+    case ScanCombine::Add: return 0.0;
+    case ScanCombine::Mul: return 1.0;
+    case ScanCombine::Max: return is_bool ? 0.0 : -inf;
+    case ScanCombine::Min: return is_bool ? 1.0 : inf;
+    case ScanCombine::LogAddExp: return -inf;
+  }
+  return 0.0;
+}
+
+int64_t ScanOp::loopAxis() const {
+  const TensorView* out = output();
+  const IterDomain* axis = out->logicalDomain().at(dim_);
+  for (int64_t k = 0; k < out->nDims(); ++k) {
+    if (out->axis(k) == axis) return k;
+  }
+  return -1;
+}
+
+std::string ScanOp::nameOf(ScanCombine combine) {
+  switch (combine) {
+    case ScanCombine::Add: return "cumsum";
+    case ScanCombine::Mul: return "cumprod";
+    case ScanCombine::Max: return "cummax";
+    case ScanCombine::Min: return "cummin";
+    case ScanCombine::LogAddExp: return "logcumsumexp";
+  }
+  return "?";
+}
+
+std::string ScanOp::toString() const {
+  std::ostringstream os;
+  os << output()->toString() << " = " << opName() << "(" << in()->name() << ", " << dim_ << ")";
+  return os.str();
+}
+
 std::string PadOp::opName() const {
   const bool crops_only = std::all_of(widths_.begin(), widths_.end(), [](const auto& w) {
     return w.first <= 0 && w.second <= 0;
@@ -465,6 +507,10 @@ Expr* ScatterOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
                            const std::vector<Val*>& outs) const {
   return f.newExpr<ScatterOp>(tensorAt(outs, 0), tensorAt(ins, 0), tensorAt(ins, 1), ins.at(2), dim_,
                               combine_, wrap_negative_);
+}
+Expr* ScanOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
+                        const std::vector<Val*>& outs) const {
+  return f.newExpr<ScanOp>(tensorAt(outs, 0), tensorAt(ins, 0), dim_, combine_);
 }
 Expr* IotaOp::cloneWith(Fusion& f, const std::vector<Val*>& ins,
                         const std::vector<Val*>& outs) const {

@@ -255,7 +255,7 @@ class TensorView : public Val {
 
 enum class ExprType {
   Full, Iota, Unary, Binary, Where, Reduction, Broadcast, Expand, Set, Pad, Permute, Squeeze,
-  Reshape, IndexSelect, Scatter, Mma,
+  Reshape, IndexSelect, Scatter, Scan, Mma,
 };
 // torch's special functions (csrc/codegen/special_math.h holds the one
 // implementation the kernels and the simulator share): X(Enum, name), where
@@ -528,6 +528,39 @@ class ScatterOp : public Expr {
   int64_t dim_;
   ScatterCombine combine_;
   bool wrap_negative_;
+};
+
+// How a scan combines its running value with the next element.
+enum class ScanCombine { Add, Mul, Max, Min, LogAddExp };
+
+// torch.cumsum / cumprod / cummax(...).values / cummin(...).values /
+// logcumsumexp along `dim`: out[.., i, ..] combines in[.., 0..i, ..] in
+// order. The output has the input's shape and dtype; the running value is
+// kept in accumulatorType() (half types in float). Max and Min propagate NaN
+// (from a NaN on, the rest of the row is NaN), as torch's cummax/cummin.
+class ScanOp : public Expr {
+ public:
+  ScanOp(TensorView* out, TensorView* in, int64_t dim, ScanCombine combine);
+  Expr* cloneWith(Fusion& fusion, const std::vector<Val*>& inputs,
+                  const std::vector<Val*>& outputs) const override;
+  TensorView* in() const { return input(0)->asTensor(); }
+  int64_t dim() const { return dim_; }
+  ScanCombine combine() const { return combine_; }
+  // The combine's identity: 0, 1, the least / greatest value (-inf / +inf;
+  // false / true for bool), -inf for log-add-exp.
+  double initValue() const;
+  DataType accumulatorType() const { return computeType(output()->dtype()); }
+  // The position of the scan axis (logical axis `dim` of the output) in the
+  // output's loop domain; -1 when a split or merge has consumed it.
+  int64_t loopAxis() const;
+  std::string opName() const override { return nameOf(combine_); }
+  std::string toString() const override;
+  // "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp".
+  static std::string nameOf(ScanCombine combine);
+
+ private:
+  int64_t dim_;
+  ScanCombine combine_;
 };
 
 class PadOp : public Expr {

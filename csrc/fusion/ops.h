@@ -188,6 +188,10 @@ TensorView* gather(TensorView* table, int64_t dim, TensorView* index);
 // index (only the index's extents of it are read; cast to self's dtype).
 TensorView* scatter(TensorView* self, int64_t dim, TensorView* index, Val* src,
                     ScatterCombine combine = ScatterCombine::Set, bool wrap_negative = false);
+// torch.cumsum / cumprod / cummax / cummin values / logcumsumexp along `dim`
+// (ScanOp in ir.h): the input's shape and dtype (callers promote integer sums
+// and products to int64 as torch does). LogAddExp needs a floating dtype.
+TensorView* scan(TensorView* in, int64_t dim, ScanCombine combine);
 // [length] tensor of start + i * step (torch.arange(start, start + length * step, step)).
 TensorView* iota(const IntExpr& length, Val* start, Val* step, DataType dtype = DataType::Int);
 // A tensor of `shape` holding start + i * step, i the row-major position.

@@ -18,6 +18,8 @@
 //     one round, and each that leaves a warp gets a Shared workspace of one
 //     element per thread (no Allocate: scratch is placed after the planned
 //     tensors);
+//   * every scan gets a one-element register of its accumulator type for its
+//     running value, allocated just before its ScanInit;
 //   * the launch takes, per parallel type, the largest extent bound to it.
 // Errors: a Local buffer of symbolic size; a Shared buffer larger than the
 // per-block limit.
@@ -65,6 +67,25 @@ void padRows(kir::Buffer& buffer, const TensorView& tv) {
   buffer.row_elements = row;
   buffer.row_padding = tv.rowPadding();
   buffer.elements = *elements / row * (row + tv.rowPadding());
+}
+
+void addScanCarries(LoweringContext& ctx, kir::StmtList& body) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (auto* loop = dynamic_cast<kir::ForLoop*>(body[i].get())) {
+      addScanCarries(ctx, loop->body);
+      continue;
+    }
+    auto* init = dynamic_cast<kir::ScanInit*>(body[i].get());
+    if (init == nullptr) continue;
+    const TensorView* out = init->expr->output();
+    // No tensor of the fusion holds it (tv stays null).
+    kir::Buffer* carry = ctx.kernel.addBuffer(nullptr, out->name() + "_carry", MemoryType::Local,
+                                              init->expr->accumulatorType(), {});
+    ctx.scan_carries[init->expr] = carry;
+    init->carry = {carry, 0};
+    body.insert(body.begin() + static_cast<std::ptrdiff_t>(i), std::make_unique<kir::Allocate>(carry));
+    ++i;
+  }
 }
 
 void insertBeforeFirstWrite(kir::StmtList& body, std::unique_ptr<kir::Allocate> alloc,
@@ -251,6 +272,7 @@ void insertAllocations(LoweringContext& ctx) {
   }
   for (Val* out : ctx.fusion->outputs()) kernel.outputs.push_back(ctx.bufferOf(out->asTensor()));
   addBlockReduceWorkspaces(ctx, kernel.body);
+  addScanCarries(ctx, kernel.body);
 }
 
 }  // namespace smelt

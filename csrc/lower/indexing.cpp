@@ -18,7 +18,8 @@
 //   * a scatter's output is written at its iteration indices, its dimension
 //     `dim` at kir::kGatheredIndexSymbol (the statement loads the index
 //     first); its operands are the index and src (self is copied into the
-//     output before the kernel).
+//     output before the kernel);
+//   * a scan step's operands are its input element and its running value.
 #include <optional>
 
 #include "fusion/error.h"
@@ -190,6 +191,12 @@ void indexBody(const LoweringContext& ctx, kir::StmtList& body) {
         if (c->expr->type() == ExprType::Pad && in->asTensor() == nullptr) continue;
         if (c->expr->type() == ExprType::Scatter && in == c->expr->input(0)) continue;
         c->operands.push_back(indexer.operand(in));
+      }
+      // A scan step also reads (and writes) its running value.
+      if (const auto* scan = dynamic_cast<const ScanOp*>(c->expr)) {
+        kir::Operand carry;
+        carry.access = kir::Access{ctx.scan_carries.at(scan), 0};
+        c->operands.push_back(carry);
       }
     } else if (auto* init = dynamic_cast<kir::ReduceInit*>(stmt.get())) {
       init->out = Indexer(ctx, init->expr->output(), init).output();

@@ -116,6 +116,11 @@ std::string stmtText(const Stmt* stmt) {
       Scalar init(nullptr, r->out.buffer->dtype, r->expr->initValue());
       return guarded(r->predicate, accessString(r->out) + " = " + init.toString());
     }
+    case StmtKind::ScanInit: {
+      auto* r = static_cast<const ScanInit*>(stmt);
+      Scalar init(nullptr, r->carry.buffer->dtype, r->expr->initValue());
+      return accessString(r->carry) + " = " + init.toString();
+    }
     case StmtKind::ReduceStep: {
       auto* r = static_cast<const ReduceStep*>(stmt);
       return guarded(r->predicate, accessString(r->out) + " = " + r->expr->opName() + "(" +

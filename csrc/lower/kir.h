@@ -84,6 +84,7 @@ enum class StmtKind {
   Allocate,
   Compute,        // out = f(inputs), element-wise (also set, cast, full)
   ReduceInit,     // out = init value
+  ScanInit,       // a scan's running value = init value (its steps are Computes)
   ReduceStep,     // out = combine(out, in): one serial reduction step
   BlockReduce,    // out = reduction of in over the thread axes (synchronizes)
   BlockBroadcast, // out = value from the thread that holds it (synchronizes)
@@ -182,6 +183,18 @@ class ReduceStep : public Stmt {
   Access out;
   Operand in;
   Predicate predicate;
+};
+
+// Sets the running value of a scan (a Local register, `carry`) to the
+// combine's identity, just outside the scan axis loop. Each step inside that
+// loop is a Compute of the ScanOp whose operands are the input element and
+// the carry: carry = combine(carry, in); out = carry. Unpredicated: the
+// register is the thread's own.
+class ScanInit : public Stmt {
+ public:
+  ScanInit() : Stmt(StmtKind::ScanInit) {}
+  const ScanOp* expr = nullptr;
+  Access carry;
 };
 
 // Reduces `in` over the threads bound to `thread_axes` (TIDx/y/z) into `out`

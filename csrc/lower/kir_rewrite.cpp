@@ -38,6 +38,7 @@ void forEachIndex(Stmt& stmt, const std::function<void(IntExpr&)>& f) {
       predicateIndices(r.predicate, f);
       return;
     }
+    case StmtKind::ScanInit: f(static_cast<ScanInit&>(stmt).carry.index); return;
     case StmtKind::ReduceStep: {
       auto& r = static_cast<ReduceStep&>(stmt);
       f(r.out.index);
@@ -97,6 +98,7 @@ void forEachAccess(Stmt& stmt, const std::function<void(Access&, bool)>& f) {
       return;
     }
     case StmtKind::ReduceInit: f(static_cast<ReduceInit&>(stmt).out, true); return;
+    case StmtKind::ScanInit: f(static_cast<ScanInit&>(stmt).carry, true); return;
     case StmtKind::ReduceStep: {
       auto& r = static_cast<ReduceStep&>(stmt);
       f(r.out, true);
@@ -220,6 +222,7 @@ std::unique_ptr<Stmt> cloneTree(const Stmt& root) {
     case StmtKind::Compute: return std::make_unique<Compute>(static_cast<const Compute&>(root));
     case StmtKind::ReduceInit:
       return std::make_unique<ReduceInit>(static_cast<const ReduceInit&>(root));
+    case StmtKind::ScanInit: return std::make_unique<ScanInit>(static_cast<const ScanInit&>(root));
     case StmtKind::ReduceStep:
       return std::make_unique<ReduceStep>(static_cast<const ReduceStep&>(root));
     case StmtKind::BlockReduce:

@@ -12,6 +12,9 @@
 //     axes inside the serial reduction loops (a register tile accumulated
 //     over K, a vector of columns) give the init and the block reduction each
 //     a nest of copies of their loops;
+//   * a scan becomes: the init of its running value just outside the loop of
+//     its scan axis, and a step (a Compute that combines and stores) in the
+//     innermost loop;
 //   * within every body, statements and loops are ordered so each value is
 //     written before it is read (a stable topological order of the children).
 #include <algorithm>
@@ -139,6 +142,7 @@ class LoopNestBuilder {
 
   void place(Expr* expr) {
     TensorView* out = expr->output();
+    if (expr->type() == ExprType::Scan) return placeScan(static_cast<ScanOp*>(expr));
     if (expr->type() != ExprType::Reduction) {
       auto stmt = std::make_unique<kir::Compute>();
       stmt->expr = expr;
@@ -146,6 +150,24 @@ class LoopNestBuilder {
       return;
     }
     placeReduction(static_cast<ReductionOp*>(expr));
+  }
+
+  // validate_schedule checked that the scan axis is a serial loop axis of
+  // its own with only thread-private single indices inside it, so one
+  // register per thread carries the running value along it.
+  void placeScan(ScanOp* expr) {
+    TensorView* out = expr->output();
+    const int64_t axis = expr->loopAxis();
+    SMELT_INTERNAL_CHECK(axis >= 0, "scan axis of ", out->name(), " is not a loop axis");
+    const std::string name = key(out);
+    auto init = std::make_unique<kir::ScanInit>();
+    init->expr = expr;
+    add(axis == 0 ? nullptr : loopFor(out, axis - 1), std::move(init), {{name + ":init"}, {}});
+    std::set<std::string> step_uses = inputNames(expr);
+    step_uses.insert(name + ":init");
+    auto step = std::make_unique<kir::Compute>();
+    step->expr = expr;
+    add(innermostLoop(out), std::move(step), {{name}, step_uses});
   }
 
   void placeReduction(ReductionOp* expr) {

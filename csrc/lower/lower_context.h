@@ -55,6 +55,8 @@ struct LoweringContext {
   // inside those loops get copies around the init (statement -> axis -> loop).
   std::map<const kir::Stmt*, std::map<int64_t, kir::ForLoop*>> statement_loops;
   std::map<const TensorView*, kir::Buffer*> buffers;
+  // The register holding each scan's running value (kir::ScanInit).
+  std::map<const ScanOp*, kir::Buffer*> scan_carries;
   // Tensors the circular_buffer pass pipelined (their barriers are its own).
   std::set<const TensorView*> circular_buffered;
 

@@ -6,6 +6,9 @@
 //     type than that loop;
 //   * reductions are not bound to block indices (no grid reductions yet),
 //     and combine serial steps with a block reduction only in registers;
+//   * a scan's axis is a loop axis of its own (not split or merged), run
+//     serially in order, with only single-index axes (thread- or block-bound,
+//     or of extent 1) inside it: one register carries the running value;
 //   * vectorized axes are innermost with constant extents;
 //   * a tensor whose memory is private to a thread (Local) or to a block
 //     (Shared), or that other blocks cannot wait for (Global), is read by
@@ -82,6 +85,24 @@ void checkReduction(const TensorView* tv) {
   }
 }
 
+void checkScan(const LoweringContext& ctx, const ScanOp* scan) {
+  const TensorView* out = scan->output();
+  const int64_t axis = scan->loopAxis();
+  SMELT_CHECK(axis >= 0, "scan ", out->name(), ": its scan axis (dimension ", scan->dim(),
+              ") was split or merged; the running value needs the whole axis in one loop");
+  const auto [owner, owner_axis] = ctx.loopOwner(out, axis);
+  const ParallelType pt = owner->axis(owner_axis)->parallelType();
+  SMELT_CHECK(!isParallelDim(pt) && pt != ParallelType::Vectorize, "scan ", out->name(),
+              ": its scan axis ", axis, " runs in the loop of ", owner->name(), " axis ", owner_axis,
+              ", which is ", pt, "; the scan axis must run serially, in order");
+  for (int64_t k = axis + 1; k < out->nDims(); ++k) {
+    const IterDomain* id = out->axis(k);
+    SMELT_CHECK(isParallelDim(id->parallelType()) || id->isPlainBroadcast() || id->loopExtent().constant() == 1,
+                "scan ", out->name(), ": loop axis ", k, " (", id->toString(), ") iterates inside the scan axis ",
+                axis, "; one running value per thread needs the scan axis innermost among serial loops");
+  }
+}
+
 void checkVectorize(const TensorView* tv) {
   for (int64_t k = 0; k < tv->nDims(); ++k) {
     if (tv->axis(k)->parallelType() != ParallelType::Vectorize) continue;
@@ -144,6 +165,7 @@ void validateSchedule(LoweringContext& ctx) {
     if (tv->isFusionInput()) continue;
     checkSharedLoopBinding(ctx, tv);
     if (tv->hasReduction()) checkReduction(tv);
+    if (const auto* scan = dynamic_cast<const ScanOp*>(tv->definition())) checkScan(ctx, scan);
     checkVectorize(tv);
     checkReadsStayPrivate(tv);
     SMELT_CHECK(!tv->shouldPromoteReuse() || tv->memoryType() == MemoryType::Shared,

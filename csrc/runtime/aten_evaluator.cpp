@@ -79,6 +79,20 @@ at::Tensor scatterWithATen(const ScatterOp* scatter, const at::Tensor& self, con
   SMELT_INTERNAL_CHECK(false, "unknown scatter combine");
 }
 
+// torch's scan in the output's dtype (half types accumulate in float on
+// ATen's side too).
+at::Tensor scanWithATen(const ScanOp* scan, const at::Tensor& x, at::ScalarType out_type) {
+  const int64_t dim = scan->dim();
+  switch (scan->combine()) {
+    case ScanCombine::Add: return at::cumsum(x, dim, out_type);
+    case ScanCombine::Mul: return at::cumprod(x, dim, out_type);
+    case ScanCombine::Max: return std::get<0>(at::cummax(x.to(out_type), dim));
+    case ScanCombine::Min: return std::get<0>(at::cummin(x.to(out_type), dim));
+    case ScanCombine::LogAddExp: return at::logcumsumexp(x.to(out_type), dim);
+  }
+  SMELT_INTERNAL_CHECK(false, "unknown scan combine");
+}
+
 // With `as_views`, copies alias their input and reshapes are views (an
 // undefined tensor where the strides do not allow one).
 at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::Tensor>& values,
@@ -119,6 +133,8 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
     }
     case ExprType::Scatter:
       return scatterWithATen(static_cast<const ScatterOp*>(expr), in(0), in(1), in(2));
+    case ExprType::Scan:
+      return scanWithATen(static_cast<const ScanOp*>(expr), in(0), out_type);
     case ExprType::Set:
       return as_views ? in(0) : in(0).clone();
     case ExprType::Unary: {

@@ -12,6 +12,7 @@ std::string toString(SchedulerType type) {
     case SchedulerType::Matmul: return "matmul";
     case SchedulerType::LibraryMatmul: return "library_matmul";
     case SchedulerType::Scatter: return "scatter";
+    case SchedulerType::Scan: return "scan";
   }
   return "?";
 }

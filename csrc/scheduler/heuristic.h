@@ -16,7 +16,7 @@ class Expr;
 
 // LibraryMatmul: a matmul a library computes (cuBLAS through ATen, at run
 // time); no kernel is generated for it (scheduler/matmul/library_matmul.h).
-enum class SchedulerType { Pointwise, Reduction, Persistent, Matmul, LibraryMatmul, Scatter };
+enum class SchedulerType { Pointwise, Reduction, Persistent, Matmul, LibraryMatmul, Scatter, Scan };
 
 std::string toString(SchedulerType type);
 

@@ -6,6 +6,7 @@
 #include "scheduler/normalization.h"
 #include "scheduler/pointwise.h"
 #include "scheduler/reduction.h"
+#include "scheduler/scan.h"
 #include "scheduler/scatter.h"
 
 namespace smelt {
@@ -73,13 +74,21 @@ SchedulerEntry scatterEntry() {
       scatterHeuristics, scheduleScatter);
 }
 
-// Only the scatter scheduler takes a scatter: the others would run its
-// consumers in its loops.
-SchedulerEntry withoutScatters(SchedulerEntry entry) {
+SchedulerEntry scanEntry() {
+  return typedEntry(
+      SchedulerType::Scan, [](const Fusion& f, const RuntimeInfo&) { return scanRejectReason(f); },
+      scanHeuristics, scheduleScan);
+}
+
+// Only the scatter scheduler takes a scatter (the others would run its
+// consumers in its loops), only the scan scheduler a scan (the others would
+// split or parallelize its axis).
+SchedulerEntry withoutScattersOrScans(SchedulerEntry entry) {
   auto reject = std::move(entry.reject_reason);
   entry.reject_reason = [reject](const Fusion& f, const RuntimeInfo& r) -> std::string {
     for (const Expr* expr : f.exprs()) {
       if (expr->type() == ExprType::Scatter) return "it has a scatter (" + expr->toString() + ")";
+      if (expr->type() == ExprType::Scan) return "it has a scan (" + expr->toString() + ")";
     }
     return reject(f, r);
   };
@@ -90,11 +99,12 @@ SchedulerEntry withoutScatters(SchedulerEntry entry) {
 
 const std::vector<SchedulerEntry>& schedulerEntries() {
   // The matmuls first: a matmul is also a reduction.
-  // The scatter last: the others decline every scatter, it takes nothing else.
+  // The scatter and the scan last: the others decline every scatter and
+  // scan, and they take nothing else.
   static const std::vector<SchedulerEntry> entries = {
-      withoutScatters(libraryMatmulEntry()), withoutScatters(matmulEntry()),
-      withoutScatters(persistentEntry()), withoutScatters(reductionEntry()),
-      withoutScatters(pointwiseEntry()), scatterEntry()};
+      withoutScattersOrScans(libraryMatmulEntry()), withoutScattersOrScans(matmulEntry()),
+      withoutScattersOrScans(persistentEntry()), withoutScattersOrScans(reductionEntry()),
+      withoutScattersOrScans(pointwiseEntry()), scatterEntry(), scanEntry()};
   return entries;
 }
 

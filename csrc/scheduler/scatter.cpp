@@ -13,18 +13,6 @@ namespace {
 
 constexpr int64_t kMaxGridY = 65535;  // gridDim.y's limit
 
-// Expressions whose element [p] reads only element [p] of their inputs (or
-// broadcasts of them): they can run in the scatter's loop over the index.
-bool isElementwise(const Expr* expr) {
-  switch (expr->type()) {
-    case ExprType::Full: case ExprType::Iota: case ExprType::Unary: case ExprType::Binary:
-    case ExprType::Where: case ExprType::Set: case ExprType::Broadcast: case ExprType::Expand:
-      return true;
-    default:
-      return false;
-  }
-}
-
 const ScatterOp* theScatter(const Fusion& fusion) {
   const ScatterOp* found = nullptr;
   for (const Expr* expr : fusion.exprs()) {
@@ -62,7 +50,7 @@ std::string scatterRejectReason(const Fusion& fusion) {
            " is not the fusion's only output or has consumers (they run after the scatter)";
   }
   for (const Expr* expr : fusion.exprs()) {
-    if (expr != scatter && !isElementwise(expr)) {
+    if (expr != scatter && !scheduler_utils::isElementwise(expr)) {
       return "the producer " + expr->toString() + " of the scatter is not element-wise";
     }
   }

@@ -760,6 +760,16 @@ int64_t extentOf(const TensorView* reference, const DimensionMap& map,
   return extent;
 }
 
+bool isElementwise(const Expr* expr) {
+  switch (expr->type()) {
+    case ExprType::Full: case ExprType::Iota: case ExprType::Unary: case ExprType::Binary:
+    case ExprType::Where: case ExprType::Set: case ExprType::Broadcast: case ExprType::Expand:
+      return true;
+    default:
+      return false;
+  }
+}
+
 int64_t nextPowerOfTwo(int64_t n) {
   int64_t p = 1;
   while (p < n) p *= 2;

@@ -176,6 +176,10 @@ std::vector<int64_t> serialRunDims(const std::vector<std::vector<int64_t>>& runs
 int64_t extentOf(const TensorView* reference, const DimensionMap& map,
                  const std::vector<int64_t>& dims, const RuntimeInfo& runtime);
 
+// Expressions whose element [p] reads only element [p] of their inputs (or
+// broadcasts of them): they can run inside a scatter's or a scan's loops.
+bool isElementwise(const Expr* expr);
+
 int64_t nextPowerOfTwo(int64_t n);
 int64_t ceilDiv(int64_t a, int64_t b);
 

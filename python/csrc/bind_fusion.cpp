@@ -280,6 +280,16 @@ void bindOps(py::module_& m) {
     return scatter(self, dim, index, src, it->second, wrap_negative);
   }, py::arg("self"), py::arg("dim"), py::arg("index"), py::arg("src"), py::arg("combine") = "set",
      py::arg("wrap_negative") = false, kRef);
+  // combine: "add", "mul", "max", "min" or "logaddexp" (ScanCombine).
+  m.def("scan", [](TensorView* in, int64_t dim, const std::string& combine) {
+    static const std::map<std::string, ScanCombine> kCombines = {
+        {"add", ScanCombine::Add}, {"mul", ScanCombine::Mul}, {"max", ScanCombine::Max},
+        {"min", ScanCombine::Min}, {"logaddexp", ScanCombine::LogAddExp}};
+    const auto it = kCombines.find(combine);
+    SMELT_CHECK(it != kCombines.end(), "scan: unknown combine '", combine,
+                "' (add, mul, max, min, logaddexp)");
+    return scan(in, dim, it->second);
+  }, py::arg("input"), py::arg("dim"), py::arg("combine"), kRef);
   m.def("iota", static_cast<TensorView* (*)(const IntExpr&, Val*, Val*, DataType)>(&iota),
         py::arg("length"), py::arg("start"), py::arg("step"), py::arg("dtype"), kRef);
   m.def("uniform", &uniform, py::arg("shape"), py::arg("low"), py::arg("high"), py::arg("seed"),

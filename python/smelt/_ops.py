@@ -220,6 +220,7 @@ DEFINITION_OPS: Dict[str, Impl] = {
     "gather": lambda tv, index, dim: _C.gather(tv, dim, index),
     "scatter": lambda tv, index, src, dim, combine, wrap_negative: _C.scatter(
         tv, dim, index, as_val(src), combine, wrap_negative),
+    "scan": lambda tv, dim, combine: _C.scan(tv, dim, combine),
     "iota": lambda length, start, step, dtype: _C.iota(_extent(length), as_val(start),
                                                       as_val(step), dtype),
     "matmul": _C.matmul,

@@ -18,9 +18,6 @@ from smelt.handles import Number, Scalar, Tensor
 _FLOATING = (DataType.Double, DataType.Float, DataType.Half, DataType.BFloat16)
 _INTEGER_BITS = {DataType.Int: 64, DataType.Int32: 32, DataType.Int16: 16, DataType.Int8: 8,
                  DataType.UInt8: 8}
-_INTEGER_RANGE = {DataType.Int: (-2**63, 2**63 - 1), DataType.Int32: (-2**31, 2**31 - 1),
-                  DataType.Int16: (-2**15, 2**15 - 1), DataType.Int8: (-2**7, 2**7 - 1),
-                  DataType.UInt8: (0, 255)}
 
 
 # torch's reduce names (scatter, scatter_reduce) to the core's combine modes.
@@ -50,12 +47,6 @@ def _constant_int(value: Any) -> Optional[int]:
     if isinstance(value, Scalar) and value.is_constant and value.dtype in _INTEGER_BITS:
         return int(value.ir.value)
     return None
-
-
-def _lowest(dtype: DataType) -> Number:
-    if dtype == DataType.Bool:
-        return False
-    return -math.inf if dtype in _FLOATING else _INTEGER_RANGE[dtype][0]
 
 
 class CompositeOps:
@@ -203,39 +194,44 @@ class CompositeOps:
         """x in the reversed order: -x for floats, ~x for integers and bool."""
         return self.neg(x) if x.dtype in _FLOATING else self.bitwise_not(x)
 
-    def _scan(self, x: Tensor, dim: int, op: str, reduce, identity: Number) -> Tensor:
-        """out[.., i, ..] = reduce(x[.., j, ..] for j <= i) along `dim`: a
-        masked reduction over an added axis (n x n elements for an extent
-        of n, fused: nothing is materialized)."""
+    def scan(self, x: Tensor, dim: int, combine: str) -> Tensor:
+        """The core's scan along `dim` (x's shape and dtype): combine "add",
+        "mul", "max", "min" (NaN propagates) or "logaddexp"; one pass over
+        the extent, the running value in a register."""
+        return self._op("scan", x, _dim(f"scan ({combine})", x, dim), combine)
+
+    def _cumulative(self, x: Tensor, dim: int, op: str, combine: str) -> Tensor:
+        """torch's cumulative op `op`: integer and bool sums and products in
+        int64 (as torch), a 0-dim x as its one element."""
         d = _dim(op, x, dim)
-        if x.ndim == 0:  # torch: the element itself (summed or multiplied in int64)
-            promote = op in ("cumsum", "cumprod") and x.dtype not in _FLOATING
-            return self.cast(x, DataType.Int) if promote else self.set(x)
-        rank, n = x.ndim + 1, x.size(d)
-        source = self.broadcast(self.iota(n, 0, 1, DataType.Int), [k != d for k in range(rank)])
-        target = self.broadcast(self.iota(n, 0, 1, DataType.Int),
-                                [k != d + 1 for k in range(rank)])
-        spread = self.broadcast(x, [k == d + 1 for k in range(rank)])
-        masked = self.where(self.le(source, target), spread, self._constant(identity, x.dtype))
-        return reduce(masked, [d])
+        if combine in ("add", "mul") and x.dtype not in _FLOATING:
+            x = self.cast(x, DataType.Int)
+        if x.ndim == 0:
+            return self.set(x)
+        return self.scan(x, d, combine)
 
     def cumsum(self, x: Tensor, dim: int) -> Tensor:
-        """torch.cumsum along `dim` (integers and bool sum in int64). Its
-        work grows with the square of the extent along `dim`."""
-        return self._scan(x, dim, "cumsum", self.sum, False if x.dtype == DataType.Bool else 0)
+        """torch.cumsum along `dim` (integers and bool sum in int64)."""
+        return self._cumulative(x, dim, "cumsum", "add")
 
     def cumprod(self, x: Tensor, dim: int) -> Tensor:
         """torch.cumprod along `dim` (integers and bool multiply in int64)."""
-        return self._scan(x, dim, "cumprod", self.prod, True if x.dtype == DataType.Bool else 1)
+        return self._cumulative(x, dim, "cumprod", "mul")
 
     def cummax(self, x: Tensor, dim: int) -> Tensor:
         """torch.cummax(x, dim).values (nvFuser returns no indices); a NaN
         propagates to every later position, as in torch."""
-        return self._scan(x, dim, "cummax", self.max, _lowest(x.dtype))
+        return self._cumulative(x, dim, "cummax", "max")
 
     def cummin(self, x: Tensor, dim: int) -> Tensor:
-        """torch.cummin(x, dim).values, as cummax of the reversed order (see min)."""
-        return self._reversed(self.cummax(self._reversed(x), dim))
+        """torch.cummin(x, dim).values; a NaN propagates as in cummax."""
+        return self._cumulative(x, dim, "cummin", "min")
+
+    def logcumsumexp(self, x: Tensor, dim: int) -> Tensor:
+        """torch.logcumsumexp along `dim` (floating x)."""
+        if x.dtype not in _FLOATING:
+            raise SmeltError(f"logcumsumexp: {x.name} has dtype {x.dtype}; expected a floating dtype")
+        return self._cumulative(x, dim, "logcumsumexp", "logaddexp")
 
     # ---- masks and bits ----
     def triu(self, x: Tensor, diagonal: Union[int, Scalar] = 0) -> Tensor:

@@ -38,7 +38,7 @@ def test_scripted_pointwise_runs_in_smelt(fusion_enabled):
 
 def test_unsupported_nodes_stay_in_torchscript(fusion_enabled):
     def fn(x):
-        return torch.cumsum(torch.exp(x) * 2.0, 1)
+        return torch.sort(torch.exp(x) * 2.0, 1).values
 
     x = torch.randn(3, 4)
     scripted, result = run_optimized(fn, x)
@@ -46,7 +46,19 @@ def test_unsupported_nodes_stay_in_torchscript(fusion_enabled):
     groups = torchscript_reports()
     assert [g.ops for g in groups] == [["aten::exp", "aten::mul"]], groups
     assert groups[0].fallback_reason is None and groups[0].smelt_runs >= 1, groups
-    assert "aten::cumsum" in str(scripted.graph_for(x))
+    assert "aten::sort" in str(scripted.graph_for(x))
+
+
+def test_a_scan_joins_its_neighbours_in_the_fusion_group(fusion_enabled):
+    def fn(x):
+        return torch.cumsum(torch.exp(x) * 2.0, 1)
+
+    x = torch.randn(3, 40)
+    scripted, result = run_optimized(fn, x)
+    torch.testing.assert_close(result, fn(x))
+    groups = torchscript_reports()
+    assert [g.ops for g in groups] == [["aten::exp", "aten::mul", "aten::cumsum"]], groups
+    assert groups[0].fallback_reason is None and groups[0].smelt_runs >= 1, groups
 
 
 def test_disabled_pass_leaves_graphs_alone():

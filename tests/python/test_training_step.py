@@ -68,21 +68,28 @@ def test_fused_split_piece_returned_as_is_keeps_the_strides_of_a_view():
     assert report.fused_ops()["getitem"] == 2, str(report)
 
 
-LONG_SCAN = smelt.backend.MAX_DECOMPOSED_SCAN + 1
+def sorted_columns(x):
+    """An op the backend leaves to torch."""
+    return torch.sort(x, 0).values
+
+
+def split_pieces_in_torch(report):
+    """The getitems left to torch that take a split's piece (not sort's
+    values)."""
+    return [n for n, why in report.unsupported.items() if n.startswith("getitem") and "sort" not in why]
 
 
 def test_split_whose_pieces_feed_only_torch_stays_a_torch_view():
     # A fused split writes each piece in a kernel of its own; left to torch,
-    # the fusion writes the tensor once and the pieces are free views (a
-    # cumsum longer than the backend decomposes runs in torch).
+    # the fusion writes the tensor once and the pieces are free views.
     def fn(x):
         q, k, v = x.tanh().split(4, dim=-1)
-        return torch.cumsum(q, 0), torch.cumsum(k, 0), torch.cumsum(v, 0)
+        return tuple(sorted_columns(p) for p in (q, k, v))
 
-    report = compiled_like_eager(fn, torch.randn(LONG_SCAN, 12, generator=gen(3)))
+    report = compiled_like_eager(fn, torch.randn(9, 12, generator=gen(3)))
     assert report.fused_ops() == {"tanh.default": 1}, str(report)
     assert "pieces feed only torch" in report.unsupported["split"], str(report)
-    assert report.unsupported_ops["getitem"] == 3, str(report)
+    assert len(split_pieces_in_torch(report)) == 3, str(report)
 
 
 def test_pieces_feeding_only_torch_come_from_a_twin_split_in_torch():
@@ -91,13 +98,13 @@ def test_pieces_feeding_only_torch_come_from_a_twin_split_in_torch():
     # second split in torch, not a copy the fusion writes.
     def fn(x):
         q, k, v = x.tanh().split(4, dim=-1)
-        return torch.cumsum(q, 0), k * 2, v + 1
+        return sorted_columns(q), k * 2, v + 1
 
-    report = compiled_like_eager(fn, torch.randn(LONG_SCAN, 12, generator=gen(3)))
+    report = compiled_like_eager(fn, torch.randn(9, 12, generator=gen(3)))
     (part,) = report.partitions
     assert part.ops["split.Tensor"] == 1 and part.ops["getitem"] == 2, str(report)
     assert report.unsupported_ops["split.Tensor"] == 1, str(report)
-    assert report.unsupported_ops["getitem"] == 1, str(report)
+    assert len(split_pieces_in_torch(report)) == 1, str(report)
     (twin,) = [n for n, why in report.unsupported.items() if "pieces feed only torch" in why]
     assert twin.startswith("split"), str(report)
 

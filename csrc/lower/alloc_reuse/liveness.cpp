@@ -31,6 +31,11 @@ std::vector<BufferAccess> accessesOf(const kir::Stmt* stmt) {
       add(r->out, true, true, &r->predicate);
       break;
     }
+    case kir::StmtKind::ScanInit: {
+      auto* r = static_cast<const kir::ScanInit*>(stmt);
+      add(r->carry, true, false, nullptr);
+      break;
+    }
     case kir::StmtKind::ReduceStep: {
       auto* r = static_cast<const kir::ReduceStep*>(stmt);
       if (r->in.access) add(*r->in.access, false, true, &r->predicate, &r->in.in_bounds);

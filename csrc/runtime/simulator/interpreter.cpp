@@ -222,6 +222,25 @@ double combine(Fn fn, double a, double b) {
   return a > b ? a : b;
 }
 
+// A scan's combine in double: max and min propagate NaN; log-add-exp as
+// torch's (the larger plus log1p(exp(difference)); equal infinities give
+// themselves).
+double scanCombine(ScanCombine combine, double carry, double x) {
+  switch (combine) {
+    case ScanCombine::Add: return carry + x;
+    case ScanCombine::Mul: return carry * x;
+    case ScanCombine::Max: return std::isnan(carry) || std::isnan(x) ? kNaN : std::max(carry, x);
+    case ScanCombine::Min: return std::isnan(carry) || std::isnan(x) ? kNaN : std::min(carry, x);
+    case ScanCombine::LogAddExp: {
+      if (std::isnan(carry) || std::isnan(x)) return kNaN;
+      const double lo = std::min(carry, x), hi = std::max(carry, x);
+      if (lo != hi || std::isfinite(lo)) return hi + std::log1p(std::exp(lo - hi));
+      return x;
+    }
+  }
+  return carry;
+}
+
 class BlockRunner {
  public:
   BlockRunner(const Program& p, const Launch& L, const SimOptions& options, Findings& findings)
@@ -766,8 +785,38 @@ class BlockRunner {
     store(in.out.buffer, at, t, pc, r);
   }
 
+  // A scan step: the running value (operand 1) combines the element
+  // (operand 0), in int64_t for integers and bool, and the output takes it
+  // (as rounded to the running value's type).
+  void scanStep(const Instr& in, int32_t t, int32_t pc) {
+    const RtOperand& x = p_.operands[in.operand_begin];
+    const RtOperand& carry = p_.operands[in.operand_begin + 1];
+    if (isIntegerStorage(L_.memory[carry.access.buffer].dtype)) {
+      const int64_t old = intOperand(carry, t, pc), v = intOperand(x, t, pc);
+      const uint64_t a = static_cast<uint64_t>(old), b = static_cast<uint64_t>(v);
+      int64_t r = 0;
+      switch (in.scan) {
+        case ScanCombine::Add: r = static_cast<int64_t>(a + b); break;
+        case ScanCombine::Mul: r = static_cast<int64_t>(a * b); break;
+        case ScanCombine::Max: r = std::max(old, v); break;
+        case ScanCombine::Min: r = std::min(old, v); break;
+        case ScanCombine::LogAddExp: SMELT_INTERNAL_CHECK(false, "logcumsumexp of integers"); break;
+      }
+      const int64_t at = p_.code.eval(carry.access.index, slotsOf(t));
+      if (uint8_t* e = element(carry.access.buffer, at, t, pc, true)) storeInt(L_.memory[carry.access.buffer].dtype, e, r);
+      const int64_t stored = intOperand(carry, t, pc);
+      if (uint8_t* e = element(in.out.buffer, p_.code.eval(in.out.index, slotsOf(t)), t, pc, true)) {
+        storeInt(L_.memory[in.out.buffer].dtype, e, stored);
+      }
+      return;
+    }
+    store(carry.access, t, pc, scanCombine(in.scan, operand(carry, t, pc), operand(x, t, pc)));
+    store(in.out, t, pc, operand(carry, t, pc));
+  }
+
   void compute(const Instr& in, int32_t t, int32_t pc) {
     if (in.fn == Fn::Scatter) return scatter(in, t, pc);
+    if (in.fn == Fn::Scan) return scanStep(in, t, pc);
     if (in.fn == Fn::Gather && !bindGatheredIndex(in, t, pc)) return;
     if (integerCompute(in)) return computeInteger(in, t, pc);
     if (in.fn == Fn::RandomUniform) {  // integer operands, exact past 2^53
@@ -875,6 +924,7 @@ class BlockRunner {
       case Fn::ShiftLeft: case Fn::ShiftRight: case Fn::Gcd: case Fn::Lcm:
       case Fn::RandomUniform:  // integer paths above
       case Fn::Scatter:        // scatter()
+      case Fn::Scan:           // scanStep()
       case Fn::Sum:
       case Fn::Max:
       case Fn::Prod: SMELT_INTERNAL_CHECK(false, "fn ", static_cast<int>(in.fn), " in the float path"); break;

@@ -40,6 +40,8 @@ std::string statementText(const kir::Stmt* stmt) {
       return "Compute" + exprText(static_cast<const kir::Compute*>(stmt)->expr);
     case kir::StmtKind::ReduceInit:
       return "ReduceInit" + exprText(static_cast<const kir::ReduceInit*>(stmt)->expr);
+    case kir::StmtKind::ScanInit:
+      return "ScanInit" + exprText(static_cast<const kir::ScanInit*>(stmt)->expr);
     case kir::StmtKind::ReduceStep:
       return "ReduceStep" + exprText(static_cast<const kir::ReduceStep*>(stmt)->expr);
     case kir::StmtKind::BlockReduce:
@@ -278,6 +280,7 @@ class Compiler {
       case ExprType::Iota: return {Fn::Iota, 3};
       case ExprType::IndexSelect: return {Fn::Gather, 2};
       case ExprType::Scatter: return {Fn::Scatter, 2};
+      case ExprType::Scan: return {Fn::Scan, 2};
       case ExprType::Full: return {Fn::Copy, 1};  // the fill value comes as the operand
       default:
         if (isCopyLike(expr->type())) return {Fn::Copy, 1};
@@ -398,6 +401,8 @@ class Compiler {
           in.combine = scatter->combine();
           in.scatter_dim = static_cast<int32_t>(scatter->dim());
           in.wrap_negative = scatter->wrapNegative();
+        } else if (fn == Fn::Scan) {
+          in.scan = static_cast<const ScanOp*>(c->expr)->combine();
         }
         in.out = access(c->out);
         in.pred = predicate(c->predicate);
@@ -430,6 +435,14 @@ class Compiler {
         in.init = reduction(r->expr, position)->initValue();
         in.out = access(r->out);
         in.pred = predicate(r->predicate);
+        emit(in, stmt);
+        return;
+      }
+      case kir::StmtKind::ScanInit: {
+        const auto* r = static_cast<const kir::ScanInit*>(stmt);
+        in.op = Op::ReduceInit;
+        in.init = r->expr->initValue();
+        in.out = access(r->carry);
         emit(in, stmt);
         return;
       }

@@ -26,7 +26,7 @@ enum class Op : uint8_t {
   If,         // falls through when pred holds, else jumps to target
   Jump,
   Compute,
-  ReduceInit,
+  ReduceInit,  // also a scan's running value (kir::ScanInit)
   ReduceStep,
   Sync,
   BlockReduce,
@@ -61,6 +61,7 @@ enum class Fn : uint8_t {
   // Instr::slot, which operand 0's index reads; the value is operand 0
   Gather,
   Scatter,  // operands: index, src; combines into out (Instr::combine)
+  Scan,     // operands: the element, the running value; out = running = combined (Instr::scan)
   Sum, Max, Prod,  // reductions
 };
 
@@ -108,6 +109,7 @@ struct Instr {
   // Scatter: how the value is combined, the dimension it writes along and
   // whether negative indices count from the end.
   ScatterCombine combine = ScatterCombine::Set;
+  ScanCombine scan = ScanCombine::Add;
   int32_t scatter_dim = -1;
   bool wrap_negative = false;
 };

@@ -102,12 +102,10 @@ def _shifted_layer_norm(input, normalized_shape, weight, bias, eps):
     return out.to(input.dtype), mean, rstd
 
 
-# Decompositions whose work grows faster than their input, taken only while
-# it stays small (else torch runs the op itself): a scan over n elements
-# becomes a masked reduction of n x n (fused, nothing materialized), isin a
-# comparison of every element with every test element. Up to these sizes
-# that is a few reductions' work.
-MAX_DECOMPOSED_SCAN = 128
+# A decomposition whose work grows faster than its input, taken only while it
+# stays small (else torch runs the op itself): isin compares every element
+# with every test element. Up to this size that is a few reductions' work.
+# (The scans run in smelt's scan kernels, linear in their extent: fx/scans.py.)
 MAX_DECOMPOSED_ISIN_ELEMENTS = 128
 
 
@@ -119,9 +117,6 @@ def _decomposed_while(small, op):
     DECOMPOSITIONS[op] = decompose
 
 
-for _scan in (aten.cumsum.default, aten.cumprod.default):
-    _decomposed_while(lambda a, dim, *_: a.dim() == 0 or a.shape[dim] <= MAX_DECOMPOSED_SCAN,
-                      _scan)
 _decomposed_while(lambda elements, test_elements, *_: not isinstance(test_elements, torch.Tensor)
                   or test_elements.numel() <= MAX_DECOMPOSED_ISIN_ELEMENTS,
                   aten.isin.Tensor_Tensor)

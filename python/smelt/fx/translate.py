@@ -28,6 +28,7 @@ from smelt.fusion_definition import Tensor
 from smelt.fx.nodes import Unsupported, meta_tensor
 from smelt.fx.pools import POOL_TRANSLATORS
 from smelt.fx.registry import Translator, registrar
+from smelt.fx.scans import SCAN_TRANSLATORS
 from smelt.fx.scatter import SCATTER_TRANSLATORS
 from smelt.fx.special import SPECIAL_TRANSLATORS
 
@@ -776,8 +777,10 @@ def _mm(t, node, a, b):
     return t.fd.ops.matmul(t.arg(a), t.arg(b))
 
 
-# Pools (fx/pools.py), special functions (fx/special.py) and the scatter
-# family (fx/scatter.py) translate through the same table.
+# Pools (fx/pools.py), special functions (fx/special.py), the scatter
+# family (fx/scatter.py) and the scans (fx/scans.py) translate through the
+# same table.
 TRANSLATORS.update(POOL_TRANSLATORS)
 TRANSLATORS.update(SPECIAL_TRANSLATORS)
 TRANSLATORS.update(SCATTER_TRANSLATORS)
+TRANSLATORS.update(SCAN_TRANSLATORS)

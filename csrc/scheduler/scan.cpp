@@ -1,0 +1,98 @@
+#include "scheduler/scan.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "fusion/error.h"
+#include "fusion/transform_replay.h"
+#include "scheduler/utils.h"
+
+namespace smelt {
+
+namespace {
+
+constexpr int64_t kMaxGridY = 65535;  // gridDim.y's limit
+
+const ScanOp* theScan(const Fusion& fusion) {
+  const ScanOp* found = nullptr;
+  for (const Expr* expr : fusion.exprs()) {
+    if (expr->type() != ExprType::Scan) continue;
+    if (found != nullptr) return nullptr;
+    found = static_cast<const ScanOp*>(expr);
+  }
+  return found;
+}
+
+// The output's logical axes other than the scan axis, outermost first.
+std::vector<IterDomain*> otherAxes(const ScanOp* scan) {
+  std::vector<IterDomain*> axes = scan->output()->logicalDomain();
+  axes.erase(axes.begin() + scan->dim());
+  return axes;
+}
+
+}  // namespace
+
+std::string ScanParams::toString() const {
+  std::ostringstream os;
+  os << "ScanParams{block_x=" << block_x << (split_grid_y ? ", split_grid_y" : "") << "}";
+  return os.str();
+}
+
+std::unique_ptr<HeuristicParams> ScanParams::clone() const {
+  return std::make_unique<ScanParams>(*this);
+}
+
+std::string scanRejectReason(const Fusion& fusion) {
+  int64_t scans = 0;
+  for (const Expr* expr : fusion.exprs()) scans += expr->type() == ExprType::Scan;
+  if (scans != 1) return "it has " + std::to_string(scans) + " scans, not one";
+  const ScanOp* scan = theScan(fusion);
+  for (const Expr* expr : fusion.exprs()) {
+    if (expr != scan && !scheduler_utils::isElementwise(expr)) {
+      return "the expression " + expr->toString() + " around the scan is not element-wise";
+    }
+  }
+  return "";
+}
+
+ScanParams scanHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {
+  const std::string reason = scanRejectReason(fusion);
+  SMELT_CHECK(reason.empty(), "scan scheduler cannot take this fusion: ", reason);
+  ScanParams params;
+  const std::vector<IterDomain*> others = otherAxes(theScan(fusion));
+  const size_t n = others.size();
+  // A block no wider than the innermost other extent (rounded up to a power
+  // of two, at least a warp): threads past it would only be predicated off.
+  if (n >= 1) {
+    const int64_t rows = runtime.extent(others[n - 1]);
+    params.block_x = std::clamp<int64_t>(scheduler_utils::nextPowerOfTwo(rows), 32, params.block_x);
+  }
+  params.split_grid_y = n >= 2 && runtime.extent(others[n - 2]) > kMaxGridY;
+  return params;
+}
+
+void scheduleScan(Fusion& fusion, const ScanParams& params) {
+  FusionGuard guard(&fusion);
+  const std::string reason = scanRejectReason(fusion);
+  SMELT_CHECK(reason.empty(), "scan scheduler cannot take this fusion: ", reason);
+  SMELT_CHECK(params.block_x >= 1, "scan scheduler: block_x must be positive in ", params.toString());
+  const ScanOp* scan = theScan(fusion);
+  TensorView* out = scan->output();
+  const int64_t rank = out->nDims();
+  // The scan axis innermost, whole and serial: the other axes' loops around it.
+  if (scan->dim() != rank - 1) out->reorder({{scan->dim(), rank - 1}});
+  if (rank >= 2) {
+    const int64_t inner = rank - 2;
+    out->split(inner, params.block_x);
+    out->axis(inner)->parallelize(ParallelType::BIDx);
+    out->axis(inner + 1)->parallelize(ParallelType::TIDx);
+    if (inner >= 1) {
+      if (params.split_grid_y) out->split(inner - 1, kMaxGridY, /*inner_split=*/false);
+      out->axis(inner - 1)->parallelize(ParallelType::BIDy);
+    }
+  }
+  propagateSchedule(out);
+  inlineMost(&fusion);
+}
+
+}  // namespace smelt
