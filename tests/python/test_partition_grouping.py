@@ -1,6 +1,7 @@
 """Grouping supported nodes into partitions (smelt/backend/grouping.py): no
 cycle between the groups, the groups torch.fx's CapabilityBasedPartitioner
 forms (the reference for behaviour), and work linear in the graph."""
+import copy
 import operator
 import random
 
@@ -11,9 +12,10 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
+from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 import smelt.backend
-from smelt.backend.grouping import GroupingWork, propose_groups
+from smelt.backend.grouping import GroupingWork, fuse_groups, propose_groups
 from smelt.backend.partition import eliminate_common_subexpressions, group_supported_nodes
 
 
@@ -57,8 +59,8 @@ def contracted_graph_is_acyclic(graph, groups) -> bool:
     return seen == len(edges)
 
 
-def _tuple_op(x):  # a stand-in op of several outputs
-    return x, x
+def _tuple_op(x):  # a stand-in op of several outputs, the first a tuple itself
+    return (x * 2, x), x + 1
 
 
 def random_graph(rng: random.Random):
@@ -70,11 +72,10 @@ def random_graph(rng: random.Random):
     for _ in range(rng.randint(5, 45)):
         if rng.random() < 0.15:
             node = graph.call_function(_tuple_op, (rng.choice(values),))
-            parts = [graph.call_function(operator.getitem, (node, i)) for i in range(2)]
-            if rng.random() < 0.5:  # a getitem of a getitem
-                parts.append(graph.call_function(operator.getitem, (parts[0], 0)))
-            made = [node] + parts
-            values += parts
+            pair, last = (graph.call_function(operator.getitem, (node, i)) for i in range(2))
+            first = graph.call_function(operator.getitem, (pair, 0))  # a getitem of a getitem
+            made = [node, pair, last, first]
+            values += [last, first]
         else:
             args = tuple(rng.choice(values) for _ in range(rng.randint(1, 3)))
             node = graph.call_function(torch.add if len(args) == 2 else torch.relu if
@@ -98,6 +99,24 @@ def test_groups_are_torch_partitioners_and_acyclic_on_random_graphs(seed):
     assert len(placed) == len(set(placed))
     getitems = {n for n in gm.graph.nodes if n.target is operator.getitem}
     assert set(placed) - getitems <= supported
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_fused_groups_are_torchs_fused_partitions_and_compute_the_same(seed):
+    gm, supported = random_graph(random.Random(seed))
+    groups = propose_groups(gm.graph, lambda n: n in supported)
+    inputs = [torch.randn(3, generator=torch.Generator().manual_seed(seed + i))
+              for i in range(sum(n.op == "placeholder" for n in gm.graph.nodes))]
+    expected = gm(*inputs)
+    reference = copy.deepcopy(gm)
+    by_name = {n.name: n for n in reference.graph.nodes}
+    fuse_by_partitions(reference, [{by_name[n.name]: None for n in g} for g in groups], prefix="p_")
+    fuse_groups(gm, groups, prefix="p_")
+    assert gm.code == reference.code
+    for index in range(len(groups)):
+        assert getattr(gm, f"p_{index}").code == getattr(reference, f"p_{index}").code
+    for got, want in zip(gm(*inputs), expected):
+        torch.testing.assert_close(got, want)
 
 
 def test_a_path_through_an_unsupported_node_keeps_its_ends_apart():

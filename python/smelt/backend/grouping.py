@@ -1,4 +1,5 @@
-"""Groups of supported FX nodes with no cycle between them, in linear time.
+"""Groups of supported FX nodes with no cycle between them, in linear time,
+and each group made one call of a submodule.
 
 Fusing a group into one call is valid when no path leaves the group and
 comes back to it: the call would need one of its own outputs. Each supported
@@ -21,11 +22,15 @@ finds the same groups in the same order.
 """
 from __future__ import annotations
 
+import copy
 import operator
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
 import torch.fx
+from torch.fx._lazy_graph_module import _LazyGraphModule
+from torch.fx.passes.tools_common import stable_topological_sort
+from torch.fx.passes.utils.fuser_utils import topo_sort
 
 Group = Dict[torch.fx.Node, None]  # an ordered set of nodes, in graph order
 
@@ -98,3 +103,51 @@ def _getitems_with_their_tuple(nodes: List[torch.fx.Node], groups: Dict[int, Gro
             if home is not None:
                 groups[home][node] = None
                 assignment[node] = home
+
+
+def fuse_groups(gm: torch.fx.GraphModule, groups: List[Group], prefix: str) -> torch.fx.GraphModule:
+    """Replaces each group of gm's graph (in place) by a call of a submodule
+    named prefix + its index, whose graph computes the group from the values
+    it reads (placeholders named as those) and returns those that nodes
+    outside read, in the order of its nodes (one value bare, several as a
+    tuple the caller takes apart with getitems); returns gm. The graph is
+    what torch.fx's fuse_by_partitions makes, without its search of the
+    graph below each group for a cycle (propose_groups makes none) and
+    with submodules whose Python code is generated when first read or run
+    (a fusion's submodule runs only should smelt fail at run time)."""
+    place = {node: i for i, node in enumerate(gm.graph.nodes)}
+    for index, group in enumerate(groups):
+        nodes = topo_sort(list(group))  # along users, as torch orders a partition's nodes
+        graph = torch.fx.Graph()
+        copies: Dict[torch.fx.Node, torch.fx.Node] = {}
+        inputs: Dict[torch.fx.Node, torch.fx.Node] = {}  # value read -> its placeholder
+
+        def read(value: torch.fx.Node) -> torch.fx.Node:
+            if value in group:
+                return copies[value]
+            if value not in inputs:
+                inputs[value] = graph.placeholder(value.name, type_expr=value.type)
+                inputs[value].meta = copy.copy(value.meta)
+            return inputs[value]
+
+        for node in nodes:
+            copies[node] = graph.node_copy(node, read)
+        outputs = [n for n in nodes if any(u not in group for u in n.users)]
+        graph.output(copies[outputs[0]] if len(outputs) == 1 else tuple(copies[n] for n in outputs))
+        name = f"{prefix}{index}"
+        gm.add_submodule(name, _LazyGraphModule(torch.nn.Module(), graph, class_name=name))
+        with gm.graph.inserting_after(max(outputs, key=place.__getitem__)):
+            call = gm.graph.call_module(name, tuple(inputs))
+        if len(outputs) == 1:
+            outputs[0].replace_all_uses_with(call, propagate_meta=True)
+        else:
+            with gm.graph.inserting_before(call.next):
+                for i, out in enumerate(outputs):
+                    out.replace_all_uses_with(gm.graph.call_function(operator.getitem, (call, i)),
+                                              propagate_meta=True)
+            call.meta["val"] = tuple(out.meta.get("val") for out in outputs)
+        for node in reversed(nodes):
+            gm.graph.erase_node(node)
+    stable_topological_sort(gm)
+    gm.graph.lint()
+    return gm

@@ -21,13 +21,12 @@ import torch
 import torch.fx
 from torch.fx.passes.dialect.common.cse_pass import get_CSE_banned_ops
 from torch.fx.passes.operator_support import OperatorSupport
-from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
 from smelt._C import SmeltError
 from smelt._execution import matmul_policy
 from smelt.backend import autotune
 from smelt.backend.compile_ahead import compile_all, compile_jobs
-from smelt.backend.grouping import GroupingWork, propose_groups
+from smelt.backend.grouping import GroupingWork, fuse_groups, propose_groups
 from smelt.backend.view_sinking import sink_views_after_matmuls
 from smelt.fusion_definition import FusionDefinition
 from smelt.fx.definition import FxFusion, node_support, support_signature, translate_graph
@@ -462,7 +461,7 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str, matmul: Optional[
     report.free_view_nodes = sum(
         n.op == "call_function" and n not in in_partitions and not _is_library_node(n) and
         _op_name(n) in METADATA_OPS for n in gm.graph.nodes)
-    fused = fuse_by_partitions(gm, partitions, prefix="smelt_partition_")
+    fused = fuse_groups(gm, partitions, prefix="smelt_partition_")
     fusions = torch_parts = 0
     for node in list(fused.graph.nodes):
         if node.op != "call_module" or not node.target.startswith("smelt_partition_"):
