@@ -423,7 +423,7 @@ def eliminate_common_subexpressions(gm: torch.fx.GraphModule) -> None:
         else:
             first[key] = node
     # Each node's users in graph order, as in a copy of the graph: the order
-    # a partition's nodes take (fuse_by_partitions sorts them along users).
+    # a partition's nodes take (fuse_groups sorts them along users).
     place = {node: i for i, node in enumerate(gm.graph.nodes)}
     for node in gm.graph.nodes:
         users = sorted(node.users.items(), key=lambda user: place[user[0]])
