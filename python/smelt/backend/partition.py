@@ -1,7 +1,8 @@
 """Splitting an ATen FX graph into smelt fusions and the rest.
 
-torch.fx's CapabilityBasedPartitioner groups supported nodes (see
-translate.node_support) into partitions; each partition's submodule is
+Supported nodes (see fx/definition.node_support) are grouped into partitions
+with no cycle between them (grouping.py: the groups torch.fx's
+CapabilityBasedPartitioner forms, in linear time); each partition's submodule is
 translated into one FusionDefinition and replaced by a SmeltPartition module
 that runs it, and that falls back to the original submodule (eager torch)
 should smelt refuse an input at run time. Unsupported nodes stay in the
@@ -18,18 +19,18 @@ from typing import Any, Dict, List, Optional, Set
 
 import torch
 import torch.fx
-from torch.fx.passes.dialect.common.cse_pass import CSEPass, get_CSE_banned_ops
-from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.dialect.common.cse_pass import get_CSE_banned_ops
 from torch.fx.passes.operator_support import OperatorSupport
 
 from smelt._C import SmeltError
 from smelt._execution import matmul_policy
 from smelt.backend import autotune
 from smelt.backend.compile_ahead import compile_all, compile_jobs
+from smelt.backend.grouping import GroupingWork, fuse_groups, propose_groups
 from smelt.backend.view_sinking import sink_views_after_matmuls
 from smelt.fusion_definition import FusionDefinition
-from smelt.fx.definition import FxFusion, node_support, translate_graph
-from smelt.fx.nodes import Unsupported, is_static_2d
+from smelt.fx.definition import FxFusion, node_support, support_signature, translate_graph
+from smelt.fx.nodes import Unsupported, hashable_arguments, is_static_2d
 from smelt.fx.translate import drop_empty_cat_operands
 
 
@@ -236,11 +237,24 @@ class _SmeltSupport(OperatorSupport):
         self.reasons: Dict[torch.fx.Node, str] = {}
         self.views_left_to_torch: Set[torch.fx.Node] = set()
         self._translates: Dict[torch.fx.Node, Optional[str]] = {}  # node_support's answers
+        # Signatures (support_signature) of nodes that translate: a node equal
+        # to one of them (the next layer's) is not translated again. Refusals
+        # are not kept: their reasons name the node.
+        self._translating_signatures: Set[tuple] = set()
+        self.translations = 0  # nodes node_support translated
 
     def _translation_reason(self, node: torch.fx.Node) -> Optional[str]:
         """None when smelt translates the node (views left to torch aside)."""
         if node not in self._translates:
-            self._translates[node] = _transposed_graph_input(node) or node_support(node)
+            reason = _transposed_graph_input(node)
+            if reason is None:
+                signature = support_signature(node)
+                if signature is None or signature not in self._translating_signatures:
+                    self.translations += 1
+                    reason = node_support(node)
+                    if reason is None and signature is not None:
+                        self._translating_signatures.add(signature)
+            self._translates[node] = reason
         return self._translates[node]
 
     def is_node_supported(self, submodules, node: torch.fx.Node) -> bool:
@@ -388,7 +402,8 @@ def eliminate_common_subexpressions(gm: torch.fx.GraphModule) -> None:
     place: a model's q, k and v projections each view the normalized input
     alike, and as three nodes they became three outputs of the norm's kernel,
     each written. Ops that mutate, draw random numbers or are not ATen ops
-    stay as they are."""
+    stay as they are (torch's CSEPass's rule; it copies the graph, and
+    generating code for that copy cost more than the merging)."""
     banned = set(get_CSE_banned_ops())
     for node in gm.graph.nodes:
         if node.op != "call_function":
@@ -396,10 +411,39 @@ def eliminate_common_subexpressions(gm: torch.fx.GraphModule) -> None:
         target = node.target
         if not isinstance(target, torch._ops.OpOverload) or target._schema.is_mutable:
             banned.add(getattr(target, "overloadpacket", target))
-    result = CSEPass(banned_ops=banned)(gm)
-    if result.modified:
-        gm.graph = result.graph_module.graph
-        gm.recompile()
+    first: Dict[tuple, torch.fx.Node] = {}  # (op, operands) -> its first node
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or \
+                getattr(node.target, "overloadpacket", node.target) in banned:
+            continue
+        key = (node.target, hashable_arguments(node.args), hashable_arguments(node.kwargs))
+        if key in first:
+            node.replace_all_uses_with(first[key])
+            gm.graph.erase_node(node)
+        else:
+            first[key] = node
+    # Each node's users in graph order, as in a copy of the graph: the order
+    # a partition's nodes take (fuse_groups sorts them along users).
+    place = {node: i for i, node in enumerate(gm.graph.nodes)}
+    for node in gm.graph.nodes:
+        users = sorted(node.users.items(), key=lambda user: place[user[0]])
+        node.users.clear()
+        node.users.update(users)
+
+
+def group_supported_nodes(gm: torch.fx.GraphModule, work: Optional[GroupingWork] = None):
+    """Rewrites gm's graph for fusion (equal nodes merged, empty cat operands
+    dropped, views after matmuls sunk, views for torch left to it) and groups
+    its supported nodes (grouping.py); returns the support (what each node
+    is and why) and the groups. gm's code is not regenerated."""
+    eliminate_common_subexpressions(gm)
+    drop_empty_cat_operands(gm.graph)
+    sink_views_after_matmuls(gm.graph)
+    support = _SmeltSupport()
+    support.split_off_torch_pieces(gm.graph)
+    support.leave_views_between_torch_ops(gm.graph)
+    groups = propose_groups(gm.graph, lambda node: support.is_node_supported(None, node), work)
+    return support, groups
 
 
 def partition_graph(gm: torch.fx.GraphModule, graph_name: str, matmul: Optional[str] = None):
@@ -409,23 +453,15 @@ def partition_graph(gm: torch.fx.GraphModule, graph_name: str, matmul: Optional[
     matmul: who computes the fusions' matmuls (fd.execute's option), or
     "autotune": per fusion on a GPU, the faster of the two (autotune.py)."""
     start = time.perf_counter()
-    eliminate_common_subexpressions(gm)
-    drop_empty_cat_operands(gm.graph)
-    sink_views_after_matmuls(gm.graph)
-    support = _SmeltSupport()
-    support.split_off_torch_pieces(gm.graph)
-    gm.recompile()
-    support.leave_views_between_torch_ops(gm.graph)
-    partitioner = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True)
-    partitions = partitioner.propose_partitions()
+    support, partitions = group_supported_nodes(gm)
     report = GraphReport(graph_name,
                          total_nodes=sum(n.op == "call_function" for n in gm.graph.nodes),
                          library_nodes=sum(_is_library_node(n) for n in gm.graph.nodes))
-    in_partitions = {n for p in partitions for n in p.nodes}
+    in_partitions = {n for p in partitions for n in p}
     report.free_view_nodes = sum(
         n.op == "call_function" and n not in in_partitions and not _is_library_node(n) and
         _op_name(n) in METADATA_OPS for n in gm.graph.nodes)
-    fused = partitioner.fuse_partitions(partitions, prefix="smelt_partition_")
+    fused = fuse_groups(gm, partitions, prefix="smelt_partition_")
     fusions = torch_parts = 0
     for node in list(fused.graph.nodes):
         if node.op != "call_module" or not node.target.startswith("smelt_partition_"):

@@ -21,7 +21,8 @@ from smelt._C import SmeltError
 from smelt.dtypes import is_supported_torch_dtype, to_data_type
 from smelt.fusion_definition import FusionDefinition, Tensor
 from smelt.fx.layout import OutputLayout, traced_layout
-from smelt.fx.nodes import Unsupported, is_static, is_static_2d, meta_tensor, meta_tensors
+from smelt.fx.nodes import (Unsupported, hashable_arguments, is_static, is_static_2d, meta_tensor,
+                            meta_tensors)
 from smelt.fx.translate import TRANSLATORS
 
 aten = torch.ops.aten
@@ -197,6 +198,58 @@ def _getitem_support(node: torch.fx.Node) -> Optional[str]:
     if meta_tensors(source) is None:
         return f"indexing {source.name}, which is not a tuple of tensors"
     return None
+
+
+def support_signature(node: torch.fx.Node) -> Optional[tuple]:
+    """What node_support's answer depends on, hashable, so that equal nodes
+    (a model's repeated layers) are translated once: the op, its constant
+    arguments, the traced values (dtype, sizes, strides) of the node and of
+    each tensor it reads, whether each input feeds a matmul (how
+    define_input reads it) and which outputs of the node are read (a max
+    pool's indices). None when a symbolic size or an argument that is not
+    a plain constant leaves that unclear."""
+    if node.op != "call_function":
+        return None
+    if node.target is operator.getitem:  # what _getitem_support reads: its source
+        source = node.args[0]
+        inner = support_signature(source) if isinstance(source, torch.fx.Node) else None
+        return None if inner is None else (operator.getitem, inner)
+    def read(a: torch.fx.Node) -> tuple:
+        value = _value_signature(a)
+        if value is None:
+            raise _NoSignature
+        return value, _feeds_matmul(a)
+    try:
+        arguments = hashable_arguments((node.args, node.kwargs), read)
+        hash(arguments)  # constants only: a symbolic size does not hash
+    except (_NoSignature, TypeError):
+        return None
+    out = _value_signature(node)
+    if out is None:
+        return None
+    users = tuple((u.target, u.args[1] if u.target is operator.getitem else None)
+                  for u in node.users)
+    return node.target, arguments, out, users
+
+
+class _NoSignature(Exception):
+    """An input whose traced value is symbolic or not tensors."""
+
+
+def _value_signature(node: torch.fx.Node) -> Optional[tuple]:
+    """dtype, sizes, strides and device of a node's traced tensor (or of each
+    tensor of a tuple); None when symbolic or not tensors."""
+    values = meta_tensors(node) if meta_tensor(node) is None else [meta_tensor(node)]
+    if not values:
+        return None
+    signature = []
+    for v in values:
+        layout = (*v.shape, *v.stride(), v.storage_offset())
+        if not all(type(s) is int for s in layout):
+            return None
+        signature.append((v.dtype, v.device.type, tuple(v.shape), tuple(v.stride()),
+                          v.storage_offset()))
+    return tuple(signature)
 
 
 def as_output(fd: FusionDefinition, value: Any) -> Tensor:
