@@ -83,9 +83,10 @@ TEST(SchedulerSelection, EachKindOfFusion) {
     std::vector<std::string> reasons;
     RuntimeInfo runtime(fusion, inputInfosOf(fusion, {randn({3, 4})}));
     EXPECT_EQ(selectScheduler(fusion, runtime, &reasons), std::nullopt);
-    ASSERT_EQ(reasons.size(), 6u);
+    ASSERT_EQ(reasons.size(), 7u);
     EXPECT_EQ(reasons[0].rfind("library_matmul: the fusion has two reductions", 0), 0u) << reasons[0];
     EXPECT_EQ(reasons[5], "scatter: it has 0 scatters, not one");
+    EXPECT_EQ(reasons[6], "scan: it has 0 scans, not one");
     EXPECT_EQ(reasons[1].rfind("matmul: the fusion has two reductions", 0), 0u) << reasons[1];
     EXPECT_EQ(reasons[4].rfind("pointwise: it has a reduction", 0), 0u) << reasons[4];
     EXPECT_SMELT_ERROR(scheduleFusion(fusion, runtime), "no scheduler takes this fusion",
@@ -347,7 +348,7 @@ TEST(Segmentation, ReductionOfAReshapeReadsItFromItsOwnKernel) {
   RuntimeInfo runtime(fusion, inputInfosOf(fusion, {cases[0].input}));
   std::vector<std::string> reasons;
   EXPECT_EQ(selectScheduler(fusion, runtime, &reasons), std::nullopt);
-  ASSERT_EQ(reasons.size(), 6u);
+  ASSERT_EQ(reasons.size(), 7u);
   EXPECT_EQ(reasons[3],
             "reduction: axis i0{4} of T0 does not correspond to a dimension of T2");
 }
