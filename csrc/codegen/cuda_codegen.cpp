@@ -10,6 +10,7 @@
 
 #include "codegen/scatter_prelude.h"
 #include "codegen/special_math_prelude.h"
+#include "codegen/hopper_ops.h"
 #include "codegen/tensor_core.h"
 #include "codegen/vectorize.h"
 #include "fusion/error.h"
@@ -585,6 +586,7 @@ class Emitter {
     }
     kir::forEachStmt(kernel.body, [&](const kir::Stmt* stmt, int) {
       uses_tensor_cores_ |= codegen::isTensorCoreStmt(stmt->kind());
+      uses_hopper_ |= codegen::isHopperStmt(stmt->kind());
       if (const auto* c = dynamic_cast<const kir::Compute*>(stmt)) {
         if (const auto* scatter = dynamic_cast<const ScatterOp*>(c->expr)) {
           combines_atomically_ |= scatter->combine() != ScatterCombine::Set;
@@ -622,6 +624,7 @@ class Emitter {
     os_ << (half || bfloat ? "\n" : "") << indexTypedef(options_.index_type) << blockDimConstant() << kPrelude;
     if (!vector_bytes_.empty()) os_ << kVectorPrelude;
     if (uses_tensor_cores_) os_ << codegen::kTensorCorePrelude;
+    if (uses_hopper_) os_ << codegen::hopperPrelude(kernel_);
     if (combines_atomically_) os_ << codegen::kScatterPrelude;
     os_ << codegen::specialMathPrelude(special_functions_);
     os_ << "\n";
@@ -652,6 +655,7 @@ class Emitter {
                   " is a constant");
       params.push_back(cudaType(scalar->dtype()) + " " + scalar->symbol());
     }
+    for (std::string& map : codegen::tensorMapParameters(kernel_)) params.push_back(std::move(map));
     os_ << "extern \"C\" __global__ void ";
     if (auto threads = threadsPerBlock()) {
       os_ << "__launch_bounds__(" << *threads;
@@ -735,6 +739,19 @@ class Emitter {
         line(codegen::tensorCoreCall(
             stmt, [&](const kir::Access& a) { return element(a); },
             [&](const kir::Predicate& p) { return predicateText(p); }));
+        return;
+      case kir::StmtKind::MbarrierInit:
+      case kir::StmtKind::MbarrierArrive:
+      case kir::StmtKind::MbarrierWait:
+      case kir::StmtKind::TmaLoad:
+      case kir::StmtKind::FenceProxyAsync:
+      case kir::StmtKind::Wgmma:
+      case kir::StmtKind::WgmmaFence:
+      case kir::StmtKind::WgmmaCommit:
+      case kir::StmtKind::WgmmaWait:
+        line(codegen::hopperCall(
+            stmt, [&](const kir::Access& a) { return element(a); },
+            [&](const IntExpr& e) { return indexText(e, true); }));
         return;
       case kir::StmtKind::BlockSync: {
         const auto& sync = static_cast<const kir::BlockSync&>(stmt);
@@ -1377,6 +1394,7 @@ class Emitter {
   const std::unordered_map<const kir::Buffer*, int64_t> vector_bytes_;
   std::unordered_set<const kir::Buffer*> fragment_buffers_;  // LdMatrix/Mma operands
   bool uses_tensor_cores_ = false;
+  bool uses_hopper_ = false;  // mbarrier, TMA or wgmma statements
   bool combines_atomically_ = false;  // a scatter that is not Set: the atomics prelude
   std::set<std::string> special_functions_;  // the special functions the kernel calls
   std::ostringstream os_;
