@@ -11,6 +11,7 @@
 #include "codegen/scan_prelude.h"
 #include "codegen/scatter_prelude.h"
 #include "codegen/special_math_prelude.h"
+#include "codegen/hopper_ops.h"
 #include "codegen/tensor_core.h"
 #include "codegen/vectorize.h"
 #include "fusion/error.h"
@@ -595,6 +596,7 @@ class Emitter {
     }
     kir::forEachStmt(kernel.body, [&](const kir::Stmt* stmt, int) {
       uses_tensor_cores_ |= codegen::isTensorCoreStmt(stmt->kind());
+      uses_hopper_ |= codegen::isHopperStmt(stmt->kind());
       if (const auto* c = dynamic_cast<const kir::Compute*>(stmt)) {
         if (const auto* scatter = dynamic_cast<const ScatterOp*>(c->expr)) {
           combines_atomically_ |= scatter->combine() != ScatterCombine::Set;
@@ -635,6 +637,7 @@ class Emitter {
     os_ << (half || bfloat ? "\n" : "") << indexTypedef(options_.index_type) << blockDimConstant() << kPrelude;
     if (!vector_bytes_.empty()) os_ << kVectorPrelude;
     if (uses_tensor_cores_) os_ << codegen::kTensorCorePrelude;
+    if (uses_hopper_) os_ << codegen::hopperPrelude(kernel_);
     if (combines_atomically_) os_ << codegen::kScatterPrelude;
     if (adds_log_exps_) os_ << codegen::kLogAddExpPrelude;
     os_ << codegen::specialMathPrelude(special_functions_);
@@ -666,6 +669,7 @@ class Emitter {
                   " is a constant");
       params.push_back(cudaType(scalar->dtype()) + " " + scalar->symbol());
     }
+    for (std::string& map : codegen::tensorMapParameters(kernel_)) params.push_back(std::move(map));
     os_ << "extern \"C\" __global__ void ";
     if (auto threads = threadsPerBlock()) {
       os_ << "__launch_bounds__(" << *threads;
@@ -750,6 +754,19 @@ class Emitter {
         line(codegen::tensorCoreCall(
             stmt, [&](const kir::Access& a) { return element(a); },
             [&](const kir::Predicate& p) { return predicateText(p); }));
+        return;
+      case kir::StmtKind::MbarrierInit:
+      case kir::StmtKind::MbarrierArrive:
+      case kir::StmtKind::MbarrierWait:
+      case kir::StmtKind::TmaLoad:
+      case kir::StmtKind::FenceProxyAsync:
+      case kir::StmtKind::Wgmma:
+      case kir::StmtKind::WgmmaFence:
+      case kir::StmtKind::WgmmaCommit:
+      case kir::StmtKind::WgmmaWait:
+        line(codegen::hopperCall(
+            stmt, [&](const kir::Access& a) { return element(a); },
+            [&](const IntExpr& e) { return indexText(e, true); }));
         return;
       case kir::StmtKind::BlockSync: {
         const auto& sync = static_cast<const kir::BlockSync&>(stmt);
@@ -1415,6 +1432,7 @@ class Emitter {
   const std::unordered_map<const kir::Buffer*, int64_t> vector_bytes_;
   std::unordered_set<const kir::Buffer*> fragment_buffers_;  // LdMatrix/Mma operands
   bool uses_tensor_cores_ = false;
+  bool uses_hopper_ = false;  // mbarrier, TMA or wgmma statements
   bool combines_atomically_ = false;  // a scatter that is not Set: the atomics prelude
   bool adds_log_exps_ = false;  // a logcumsumexp: the logAddExp prelude
   std::set<std::string> special_functions_;  // the special functions the kernel calls

@@ -163,6 +163,38 @@ std::string stmtText(const Stmt* stmt) {
       return accessString(m->c) + " += mma.m16n8k16(" + accessString(m->a) + ", " +
              accessString(m->b) + ")";
     }
+    case StmtKind::MbarrierInit: {
+      auto* i = static_cast<const MbarrierInit*>(stmt);
+      return "mbarrier.init " + accessString(i->barrier) + ", " + std::to_string(i->arrivals);
+    }
+    case StmtKind::MbarrierArrive: {
+      auto* a = static_cast<const MbarrierArrive*>(stmt);
+      return a->transaction_bytes > 0 ? "mbarrier.arrive.expect_tx " + accessString(a->barrier) +
+                                            ", " + std::to_string(a->transaction_bytes)
+                                      : "mbarrier.arrive " + accessString(a->barrier);
+    }
+    case StmtKind::MbarrierWait: {
+      auto* w = static_cast<const MbarrierWait*>(stmt);
+      return "mbarrier.wait " + accessString(w->barrier) + " parity " + w->parity.toString();
+    }
+    case StmtKind::TmaLoad: {
+      auto* t = static_cast<const TmaLoad*>(stmt);
+      return accessString(t->dst) + " <- tma " + t->map->name + "(" + t->row.toString() + ", " +
+             t->col.toString() + ") box " + std::to_string(t->map->box_rows) + "x" +
+             std::to_string(t->map->box_cols) +
+             (t->map->swizzle == TmaSwizzle::Bytes128 ? " swizzle128" : "") + " on " +
+             accessString(t->barrier);
+    }
+    case StmtKind::FenceProxyAsync: return "fence.proxy.async.shared::cta";
+    case StmtKind::Wgmma: {
+      auto* w = static_cast<const Wgmma*>(stmt);
+      return accessString(w->acc) + (w->accumulate ? " += " : " = ") + "wgmma.m64n" +
+             std::to_string(w->n) + "k16(" + accessString(w->a) + ", " + accessString(w->b) + ")";
+    }
+    case StmtKind::WgmmaFence: return "wgmma.fence";
+    case StmtKind::WgmmaCommit: return "wgmma.commit_group";
+    case StmtKind::WgmmaWait:
+      return "wgmma.wait_group " + std::to_string(static_cast<const WgmmaWait*>(stmt)->pending);
   }
   return "?";
 }

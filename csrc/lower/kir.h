@@ -95,6 +95,16 @@ enum class StmtKind {
   CpAsyncWait,    // waits until at most N of the thread's groups are in flight
   LdMatrix,       // warp-collective 8x8 b16 matrix loads from shared memory
   Mma,            // warp-collective mma.sync m16n8k16, fp32 accumulation
+  // Hopper statements (sm_90a), see the classes below.
+  MbarrierInit,     // sets a shared mbarrier's expected arrival count
+  MbarrierArrive,   // one arrival, optionally announcing transaction bytes
+  MbarrierWait,     // blocks until the phase of a parity has completed
+  TmaLoad,          // asynchronous 2-D box copy global -> shared, completing on an mbarrier
+  FenceProxyAsync,  // this thread's generic shared writes before async-proxy accesses
+  Wgmma,            // warpgroup-collective wgmma.mma_async m64nNk16, fp32 accumulation
+  WgmmaFence,       // register writes before the next wgmma
+  WgmmaCommit,      // closes the thread's group of issued wgmmas
+  WgmmaWait,        // waits until at most N wgmma groups are in flight
 };
 
 class Stmt;
@@ -327,10 +337,134 @@ class Mma : public Stmt {
   Access b;
 };
 
-// True for statements all 32 lanes of a warp execute together.
-inline bool isWarpCollective(StmtKind kind) {
-  return kind == StmtKind::LdMatrix || kind == StmtKind::Mma;
-}
+// An mbarrier is one element of a Shared buffer of Int (8-byte) elements,
+// 8-byte aligned. Its state: the arrivals expected per phase, the arrivals
+// and transaction bytes still pending in the current phase, and the phase
+// number (0 after init). A phase completes when no arrival and no
+// transaction byte is pending; the next phase then expects the same count.
+
+// mbarrier.init.shared::cta.b64: phase 0 expecting `arrivals` arrivals. A
+// generic-proxy write: before an async-proxy operation (a TMA copy
+// completing on it) the initializing thread needs a FenceProxyAsync and the
+// block a barrier.
+class MbarrierInit : public Stmt {
+ public:
+  MbarrierInit() : Stmt(StmtKind::MbarrierInit) {}
+  Access barrier;
+  int64_t arrivals = 1;
+};
+
+// mbarrier.arrive[.expect_tx].shared::cta.b64: one arrival on the current
+// phase; with `transaction_bytes` > 0 it first adds that many bytes the phase
+// must also see completed (by TmaLoad) before it completes.
+class MbarrierArrive : public Stmt {
+ public:
+  MbarrierArrive() : Stmt(StmtKind::MbarrierArrive) {}
+  Access barrier;
+  int64_t transaction_bytes = 0;
+};
+
+// A loop on mbarrier.try_wait.parity.shared::cta.b64: returns once the
+// phase of parity `parity` (0 or 1) has completed, i.e. while the current
+// phase's parity differs from it. The data of the TMA copies that completed
+// that phase are visible to the waiting thread afterwards.
+class MbarrierWait : public Stmt {
+ public:
+  MbarrierWait() : Stmt(StmtKind::MbarrierWait) {}
+  Access barrier;
+  IntExpr parity = 0;
+};
+
+// How a TMA box lands in shared memory. Bytes128: the box's rows must be 128
+// bytes; 16-byte chunk c of row r is stored at chunk c ^ (r % 8) (the
+// pattern repeats every 1024 bytes, so the destination is 1024-byte aligned).
+enum class TmaSwizzle { None, Bytes128 };
+
+// A tensor map (CUtensorMap, a kernel parameter the runtime encodes at
+// launch): boxes of box_rows x box_cols elements of a 2-D row-major Global
+// tensor (its innermost stride 1).
+struct TensorMap {
+  const Buffer* tensor = nullptr;
+  int64_t box_rows = 0;
+  int64_t box_cols = 0;
+  TmaSwizzle swizzle = TmaSwizzle::None;
+  std::string name;  // the kernel parameter's name
+  int64_t boxBytes() const { return box_rows * box_cols * dataTypeSize(tensor->dtype); }
+};
+
+// cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+// (issued by one thread): copies the box of `map` whose first element is
+// (row, col) of the tensor to `dst` (a Shared element, 128-byte aligned),
+// row-major and swizzled as the map says; elements outside the tensor are
+// zero-filled. It completes the box's bytes on `barrier`'s current phase, and
+// its data land when that phase completes: no thread may touch `dst` before
+// then, and a thread reads it only after waiting for that phase.
+class TmaLoad : public Stmt {
+ public:
+  TmaLoad() : Stmt(StmtKind::TmaLoad) {}
+  Access dst;
+  const TensorMap* map = nullptr;
+  IntExpr row = 0;
+  IntExpr col = 0;
+  Access barrier;
+};
+
+// fence.proxy.async.shared::cta: the thread's earlier generic-proxy writes
+// to shared memory (stores, mbarrier.init) become visible to later
+// async-proxy operations (TMA, wgmma operand reads).
+class FenceProxyAsync : public Stmt {
+ public:
+  FenceProxyAsync() : Stmt(StmtKind::FenceProxyAsync) {}
+};
+
+// wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}: D = A B^T (+ D when
+// `accumulate`), executed by a warpgroup (4 warps, 128 threads, aligned)
+// together. A (64 x 16) and B (n x 16) are read from shared memory through
+// 64-bit matrix descriptors: `a` and `b` are their (row 0, k 0) elements in
+// tiles of rows of 64 16-bit elements (128 bytes), 128-byte swizzled as a
+// TmaSwizzle::Bytes128 load leaves them, 8-row groups 1024 bytes apart; the
+// tile is 1024-byte aligned and `a`/`b` lie 0, 32, 64 or 96 bytes into it
+// (the k16 step). Each thread holds n / 2 fp32 accumulators from `acc` on
+// (a Local Float buffer), in the layout of lower/hopper_layout.h. The
+// result is written asynchronously: the accumulators may be touched only
+// after a WgmmaWait retires the wgmma's group, and registers written by
+// other instructions need a WgmmaFence before the wgmma reads them.
+class Wgmma : public Stmt {
+ public:
+  Wgmma() : Stmt(StmtKind::Wgmma) {}
+  Access acc;
+  Access a;
+  Access b;
+  int64_t n = 64;
+  bool accumulate = true;
+};
+
+// wgmma.fence.sync.aligned. `accumulators` (Local Float buffers) are the
+// registers later wgmmas use: codegen pins them so the compiler finishes
+// their writes before the fence.
+class WgmmaFence : public Stmt {
+ public:
+  WgmmaFence() : Stmt(StmtKind::WgmmaFence) {}
+  std::vector<const Buffer*> accumulators;
+};
+
+// wgmma.commit_group.sync.aligned: this thread's wgmmas since its last
+// commit form one group.
+class WgmmaCommit : public Stmt {
+ public:
+  WgmmaCommit() : Stmt(StmtKind::WgmmaCommit) {}
+};
+
+// wgmma.wait_group.sync.aligned `pending`: at most `pending` of the thread's
+// committed groups stay in flight (the oldest retire first). Codegen pins
+// `accumulators` after it, so no use of them moves before the wait.
+class WgmmaWait : public Stmt {
+ public:
+  WgmmaWait() : Stmt(StmtKind::WgmmaWait) {}
+  int64_t pending = 0;
+  std::vector<const Buffer*> accumulators;
+};
+
 
 // The launch configuration: one extent per bound parallel type (1 if unused).
 struct LaunchDims {
@@ -343,6 +477,8 @@ struct Kernel {
   std::vector<const Buffer*> inputs;             // Global, in fusion input order
   std::vector<const Buffer*> outputs;            // Global, in fusion output order
   std::vector<const Scalar*> scalar_inputs;
+  // Tensor maps of TmaLoad statements: kernel parameters after the scalars.
+  std::vector<std::unique_ptr<TensorMap>> tensor_maps;
   StmtList body;
   LaunchDims launch;
   // The shared-memory plan (buffers, conflicts, addresses, inserted barriers,

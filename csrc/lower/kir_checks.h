@@ -65,4 +65,77 @@ inline void checkTensorCoreOperands(const Stmt& stmt) {
   }
 }
 
+inline void expectBarrier(const Access& a, const char* stmt) {
+  expectBuffer(a, MemoryType::Shared, stmt, "barrier");
+  SMELT_CHECK(a.buffer->dtype == DataType::Int, stmt, ": barrier buffer ", a.buffer->name, " is ",
+              a.buffer->dtype, "; an mbarrier is one 8-byte Int element");
+}
+
+// Throws smelt::Error, naming the statement and buffer, when a Hopper
+// statement's operands are malformed: an mbarrier not an Int element of a
+// Shared buffer, an arrival count outside 1..2^20-1, a TMA map that is not a
+// 2-D Global tensor's, with a box outside 1..256 per side, not 16-byte rows,
+// or 128-byte swizzle with rows other than 128 bytes, or a wgmma whose n is
+// not a multiple of 8 in 8..256 or whose operands are not Shared Half/BFloat16
+// (one type) into a Local Float accumulator.
+inline void checkHopperOperands(const Stmt& stmt) {
+  switch (stmt.kind()) {
+    case StmtKind::MbarrierInit: {
+      const auto& i = static_cast<const MbarrierInit&>(stmt);
+      expectBarrier(i.barrier, "mbarrier.init");
+      SMELT_CHECK(i.arrivals >= 1 && i.arrivals < (int64_t{1} << 20), "mbarrier.init of ",
+                  i.barrier.buffer->name, ": arrival count ", i.arrivals, " outside 1..2^20-1");
+      return;
+    }
+    case StmtKind::MbarrierArrive: {
+      const auto& a = static_cast<const MbarrierArrive&>(stmt);
+      expectBarrier(a.barrier, "mbarrier.arrive");
+      SMELT_CHECK(a.transaction_bytes >= 0 && a.transaction_bytes < (int64_t{1} << 20),
+                  "mbarrier.arrive.expect_tx on ", a.barrier.buffer->name, ": ",
+                  a.transaction_bytes, " transaction bytes outside 0..2^20-1");
+      return;
+    }
+    case StmtKind::MbarrierWait:
+      expectBarrier(static_cast<const MbarrierWait&>(stmt).barrier, "mbarrier.try_wait");
+      return;
+    case StmtKind::TmaLoad: {
+      const auto& t = static_cast<const TmaLoad&>(stmt);
+      expectBarrier(t.barrier, "TMA load");
+      expectBuffer(t.dst, MemoryType::Shared, "TMA load", "destination");
+      SMELT_CHECK(t.map != nullptr && t.map->tensor != nullptr, "TMA load into ",
+                  t.dst.buffer->name, " has no tensor map");
+      const TensorMap& m = *t.map;
+      expectBuffer({m.tensor, 0}, MemoryType::Global, "TMA load", "source tensor");
+      SMELT_CHECK(m.tensor->shape.size() == 2, "tensor map ", m.name, ": ", m.tensor->name,
+                  " has rank ", m.tensor->shape.size(), "; TMA loads here are 2-D");
+      SMELT_CHECK(m.tensor->dtype == t.dst.buffer->dtype, "TMA load copies ", m.tensor->name, " (",
+                  m.tensor->dtype, ") into ", t.dst.buffer->name, " (", t.dst.buffer->dtype,
+                  "); it cannot convert");
+      const int64_t row_bytes = m.box_cols * dataTypeSize(m.tensor->dtype);
+      SMELT_CHECK(m.box_rows >= 1 && m.box_rows <= 256 && m.box_cols >= 1 && m.box_cols <= 256 &&
+                      row_bytes % 16 == 0,
+                  "tensor map ", m.name, ": box ", m.box_rows, "x", m.box_cols,
+                  " needs 1..256 elements per side and rows of a multiple of 16 bytes");
+      SMELT_CHECK(m.swizzle == TmaSwizzle::None || row_bytes == 128, "tensor map ", m.name,
+                  ": 128-byte swizzle needs rows of 128 bytes, the box has ", row_bytes);
+      return;
+    }
+    case StmtKind::Wgmma: {
+      const auto& w = static_cast<const Wgmma&>(stmt);
+      expectBuffer(w.a, MemoryType::Shared, "wgmma", "A tile");
+      expectBuffer(w.b, MemoryType::Shared, "wgmma", "B tile");
+      expectBuffer(w.acc, MemoryType::Local, "wgmma", "accumulator");
+      SMELT_CHECK(w.n >= 8 && w.n <= 256 && w.n % 8 == 0, "wgmma into ", w.acc.buffer->name,
+                  ": n = ", w.n, "; m64nNk16 takes n a multiple of 8 in 8..256");
+      SMELT_CHECK(isMmaOperandType(w.a.buffer->dtype) && w.a.buffer->dtype == w.b.buffer->dtype,
+                  "wgmma: operands ", w.a.buffer->name, " (", w.a.buffer->dtype, ") and ",
+                  w.b.buffer->name, " (", w.b.buffer->dtype, ") must both be Half or both BFloat16");
+      SMELT_CHECK(w.acc.buffer->dtype == DataType::Float, "wgmma: accumulator ",
+                  w.acc.buffer->name, " is ", w.acc.buffer->dtype, "; it accumulates in Float");
+      return;
+    }
+    default: return;
+  }
+}
+
 }  // namespace smelt::kir

@@ -79,10 +79,37 @@ void forEachIndex(Stmt& stmt, const std::function<void(IntExpr&)>& f) {
       f(m.b.index);
       return;
     }
+    case StmtKind::MbarrierInit: f(static_cast<MbarrierInit&>(stmt).barrier.index); return;
+    case StmtKind::MbarrierArrive: f(static_cast<MbarrierArrive&>(stmt).barrier.index); return;
+    case StmtKind::MbarrierWait: {
+      auto& w = static_cast<MbarrierWait&>(stmt);
+      f(w.barrier.index);
+      f(w.parity);
+      return;
+    }
+    case StmtKind::TmaLoad: {
+      auto& t = static_cast<TmaLoad&>(stmt);
+      f(t.dst.index);
+      f(t.row);
+      f(t.col);
+      f(t.barrier.index);
+      return;
+    }
+    case StmtKind::Wgmma: {
+      auto& w = static_cast<Wgmma&>(stmt);
+      f(w.acc.index);
+      f(w.a.index);
+      f(w.b.index);
+      return;
+    }
     case StmtKind::Allocate:
     case StmtKind::BlockSync:
     case StmtKind::CpAsyncCommit:
-    case StmtKind::CpAsyncWait: return;
+    case StmtKind::CpAsyncWait:
+    case StmtKind::FenceProxyAsync:
+    case StmtKind::WgmmaFence:
+    case StmtKind::WgmmaCommit:
+    case StmtKind::WgmmaWait: return;
   }
 }
 
@@ -134,6 +161,23 @@ void forEachAccess(Stmt& stmt, const std::function<void(Access&, bool)>& f) {
       f(m.c, true);
       f(m.a, false);
       f(m.b, false);
+      return;
+    }
+    // An mbarrier's state is read and written by every operation on it.
+    case StmtKind::MbarrierInit: f(static_cast<MbarrierInit&>(stmt).barrier, true); return;
+    case StmtKind::MbarrierArrive: f(static_cast<MbarrierArrive&>(stmt).barrier, true); return;
+    case StmtKind::MbarrierWait: f(static_cast<MbarrierWait&>(stmt).barrier, false); return;
+    case StmtKind::TmaLoad: {
+      auto& t = static_cast<TmaLoad&>(stmt);
+      f(t.dst, true);
+      f(t.barrier, true);
+      return;
+    }
+    case StmtKind::Wgmma: {
+      auto& w = static_cast<Wgmma&>(stmt);
+      f(w.acc, true);
+      f(w.a, false);
+      f(w.b, false);
       return;
     }
     default: return;
@@ -237,6 +281,21 @@ std::unique_ptr<Stmt> cloneTree(const Stmt& root) {
       return std::make_unique<CpAsyncWait>(static_cast<const CpAsyncWait&>(root));
     case StmtKind::LdMatrix: return std::make_unique<LdMatrix>(static_cast<const LdMatrix&>(root));
     case StmtKind::Mma: return std::make_unique<Mma>(static_cast<const Mma&>(root));
+    case StmtKind::MbarrierInit:
+      return std::make_unique<MbarrierInit>(static_cast<const MbarrierInit&>(root));
+    case StmtKind::MbarrierArrive:
+      return std::make_unique<MbarrierArrive>(static_cast<const MbarrierArrive&>(root));
+    case StmtKind::MbarrierWait:
+      return std::make_unique<MbarrierWait>(static_cast<const MbarrierWait&>(root));
+    case StmtKind::TmaLoad: return std::make_unique<TmaLoad>(static_cast<const TmaLoad&>(root));
+    case StmtKind::FenceProxyAsync:
+      return std::make_unique<FenceProxyAsync>(static_cast<const FenceProxyAsync&>(root));
+    case StmtKind::Wgmma: return std::make_unique<Wgmma>(static_cast<const Wgmma&>(root));
+    case StmtKind::WgmmaFence:
+      return std::make_unique<WgmmaFence>(static_cast<const WgmmaFence&>(root));
+    case StmtKind::WgmmaCommit:
+      return std::make_unique<WgmmaCommit>(static_cast<const WgmmaCommit&>(root));
+    case StmtKind::WgmmaWait: return std::make_unique<WgmmaWait>(static_cast<const WgmmaWait&>(root));
   }
   SMELT_INTERNAL_CHECK(false, "unknown kernel IR statement");
 }

@@ -25,6 +25,8 @@ struct Driver {
   decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
   decltype(&::cuFuncSetAttribute) funcSetAttribute = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
+  // Optional: drivers before CUDA 12 have no TMA (checked where used).
+  decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
 
   int devices = 0;
   std::string error;  // non-empty: no usable device, and why
@@ -70,6 +72,8 @@ void load(Driver& d) {
   resolve(library, "cuModuleGetFunction", d.moduleGetFunction, e);
   resolve(library, "cuFuncSetAttribute", d.funcSetAttribute, e);
   resolve(library, "cuLaunchKernel", d.launchKernel, e);
+  d.tensorMapEncodeTiled =
+      reinterpret_cast<decltype(d.tensorMapEncodeTiled)>(dlsym(library, "cuTensorMapEncodeTiled"));
   if (!e.empty()) return;
   if (CUresult r = d.init(0); r != CUDA_SUCCESS) {
     e = "cuInit failed: " + resultText(d, r);
@@ -187,6 +191,57 @@ void launchKernel(CUfunction function, const LaunchConfig& config, const std::ve
                        static_cast<unsigned>(config.dynamic_smem_bytes), config.stream,
                        const_cast<void**>(args.data()), nullptr),
         "cuLaunchKernel");
+}
+
+TiledTensorMap tiledTensorMap(const std::string& name, void* data, DataType dtype,
+                              const std::vector<int64_t>& sizes,
+                              const std::vector<int64_t>& strides, int64_t box_rows,
+                              int64_t box_cols, bool swizzle128) {
+  SMELT_CHECK(sizes.size() == 2 && strides.size() == 2, "TMA: tensor ", name, " has rank ",
+              sizes.size(), "; its tensor map is 2-D");
+  TiledTensorMap map;
+  switch (dtype) {
+    case DataType::Half: map.dtype = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+    case DataType::BFloat16: map.dtype = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+    case DataType::Float: map.dtype = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+    default: SMELT_CHECK(false, "TMA: tensor ", name, " is ", dtype, ", which no tensor map here reads");
+  }
+  const int64_t element = dataTypeSize(dtype);
+  const int64_t row_stride_bytes = strides[0] * element;
+  SMELT_CHECK(strides[1] == 1 || sizes[1] == 1, "TMA: tensor ", name,
+              " is not contiguous along its last dimension (stride ", strides[1], ")");
+  SMELT_CHECK(reinterpret_cast<uintptr_t>(data) % 16 == 0, "TMA: tensor ", name,
+              "'s data is not 16-byte aligned");
+  SMELT_CHECK(row_stride_bytes % 16 == 0 && row_stride_bytes > 0, "TMA: tensor ", name,
+              "'s row stride of ", row_stride_bytes, " bytes is not a positive multiple of 16");
+  SMELT_CHECK(box_rows >= 1 && box_rows <= 256 && box_cols >= 1 && box_cols <= 256 &&
+                  (box_cols * element) % 16 == 0,
+              "TMA: box ", box_rows, "x", box_cols, " of ", name,
+              " needs 1..256 elements per side and rows of a multiple of 16 bytes");
+  SMELT_CHECK(!swizzle128 || box_cols * element == 128, "TMA: the 128-byte swizzle of ", name,
+              " needs box rows of 128 bytes, not ", box_cols * element);
+  map.address = data;
+  map.dims[0] = static_cast<cuuint64_t>(sizes[1]);
+  map.dims[1] = static_cast<cuuint64_t>(sizes[0]);
+  map.row_stride_bytes = static_cast<cuuint64_t>(row_stride_bytes);
+  map.box[0] = static_cast<cuuint32_t>(box_cols);
+  map.box[1] = static_cast<cuuint32_t>(box_rows);
+  map.swizzle = swizzle128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE;
+  return map;
+}
+
+CUtensorMap encodeTensorMap(const TiledTensorMap& map) {
+  Driver& d = driver();
+  SMELT_CHECK(d.tensorMapEncodeTiled != nullptr,
+              "CUDA driver: no cuTensorMapEncodeTiled (TMA needs a CUDA 12 driver)");
+  CUtensorMap encoded;
+  const cuuint32_t element_strides[2] = {1, 1};
+  check(d.tensorMapEncodeTiled(&encoded, map.dtype, 2, map.address, map.dims, &map.row_stride_bytes,
+                               map.box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, map.swizzle,
+                               CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled");
+  return encoded;
 }
 
 }  // namespace smelt::cuda

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "fusion/types.h"
+
 namespace smelt::cuda {
 
 // True when libcuda loads, cuInit succeeds and there is at least one device.
@@ -54,5 +56,29 @@ struct LaunchConfig {
 // KernelArguments). Raises the function's dynamic shared-memory limit first
 // when the launch needs more than the default 48 KiB.
 void launchKernel(CUfunction function, const LaunchConfig& config, const std::vector<void*>& args);
+
+// The arguments of cuTensorMapEncodeTiled for boxes of box_rows x box_cols
+// elements of the 2-D row-major tensor `name` at `data` (dimensions and
+// strides innermost first, strides in bytes), computed without a driver.
+// Throws smelt::Error naming the tensor when TMA cannot read it: not 2-D,
+// not contiguous along its rows, a base address or row stride not a
+// multiple of 16 bytes, a box outside 1..256 per side, rows of other than 128
+// bytes with the 128-byte swizzle, or a dtype without a TMA element type.
+struct TiledTensorMap {
+  CUtensorMapDataType dtype = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  void* address = nullptr;
+  cuuint64_t dims[2] = {0, 0};
+  cuuint64_t row_stride_bytes = 0;
+  cuuint32_t box[2] = {0, 0};
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+};
+TiledTensorMap tiledTensorMap(const std::string& name, void* data, DataType dtype,
+                              const std::vector<int64_t>& sizes,
+                              const std::vector<int64_t>& strides, int64_t box_rows,
+                              int64_t box_cols, bool swizzle128);
+
+// Encodes the map with the driver's cuTensorMapEncodeTiled (zero fill out of
+// bounds, no interleave, 128-byte L2 promotion).
+CUtensorMap encodeTensorMap(const TiledTensorMap& map);
 
 }  // namespace smelt::cuda

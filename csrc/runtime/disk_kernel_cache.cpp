@@ -79,7 +79,7 @@ std::string kernelCacheKey(const std::string& source, const std::string& kernel_
                            const NvrtcOptions& options) {
   std::ostringstream key;
   key << "smelt " << SMELT_VERSION << "\nnvrtc " << nvrtcVersionText() << "\ninclude "
-      << cudaIncludeDir() << "\narch " << options.arch << "\noptions";
+      << cudaIncludeDir() << "\narch " << options.arch << (options.arch_specific ? "a" : "") << "\noptions";
   for (const std::string& option : options.extra_options) key << " " << option;
   key << "\nkernel " << kernel_name << "\n" << source;
   return key.str();

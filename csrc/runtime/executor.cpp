@@ -18,12 +18,14 @@
 #include <sstream>
 
 #include "codegen/cuda_codegen.h"
+#include "codegen/hopper_ops.h"
 #include "codegen/vectorize.h"
 #include "fusion/error.h"
 #include "lower/alloc_reuse/kernel_plan.h"
 #include "lower/lower.h"
 #include "runtime/aten_evaluator.h"
 #include "runtime/build_id.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/disk_kernel_cache.h"
 #include "runtime/fusion_key.h"
 #include "runtime/index_type.h"
@@ -58,6 +60,16 @@ std::string kernelNameFor(const std::string& key) {
 }
 
 
+// The tensor parameter a TMA map reads: an index into inputs, then outputs.
+TensorMapParam tensorMapParam(const kir::Kernel& kernel, const kir::TensorMap& map) {
+  std::vector<const kir::Buffer*> tensors = kernel.inputs;
+  tensors.insert(tensors.end(), kernel.outputs.begin(), kernel.outputs.end());
+  const auto it = std::find(tensors.begin(), tensors.end(), map.tensor);
+  SMELT_INTERNAL_CHECK(it != tensors.end(), "tensor map ", map.name, " reads ", map.tensor->name,
+                       ", which is not a kernel parameter");
+  return {it - tensors.begin(), map.box_rows, map.box_cols, map.swizzle == kir::TmaSwizzle::Bytes128};
+}
+
 // Generates, compiles and checks the kernel; describes its launch.
 KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, int arch,
                           DataType index_type) {
@@ -70,6 +82,7 @@ KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, in
   codegen.index_type = index_type;
   NvrtcOptions nvrtc;
   nvrtc.arch = arch;
+  nvrtc.arch_specific = info.arch_specific = codegen::needsArchSpecificTarget(kernel);
   // A block of 256 threads or more asks ptxas for the SM's full thread count
   // (e.g. 4 blocks of 512: at most 32 registers), kept unless that costs a
   // stack frame or spills; then the kernel is compiled without the request.
@@ -105,6 +118,7 @@ KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, in
   for (const kir::Buffer* b : kernel.inputs) info.inputs.push_back(tensorParam(b));
   for (const kir::Buffer* b : kernel.outputs) info.outputs.push_back(tensorParam(b));
   for (const Scalar* s : kernel.scalar_inputs) info.scalars.push_back(ScalarParam{s->symbol(), s->dtype()});
+  for (const auto& map : kernel.tensor_maps) info.tensor_maps.push_back(tensorMapParam(kernel, *map));
   for (int i = 0; i < 3; ++i) {
     info.grid[i] = kernel.launch.grid[i];
     info.block[i] = kernel.launch.block[i];
@@ -131,6 +145,7 @@ std::optional<KernelEntry> loadStoredKernel(const std::string& key, const std::s
   if (!info) return std::nullopt;
   NvrtcOptions nvrtc;
   nvrtc.arch = arch;
+  nvrtc.arch_specific = info->arch_specific;
   std::optional<CompiledKernel> compiled = loadCachedKernel(*dir, kernelCacheKey(info->cuda_source, name, nvrtc));
   if (!compiled) return std::nullopt;
   compiled->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -590,6 +605,7 @@ PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c1
   prepared.params = plan->params;
   prepared.outputs = allocateOutputs(*plan, device, &inputs);
   std::vector<const at::Tensor*> scalars;
+  std::vector<const at::Tensor*> tensor_args;  // inputs, then outputs: what tensor maps read
   size_t tensor = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const at::Tensor& t = inputs[i];
@@ -597,6 +613,7 @@ PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c1
       scalars.push_back(&t);
       continue;
     }
+    tensor_args.push_back(&t);
     validator_.checkVectorAlignment(i, t, info.inputs[tensor++].vector_bytes);
     prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), kernelStrides(t), prepared.index_type);
   }
@@ -608,8 +625,20 @@ PreparedLaunch FusionExecutor::prepare(const std::vector<at::Tensor>& inputs, c1
                          " is not aligned for its vector stores");
     prepared.arguments.addTensor(t.data_ptr(), t.sizes().vec(), plan->outputs[o].kernel_strides,
                                  prepared.index_type);
+    tensor_args.push_back(&t);
   }
   for (size_t s = 0; s < scalars.size(); ++s) addScalarArgument(prepared.arguments, info.scalars[s], *scalars[s]);
+  if (!info.tensor_maps.empty()) {
+    for (const TensorMapParam& m : info.tensor_maps) {
+      const at::Tensor& t = *tensor_args.at(static_cast<size_t>(m.tensor));
+      const TensorParam& param = m.tensor < static_cast<int64_t>(info.inputs.size())
+                                     ? info.inputs[m.tensor]
+                                     : info.outputs[m.tensor - info.inputs.size()];
+      prepared.arguments.addScalar(cuda::encodeTensorMap(cuda::tiledTensorMap(
+          param.name, t.data_ptr(), param.dtype, t.sizes().vec(), t.strides().vec(), m.box_rows,
+          m.box_cols, m.swizzle128)));
+    }
+  }
   return prepared;
 }
 

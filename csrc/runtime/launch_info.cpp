@@ -92,6 +92,14 @@ std::string serializeLaunchInfo(const KernelLaunchInfo& info) {
     out.i64(c.multiple_of);
   }
   out.bytes(info.smem_report);
+  out.u64(info.tensor_maps.size());
+  for (const TensorMapParam& m : info.tensor_maps) {
+    out.i64(m.tensor);
+    out.i64(m.box_rows);
+    out.i64(m.box_cols);
+    out.u64(m.swizzle128);
+  }
+  out.u64(info.arch_specific);
   return out.data();
 }
 
@@ -118,6 +126,14 @@ KernelLaunchInfo parseLaunchInfo(const std::string& bytes) {
     c.multiple_of = in.i64();
   }
   info.smem_report = in.bytes();
+  info.tensor_maps.resize(in.below(1 << 10, "tensor map count"));
+  for (TensorMapParam& m : info.tensor_maps) {
+    m.tensor = in.i64();
+    m.box_rows = in.i64();
+    m.box_cols = in.i64();
+    m.swizzle128 = in.below(2, "flag") != 0;
+  }
+  info.arch_specific = in.below(2, "flag") != 0;
   SMELT_CHECK(in.atEnd(), "bytes after the launch description");
   return info;
 }

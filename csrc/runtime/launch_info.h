@@ -37,12 +37,25 @@ struct ScalarParam {
   DataType dtype = DataType::Float;
 };
 
+// A TMA tensor map parameter (a CUtensorMap, after the scalars): the runtime
+// encodes it at each launch for the tensor parameter `tensor` (an index into
+// inputs, then outputs), a 2-D row-major tensor read in boxes.
+struct TensorMapParam {
+  int64_t tensor = 0;
+  int64_t box_rows = 0;
+  int64_t box_cols = 0;
+  bool swizzle128 = false;
+};
+
 struct KernelLaunchInfo {
   std::string cuda_source;
-  // Kernel parameters in order: inputs, outputs, then scalars.
+  // Kernel parameters in order: inputs, outputs, scalars, then tensor maps.
   std::vector<TensorParam> inputs;
   std::vector<TensorParam> outputs;
   std::vector<ScalarParam> scalars;
+  std::vector<TensorMapParam> tensor_maps;
+  // Compiled for the architecture-specific target (sm_90a: wgmma).
+  bool arch_specific = false;
   IntExpr grid[3] = {1, 1, 1};
   IntExpr block[3] = {1, 1, 1};
   // The planned shared memory per block (block-reduction workspaces included).

@@ -114,7 +114,7 @@ CompiledKernel compileCuda(const std::string& source, const std::string& kernel_
   // sm_XX (not compute_XX) makes NVRTC run ptxas and produce a cubin, which
   // is what lets ptxas -v report registers and shared memory.
   std::vector<std::string> args = {
-      "--gpu-architecture=sm_" + std::to_string(options.arch),
+      "--gpu-architecture=sm_" + std::to_string(options.arch) + (options.arch_specific ? "a" : ""),
       "-std=c++17",
       "-I" + cudaIncludeDir(),
       "--ptxas-options=-v",

@@ -23,6 +23,9 @@ struct PtxasInfo {
 struct NvrtcOptions {
   // Compute capability as major*10+minor: 90 compiles for sm_90.
   int arch = 90;
+  // Compiles for the architecture-specific target (sm_90a): needed by the
+  // instructions that are not forward compatible (wgmma, setmaxnreg).
+  bool arch_specific = false;
   std::vector<std::string> extra_options;  // passed to NVRTC after smelt's own
 };
 

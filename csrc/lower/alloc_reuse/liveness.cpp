@@ -77,6 +77,36 @@ std::vector<BufferAccess> accessesOf(const kir::Stmt* stmt) {
       result.push_back({stmt, m->c.buffer, true, true, nullptr, nullptr, nullptr});
       break;
     }
+    // An mbarrier operation reads the barrier's state; all but the wait write it.
+    case kir::StmtKind::MbarrierInit: {
+      auto* i = static_cast<const kir::MbarrierInit*>(stmt);
+      result.push_back({stmt, i->barrier.buffer, true, false, nullptr, nullptr, nullptr});
+      break;
+    }
+    case kir::StmtKind::MbarrierArrive: {
+      auto* a = static_cast<const kir::MbarrierArrive*>(stmt);
+      result.push_back({stmt, a->barrier.buffer, true, true, nullptr, nullptr, nullptr});
+      break;
+    }
+    case kir::StmtKind::MbarrierWait: {
+      auto* w = static_cast<const kir::MbarrierWait*>(stmt);
+      result.push_back({stmt, w->barrier.buffer, false, true, nullptr, nullptr, nullptr});
+      break;
+    }
+    case kir::StmtKind::TmaLoad: {
+      auto* t = static_cast<const kir::TmaLoad*>(stmt);
+      result.push_back({stmt, t->map->tensor, false, true, nullptr, nullptr, nullptr});
+      result.push_back({stmt, t->dst.buffer, true, false, nullptr, nullptr, nullptr});
+      result.push_back({stmt, t->barrier.buffer, true, true, nullptr, nullptr, nullptr});
+      break;
+    }
+    case kir::StmtKind::Wgmma: {
+      auto* w = static_cast<const kir::Wgmma*>(stmt);
+      result.push_back({stmt, w->a.buffer, false, true, nullptr, nullptr, nullptr});
+      result.push_back({stmt, w->b.buffer, false, true, nullptr, nullptr, nullptr});
+      result.push_back({stmt, w->acc.buffer, true, w->accumulate, nullptr, nullptr, nullptr});
+      break;
+    }
     default:
       break;
   }

@@ -16,6 +16,8 @@
 #include "fusion/mma_fragment.h"
 #include "fusion/random_bits.h"
 #include "fusion/symbols.h"
+#include "lower/hopper_layout.h"
+#include "runtime/simulator/async_proxy.h"
 #include "runtime/simulator/findings.h"
 #include "runtime/simulator/program.h"
 #include "runtime/simulator/shadow.h"
@@ -36,6 +38,7 @@ struct Memory {
   int64_t elements = 0;  // valid indices: [0, elements)
   int64_t offset = 0;    // Shared: byte address; Local: byte offset in a thread's arena
   uint8_t* data = nullptr;  // Global
+  std::vector<int64_t> sizes, strides;  // Global arguments (a TMA's source)
 };
 
 // The kernel bound to its arguments: launch dims, symbol values, buffer layout.
@@ -94,6 +97,8 @@ Launch bindLaunch(const Program& p, const kir::Kernel& kernel,
     Memory& m = L.memory[p.buffer_ids.at(b)];
     m.data = static_cast<uint8_t*>(t.data);
     m.elements = spanOf(t);
+    m.sizes = t.sizes;
+    m.strides = t.strides;
   };
   for (size_t i = 0; i < inputs.size(); ++i) bindTensor(kernel.inputs[i], inputs[i]);
   for (size_t i = 0; i < outputs.size(); ++i) bindTensor(kernel.outputs[i], outputs[i]);
@@ -241,7 +246,7 @@ double scanCombine(ScanCombine combine, double carry, double x) {
   return carry;
 }
 
-class BlockRunner {
+class BlockRunner : private ProxyHost {
  public:
   BlockRunner(const Program& p, const Launch& L, const SimOptions& options, Findings& findings)
       : p_(p),
@@ -249,6 +254,7 @@ class BlockRunner {
         options_(options),
         findings_(findings),
         shadow_(findings),
+        proxy_(p, findings, *this),
         nslots_(p.symbols.size()),
         nthreads_(static_cast<int32_t>(L.threads)) {
     slots_.resize(static_cast<size_t>(nthreads_) * nslots_);
@@ -276,6 +282,10 @@ class BlockRunner {
     std::fill(locals_.begin(), locals_.end(), 0xff);
     if (options_.detect_races) shadow_.reset(L_.shared_bytes);
     in_flight_.assign(static_cast<size_t>(L_.shared_bytes), 0);
+    if (p_.uses_hopper) {
+      proxy_.reset(nthreads_, L_.shared_bytes, L_.local_bytes, smem_.data(),
+                   options_.detect_races ? &shadow_ : nullptr);
+    }
     for (int32_t t = 0; t < nthreads_; ++t) {
       int64_t* s = &slots_[static_cast<size_t>(t) * nslots_];
       std::copy(L_.base_slots.begin(), L_.base_slots.end(), s);
@@ -294,7 +304,7 @@ class BlockRunner {
     }
     for (;;) {
       makeOrder();
-      if (!runToBarriers()) break;
+      if (!runToBarriers() || (p_.uses_hopper && proxy_.deadlocked(arrived_))) break;
       const int32_t barrier = arrived_[0];
       auto other = std::find_if(arrived_.begin(), arrived_.end(),
                                 [&](int32_t a) { return a != barrier; });
@@ -307,6 +317,7 @@ class BlockRunner {
       }
       if (barrier == kExited) break;
       for (int32_t t = 0; t < nthreads_; ++t) ready_[t] = arrived_[t] != kExited;
+      if (p_.uses_hopper) proxy_.blockBarrier();
       nextEpoch();
       const Instr& in = p_.instrs[barrier];
       if (in.op == Op::BlockReduce || in.op == Op::BlockBroadcast) {
@@ -314,6 +325,7 @@ class BlockRunner {
         nextEpoch();
       }
     }
+    if (p_.uses_hopper) proxy_.finishBlock({0, static_cast<int32_t>(p_.instrs.size()) - 1, -1, 0});
     if (options_.detect_races) shadow_.closeEpoch();
   }
 
@@ -329,17 +341,25 @@ class BlockRunner {
         arrived_[t] = runThread(t);
       }
       bool progressed = false;
-      for (int32_t lo = 0; lo < nthreads_; lo += mma::kWarpSize) {
-        const int32_t hi = std::min<int32_t>(nthreads_, lo + mma::kWarpSize);
-        auto collective = [&](int32_t t) {
-          return arrived_[t] != kExited && kir::isWarpCollective(stmtKindOf(p_.instrs[arrived_[t]].op));
-        };
+      for (int32_t warp = 0; warp < nthreads_; warp += mma::kWarpSize) {
+        // The threads of a collective statement a lane of this warp reached:
+        // the warp, or the aligned warpgroup of four holding it.
         int32_t at = -1;
-        for (int32_t t = lo; t < hi && at < 0; ++t) {
-          if (collective(t)) at = t;
+        for (int32_t t = warp; t < std::min<int32_t>(nthreads_, warp + mma::kWarpSize) && at < 0; ++t) {
+          if (groupWidth(t) > 0) at = t;
         }
         if (at < 0) continue;
+        const int32_t width = groupWidth(at);
+        const int32_t lo = warp - warp % width;
+        const int32_t hi = std::min<int32_t>(nthreads_, lo + width);
         const int32_t pc = arrived_[at];
+        // A lane blocked on an mbarrier may still come: the group waits.
+        if (p_.uses_hopper && std::any_of(&arrived_[lo], &arrived_[lo] + (hi - lo), [&](int32_t a) {
+              return a != kExited && p_.instrs[a].op == Op::MbarrierWait;
+            })) {
+          warp = hi - mma::kWarpSize;
+          continue;
+        }
         for (int32_t t = lo; t < hi; ++t) {
           if (arrived_[t] == pc) continue;
           std::string elsewhere = arrived_[t] == kExited
@@ -354,31 +374,63 @@ class BlockRunner {
                               "; the rest of the block was not simulated");
           return false;
         }
-        if (hi - lo != mma::kWarpSize) {
+        if (hi - lo != width) {
           findings_.error(SimError::Kind::DivergentWarp, {at, pc, -1, steps_[at]},
-                          "warp-collective statement in a partial warp of " +
-                              std::to_string(hi - lo) + " threads");
+                          "collective statement of " + std::to_string(width) +
+                              " threads in a partial group of " + std::to_string(hi - lo) +
+                              " threads");
           return false;
         }
         if (p_.instrs[pc].op == Op::LdMatrix) {
           ldmatrix(p_.instrs[pc], pc, lo);
-        } else {
+        } else if (p_.instrs[pc].op == Op::Mma) {
           mmaSync(p_.instrs[pc], pc, lo);
+        } else {
+          proxy_.wgmmaGroup(p_.instrs[pc], pc, lo);
         }
         for (int32_t t = lo; t < hi; ++t) {
           pc_[t] = pc + 1;
           ready_[t] = 1;
         }
         progressed = true;
+        warp = hi - mma::kWarpSize;
+      }
+      for (int32_t t = 0; p_.uses_hopper && t < nthreads_; ++t) {
+        const int32_t pc = arrived_[t];
+        if (pc == kExited || p_.instrs[pc].op != Op::MbarrierWait || !proxy_.waitReady(t, pc)) continue;
+        pc_[t] = pc + 1;
+        ready_[t] = 1;
+        progressed = true;
       }
       if (!progressed) return true;
     }
   }
 
-  static kir::StmtKind stmtKindOf(Op op) {
-    if (op == Op::LdMatrix) return kir::StmtKind::LdMatrix;
-    if (op == Op::Mma) return kir::StmtKind::Mma;
-    return kir::StmtKind::Compute;  // any statement a thread executes alone
+  // Threads executing thread t's current statement together: 32 for warp-
+  // and 128 for warpgroup-collective statements, 0 for any other.
+  int32_t groupWidth(int32_t t) const {
+    if (arrived_[t] == kExited) return 0;
+    const Op op = p_.instrs[arrived_[t]].op;
+    if (op == Op::LdMatrix || op == Op::Mma) return mma::kWarpSize;
+    return op == Op::Wgmma ? static_cast<int32_t>(hopper::kWarpgroupThreads) : 0;
+  }
+
+  // ProxyHost: what the Hopper statements (async_proxy.h) need of this block.
+  int64_t evaluate(int32_t index_code, int32_t t) override { return p_.code.eval(index_code, slotsOf(t)); }
+  uint32_t steps(int32_t t) const override { return steps_[t]; }
+  int64_t byteOf(const RtAccess& a, int32_t t, int32_t pc, int64_t n) override {
+    const int64_t index = evaluate(a.index, t);
+    const Memory& m = L_.memory[a.buffer];
+    if (index < 0 || index + n > m.elements) {
+      findings_.outOfBounds({t, pc, a.buffer, steps_[t]}, true, index < 0 ? index : index + n - 1, m.elements);
+      return -1;
+    }
+    return m.offset + index * m.elem_size;
+  }
+  uint8_t* localArena(int32_t t) override { return localsOf(t); }
+  GlobalView global(int32_t b) const override {
+    const Memory& m = L_.memory[b];
+    return {m.data, m.elem_size, m.elements, m.sizes, m.strides};
   }
 
   // Lane 8j + r of the warp from `lane0` names row r of matrix j; each lane
@@ -564,6 +616,14 @@ class BlockRunner {
                             std::to_string(b) +
                             " while a cp.async to it is in flight (missing wait_group)");
         break;
+      }
+    }
+    if (p_.uses_hopper && m.memory != MemoryType::Global) {
+      const AccessEvent ev{t, pc, buffer, steps_[t]};
+      if (m.memory == MemoryType::Shared) {
+        proxy_.sharedAccess(m.offset + index * m.elem_size, m.elem_size, is_write, ev);
+      } else {
+        proxy_.localAccess(m.offset + index * m.elem_size, m.elem_size, is_write, ev);
       }
     }
     switch (m.memory) {
@@ -994,8 +1054,21 @@ class BlockRunner {
           break;
         case Op::LdMatrix:
         case Op::Mma:
-          pc_[t] = pc;  // resumes here; runToBarriers executes it for the whole warp
+        case Op::Wgmma:
+          pc_[t] = pc;  // resumes here; runToBarriers executes it for the whole warp(group)
           return pc;
+        case Op::MbarrierWait:
+          if (!proxy_.waitReady(t, pc)) {
+            pc_[t] = pc;  // runToBarriers resumes it once the phase completes
+            return pc;
+          }
+          ++pc;
+          break;
+        case Op::MbarrierInit: case Op::MbarrierArrive: case Op::TmaLoad: case Op::FenceProxyAsync:
+        case Op::WgmmaFence: case Op::WgmmaCommit: case Op::WgmmaWait:
+          proxy_.step(in, t, pc);
+          ++pc;
+          break;
         case Op::End:
           exitWithCopiesInFlight(t, pc);
           pc_[t] = pc;
@@ -1065,6 +1138,7 @@ class BlockRunner {
   const SimOptions& options_;
   Findings& findings_;
   SharedShadow shadow_;
+  AsyncProxy proxy_;  // mbarriers, TMA, wgmma (Hopper kernels only)
   int64_t block_linear_ = 0;
   // Per Global buffer written in this launch: the owner (block * threads +
   // thread) of each element, -1 when not stored yet.

@@ -67,6 +67,24 @@ std::string statementText(const kir::Stmt* stmt) {
       return "ldmatrix from " + static_cast<const kir::LdMatrix*>(stmt)->src.buffer->name;
     case kir::StmtKind::Mma:
       return "mma into " + static_cast<const kir::Mma*>(stmt)->c.buffer->name;
+    case kir::StmtKind::MbarrierInit:
+      return "mbarrier.init " + static_cast<const kir::MbarrierInit*>(stmt)->barrier.buffer->name;
+    case kir::StmtKind::MbarrierArrive: {
+      const auto* a = static_cast<const kir::MbarrierArrive*>(stmt);
+      return (a->transaction_bytes > 0 ? "mbarrier.arrive.expect_tx " : "mbarrier.arrive ") +
+             a->barrier.buffer->name;
+    }
+    case kir::StmtKind::MbarrierWait:
+      return "mbarrier.wait " + static_cast<const kir::MbarrierWait*>(stmt)->barrier.buffer->name;
+    case kir::StmtKind::TmaLoad:
+      return "TMA load into " + static_cast<const kir::TmaLoad*>(stmt)->dst.buffer->name;
+    case kir::StmtKind::FenceProxyAsync: return "fence.proxy.async";
+    case kir::StmtKind::Wgmma:
+      return "wgmma into " + static_cast<const kir::Wgmma*>(stmt)->acc.buffer->name;
+    case kir::StmtKind::WgmmaFence: return "wgmma.fence";
+    case kir::StmtKind::WgmmaCommit: return "wgmma.commit_group";
+    case kir::StmtKind::WgmmaWait:
+      return "wgmma.wait_group " + std::to_string(static_cast<const kir::WgmmaWait*>(stmt)->pending);
   }
   return "?";
 }
@@ -530,7 +548,86 @@ class Compiler {
         emit(in, stmt);
         return;
       }
+      case kir::StmtKind::MbarrierInit:
+      case kir::StmtKind::MbarrierArrive:
+      case kir::StmtKind::MbarrierWait:
+      case kir::StmtKind::TmaLoad:
+      case kir::StmtKind::FenceProxyAsync:
+      case kir::StmtKind::Wgmma:
+      case kir::StmtKind::WgmmaFence:
+      case kir::StmtKind::WgmmaCommit:
+      case kir::StmtKind::WgmmaWait:
+        compileHopper(stmt, in, position);
+        emit(in, stmt);
+        return;
     }
+  }
+
+  void compileHopper(const kir::Stmt* stmt, Instr& in, int64_t position) {
+    kir::checkHopperOperands(*stmt);
+    p_.uses_hopper = true;
+    switch (stmt->kind()) {
+      case kir::StmtKind::MbarrierInit: {
+        const auto* i = static_cast<const kir::MbarrierInit*>(stmt);
+        in.op = Op::MbarrierInit;
+        in.out = access(i->barrier);
+        in.count = static_cast<int32_t>(i->arrivals);
+        return;
+      }
+      case kir::StmtKind::MbarrierArrive: {
+        const auto* a = static_cast<const kir::MbarrierArrive*>(stmt);
+        in.op = Op::MbarrierArrive;
+        in.out = access(a->barrier);
+        in.count = static_cast<int32_t>(a->transaction_bytes);
+        return;
+      }
+      case kir::StmtKind::MbarrierWait: {
+        const auto* w = static_cast<const kir::MbarrierWait*>(stmt);
+        in.op = Op::MbarrierWait;
+        in.out = access(w->barrier);
+        in.extent = index(w->parity);
+        return;
+      }
+      case kir::StmtKind::TmaLoad: {
+        const auto* t = static_cast<const kir::TmaLoad*>(stmt);
+        in.op = Op::TmaLoad;
+        in.out = access(t->dst);
+        in.in = access(t->barrier);
+        in.extent = index(t->row);
+        in.extent2 = index(t->col);
+        in.tensor_map = tensorMapId(t->map);
+        return;
+      }
+      case kir::StmtKind::FenceProxyAsync: in.op = Op::FenceProxyAsync; return;
+      case kir::StmtKind::Wgmma: {
+        const auto* w = static_cast<const kir::Wgmma*>(stmt);
+        in.op = Op::Wgmma;
+        in.out = access(w->acc);
+        in.in = access(w->a);
+        in.in2 = access(w->b);
+        in.count = static_cast<int32_t>(w->n);
+        in.accumulate = w->accumulate;
+        return;
+      }
+      case kir::StmtKind::WgmmaFence: in.op = Op::WgmmaFence; return;
+      case kir::StmtKind::WgmmaCommit: in.op = Op::WgmmaCommit; return;
+      case kir::StmtKind::WgmmaWait:
+        in.op = Op::WgmmaWait;
+        in.count = static_cast<int32_t>(static_cast<const kir::WgmmaWait*>(stmt)->pending);
+        SMELT_CHECK(in.count >= 0, "simulator: wgmma.wait_group at position ", position,
+                    " waits for ", in.count, " groups");
+        return;
+      default: SMELT_INTERNAL_CHECK(false, "not a Hopper statement");
+    }
+  }
+
+  int32_t tensorMapId(const kir::TensorMap* map) {
+    for (size_t i = 0; i < p_.tensor_maps.size(); ++i) {
+      if (p_.tensor_maps[i].name == map->name) return static_cast<int32_t>(i);
+    }
+    p_.tensor_maps.push_back({bufferId(map->tensor), map->box_rows, map->box_cols,
+                              map->swizzle == kir::TmaSwizzle::Bytes128, map->name});
+    return static_cast<int32_t>(p_.tensor_maps.size() - 1);
   }
 
   Program& p_;

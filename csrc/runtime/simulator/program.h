@@ -36,6 +36,16 @@ enum class Op : uint8_t {
   CpAsyncWait,    // count = groups that may stay in flight
   LdMatrix,       // warp-collective; out = dst (Local), in = row address (Shared), count = matrices
   Mma,            // warp-collective; out = C, in = A, in2 = B
+  // Hopper (async_proxy.h): out = the mbarrier unless said otherwise
+  MbarrierInit,    // count = arrivals
+  MbarrierArrive,  // count = transaction bytes (0: a plain arrive)
+  MbarrierWait,    // extent = parity
+  TmaLoad,         // out = dst, in = barrier, tensor_map, extent = row, extent2 = col
+  FenceProxyAsync,
+  Wgmma,           // warpgroup-collective; out = accumulators, in = A, in2 = B, count = n
+  WgmmaFence,
+  WgmmaCommit,
+  WgmmaWait,       // count = groups that may stay in flight
   End,
 };
 
@@ -102,6 +112,9 @@ struct Instr {
   RtAccess in2;  // Mma: the B fragment
   int32_t count = 0;  // CpAsync bytes, CpAsyncWait pending groups, LdMatrix matrices
   bool transpose = false;  // LdMatrix
+  bool accumulate = true;  // Wgmma: D += A B (false: D = A B)
+  int32_t extent2 = -1;    // TmaLoad: the column coordinate (IndexCode handle)
+  int32_t tensor_map = -1;  // TmaLoad: into Program::tensor_maps
   uint32_t operand_begin = 0, operand_end = 0;  // Compute operands; ReduceStep: its `in`
   uint8_t thread_axes = 0;  // bit 0/1/2: TIDx/y/z
   int32_t workspace = -1;   // buffer id, -1 when the statement has none
@@ -131,6 +144,13 @@ enum BuiltinSlot : int {
   kNumBuiltins = 12,
 };
 
+struct RtTensorMap {
+  int32_t tensor = -1;  // buffer id of the Global tensor
+  int64_t box_rows = 0, box_cols = 0;
+  bool swizzle128 = false;
+  std::string name;
+};
+
 struct Program {
   SymbolTable symbols;
   IndexCode code;
@@ -139,6 +159,8 @@ struct Program {
   std::vector<RtTerm> terms;
   std::vector<RtOperand> operands;
   std::vector<RtBuffer> buffers;
+  std::vector<RtTensorMap> tensor_maps;
+  bool uses_hopper = false;  // any mbarrier, TMA or wgmma instruction
   std::unordered_map<const kir::Buffer*, int32_t> buffer_ids;
   std::vector<bool> runtime_slot;  // set by the program itself (loop indices, extents, built-ins)
 };

@@ -61,6 +61,13 @@ void SharedShadow::write(int64_t byte, int64_t count, const AccessEvent& a) {
   }
 }
 
+void SharedShadow::asyncWrite(int64_t byte, int64_t count) {
+  for (int64_t b = byte; b < byte + count; ++b) {
+    bytes_[b].write_epoch = kAsyncEpoch;
+    bytes_[b].read_epoch = 0;
+  }
+}
+
 void SharedShadow::closeEpoch() {
   for (const Candidate& c : candidates_) {
     const Byte& s = bytes_[c.byte];

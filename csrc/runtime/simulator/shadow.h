@@ -22,10 +22,14 @@ class SharedShadow {
   void reset(int64_t bytes);  // a new block: nothing written, epoch 1
   void read(int64_t byte, int64_t count, const AccessEvent& a);
   void write(int64_t byte, int64_t count, const AccessEvent& a);
+  // Bytes an async copy landed in: written, by no thread of this epoch (the
+  // ordering with their readers is the mbarrier's, checked in async_proxy.h).
+  void asyncWrite(int64_t byte, int64_t count);
   // Called at each barrier and at the end of the block.
   void closeEpoch();
 
  private:
+  static constexpr uint32_t kAsyncEpoch = UINT32_MAX;  // never the current epoch
   struct Byte {
     uint32_t write_epoch = 0;  // 0: never written in this block
     uint32_t read_epoch = 0;

@@ -28,6 +28,8 @@ std::string toString(SimError::Kind kind) {
     case SimError::Kind::DivergentWarp: return "divergent-warp";
     case SimError::Kind::AsyncCopyInFlight: return "async-copy-in-flight";
     case SimError::Kind::Misaligned: return "misaligned";
+    case SimError::Kind::Deadlock: return "deadlock";
+    case SimError::Kind::MissingFence: return "missing-fence";
   }
   return "?";
 }

@@ -84,10 +84,15 @@ struct SimError {
   // mma) or some lanes missing; AsyncCopyInFlight: shared bytes touched while
   // a cp.async to them is in flight (no wait_group retired it), or a thread
   // exiting with copies in flight; Misaligned: an ldmatrix row or cp.async
-  // not aligned as the instruction requires.
+  // not aligned as the instruction requires (also TMA and wgmma operands).
+  // Hopper (async_proxy.h): AsyncCopyInFlight also covers TMA copies not
+  // landed and wgmma accumulators not retired; Deadlock: threads waiting on
+  // an mbarrier phase nothing can complete (or arriving beyond its count);
+  // MissingFence: async-proxy access to a generic write without
+  // fence.proxy.async, or a wgmma on registers written after wgmma.fence.
   enum class Kind {
     OutOfBounds, UninitializedRead, DivergentBarrier, DuplicateGlobalWrite, DivergentWarp,
-    AsyncCopyInFlight, Misaligned
+    AsyncCopyInFlight, Misaligned, Deadlock, MissingFence
   };
   Kind kind;
   int64_t position = -1;  // statement (program position) where it happened

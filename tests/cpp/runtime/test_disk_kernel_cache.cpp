@@ -238,6 +238,8 @@ TEST(LaunchInfo, RoundTripsEveryFieldAndExpressionKind) {
   info.vector_conditions.push_back(VectorCondition::equal("T1", s, m));
   info.vector_conditions.push_back(VectorCondition::multiple("T0", m, 8));
   info.smem_report = "plan: 64 B\n";
+  info.tensor_maps.push_back({1, 64, 32, true});
+  info.arch_specific = true;
 
   const std::string bytes = serializeLaunchInfo(info);
   const KernelLaunchInfo back = parseLaunchInfo(bytes);
@@ -251,6 +253,12 @@ TEST(LaunchInfo, RoundTripsEveryFieldAndExpressionKind) {
   EXPECT_TRUE(back.static_shared_memory);
   EXPECT_EQ(back.vector_conditions, info.vector_conditions);
   EXPECT_EQ(back.smem_report, info.smem_report);
+  ASSERT_EQ(back.tensor_maps.size(), 1u);
+  EXPECT_EQ(back.tensor_maps[0].tensor, 1);
+  EXPECT_EQ(back.tensor_maps[0].box_rows, 64);
+  EXPECT_EQ(back.tensor_maps[0].box_cols, 32);
+  EXPECT_TRUE(back.tensor_maps[0].swizzle128);
+  EXPECT_TRUE(back.arch_specific);
   for (int64_t rows : {1, 5, 1000}) {
     const std::map<std::string, int64_t> bindings{{"T0.size[0]", rows}, {"T0.size[1]", 24},
                                                   {"T1.stride[0]", 20}};
