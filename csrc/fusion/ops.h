@@ -142,7 +142,10 @@ TensorView* ge(TensorView* lhs, double rhs);
 TensorView* where(Val* condition, Val* if_true, Val* if_false);
 
 // Reductions over `axes` (of the input's non-reduction logical axes; negative
-// counts from the end). The output keeps the reduced axes as reduction axes.
+// counts from the end). The output keeps the reduced axes as reduction axes,
+// except for sums and products of Half/BFloat16: those reduce a cast to Float
+// and return the cast of that result back to the input's type (torch
+// accumulates them in float too).
 TensorView* sum(TensorView* in, const std::vector<int64_t>& axes);
 TensorView* max(TensorView* in, const std::vector<int64_t>& axes);
 // torch.prod: integers and bool multiply in and return int64, as torch does.
