@@ -250,7 +250,12 @@ TensorView* normal(const std::vector<IntExpr>& shape, Val* mean, Val* std, Val* 
 // accumulates in float too) and the result is cast back.
 TensorView* linear(TensorView* x, TensorView* weight, TensorView* bias = nullptr);
 // torch.nn.functional.gelu: the erf form, or with tanh_approximation the
-// form of approximate="tanh". Half/bfloat16 compute in float.
+// form of approximate="tanh",
+//   0.5 * (1 + tanh(kSqrtTwoOverPi * (x + kGeluTanhCubeCoefficient * x^3))) * x.
+// Half/bfloat16 compute in float.
 TensorView* gelu(TensorView* x, bool tanh_approximation = false);
+// The tanh form's constants (the library matmul's epilogue matcher reads them).
+inline constexpr double kGeluTanhCubeCoefficient = 0.044715;
+inline constexpr double kSqrtTwoOverPi = 0.7978845608028654;
 
 }  // namespace smelt
