@@ -114,9 +114,7 @@ TensorView* reduction(ReductionOpType op, TensorView* in, const std::vector<int6
   std::string name = toString(op);
   SMELT_CHECK(in != nullptr, name, ": input is null");
   SMELT_CHECK(!axes.empty(), name, ": tensor ", in->name(), " needs at least one axis to reduce");
-  Fusion* f = Fusion::current();
-  std::vector<IterDomain*> in_axes = in->logicalNoReductions();
-  int64_t rank = static_cast<int64_t>(in_axes.size());
+  int64_t rank = static_cast<int64_t>(in->logicalNoReductions().size());
   std::set<int64_t> reduced;
   for (int64_t a : axes) {
     int64_t n = a < 0 ? a + rank : a;
@@ -125,6 +123,15 @@ TensorView* reduction(ReductionOpType op, TensorView* in, const std::vector<int6
     SMELT_CHECK(reduced.insert(n).second, name, ": axis ", a, " of tensor ", in->name(),
                 " is listed twice");
   }
+  // Sums and products of Half/BFloat16 accumulate in Float and round once at
+  // the end, as torch's do: an accumulator of the 16-bit type would round at
+  // every step (products of 512 factors near 1 ended 15 half ulps off). The
+  // reduction's dtype types its accumulator, so the input is widened and
+  // the result cast back.
+  const bool widen_to_float = op != ReductionOpType::Max && isReducedPrecision(in->dtype());
+  TensorView* operand = widen_to_float ? castOp(DataType::Float, in) : in;
+  Fusion* f = Fusion::current();
+  std::vector<IterDomain*> in_axes = operand->logicalNoReductions();
   std::vector<IterDomain*> out_axes;
   for (int64_t d = 0; d < rank; ++d) {
     if (reduced.count(d)) {
@@ -134,10 +141,10 @@ TensorView* reduction(ReductionOpType op, TensorView* in, const std::vector<int6
     }
   }
   // As torch.sum and torch.prod: bool and integer inputs accumulate and return int64.
-  const bool widen = op != ReductionOpType::Max && !isFloatingType(in->dtype());
-  TensorView* out = f->newTensor(widen ? DataType::Int : in->dtype(), std::move(out_axes));
-  f->newExpr<ReductionOp>(op, out, in);
-  return out;
+  const bool widen_to_int = op != ReductionOpType::Max && !isFloatingType(in->dtype());
+  TensorView* out = f->newTensor(widen_to_int ? DataType::Int : operand->dtype(), std::move(out_axes));
+  f->newExpr<ReductionOp>(op, out, operand);
+  return widen_to_float ? castOp(in->dtype(), out) : out;
 }
 
 }  // namespace

@@ -142,7 +142,10 @@ TensorView* ge(TensorView* lhs, double rhs);
 TensorView* where(Val* condition, Val* if_true, Val* if_false);
 
 // Reductions over `axes` (of the input's non-reduction logical axes; negative
-// counts from the end). The output keeps the reduced axes as reduction axes.
+// counts from the end). The output keeps the reduced axes as reduction axes,
+// except for sums and products of Half/BFloat16: those reduce a cast to Float
+// and return the cast of that result back to the input's type (torch
+// accumulates them in float too).
 TensorView* sum(TensorView* in, const std::vector<int64_t>& axes);
 TensorView* max(TensorView* in, const std::vector<int64_t>& axes);
 // torch.prod: integers and bool multiply in and return int64, as torch does.
@@ -251,7 +254,12 @@ TensorView* normal(const std::vector<IntExpr>& shape, Val* mean, Val* std, Val* 
 // accumulates in float too) and the result is cast back.
 TensorView* linear(TensorView* x, TensorView* weight, TensorView* bias = nullptr);
 // torch.nn.functional.gelu: the erf form, or with tanh_approximation the
-// form of approximate="tanh". Half/bfloat16 compute in float.
+// form of approximate="tanh",
+//   0.5 * (1 + tanh(kSqrtTwoOverPi * (x + kGeluTanhCubeCoefficient * x^3))) * x.
+// Half/bfloat16 compute in float.
 TensorView* gelu(TensorView* x, bool tanh_approximation = false);
+// The tanh form's constants (the library matmul's epilogue matcher reads them).
+inline constexpr double kGeluTanhCubeCoefficient = 0.044715;
+inline constexpr double kSqrtTwoOverPi = 0.7978845608028654;
 
 }  // namespace smelt

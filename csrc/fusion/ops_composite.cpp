@@ -89,9 +89,6 @@ TensorView* tensorCoreMma(TensorView* a, TensorView* b, const TensorCoreMatmulPa
 }
 
 namespace {
-bool isReducedPrecision(DataType dtype) {
-  return dtype == DataType::Half || dtype == DataType::BFloat16;
-}
 TensorView* inFloat(TensorView* tv) {
   return isReducedPrecision(tv->dtype()) ? castOp(DataType::Float, tv) : tv;
 }
@@ -141,7 +138,7 @@ TensorView* gelu(TensorView* x, bool tanh_approximation) {
   if (tanh_approximation) {
     // 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
     TensorView* cube = mul(mul(v, v), v);
-    TensorView* inner = mul(add(v, mul(cube, 0.044715)), 0.7978845608028654);
+    TensorView* inner = mul(add(v, mul(cube, kGeluTanhCubeCoefficient)), kSqrtTwoOverPi);
     cdf = mul(add(tanh(inner), 1.0), 0.5);
   } else {
     // 0.5 * (1 + erf(x / sqrt(2)))

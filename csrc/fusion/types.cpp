@@ -26,6 +26,10 @@ bool isFloatingType(DataType dtype) {
          dtype == DataType::BFloat16;
 }
 
+bool isReducedPrecision(DataType dtype) {
+  return dtype == DataType::Half || dtype == DataType::BFloat16;
+}
+
 bool isIntegralType(DataType dtype) {
   return dtype == DataType::Int || dtype == DataType::Int32 || dtype == DataType::Int16 ||
          dtype == DataType::Int8 || dtype == DataType::UInt8;

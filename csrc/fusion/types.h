@@ -16,6 +16,8 @@ enum class IterType { Iteration, Reduction, Broadcast };
 int64_t dataTypeSize(DataType dtype);
 bool isFloatingType(DataType dtype);
 bool isIntegralType(DataType dtype);
+// Half and BFloat16: stored in 16 bits, computed and accumulated in float.
+bool isReducedPrecision(DataType dtype);
 // The type of a binary op's result (float beats int beats bool; the wider wins;
 // half with bfloat16 gives float), following PyTorch's promotion of tensors.
 DataType promoteTypes(DataType a, DataType b);

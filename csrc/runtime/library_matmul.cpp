@@ -20,6 +20,18 @@ std::vector<at::Tensor> runLibraryMatmul(const LibraryMatmulCall& call,
     b = b.expand({batch, b.size(1), b.size(2)});
   }
   const at::ScalarType output = toAtenType(call.output_type);
+  if (call.activation == MatmulActivation::Relu ||
+      (call.activation == MatmulActivation::GeluTanh && a.is_cuda())) {
+    // cuBLASLt's RELU_BIAS / GELU_BIAS epilogue on CUDA (its GELU is the tanh
+    // form); ATen's CPU kernel runs addmm, then the activation on its result.
+    return {at::_addmm_activation(inputs.at(*call.bias_input), a, b, 1, 1,
+                                  call.activation == MatmulActivation::GeluTanh)};
+  }
+  // ATen's CPU _addmm_activation applies the erf GELU (torch 2.11): the tanh
+  // form is applied after addmm there.
+  if (call.activation == MatmulActivation::GeluTanh) {
+    return {at::gelu(at::addmm(inputs.at(*call.bias_input), a, b), "tanh")};
+  }
   if (call.bias_input) return {at::addmm(inputs.at(*call.bias_input), a, b)};  // of the operands' type
   if (a.scalar_type() == output) return {call.batched ? at::bmm(a, b) : at::mm(a, b)};
   // Float results of Half/BFloat16 operands: cuBLAS writes its fp32

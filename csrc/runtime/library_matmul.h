@@ -1,6 +1,7 @@
 // Runs a library-matmul segment (scheduler/matmul/library_matmul.h) with
-// ATen: at::mm / at::addmm / at::bmm, which call cuBLAS/cuBLASLt on CUDA
-// tensors (addmm's bias in cuBLASLt's epilogue) and
+// ATen: at::mm / at::addmm / at::_addmm_activation / at::bmm, which call
+// cuBLAS/cuBLASLt on CUDA tensors (addmm's bias, and its ReLU or tanh-GELU,
+// in cuBLASLt's epilogue) and
 // follow torch's precision settings (TF32 only where the user allowed it,
 // reduced-precision reductions as configured). On the CPU and meta devices
 // the same calls run ATen's own matmul, so forcing the library there

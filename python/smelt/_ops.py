@@ -64,23 +64,12 @@ def _define_scalar(value, dtype):
     return _C.constant(float(value), dtype)
 
 
-# Sums and products of these accumulate in float and round once, as torch's
-# do: the core types a reduction's per-thread accumulator by the reduction's
-# dtype and would round it to 16 bits at every step (8 bfloat16 elements
-# summed by one thread lose up to 3 bits).
-_ACCUMULATE_IN_FLOAT = (DataType.Half, DataType.BFloat16)
-
-
 def _reduction(c_op, tv, dims, keepdim, dtype):
     if dtype is not None and dtype != tv.dtype:
         tv = _C.cast(tv, dtype)
     rank = _rank(tv)
-    narrow = tv.dtype if c_op is not _C.max and tv.dtype in _ACCUMULATE_IN_FLOAT else None
-    if narrow is not None:
-        tv = _C.cast(tv, DataType.Float)
+    # Half/bfloat16 sums and products accumulate in float in the core (ops.h).
     out = c_op(tv, list(dims) if dims is not None else list(range(rank)))
-    if narrow is not None:
-        out = _C.cast(out, narrow)
     if dtype is not None and out.dtype != dtype:
         out = _C.cast(out, dtype)  # torch.sum(int32, dtype=int32) stays int32
     if keepdim:

@@ -66,8 +66,45 @@ def test_forced_library_matches_torch_on_cpu(dtype, torch_dtype):
     tolerance = 1e-5 if torch_dtype == torch.float32 else 2e-2
     torch.testing.assert_close(out.float(), expected, rtol=tolerance, atol=tolerance)
     assert out.dtype == torch_dtype and out.stride() == (20, 1)
-    assert segments(fd.last_run_report()) == ["library_matmul", "pointwise"], fd.last_run_report()
-    assert len(fd.last_kernels()) == 1  # the epilogue's; the library ran the matmul
+    if dtype == DataType.Float:
+        # The bias add and the ReLU after the matmul's sum: one call of
+        # cuBLASLt's RELU_BIAS epilogue, no kernel of smelt's.
+        assert segments(fd.last_run_report()) == ["library_matmul"], fd.last_run_report()
+        assert "aten::_addmm_activation(relu) float -> float" in fd.last_run_report()
+        assert len(fd.last_kernels()) == 0
+    else:
+        # matmul() rounds the 16-bit result before the bias add: the add and
+        # the ReLU run in smelt's kernel.
+        assert segments(fd.last_run_report()) == ["library_matmul", "pointwise"], fd.last_run_report()
+        assert len(fd.last_kernels()) == 1
+
+
+@pytest.mark.usefixtures("fresh_dynamo")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("activation,call", [
+    (torch.nn.ReLU(), "_addmm_activation(relu)"),
+    (torch.nn.GELU(approximate="tanh"), "_addmm_activation(gelu_tanh)"),
+    (torch.nn.GELU(), "addmm"),  # cuBLASLt's GELU epilogue is the tanh form only
+], ids=["relu", "gelu_tanh", "gelu_erf"])
+def test_compiled_linear_activation_is_one_library_call(dtype, activation, call):
+    """nn.Linear and its activation through torch.compile with the library
+    forced on CPU tensors: ReLU and tanh-GELU join addmm in one library call
+    (at::_addmm_activation), the erf GELU runs in smelt's kernel after it;
+    values and strides as eager's."""
+    g = torch.Generator().manual_seed(4)
+    model = torch.nn.Sequential(torch.nn.Linear(24, 20), activation).to(dtype)
+    x = torch.randn(37, 24, generator=g).to(dtype)
+    compiled = torch.compile(model, backend="smelt", options={"matmul": "library"})
+    with torch.no_grad():
+        expected, actual = model(x), compiled(x)
+    assert actual.dtype == expected.dtype and actual.stride() == expected.stride() == (20, 1)
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(actual, expected, rtol=tolerance, atol=tolerance)
+    runs = [p.last_run for r in smelt.backend.reports() for p in r.partitions]
+    name = {torch.float32: "float", torch.bfloat16: "bfloat16"}[dtype]
+    assert sum(f"LibraryMatmul{{aten::{call} {name} -> {name};" in run for run in runs) == 1, runs
+    kernels = sum(r.smelt_kernels() for r in smelt.backend.reports())
+    assert kernels == (1 if call == "addmm" else 0), runs
 
 
 def test_matmul_policy_is_checked(monkeypatch):
