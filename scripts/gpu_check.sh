@@ -115,7 +115,7 @@ fi
 
 gpu_tests=()
 want ctest && gpu_tests=(test_gpu_launch test_executor_gpu test_fusion_executor_cache_gpu
-                         test_tensor_core_gpu test_matmul_gpu)
+                         test_tensor_core_gpu test_matmul_gpu test_hopper_gpu)
 # Configure only (build.sh's configure step), then build just what the checks run.
 if step build 420 bash -c "set -o pipefail; SMELT_BUILD_TYPE=Release SMELT_JOBS=$JOBS \
       SMELT_CMAKE_ARGS='$cmake_args' bash scripts/build.sh --configure-only 2>&1 | tail -5 &&
