@@ -13,9 +13,6 @@ using namespace scheduler_utils;
 
 namespace {
 
-// gridDim.y's limit.
-constexpr int64_t kMaxGridY = 65535;
-
 // The output with the most axes that iterate (first among equals).
 TensorView* pointwiseReference(const Fusion& fusion) {
   TensorView* best = nullptr;

@@ -11,16 +11,10 @@ namespace smelt {
 
 namespace {
 
-constexpr int64_t kMaxGridY = 65535;  // gridDim.y's limit
+using scheduler_utils::kMaxGridY;
 
 const ScanOp* theScan(const Fusion& fusion) {
-  const ScanOp* found = nullptr;
-  for (const Expr* expr : fusion.exprs()) {
-    if (expr->type() != ExprType::Scan) continue;
-    if (found != nullptr) return nullptr;
-    found = static_cast<const ScanOp*>(expr);
-  }
-  return found;
+  return static_cast<const ScanOp*>(scheduler_utils::onlyExprOf(fusion, ExprType::Scan));
 }
 
 // The output's logical axes other than the scan axis, outermost first.

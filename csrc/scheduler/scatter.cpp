@@ -11,16 +11,10 @@ namespace smelt {
 
 namespace {
 
-constexpr int64_t kMaxGridY = 65535;  // gridDim.y's limit
+using scheduler_utils::kMaxGridY;
 
 const ScatterOp* theScatter(const Fusion& fusion) {
-  const ScatterOp* found = nullptr;
-  for (const Expr* expr : fusion.exprs()) {
-    if (expr->type() != ExprType::Scatter) continue;
-    if (found != nullptr) return nullptr;
-    found = static_cast<const ScatterOp*>(expr);
-  }
-  return found;
+  return static_cast<const ScatterOp*>(scheduler_utils::onlyExprOf(fusion, ExprType::Scatter));
 }
 
 }  // namespace

@@ -760,6 +760,16 @@ int64_t extentOf(const TensorView* reference, const DimensionMap& map,
   return extent;
 }
 
+const Expr* onlyExprOf(const Fusion& fusion, ExprType type) {
+  const Expr* found = nullptr;
+  for (const Expr* expr : fusion.exprs()) {
+    if (expr->type() != type) continue;
+    if (found != nullptr) return nullptr;
+    found = expr;
+  }
+  return found;
+}
+
 bool isElementwise(const Expr* expr) {
   switch (expr->type()) {
     case ExprType::Full: case ExprType::Iota: case ExprType::Unary: case ExprType::Binary:

@@ -180,6 +180,12 @@ int64_t extentOf(const TensorView* reference, const DimensionMap& map,
 // broadcasts of them): they can run inside a scatter's or a scan's loops.
 bool isElementwise(const Expr* expr);
 
+// The fusion's one expression of `type`; nullptr when it has none or several.
+const Expr* onlyExprOf(const Fusion& fusion, ExprType type);
+
+// gridDim.y's limit (a grid axis past it is split over grid z).
+constexpr int64_t kMaxGridY = 65535;
+
 int64_t nextPowerOfTwo(int64_t n);
 int64_t ceilDiv(int64_t a, int64_t b);
 
