@@ -76,14 +76,7 @@ void scheduleScan(Fusion& fusion, const ScanParams& params) {
   // The scan axis innermost, whole and serial: the other axes' loops around it.
   if (scan->dim() != rank - 1) out->reorder({{scan->dim(), rank - 1}});
   if (rank >= 2) {
-    const int64_t inner = rank - 2;
-    out->split(inner, params.block_x);
-    out->axis(inner)->parallelize(ParallelType::BIDx);
-    out->axis(inner + 1)->parallelize(ParallelType::TIDx);
-    if (inner >= 1) {
-      if (params.split_grid_y) out->split(inner - 1, kMaxGridY, /*inner_split=*/false);
-      out->axis(inner - 1)->parallelize(ParallelType::BIDy);
-    }
+    scheduler_utils::parallelizeRows(out, rank - 2, params.block_x, params.split_grid_y);
   }
   propagateSchedule(out);
   inlineMost(&fusion);

@@ -75,14 +75,7 @@ void scheduleScatter(Fusion& fusion, const ScatterParams& params) {
   SMELT_CHECK(params.block_x >= 1, "scatter scheduler: block_x must be positive in ",
               params.toString());
   TensorView* out = theScatter(fusion)->output();
-  const int64_t inner = out->nDims() - 1;
-  out->split(inner, params.block_x);
-  out->axis(inner)->parallelize(ParallelType::BIDx);
-  out->axis(inner + 1)->parallelize(ParallelType::TIDx);
-  if (inner >= 1) {
-    if (params.split_grid_y) out->split(inner - 1, kMaxGridY, /*inner_split=*/false);
-    out->axis(inner - 1)->parallelize(ParallelType::BIDy);
-  }
+  scheduler_utils::parallelizeRows(out, out->nDims() - 1, params.block_x, params.split_grid_y);
   propagateSchedule(out);
   inlineMost(&fusion);
 }

@@ -770,6 +770,16 @@ const Expr* onlyExprOf(const Fusion& fusion, ExprType type) {
   return found;
 }
 
+void parallelizeRows(TensorView* out, int64_t inner, int64_t block_x, bool split_grid_y) {
+  out->split(inner, block_x);
+  out->axis(inner)->parallelize(ParallelType::BIDx);
+  out->axis(inner + 1)->parallelize(ParallelType::TIDx);
+  if (inner >= 1) {
+    if (split_grid_y) out->split(inner - 1, kMaxGridY, /*inner_split=*/false);
+    out->axis(inner - 1)->parallelize(ParallelType::BIDy);
+  }
+}
+
 bool isElementwise(const Expr* expr) {
   switch (expr->type()) {
     case ExprType::Full: case ExprType::Iota: case ExprType::Unary: case ExprType::Binary:

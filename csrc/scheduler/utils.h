@@ -186,6 +186,11 @@ const Expr* onlyExprOf(const Fusion& fusion, ExprType type);
 // gridDim.y's limit (a grid axis past it is split over grid z).
 constexpr int64_t kMaxGridY = 65535;
 
+// The rows of a scatter's or a scan's loops: `out`'s axis `inner` over
+// blocks of `block_x` threads (BIDx, TIDx) and axis `inner - 1`, if any,
+// over grid y (split over grid z past kMaxGridY when `split_grid_y`).
+void parallelizeRows(TensorView* out, int64_t inner, int64_t block_x, bool split_grid_y);
+
 int64_t nextPowerOfTwo(int64_t n);
 int64_t ceilDiv(int64_t a, int64_t b);
 
