@@ -24,7 +24,7 @@ class KernelArguments {
                  const std::vector<int64_t>& strides, DataType index_type = DataType::Int);
 
   template <typename T>
-  void addScalar(T value) {
+  void addScalar(const T& value) {
     static_assert(std::is_trivially_copyable_v<T>, "kernel scalars are plain values");
     addBytes(&value, sizeof(T));
   }
