@@ -93,6 +93,127 @@ at::Tensor scanWithATen(const ScanOp* scan, const at::Tensor& x, at::ScalarType 
   SMELT_INTERNAL_CHECK(false, "unknown scan combine");
 }
 
+// Half and bfloat16 special functions compute in `wide` (float), as the
+// kernels do (ATen's CPU kernels of several have no half).
+at::Tensor unaryWithATen(UnaryOpType op, const at::Tensor& x, at::ScalarType out_type,
+                         at::ScalarType wide) {
+  switch (op) {
+    case UnaryOpType::Neg: return at::neg(x);
+    case UnaryOpType::Exp: return at::exp(x.to(out_type));
+    case UnaryOpType::Tanh: return at::tanh(x.to(out_type));
+    case UnaryOpType::Abs: return at::abs(x);
+    case UnaryOpType::Relu: return at::relu(x);
+    case UnaryOpType::Cast: return x.to(out_type);
+    case UnaryOpType::Sqrt: return at::sqrt(x.to(out_type));
+    case UnaryOpType::Rsqrt: return at::rsqrt(x.to(out_type));
+    case UnaryOpType::Log: return at::log(x.to(out_type));
+    case UnaryOpType::Log2: return at::log2(x.to(out_type));
+    case UnaryOpType::Log1p: return at::log1p(x.to(out_type));
+    case UnaryOpType::Exp2: return at::exp2(x.to(out_type));
+    case UnaryOpType::Expm1: return at::expm1(x.to(out_type));
+    case UnaryOpType::Sigmoid: return at::sigmoid(x.to(out_type));
+    case UnaryOpType::Erf: return at::erf(x.to(out_type));
+    case UnaryOpType::Reciprocal: return at::reciprocal(x.to(out_type));
+    case UnaryOpType::Sin: return at::sin(x.to(out_type));
+    case UnaryOpType::Cos: return at::cos(x.to(out_type));
+    case UnaryOpType::Tan: return at::tan(x.to(out_type));
+    case UnaryOpType::Asin: return at::asin(x.to(out_type));
+    case UnaryOpType::Acos: return at::acos(x.to(out_type));
+    case UnaryOpType::Atan: return at::atan(x.to(out_type));
+    case UnaryOpType::Sinh: return at::sinh(x.to(out_type));
+    case UnaryOpType::Cosh: return at::cosh(x.to(out_type));
+    case UnaryOpType::Asinh: return at::asinh(x.to(out_type));
+    case UnaryOpType::Acosh: return at::acosh(x.to(out_type));
+    case UnaryOpType::Atanh: return at::atanh(x.to(out_type));
+    case UnaryOpType::Log10: return at::log10(x.to(out_type));
+    case UnaryOpType::Erfc: return at::erfc(x.to(out_type));
+    case UnaryOpType::Lgamma: return at::lgamma(x.to(out_type));
+    case UnaryOpType::Floor: return at::floor(x);
+    case UnaryOpType::Ceil: return at::ceil(x);
+    case UnaryOpType::Round: return at::round(x);
+    case UnaryOpType::Trunc: return at::trunc(x);
+    case UnaryOpType::LogicalNot: return at::logical_not(x);
+    case UnaryOpType::Signbit: return at::signbit(x);
+    case UnaryOpType::BitwiseNot: return at::bitwise_not(x);
+    case UnaryOpType::I0: return at::i0(x.to(wide)).to(out_type);
+    case UnaryOpType::I0e: return at::special_i0e(x.to(wide)).to(out_type);
+    case UnaryOpType::I1: return at::special_i1(x.to(wide)).to(out_type);
+    case UnaryOpType::I1e: return at::special_i1e(x.to(wide)).to(out_type);
+    case UnaryOpType::Digamma: return at::digamma(x.to(wide)).to(out_type);
+    case UnaryOpType::Erfinv: return at::erfinv(x.to(wide)).to(out_type);
+    case UnaryOpType::Ndtri: return at::special_ndtri(x.to(wide)).to(out_type);
+    case UnaryOpType::LogNdtr: return at::special_log_ndtr(x.to(wide)).to(out_type);
+    case UnaryOpType::Erfcx: return at::special_erfcx(x.to(wide)).to(out_type);
+    case UnaryOpType::AiryAi: return at::special_airy_ai(x.to(wide)).to(out_type);
+    case UnaryOpType::BesselJ0: return at::special_bessel_j0(x.to(wide)).to(out_type);
+    case UnaryOpType::BesselJ1: return at::special_bessel_j1(x.to(wide)).to(out_type);
+    case UnaryOpType::BesselY0: return at::special_bessel_y0(x.to(wide)).to(out_type);
+    case UnaryOpType::BesselY1: return at::special_bessel_y1(x.to(wide)).to(out_type);
+    case UnaryOpType::ModifiedBesselK0: return at::special_modified_bessel_k0(x.to(wide)).to(out_type);
+    case UnaryOpType::ModifiedBesselK1: return at::special_modified_bessel_k1(x.to(wide)).to(out_type);
+    case UnaryOpType::ScaledModifiedBesselK0: return at::special_scaled_modified_bessel_k0(x.to(wide)).to(out_type);
+    case UnaryOpType::ScaledModifiedBesselK1: return at::special_scaled_modified_bessel_k1(x.to(wide)).to(out_type);
+    case UnaryOpType::SphericalBesselJ0: return at::special_spherical_bessel_j0(x.to(wide)).to(out_type);
+  }
+  SMELT_INTERNAL_CHECK(false, "ATen reference: unhandled unary op");
+}
+
+at::Tensor binaryWithATen(const BinaryOp* op, const at::Tensor& a, const at::Tensor& b,
+                          at::ScalarType out_type, at::ScalarType wide) {
+  at::Tensor r;
+  switch (op->op()) {
+    case BinaryOpType::Add: r = at::add(a, b); break;
+    case BinaryOpType::Sub: r = at::sub(a, b); break;
+    case BinaryOpType::Mul: r = at::mul(a, b); break;
+    case BinaryOpType::Div:
+      // An integral result is nvFuser's div (truncating); else true division.
+      r = isIntegralType(op->output()->dtype()) ? at::div(a, b, "trunc") : at::div(a, b);
+      break;
+    case BinaryOpType::Maximum: r = at::maximum(a, b); break;
+    case BinaryOpType::Minimum: r = at::minimum(a, b); break;
+    case BinaryOpType::Pow: r = at::pow(a, b); break;
+    case BinaryOpType::Remainder: r = at::remainder(a, b); break;
+    case BinaryOpType::Fmod: r = at::fmod(a, b); break;
+    case BinaryOpType::Atan2: r = at::atan2(a.to(out_type), b.to(out_type)); break;
+    case BinaryOpType::Hypot: r = at::hypot(a.to(out_type), b.to(out_type)); break;
+    case BinaryOpType::Copysign: r = at::copysign(a.to(out_type), b.to(out_type)); break;
+    case BinaryOpType::Nextafter: r = at::nextafter(a.to(out_type), b.to(out_type)); break;
+    case BinaryOpType::ShiftLeft: r = at::bitwise_left_shift(a.to(out_type), b.to(out_type)); break;
+    case BinaryOpType::ShiftRight: r = at::bitwise_right_shift(a.to(out_type), b.to(out_type)); break;
+    case BinaryOpType::Gcd: r = at::gcd(a.to(out_type), b.to(out_type)); break;
+    case BinaryOpType::Lcm: r = at::lcm(a.to(out_type), b.to(out_type)); break;
+    case BinaryOpType::Eq: r = at::eq(a, b); break;
+    case BinaryOpType::Ne: r = at::ne(a, b); break;
+    case BinaryOpType::Lt: r = at::lt(a, b); break;
+    case BinaryOpType::Le: r = at::le(a, b); break;
+    case BinaryOpType::Gt: r = at::gt(a, b); break;
+    case BinaryOpType::Ge: r = at::ge(a, b); break;
+    case BinaryOpType::LogicalAnd: r = at::logical_and(a, b); break;
+    case BinaryOpType::LogicalOr: r = at::logical_or(a, b); break;
+    case BinaryOpType::BitwiseAnd: r = at::bitwise_and(a, b); break;
+    case BinaryOpType::BitwiseOr: r = at::bitwise_or(a, b); break;
+    case BinaryOpType::BitwiseXor: r = at::bitwise_xor(a, b); break;
+    case BinaryOpType::RandomUniform: r = randomUniform(a, b, out_type); break;
+    case BinaryOpType::Igamma: r = at::igamma(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::Igammac: r = at::igammac(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::Zeta: r = at::special_zeta(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::ChebyshevPolynomialT: r = at::special_chebyshev_polynomial_t(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::ShiftedChebyshevPolynomialT: r = at::special_shifted_chebyshev_polynomial_t(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::ChebyshevPolynomialU: r = at::special_chebyshev_polynomial_u(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::ShiftedChebyshevPolynomialU: r = at::special_shifted_chebyshev_polynomial_u(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::ChebyshevPolynomialV: r = at::special_chebyshev_polynomial_v(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::ShiftedChebyshevPolynomialV: r = at::special_shifted_chebyshev_polynomial_v(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::ChebyshevPolynomialW: r = at::special_chebyshev_polynomial_w(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::ShiftedChebyshevPolynomialW: r = at::special_shifted_chebyshev_polynomial_w(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::HermitePolynomialH: r = at::special_hermite_polynomial_h(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::HermitePolynomialHe: r = at::special_hermite_polynomial_he(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::LaguerrePolynomialL: r = at::special_laguerre_polynomial_l(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::LegendrePolynomialP: r = at::special_legendre_polynomial_p(a.to(wide), b.to(wide)); break;
+    case BinaryOpType::Polygamma: r = polygamma(a, b.to(wide)); break;
+  }
+  return r.to(out_type);
+}
+
 // With `as_views`, copies alias their input and reshapes are views (an
 // undefined tensor where the strides do not allow one).
 at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::Tensor>& values,
@@ -137,123 +258,10 @@ at::Tensor evaluate(const Expr* expr, const std::unordered_map<const Val*, at::T
       return scanWithATen(static_cast<const ScanOp*>(expr), in(0), out_type);
     case ExprType::Set:
       return as_views ? in(0) : in(0).clone();
-    case ExprType::Unary: {
-      at::Tensor x = in(0);
-      switch (static_cast<const UnaryOp*>(expr)->op()) {
-        case UnaryOpType::Neg: return at::neg(x);
-        case UnaryOpType::Exp: return at::exp(x.to(out_type));
-        case UnaryOpType::Tanh: return at::tanh(x.to(out_type));
-        case UnaryOpType::Abs: return at::abs(x);
-        case UnaryOpType::Relu: return at::relu(x);
-        case UnaryOpType::Cast: return x.to(out_type);
-        case UnaryOpType::Sqrt: return at::sqrt(x.to(out_type));
-        case UnaryOpType::Rsqrt: return at::rsqrt(x.to(out_type));
-        case UnaryOpType::Log: return at::log(x.to(out_type));
-        case UnaryOpType::Log2: return at::log2(x.to(out_type));
-        case UnaryOpType::Log1p: return at::log1p(x.to(out_type));
-        case UnaryOpType::Exp2: return at::exp2(x.to(out_type));
-        case UnaryOpType::Expm1: return at::expm1(x.to(out_type));
-        case UnaryOpType::Sigmoid: return at::sigmoid(x.to(out_type));
-        case UnaryOpType::Erf: return at::erf(x.to(out_type));
-        case UnaryOpType::Reciprocal: return at::reciprocal(x.to(out_type));
-        case UnaryOpType::Sin: return at::sin(x.to(out_type));
-        case UnaryOpType::Cos: return at::cos(x.to(out_type));
-        case UnaryOpType::Tan: return at::tan(x.to(out_type));
-        case UnaryOpType::Asin: return at::asin(x.to(out_type));
-        case UnaryOpType::Acos: return at::acos(x.to(out_type));
-        case UnaryOpType::Atan: return at::atan(x.to(out_type));
-        case UnaryOpType::Sinh: return at::sinh(x.to(out_type));
-        case UnaryOpType::Cosh: return at::cosh(x.to(out_type));
-        case UnaryOpType::Asinh: return at::asinh(x.to(out_type));
-        case UnaryOpType::Acosh: return at::acosh(x.to(out_type));
-        case UnaryOpType::Atanh: return at::atanh(x.to(out_type));
-        case UnaryOpType::Log10: return at::log10(x.to(out_type));
-        case UnaryOpType::Erfc: return at::erfc(x.to(out_type));
-        case UnaryOpType::Lgamma: return at::lgamma(x.to(out_type));
-        case UnaryOpType::Floor: return at::floor(x);
-        case UnaryOpType::Ceil: return at::ceil(x);
-        case UnaryOpType::Round: return at::round(x);
-        case UnaryOpType::Trunc: return at::trunc(x);
-        case UnaryOpType::LogicalNot: return at::logical_not(x);
-        case UnaryOpType::Signbit: return at::signbit(x);
-        case UnaryOpType::BitwiseNot: return at::bitwise_not(x);
-        case UnaryOpType::I0: return at::i0(x.to(wide)).to(out_type);
-        case UnaryOpType::I0e: return at::special_i0e(x.to(wide)).to(out_type);
-        case UnaryOpType::I1: return at::special_i1(x.to(wide)).to(out_type);
-        case UnaryOpType::I1e: return at::special_i1e(x.to(wide)).to(out_type);
-        case UnaryOpType::Digamma: return at::digamma(x.to(wide)).to(out_type);
-        case UnaryOpType::Erfinv: return at::erfinv(x.to(wide)).to(out_type);
-        case UnaryOpType::Ndtri: return at::special_ndtri(x.to(wide)).to(out_type);
-        case UnaryOpType::LogNdtr: return at::special_log_ndtr(x.to(wide)).to(out_type);
-        case UnaryOpType::Erfcx: return at::special_erfcx(x.to(wide)).to(out_type);
-        case UnaryOpType::AiryAi: return at::special_airy_ai(x.to(wide)).to(out_type);
-        case UnaryOpType::BesselJ0: return at::special_bessel_j0(x.to(wide)).to(out_type);
-        case UnaryOpType::BesselJ1: return at::special_bessel_j1(x.to(wide)).to(out_type);
-        case UnaryOpType::BesselY0: return at::special_bessel_y0(x.to(wide)).to(out_type);
-        case UnaryOpType::BesselY1: return at::special_bessel_y1(x.to(wide)).to(out_type);
-        case UnaryOpType::ModifiedBesselK0: return at::special_modified_bessel_k0(x.to(wide)).to(out_type);
-        case UnaryOpType::ModifiedBesselK1: return at::special_modified_bessel_k1(x.to(wide)).to(out_type);
-        case UnaryOpType::ScaledModifiedBesselK0: return at::special_scaled_modified_bessel_k0(x.to(wide)).to(out_type);
-        case UnaryOpType::ScaledModifiedBesselK1: return at::special_scaled_modified_bessel_k1(x.to(wide)).to(out_type);
-        case UnaryOpType::SphericalBesselJ0: return at::special_spherical_bessel_j0(x.to(wide)).to(out_type);
-      }
-      break;
-    }
-    case ExprType::Binary: {
-      at::Tensor a = in(0), b = in(1);
-      at::Tensor r;
-      switch (static_cast<const BinaryOp*>(expr)->op()) {
-        case BinaryOpType::Add: r = at::add(a, b); break;
-        case BinaryOpType::Sub: r = at::sub(a, b); break;
-        case BinaryOpType::Mul: r = at::mul(a, b); break;
-        case BinaryOpType::Div:
-          // An integral result is nvFuser's div (truncating); else true division.
-          r = isIntegralType(expr->output()->dtype()) ? at::div(a, b, "trunc") : at::div(a, b);
-          break;
-        case BinaryOpType::Maximum: r = at::maximum(a, b); break;
-        case BinaryOpType::Minimum: r = at::minimum(a, b); break;
-        case BinaryOpType::Pow: r = at::pow(a, b); break;
-        case BinaryOpType::Remainder: r = at::remainder(a, b); break;
-        case BinaryOpType::Fmod: r = at::fmod(a, b); break;
-        case BinaryOpType::Atan2: r = at::atan2(a.to(out_type), b.to(out_type)); break;
-        case BinaryOpType::Hypot: r = at::hypot(a.to(out_type), b.to(out_type)); break;
-        case BinaryOpType::Copysign: r = at::copysign(a.to(out_type), b.to(out_type)); break;
-        case BinaryOpType::Nextafter: r = at::nextafter(a.to(out_type), b.to(out_type)); break;
-        case BinaryOpType::ShiftLeft: r = at::bitwise_left_shift(a.to(out_type), b.to(out_type)); break;
-        case BinaryOpType::ShiftRight: r = at::bitwise_right_shift(a.to(out_type), b.to(out_type)); break;
-        case BinaryOpType::Gcd: r = at::gcd(a.to(out_type), b.to(out_type)); break;
-        case BinaryOpType::Lcm: r = at::lcm(a.to(out_type), b.to(out_type)); break;
-        case BinaryOpType::Eq: r = at::eq(a, b); break;
-        case BinaryOpType::Ne: r = at::ne(a, b); break;
-        case BinaryOpType::Lt: r = at::lt(a, b); break;
-        case BinaryOpType::Le: r = at::le(a, b); break;
-        case BinaryOpType::Gt: r = at::gt(a, b); break;
-        case BinaryOpType::Ge: r = at::ge(a, b); break;
-        case BinaryOpType::LogicalAnd: r = at::logical_and(a, b); break;
-        case BinaryOpType::LogicalOr: r = at::logical_or(a, b); break;
-        case BinaryOpType::BitwiseAnd: r = at::bitwise_and(a, b); break;
-        case BinaryOpType::BitwiseOr: r = at::bitwise_or(a, b); break;
-        case BinaryOpType::BitwiseXor: r = at::bitwise_xor(a, b); break;
-        case BinaryOpType::RandomUniform: r = randomUniform(a, b, out_type); break;
-        case BinaryOpType::Igamma: r = at::igamma(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::Igammac: r = at::igammac(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::Zeta: r = at::special_zeta(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::ChebyshevPolynomialT: r = at::special_chebyshev_polynomial_t(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::ShiftedChebyshevPolynomialT: r = at::special_shifted_chebyshev_polynomial_t(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::ChebyshevPolynomialU: r = at::special_chebyshev_polynomial_u(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::ShiftedChebyshevPolynomialU: r = at::special_shifted_chebyshev_polynomial_u(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::ChebyshevPolynomialV: r = at::special_chebyshev_polynomial_v(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::ShiftedChebyshevPolynomialV: r = at::special_shifted_chebyshev_polynomial_v(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::ChebyshevPolynomialW: r = at::special_chebyshev_polynomial_w(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::ShiftedChebyshevPolynomialW: r = at::special_shifted_chebyshev_polynomial_w(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::HermitePolynomialH: r = at::special_hermite_polynomial_h(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::HermitePolynomialHe: r = at::special_hermite_polynomial_he(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::LaguerrePolynomialL: r = at::special_laguerre_polynomial_l(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::LegendrePolynomialP: r = at::special_legendre_polynomial_p(a.to(wide), b.to(wide)); break;
-        case BinaryOpType::Polygamma: r = polygamma(a, b.to(wide)); break;
-      }
-      return r.to(out_type);
-    }
+    case ExprType::Unary:
+      return unaryWithATen(static_cast<const UnaryOp*>(expr)->op(), in(0), out_type, wide);
+    case ExprType::Binary:
+      return binaryWithATen(static_cast<const BinaryOp*>(expr), in(0), in(1), out_type, wide);
     case ExprType::Where:
       return at::where(in(0), in(1), in(2)).to(out_type);
     case ExprType::Reduction: {

@@ -583,12 +583,8 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
   }
   const auto segment_start = std::chrono::steady_clock::now();
   SignatureEntry& entry = repeated ? *memo_.entry : entryFor(last_run_.signature, inputs, device);
-  if (!repeated) {
-    memo_.key = std::move(run_key);
-    memo_.signature = last_run_.signature;
-    memo_.entry = &entry;
-    memo_.choices.assign(entry.segmented.segments.size(), nullptr);
-  }
+  if (!repeated) memo_ = RunMemo{std::move(run_key), last_run_.signature, &entry,
+                               std::vector<SegmentChoice*>(entry.segmented.segments.size())};
   if (last_run_.new_signature) {
     CompileCost& segmentation = last_run_.segmentation;
     segmentation.segment_ms = msSince(segment_start) - segmentation.schedule_ms - segmentation.lower_ms;
@@ -615,8 +611,7 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
       if (std::optional<std::vector<at::Tensor>> views = outputsAsViews(*segment.fusion, segment_inputs)) {
         for (size_t j = 0; j < segment.outputs.size(); ++j) values[segment.outputs[j]] = (*views)[j];
         run.view = true;
-        last_run_.segments.push_back(std::move(run));
-        last_executors_.push_back(nullptr);
+        recordSegment(std::move(run), nullptr);
         continue;
       }
     }
@@ -627,8 +622,7 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
       run.library = true;
       run.params = library->toString();
       values[segment.outputs.at(0)] = outputs.at(0);
-      last_run_.segments.push_back(std::move(run));
-      last_executors_.push_back(nullptr);
+      recordSegment(std::move(run), nullptr);
       continue;
     }
     SegmentChoice* chosen = memo_.choices[s];
@@ -648,8 +642,7 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
         for (size_t j = 0; j < segment.outputs.size(); ++j) values[segment.outputs[j]] = outputs[j];
         fresh->outputs = outputs;
         fresh->done = pool.submit([this, job = fresh.get()] { compilePending(*job, true); });
-        last_run_.segments.push_back(std::move(run));  // replaced by the compile's
-        last_executors_.push_back(&fresh->compiled->executor);
+        recordSegment(std::move(run), &fresh->compiled->executor);  // run: replaced by the compile's
         pending.push_back(std::move(fresh));
         continue;
       }
@@ -665,22 +658,8 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
       }
       memo_.choices[s] = chosen;
     }
-    const SegmentChoice& choice = *chosen;
-    CompiledSegment* compiled = choice.compiled;
-    run.params = choice.params;
-    // An executor lowers at most once: in its compile (a fresh kernel not
-    // lowered by the check) or in its first CPU run (a kernel the cache had).
-    const double lowered_before_run = compiled->executor.loweringMs();
-    if (run.compiled) run.cost.lower_ms = lowered_before_run;
-    const auto run_start = std::chrono::steady_clock::now();
-    std::vector<at::Tensor> outputs = compiled->executor.run(segment_inputs, run_device);
-    const double lowered_in_run = compiled->executor.loweringMs() - lowered_before_run;
-    run.run_ms = msSince(run_start) - lowered_in_run;
-    run.cost.lower_ms += lowered_in_run;
+    const std::vector<at::Tensor> outputs = runKernel(*chosen, segment_inputs, run_device, std::move(run));
     for (size_t j = 0; j < segment.outputs.size(); ++j) values[segment.outputs[j]] = outputs[j];
-    run.launch = compiled->executor.launchParams();
-    last_run_.segments.push_back(std::move(run));
-    last_executors_.push_back(&compiled->executor);
   }
   } catch (...) {
     finishPending(entry, pending);  // an earlier segment's compile error comes first
@@ -691,6 +670,30 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
   total_cost_ += last_run_.cost();
   std::vector<at::Tensor> outputs;
   for (const Val* out : entry.fusion->outputs()) outputs.push_back(values.at(out));
+  return outputs;
+}
+
+void FusionExecutorCache::recordSegment(SegmentRun run, const FusionExecutor* executor) {
+  last_run_.segments.push_back(std::move(run));
+  last_executors_.push_back(executor);
+}
+
+std::vector<at::Tensor> FusionExecutorCache::runKernel(const SegmentChoice& choice,
+                                                       const std::vector<at::Tensor>& inputs,
+                                                       c10::Device run_device, SegmentRun run) {
+  FusionExecutor& executor = choice.compiled->executor;
+  run.params = choice.params;
+  // An executor lowers at most once: in its compile (a fresh kernel not
+  // lowered by the check) or in its first CPU run (a kernel the cache had).
+  const double lowered_before_run = executor.loweringMs();
+  if (run.compiled) run.cost.lower_ms = lowered_before_run;
+  const auto run_start = std::chrono::steady_clock::now();
+  std::vector<at::Tensor> outputs = executor.run(inputs, run_device);
+  const double lowered_in_run = executor.loweringMs() - lowered_before_run;
+  run.run_ms = msSince(run_start) - lowered_in_run;
+  run.cost.lower_ms += lowered_in_run;
+  run.launch = executor.launchParams();
+  recordSegment(std::move(run), &executor);
   return outputs;
 }
 

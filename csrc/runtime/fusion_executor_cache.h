@@ -262,6 +262,13 @@ class FusionExecutorCache {
   // a failed one is forgotten (its slot erased). Rethrows the error of the
   // first segment that failed.
   void finishPending(SignatureEntry& entry, std::vector<std::unique_ptr<PendingCompile>>& pending);
+  // Appends a segment's run to the latest run's record (executor: none for
+  // views and library calls).
+  void recordSegment(SegmentRun run, const FusionExecutor* executor);
+  // Runs the chosen kernel on the segment's inputs and records the run, with
+  // the lowering a first CPU run does counted apart from its run time.
+  std::vector<at::Tensor> runKernel(const SegmentChoice& choice, const std::vector<at::Tensor>& inputs,
+                                    c10::Device run_device, SegmentRun run);
 
   std::unique_ptr<Fusion> fusion_;
   InputValidator validator_;  // of fusion_ with every input declared non-contiguous

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,13 @@
 
 namespace smelt::scheduler_utils {
 
+// The input `expr` reads at other positions than the element it computes:
+// a window's (shifted) and an index_select's table (at loaded indices); null
+// for any other expression. Such an input is read from memory, never cached
+// in registers nor computed in the expression's loops.
+const TensorView* readAtOtherPositions(const Expr* expr);
+
+// (Implemented in dimension_map.cpp.)
 // Labels each logical axis of every tensor with the reference logical axis
 // (dimension) it corresponds to, following the producer-consumer axis maps of
 // every op (broadcast axes take the label of the axis they are combined with).
@@ -76,6 +84,12 @@ class DimensionMap {
   // only; an expanded axis merged with others makes the merge Expanded).
   Role runRole(const TensorView* tv, int64_t dim) const;
   void labelThroughReshapes(const Fusion& fusion, const std::vector<Expr*>& exprs);
+  // The constructor's checks; each sets problem_ unless it is set already.
+  void checkAxesCovered(const std::vector<Expr*>& exprs, const TensorView* reference,
+                        const std::unordered_set<const TensorView*>& feeds_reshape);
+  void checkRegroupingReshapes(const Fusion& fusion, const std::vector<Expr*>& exprs,
+                               const TensorView* reference);
+  void checkDroppedDimensions(const std::vector<Expr*>& exprs, const TensorView* reference);
   void labelMergedDownstream(const Fusion& fusion, const std::vector<Expr*>& exprs);
   // Whether `tv` has an axis for `dim`, labelled or merged.
   bool covers(const TensorView* tv, int64_t dim) const;
@@ -104,6 +118,13 @@ std::vector<int64_t> mergeGroups(TensorView* reference, const DimensionMap& map,
 // Each comes with a message naming the reshape and the dimensions.
 std::vector<std::pair<const TensorView*, std::string>> partiallyMergedByReshapes(
     const Fusion& fusion);
+
+// Whether `tv` is read through a reshape that splits an axis and also beside
+// it (by another op, or as a fusion output): a register copy inlined in the
+// reference's loops holds the element one path reads, not the other's
+// (maximum(x.view(2, 6).t(), x), x [6, 2]).
+bool readThroughASplitAndBeside(const Fusion& fusion, const std::vector<Expr*>& exprs,
+                                const TensorView* tv);
 
 // Inputs worth a register cache: tensors of rank > 0 with uses, none of them a
 // pad (a pad reads its input with a bounds check of its own) or an

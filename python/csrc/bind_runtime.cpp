@@ -114,12 +114,8 @@ void bindKernelView(py::module_& m) {
                              [](const KernelView& k) { return k.executor->simulationReport().toString(); });
 }
 
-}  // namespace
-
-void bindRuntime(py::module_& m) {
-  bindKernelView(m);
-  LowerOptions defaults;
-
+void bindFusionExecutor(py::module_& m) {
+  const LowerOptions defaults;
   py::class_<PyFusionExecutor, std::shared_ptr<PyFusionExecutor>>(m, "FusionExecutor")
       .def(py::init<std::shared_ptr<Fusion>>())
       .def("compile", [](PyFusionExecutor& e, const std::vector<at::Tensor>& example_inputs,
@@ -136,7 +132,10 @@ void bindRuntime(py::module_& m) {
       .def("kernel", [](const std::shared_ptr<PyFusionExecutor>& e) {
         return KernelView{e, &e->executor};
       });
+}
 
+void bindFusionExecutorCache(py::module_& m) {
+  const LowerOptions defaults;
   py::class_<FusionExecutorCache, std::shared_ptr<FusionExecutorCache>>(m, "FusionExecutorCache")
       .def(py::init([](const Fusion& fusion, const std::string& device, SmemHazards hazards,
                        SmemAllocator allocator, std::optional<bool> tensor_cores, int arch,
@@ -224,10 +223,13 @@ void bindRuntime(py::module_& m) {
       })
       .def_property_readonly("num_signatures", &FusionExecutorCache::numSignatures)
       .def_property_readonly("num_compiled_kernels", &FusionExecutorCache::numCompiledKernels);
+}
 
-  // The disk cache's entries of other kinds (disk_kernel_cache.h) for the
-  // Python side's decisions (the matmul autotuner's): None when the cache is
-  // off, there is no entry, or it is corrupt (with a warning).
+// The compile pool's size, and the disk cache's entries of other kinds
+// (disk_kernel_cache.h) for the Python side's decisions (the matmul
+// autotuner's): None when the cache is off, there is no entry, or it is
+// corrupt (with a warning).
+void bindCompileResources(py::module_& m) {
   m.def("compile_threads", &CompilePool::configuredThreads,
         "SMELT_COMPILE_THREADS, else the machine's hardware threads: the compile pools' size.");
   m.def("load_cache_entry", [](const std::string& kind, const std::string& key) -> std::optional<py::bytes> {
@@ -241,6 +243,15 @@ void bindRuntime(py::module_& m) {
     const std::optional<std::filesystem::path> dir = kernelCacheDir();
     return dir && storeCacheEntry(*dir, kind, key, payload);
   }, py::arg("kind"), py::arg("key"), py::arg("payload"));
+}
+
+}  // namespace
+
+void bindRuntime(py::module_& m) {
+  bindKernelView(m);
+  bindFusionExecutor(m);
+  bindFusionExecutorCache(m);
+  bindCompileResources(m);
 }
 
 }  // namespace smelt::python

@@ -7,6 +7,9 @@
 - The segmenter knows no scheduler: it reads what it needs from the
   registry's entries (seeds, seed growth, grid splits, whether a scheduler
   keeps its segments), and names no SchedulerType and no scheduler header.
+- Files are at most 800 lines and functions at most 120 (csrc/ and the
+  Python bindings' python/csrc/), unless a `// long: <reason>` comment
+  opens the function.
 
 Each checker also runs on made-up sources, so one that stopped finding
 anything would fail too. Nothing here builds: the checks read the source.
@@ -18,6 +21,9 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 CSRC = Path(__file__).resolve().parents[2] / "csrc"
+BINDINGS = Path(__file__).resolve().parents[2] / "python" / "csrc"
+MAX_FILE_LINES = 800
+MAX_FUNCTION_LINES = 120
 STAGES = ("fusion", "scheduler", "lower", "codegen", "runtime")
 TORCH_HEADERS = ("torch", "ATen", "c10")
 # What the segmenter may include from scheduler/: the interface every
@@ -64,6 +70,74 @@ def segmenter_scheduler_knowledge(sources: Dict[str, str]) -> List[str]:
     return found
 
 
+def code_only(text: str) -> str:
+    """`text` with comments and string, character and raw-string literals
+    blanked (their braces are no code); line breaks kept."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if text.startswith("//", i) or text.startswith("/*", i):
+            end = text.find("\n", i) if text[i + 1] == "/" else text.find("*/", i + 2) + 2
+            end = n if end < (1 if text[i + 1] == "/" else 2) else end
+        elif text.startswith('R"', i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            delimiter = re.match(r'R"([^(\s]*)\(', text[i:]).group(1)
+            end = text.find(")" + delimiter + '"', i) + len(delimiter) + 2
+        elif text[i] in "\"'":
+            end = i + 1
+            while end < n and text[end] != text[i]:
+                end += 2 if text[end] == "\\" else 1
+            end += 1
+        else:
+            out.append(text[i])
+            i += 1
+            continue
+        out.append(re.sub(r"[^\n]", " ", text[i:end]))
+        i = end
+    return "".join(out)
+
+
+CONTROL = re.compile(r"^(if|for|while|switch|do|else|catch|try)\b")
+
+
+def long_functions(text: str, limit: int = MAX_FUNCTION_LINES) -> List[Tuple[int, int, str]]:
+    """(first line, lines, header) of each function body longer than `limit`
+    lines: a brace block after a parenthesized header that is not a control
+    statement, outside any other function (lambdas count in their function).
+    A `// long: <reason>` comment in its first lines exempts it."""
+    code, lines = code_only(text), text.split("\n")
+    stack: List[Tuple[bool, int]] = []  # (is a function, first line)
+    found, last = [], 0
+    for i, c in enumerate(code):
+        if c == "{":
+            header = " ".join(code[last:i].split())
+            is_function = (not any(f for f, _ in stack) and ")" in header and not CONTROL.match(header)
+                           and not header.startswith("=") and "namespace" not in header.split())
+            first = code.count("\n", 0, i - len(code[last:i]) + (len(code[last:i]) - len(code[last:i].lstrip()))) + 1
+            stack.append((is_function, first))
+            last = i + 1
+        elif c == "}":
+            if stack:
+                is_function, first = stack.pop()
+                count = code.count("\n", 0, i) + 2 - first
+                exempt = any("// long:" in line for line in lines[first - 1:first + 2])
+                if is_function and count > limit and not exempt:
+                    found.append((first, count, " ".join(lines[first - 1].split())[:80]))
+            last = i + 1
+        elif c == ";":
+            last = i + 1
+    return found
+
+
+def length_problems(sources: Dict[str, str]) -> List[str]:
+    problems = []
+    for path, text in sources.items():
+        count = len(text.splitlines())
+        if count > MAX_FILE_LINES:
+            problems.append(f"{path}: {count} lines")
+        problems += [f"{path}:{first}: {n}-line function {header}"
+                     for first, n, header in long_functions(text)]
+    return problems
+
+
 def test_includes_run_one_way_through_the_stages():
     found = upward_includes(csrc_sources(CSRC))
     assert not found, "includes of a later stage:\n" + "\n".join(f"{p}: {h}" for p, h in found)
@@ -79,6 +153,26 @@ def test_the_segmenter_knows_no_scheduler():
     found = segmenter_scheduler_knowledge(csrc_sources(CSRC))
     assert not found, "the segmenter names schedulers (use SchedulerEntry's hooks):\n" + \
         "\n".join(found)
+
+
+def test_files_and_functions_are_short():
+    sources = csrc_sources(CSRC)
+    sources.update({f"python/csrc/{p}": text for p, text in csrc_sources(BINDINGS).items()})
+    found = length_problems(sources)
+    assert not found, f"over {MAX_FILE_LINES} lines per file or {MAX_FUNCTION_LINES} per " \
+        "function (split it, or open the function with `// long: <reason>`):\n" + "\n".join(found)
+
+
+def test_the_length_check_finds_a_long_function_and_reads_the_reason():
+    body = "".join(f"  x += {i};\n" for i in range(MAX_FUNCTION_LINES))
+    text = ("namespace a {\nconst char* kText = R\"(\n{ not code }\n)\";\n"
+            "struct S {\n  int member(int x) const {\n" + body + "    return x;\n  }\n};\n"
+            "int short_one(int x) {\n  auto f = [&](int y) {\n    return y;\n  };\n"
+            "  if (x) {\n    return f(x);\n  }\n  return 0;\n}\n"
+            "int excused(int x) {\n  // long: one case per op\n" + body + "  return x;\n}\n}\n")
+    assert long_functions(text) == [(6, MAX_FUNCTION_LINES + 3, "int member(int x) const {")]
+    assert length_problems({"a.cpp": "\n" * (MAX_FILE_LINES + 1)}) == [
+        f"a.cpp: {MAX_FILE_LINES + 1} lines"]
 
 
 def test_the_checkers_find_what_they_look_for():

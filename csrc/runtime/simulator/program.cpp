@@ -340,120 +340,151 @@ class Compiler {
   }
 
   void compileStmt(const kir::Stmt* stmt) {
-    const auto position = static_cast<int32_t>(positions_.start.at(stmt));
     Instr in;
-    in.position = position;
+    in.position = static_cast<int32_t>(positions_.start.at(stmt));
     switch (stmt->kind()) {
-      case kir::StmtKind::ForLoop: {
-        const auto* loop = static_cast<const kir::ForLoop*>(stmt);
-        int idx = p_.symbols.slot(loop->index);
-        loop_slots_.push_back(idx);
-        if (isParallelDim(loop->parallel_type)) {
-          // Bound to a thread/block index: no iteration, the index is the
-          // hardware one (predicates in the body guard extents below the dim).
-          int src = builtinSlot(loop->parallel_type);
-          if (src != idx) {
-            in.op = Op::Bind;
-            in.slot = idx;
-            in.extent_slot = src;
-            emit(in, stmt);
-          }
-          compileList(loop->body);
-        } else {
-          // Serial, unrolled and vectorized loops iterate; the extent is kept
-          // in a hidden slot so LoopEnd need not re-evaluate it.
-          in.op = Op::LoopBegin;
-          in.slot = idx;
-          in.extent_slot = p_.symbols.slot("$extent" + std::to_string(position));
-          loop_slots_.push_back(in.extent_slot);
-          in.extent = index(loop->extent);
-          int32_t begin = emit(in, stmt);
-          const auto scope = in_scope_.insert(loop->index);
-          compileList(loop->body);
-          in_scope_.erase(scope);
-          Instr end = in;
-          end.op = Op::LoopEnd;
-          end.target = begin + 1;
-          int32_t end_pc = emit(end, stmt);
-          p_.instrs[begin].target = end_pc + 1;
-        }
-        return;
-      }
-      case kir::StmtKind::IfThenElse: {
-        const auto* ite = static_cast<const kir::IfThenElse*>(stmt);
-        in.op = Op::If;
-        in.pred = predicate(ite->predicate);
-        int32_t if_pc = emit(in, stmt);
-        compileList(ite->then_body);
-        if (!ite->else_body.empty()) {
-          Instr jump;
-          jump.op = Op::Jump;
-          jump.position = position;
-          int32_t jump_pc = emit(jump, stmt);
-          p_.instrs[if_pc].target = jump_pc + 1;
-          compileList(ite->else_body);
-          p_.instrs[jump_pc].target = static_cast<int32_t>(p_.instrs.size());
-        } else {
-          p_.instrs[if_pc].target = static_cast<int32_t>(p_.instrs.size());
-        }
-        return;
-      }
+      case kir::StmtKind::ForLoop: return compileLoop(static_cast<const kir::ForLoop*>(stmt), in);
+      case kir::StmtKind::IfThenElse: return compileIf(static_cast<const kir::IfThenElse*>(stmt), in);
       case kir::StmtKind::Allocate:
         bufferId(static_cast<const kir::Allocate*>(stmt)->buffer);
         return;
-      case kir::StmtKind::Compute: {
-        const auto* c = static_cast<const kir::Compute*>(stmt);
-        auto [fn, arity] = computeFn(c->expr, position);
-        in.op = Op::Compute;
-        in.fn = fn;
-        if (fn == Fn::Gather) {
-          const auto* select = static_cast<const IndexSelectOp*>(c->expr);
-          in.slot = p_.symbols.slot(kir::kGatheredIndexSymbol);
-          loop_slots_.push_back(in.slot);  // set by the program, as loop indices
-          in.extent = index(select->table()->logicalNoReductions().at(select->dim())->loopExtent());
-        } else if (fn == Fn::Scatter) {
-          const auto* scatter = static_cast<const ScatterOp*>(c->expr);
-          in.slot = p_.symbols.slot(kir::kGatheredIndexSymbol);
-          loop_slots_.push_back(in.slot);
-          in.extent = index(scatter->output()->logicalDomain().at(scatter->dim())->extent());
-          in.combine = scatter->combine();
-          in.scatter_dim = static_cast<int32_t>(scatter->dim());
-          in.wrap_negative = scatter->wrapNegative();
-        } else if (fn == Fn::Scan) {
-          in.scan = static_cast<const ScanOp*>(c->expr)->combine();
-        }
-        in.out = access(c->out);
-        in.pred = predicate(c->predicate);
-        in.operand_begin = static_cast<uint32_t>(p_.operands.size());
-        if (c->operands.empty() && c->expr->type() == ExprType::Full) {
-          // full() may carry its fill value only in the fusion expression.
-          RtOperand fill;
-          fill.constant = scalarValue(static_cast<const FullOp*>(c->expr)->fillValue(), position);
-          p_.operands.push_back(fill);
-        } else {
-          SMELT_CHECK(c->operands.size() == arity, "simulator: statement ", position, " (",
-                      c->expr->toString(), ") has ", c->operands.size(), " operands, expected ",
-                      arity);
-          // Constants take the compute type, as the CUDA literal does (a
-          // comparison with 0.1 on floats compares with 0.1f).
-          const bool float_constants = computeDtype(c->expr) == DataType::Float;
-          for (const auto& op : c->operands) {
-            RtOperand r = operand(op, position);
-            if (float_constants && r.access.buffer < 0) r.constant = static_cast<float>(r.constant);
-            p_.operands.push_back(r);
-          }
-        }
-        in.operand_end = static_cast<uint32_t>(p_.operands.size());
+      case kir::StmtKind::Compute: compileCompute(static_cast<const kir::Compute*>(stmt), in); break;
+      case kir::StmtKind::ReduceInit:
+      case kir::StmtKind::ScanInit:
+      case kir::StmtKind::ReduceStep:
+      case kir::StmtKind::BlockReduce:
+      case kir::StmtKind::BlockBroadcast: compileReduction(stmt, in); break;
+      case kir::StmtKind::BlockSync: in.op = Op::Sync; break;
+      case kir::StmtKind::CpAsync:
+      case kir::StmtKind::CpAsyncCommit:
+      case kir::StmtKind::CpAsyncWait:
+      case kir::StmtKind::LdMatrix:
+      case kir::StmtKind::Mma: compileTensorCore(stmt, in); break;
+      case kir::StmtKind::MbarrierInit:
+      case kir::StmtKind::MbarrierArrive:
+      case kir::StmtKind::MbarrierWait:
+      case kir::StmtKind::TmaLoad:
+      case kir::StmtKind::FenceProxyAsync:
+      case kir::StmtKind::Wgmma:
+      case kir::StmtKind::WgmmaFence:
+      case kir::StmtKind::WgmmaCommit:
+      case kir::StmtKind::WgmmaWait: compileHopper(stmt, in, in.position); break;
+    }
+    emit(in, stmt);
+  }
+
+  // A loop bound to a thread or block index binds its index; the others iterate.
+  void compileLoop(const kir::ForLoop* loop, Instr& in) {
+    const kir::Stmt* stmt = loop;
+    const int32_t position = in.position;
+    int idx = p_.symbols.slot(loop->index);
+    loop_slots_.push_back(idx);
+    if (isParallelDim(loop->parallel_type)) {
+      // Bound to a thread/block index: no iteration, the index is the
+      // hardware one (predicates in the body guard extents below the dim).
+      int src = builtinSlot(loop->parallel_type);
+      if (src != idx) {
+        in.op = Op::Bind;
+        in.slot = idx;
+        in.extent_slot = src;
         emit(in, stmt);
-        return;
       }
+      compileList(loop->body);
+    } else {
+      // Serial, unrolled and vectorized loops iterate; the extent is kept
+      // in a hidden slot so LoopEnd need not re-evaluate it.
+      in.op = Op::LoopBegin;
+      in.slot = idx;
+      in.extent_slot = p_.symbols.slot("$extent" + std::to_string(position));
+      loop_slots_.push_back(in.extent_slot);
+      in.extent = index(loop->extent);
+      int32_t begin = emit(in, stmt);
+      const auto scope = in_scope_.insert(loop->index);
+      compileList(loop->body);
+      in_scope_.erase(scope);
+      Instr end = in;
+      end.op = Op::LoopEnd;
+      end.target = begin + 1;
+      int32_t end_pc = emit(end, stmt);
+      p_.instrs[begin].target = end_pc + 1;
+    }
+  }
+
+  void compileIf(const kir::IfThenElse* ite, Instr& in) {
+    const kir::Stmt* stmt = ite;
+    const int32_t position = in.position;
+    in.op = Op::If;
+    in.pred = predicate(ite->predicate);
+    int32_t if_pc = emit(in, stmt);
+    compileList(ite->then_body);
+    if (!ite->else_body.empty()) {
+      Instr jump;
+      jump.op = Op::Jump;
+      jump.position = position;
+      int32_t jump_pc = emit(jump, stmt);
+      p_.instrs[if_pc].target = jump_pc + 1;
+      compileList(ite->else_body);
+      p_.instrs[jump_pc].target = static_cast<int32_t>(p_.instrs.size());
+    } else {
+      p_.instrs[if_pc].target = static_cast<int32_t>(p_.instrs.size());
+    }
+  }
+
+  void compileCompute(const kir::Compute* c, Instr& in) {
+    const int32_t position = in.position;
+    auto [fn, arity] = computeFn(c->expr, position);
+    in.op = Op::Compute;
+    in.fn = fn;
+    if (fn == Fn::Gather) {
+      const auto* select = static_cast<const IndexSelectOp*>(c->expr);
+      in.slot = p_.symbols.slot(kir::kGatheredIndexSymbol);
+      loop_slots_.push_back(in.slot);  // set by the program, as loop indices
+      in.extent = index(select->table()->logicalNoReductions().at(select->dim())->loopExtent());
+    } else if (fn == Fn::Scatter) {
+      const auto* scatter = static_cast<const ScatterOp*>(c->expr);
+      in.slot = p_.symbols.slot(kir::kGatheredIndexSymbol);
+      loop_slots_.push_back(in.slot);
+      in.extent = index(scatter->output()->logicalDomain().at(scatter->dim())->extent());
+      in.combine = scatter->combine();
+      in.scatter_dim = static_cast<int32_t>(scatter->dim());
+      in.wrap_negative = scatter->wrapNegative();
+    } else if (fn == Fn::Scan) {
+      in.scan = static_cast<const ScanOp*>(c->expr)->combine();
+    }
+    in.out = access(c->out);
+    in.pred = predicate(c->predicate);
+    in.operand_begin = static_cast<uint32_t>(p_.operands.size());
+    if (c->operands.empty() && c->expr->type() == ExprType::Full) {
+      // full() may carry its fill value only in the fusion expression.
+      RtOperand fill;
+      fill.constant = scalarValue(static_cast<const FullOp*>(c->expr)->fillValue(), position);
+      p_.operands.push_back(fill);
+    } else {
+      SMELT_CHECK(c->operands.size() == arity, "simulator: statement ", position, " (",
+                  c->expr->toString(), ") has ", c->operands.size(), " operands, expected ",
+                  arity);
+      // Constants take the compute type, as the CUDA literal does (a
+      // comparison with 0.1 on floats compares with 0.1f).
+      const bool float_constants = computeDtype(c->expr) == DataType::Float;
+      for (const auto& op : c->operands) {
+        RtOperand r = operand(op, position);
+        if (float_constants && r.access.buffer < 0) r.constant = static_cast<float>(r.constant);
+        p_.operands.push_back(r);
+      }
+    }
+    in.operand_end = static_cast<uint32_t>(p_.operands.size());
+  }
+
+  // Reduction and scan statements: inits, serial steps, block-wide reduce and broadcast.
+  void compileReduction(const kir::Stmt* stmt, Instr& in) {
+    const int32_t position = in.position;
+    switch (stmt->kind()) {
       case kir::StmtKind::ReduceInit: {
         const auto* r = static_cast<const kir::ReduceInit*>(stmt);
         in.op = Op::ReduceInit;
         in.init = reduction(r->expr, position)->initValue();
         in.out = access(r->out);
         in.pred = predicate(r->predicate);
-        emit(in, stmt);
         return;
       }
       case kir::StmtKind::ScanInit: {
@@ -461,7 +492,6 @@ class Compiler {
         in.op = Op::ReduceInit;
         in.init = r->expr->initValue();
         in.out = access(r->carry);
-        emit(in, stmt);
         return;
       }
       case kir::StmtKind::ReduceStep: {
@@ -473,7 +503,6 @@ class Compiler {
         in.operand_begin = static_cast<uint32_t>(p_.operands.size());
         p_.operands.push_back(operand(r->in, position));
         in.operand_end = in.operand_begin + 1;
-        emit(in, stmt);
         return;
       }
       case kir::StmtKind::BlockReduce: {
@@ -488,7 +517,6 @@ class Compiler {
         in.write_pred = predicate(r->write_predicate);
         in.thread_axes = threadAxisMask(r->thread_axes, position);
         if (r->workspace) in.workspace = bufferId(r->workspace);
-        emit(in, stmt);
         return;
       }
       case kir::StmtKind::BlockBroadcast: {
@@ -498,13 +526,17 @@ class Compiler {
         in.in = access(b->in);
         in.thread_axes = threadAxisMask(b->thread_axes, position);
         if (b->workspace) in.workspace = bufferId(b->workspace);
-        emit(in, stmt);
         return;
       }
-      case kir::StmtKind::BlockSync:
-        in.op = Op::Sync;
-        emit(in, stmt);
-        return;
+      default:
+        SMELT_INTERNAL_CHECK(false, "not a reduction statement");
+    }
+  }
+
+  // The sm_80 tensor-core statements: cp.async, its groups, ldmatrix, mma.sync.
+  void compileTensorCore(const kir::Stmt* stmt, Instr& in) {
+    const int32_t position = in.position;
+    switch (stmt->kind()) {
       case kir::StmtKind::CpAsync: {
         const auto* c = static_cast<const kir::CpAsync*>(stmt);
         kir::checkTensorCoreOperands(*c);
@@ -513,19 +545,16 @@ class Compiler {
         in.in = access(c->src);
         in.count = static_cast<int32_t>(c->bytes);
         in.pred = predicate(c->predicate);
-        emit(in, stmt);
         return;
       }
       case kir::StmtKind::CpAsyncCommit:
         in.op = Op::CpAsyncCommit;
-        emit(in, stmt);
         return;
       case kir::StmtKind::CpAsyncWait:
         in.op = Op::CpAsyncWait;
         in.count = static_cast<int32_t>(static_cast<const kir::CpAsyncWait*>(stmt)->pending);
         SMELT_CHECK(in.count >= 0, "simulator: cp.async.wait_group at position ", position,
                     " waits for ", in.count, " groups");
-        emit(in, stmt);
         return;
       case kir::StmtKind::LdMatrix: {
         const auto* l = static_cast<const kir::LdMatrix*>(stmt);
@@ -535,7 +564,6 @@ class Compiler {
         in.in = access(l->src);
         in.count = static_cast<int32_t>(l->matrices);
         in.transpose = l->transpose;
-        emit(in, stmt);
         return;
       }
       case kir::StmtKind::Mma: {
@@ -545,21 +573,10 @@ class Compiler {
         in.out = access(m->c);
         in.in = access(m->a);
         in.in2 = access(m->b);
-        emit(in, stmt);
         return;
       }
-      case kir::StmtKind::MbarrierInit:
-      case kir::StmtKind::MbarrierArrive:
-      case kir::StmtKind::MbarrierWait:
-      case kir::StmtKind::TmaLoad:
-      case kir::StmtKind::FenceProxyAsync:
-      case kir::StmtKind::Wgmma:
-      case kir::StmtKind::WgmmaFence:
-      case kir::StmtKind::WgmmaCommit:
-      case kir::StmtKind::WgmmaWait:
-        compileHopper(stmt, in, position);
-        emit(in, stmt);
-        return;
+      default:
+        SMELT_INTERNAL_CHECK(false, "not a tensor-core statement");
     }
   }
 

@@ -222,7 +222,9 @@ TEST(FusionExecutorCache, OutputThatOnlyViewsAFreshIntermediateIsThatBuffer) {
     const std::vector<at::Tensor> out = runAndCheck(cache, {randn({b * t, 32}), randn({32, h * d})});
     ASSERT_EQ(cache.lastRun().segments.size(), 2u) << cache.lastRun().toString();
     EXPECT_EQ(cache.lastRun().segments[1].view, !also_rows) << cache.lastRun().toString();
-    if (also_rows) EXPECT_NE(out[0].data_ptr(), out[1].data_ptr());
+    if (also_rows) {
+      EXPECT_NE(out[0].data_ptr(), out[1].data_ptr());
+    }
   }
 }
 

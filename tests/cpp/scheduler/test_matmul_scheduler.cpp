@@ -741,7 +741,9 @@ TEST(MatmulKernelChecks, OperandTilesAreConflictFreeInEveryLayout) {
         ++operand_accesses;
         EXPECT_EQ(a.ways, 1) << report.toString();
       }
-      if (a.in_loop) EXPECT_LE(a.ways, 2) << report.toString();
+      if (a.in_loop) {
+        EXPECT_LE(a.ways, 2) << report.toString();
+      }
     }
     EXPECT_GE(operand_accesses, 4) << report.toString();  // each tile written and read
     EXPECT_TRUE(report.unevaluated_positions.empty()) << report.toString();

@@ -28,7 +28,9 @@ SegmentedFusion segmentAndCheck(Fusion& fusion, const std::vector<at::Tensor>& i
   // What a later process makes of the groups (the runtime keeps them on disk).
   std::optional<SegmentedFusion> again = segmentFusionAs(fusion, runtime, segmented.groups, override_params);
   EXPECT_TRUE(again.has_value()) << segmented.toString();
-  if (again) EXPECT_EQ(again->toString(), segmented.toString());
+  if (again) {
+    EXPECT_EQ(again->toString(), segmented.toString());
+  }
   std::vector<at::Tensor> got = runSegmentsInSimulator(fusion, segmented, inputs);
   std::vector<at::Tensor> want = evaluateWithATen(fusion, inputs);
   for (size_t i = 0; i < want.size(); ++i) {
