@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "codegen/scan_ops.h"
 #include "codegen/scan_prelude.h"
 #include "codegen/scatter_prelude.h"
 #include "codegen/special_math_prelude.h"
@@ -611,6 +612,7 @@ class Emitter {
           special_functions_.insert(toString(b->op()));
         }
       }
+      scans_blocks_ |= stmt->kind() == kir::StmtKind::BlockScan;
       if (const auto* l = dynamic_cast<const kir::LdMatrix*>(stmt)) {
         fragment_buffers_.insert(l->dst.buffer);
       } else if (const auto* m = dynamic_cast<const kir::Mma*>(stmt)) {
@@ -640,6 +642,7 @@ class Emitter {
     if (uses_hopper_) os_ << codegen::hopperPrelude(kernel_);
     if (combines_atomically_) os_ << codegen::kScatterPrelude;
     if (adds_log_exps_) os_ << codegen::kLogAddExpPrelude;
+    if (scans_blocks_) os_ << codegen::kBlockScanPrelude;
     os_ << codegen::specialMathPrelude(special_functions_);
     os_ << "\n";
     emitSignature();
@@ -742,6 +745,11 @@ class Emitter {
       case kir::StmtKind::ReduceInit: return emitReduceInit(static_cast<const kir::ReduceInit&>(stmt));
       case kir::StmtKind::ReduceStep: return emitReduceStep(static_cast<const kir::ReduceStep&>(stmt));
       case kir::StmtKind::ScanInit: return emitScanInit(static_cast<const kir::ScanInit&>(stmt));
+      case kir::StmtKind::BlockScan:
+        for (const std::string& text : codegen::blockScanCode(static_cast<const kir::BlockScan&>(stmt), spelling())) {
+          line(text);
+        }
+        return;
       case kir::StmtKind::BlockReduce: return emitBlockReduce(static_cast<const kir::BlockReduce&>(stmt));
       case kir::StmtKind::BlockBroadcast:
         return emitBlockBroadcast(static_cast<const kir::BlockBroadcast&>(stmt));
@@ -777,6 +785,11 @@ class Emitter {
       }
     }
     SMELT_INTERNAL_CHECK(false, "unknown kernel IR statement");
+  }
+
+  codegen::CodegenSpelling spelling() {
+    return {[this](const kir::Access& a) { return element(a); },
+            [this](const IntExpr& e) { return indexText(e, true); }, convert, literal, cudaType};
   }
 
   void open(const std::string& header) {
@@ -1435,6 +1448,7 @@ class Emitter {
   bool uses_hopper_ = false;  // mbarrier, TMA or wgmma statements
   bool combines_atomically_ = false;  // a scatter that is not Set: the atomics prelude
   bool adds_log_exps_ = false;  // a logcumsumexp: the logAddExp prelude
+  bool scans_blocks_ = false;   // a kir::BlockScan: the blockScan prelude
   std::set<std::string> special_functions_;  // the special functions the kernel calls
   std::ostringstream os_;
   int depth_ = 0;

@@ -18,6 +18,7 @@
 #include "fusion/symbols.h"
 #include "lower/hopper_layout.h"
 #include "runtime/simulator/async_proxy.h"
+#include "runtime/simulator/block_scan_sim.h"
 #include "runtime/simulator/findings.h"
 #include "runtime/simulator/program.h"
 #include "runtime/simulator/shadow.h"
@@ -318,10 +319,15 @@ class BlockRunner : private ProxyHost {
       if (barrier == kExited) break;
       for (int32_t t = 0; t < nthreads_; ++t) ready_[t] = arrived_[t] != kExited;
       if (p_.uses_hopper) proxy_.blockBarrier();
-      nextEpoch();
       const Instr& in = p_.instrs[barrier];
+      // A block scan's warps store their totals before its first barrier.
+      if (in.op == Op::BlockScan) scan_inclusive_ = blockScanWarpTotals(in, contrib_, blockScanIo(barrier));
+      nextEpoch();
       if (in.op == Op::BlockReduce || in.op == Op::BlockBroadcast) {
         for (int32_t t : order_) finishBlockOp(in, barrier, t);
+        nextEpoch();
+      } else if (in.op == Op::BlockScan) {
+        for (int32_t t : order_) blockScanFinish(in, t, scan_inclusive_, blockScanIo(barrier));
         nextEpoch();
       }
     }
@@ -1039,6 +1045,10 @@ class BlockRunner : private ProxyHost {
           arriveBlockOp(in, pc, t);
           pc_[t] = pc + 1;
           return pc;
+        case Op::BlockScan:
+          contrib_[t] = blockScanPartial(in, t, blockScanIo(pc));
+          pc_[t] = pc + 1;
+          return pc;
         case Op::CpAsync:
           issueCopy(in, t, pc);
           ++pc;
@@ -1083,6 +1093,16 @@ class BlockRunner : private ProxyHost {
       if ((axes >> d & 1) && s[kThreadIdx + d] != 0) return false;
     }
     return true;
+  }
+
+  // The interpreter's accesses, as a block scan at `pc` makes them.
+  BlockScanIo blockScanIo(int32_t pc) {
+    return {[this, pc](const RtAccess& a, int32_t t) { return load(a, t, pc); },
+            [this, pc](const RtAccess& a, int32_t t, double v) { store(a, t, pc, v); },
+            [this, pc](int32_t b, int64_t i, int32_t t) { return load(b, i, t, pc); },
+            [this, pc](int32_t b, int64_t i, int32_t t, double v) { store(b, i, t, pc, v); },
+            [this](int32_t handle, int32_t t) { return p_.code.eval(handle, slotsOf(t)); },
+            [scan = p_.instrs[pc].scan](double a, double b) { return scanCombine(scan, a, b); }};
   }
 
   // Before the statement's first barrier: each thread deposits its value.
@@ -1133,6 +1153,7 @@ class BlockRunner : private ProxyHost {
     store(in.out, t, pc, acc);
   }
 
+  std::vector<double> scan_inclusive_;  // a block scan's per-thread warp scans
   const Program& p_;
   const Launch& L_;
   const SimOptions& options_;
