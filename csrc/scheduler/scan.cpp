@@ -24,13 +24,32 @@ std::vector<IterDomain*> otherAxes(const ScanOp* scan) {
   return axes;
 }
 
+// Whether the scan reads a fusion input whose scan dimension is innermost
+// and contiguous, with the extent and every other stride multiples of
+// `items` and the data aligned to `items` elements: then each thread's items
+// of a tile are one aligned vector.
+bool itemsVectorize(const ScanOp* scan, const RuntimeInfo& runtime, int64_t items) {
+  const TensorView* in = scan->input(0)->asTensor();
+  const InputInfo* info = runtime.inputInfo(in);
+  const int64_t rank = static_cast<int64_t>(in->logicalDomain().size());
+  if (info == nullptr || items < 2 || scan->dim() != rank - 1 || info->strides.back() != 1 ||
+      info->sizes.back() % items != 0 || info->alignment < items * dataTypeSize(in->dtype())) {
+    return false;
+  }
+  for (int64_t d = 0; d + 1 < rank; ++d) {
+    if (info->sizes[d] != 1 && info->strides[d] % items != 0) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string ScanParams::toString() const {
   std::ostringstream os;
   os << "ScanParams{";
   if (block_scan) {
-    os << "block_scan, block_threads=" << block_threads << ", items_per_thread=" << items_per_thread;
+    os << "block_scan, block_threads=" << block_threads << ", items_per_thread=" << items_per_thread
+       << (vectorize_items ? ", vectorize_items" : "");
   } else {
     os << "block_x=" << block_x;
   }
@@ -79,6 +98,7 @@ ScanParams scanHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {
     const int64_t widest = rows < kBlockScanSmCount ? 1024 : 256;
     const int64_t needed = scheduler_utils::ceilDiv(extent, params.items_per_thread);
     params.block_threads = std::clamp<int64_t>(scheduler_utils::nextPowerOfTwo(needed), 32, widest);
+    params.vectorize_items = itemsVectorize(scan, runtime, params.items_per_thread);
   }
   return params;
 }
@@ -102,6 +122,7 @@ void scheduleBlockScan(Fusion& fusion, const ScanOp* scan, const ScanParams& par
   propagateSchedule(out);
   inlineMost(&fusion);
   items->inlineAt(rank + 1);
+  if (params.vectorize_items) items->axis(rank + 1)->parallelize(ParallelType::Vectorize);
 }
 
 }  // namespace

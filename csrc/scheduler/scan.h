@@ -31,7 +31,8 @@
 // GPU measurement.) Threads per block: 1024 when there are fewer rows than
 // SMs (each block has an SM to itself, the widest block reads the most in
 // flight), else 256 (eight blocks per SM); fewer when the row is shorter
-// than the tile. Items per thread: one 16-byte load of the input's type.
+// than the tile. Items per thread: one 16-byte load of the input's type,
+// vectorized where the input's layout allows (vectorize_items).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +54,10 @@ struct ScanParams : HeuristicParams {
   bool block_scan = false;
   int64_t block_threads = 256;
   int64_t items_per_thread = 4;
+  // The items come from a fusion input in one aligned vector load per
+  // thread and tile (its scan dimension innermost and contiguous, every
+  // other stride and the extent multiples of the items, the data aligned).
+  bool vectorize_items = false;
 
   SchedulerType type() const override { return SchedulerType::Scan; }
   std::string toString() const override;

@@ -5,6 +5,7 @@
 // shared-memory plan and the bank-conflict analysis.
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <limits>
 #include <memory>
 #include <string>
@@ -184,19 +185,25 @@ TEST(BlockScanKernels, TheHeuristicChoosesTheBlockScanForFewLongRows) {
     EXPECT_EQ(cache.lastRun().segments.size(), 1u);
     return cache.lastRun().segments.at(0);
   };
+  // Contiguous rows of a multiple of 4 floats: each thread's items are one
+  // 16-byte load.
   SegmentRun segment = run(scanFusion({4, 65536}, ScanCombine::Add), at::randn({4, 65536}));
-  EXPECT_EQ(segment.params, "ScanParams{block_scan, block_threads=1024, items_per_thread=4}");
+  EXPECT_EQ(segment.params, "ScanParams{block_scan, block_threads=1024, items_per_thread=4, vectorize_items}");
   EXPECT_EQ(segment.launch.grid[0], 4);
   EXPECT_EQ(segment.launch.block[0], 1024);
   segment = run(scanFusion({100000}, ScanCombine::Add), at::randn({100000}));
-  EXPECT_EQ(segment.params, "ScanParams{block_scan, block_threads=1024, items_per_thread=4}");
+  EXPECT_EQ(segment.params, "ScanParams{block_scan, block_threads=1024, items_per_thread=4, vectorize_items}");
   EXPECT_EQ(segment.launch.grid[0], 1);
   segment = run(scanFusion({300, 1500}, ScanCombine::Max), at::randn({300, 1500}));
-  EXPECT_EQ(segment.params, "ScanParams{block_scan, block_threads=256, items_per_thread=4}");
+  EXPECT_EQ(segment.params, "ScanParams{block_scan, block_threads=256, items_per_thread=4, vectorize_items}");
   EXPECT_EQ(segment.launch.grid[0], 300);
   EXPECT_EQ(segment.launch.block[0], 256);
+  // 1500 halves are not whole vectors of 8: element loads.
   segment = run(scanFusion({2, 1500}, ScanCombine::Max, DataType::Half), at::randn({2, 1500}).to(at::kHalf));
   EXPECT_EQ(segment.params, "ScanParams{block_scan, block_threads=256, items_per_thread=8}");
+  // A row starting 4 bytes past a 16-byte boundary: element loads.
+  segment = run(scanFusion({2, 2000}, ScanCombine::Add), at::randn({4001}).slice(0, 1).view({2, 2000}));
+  EXPECT_EQ(segment.params, "ScanParams{block_scan, block_threads=512, items_per_thread=4}");
   segment = run(scanFusion({4, 1000}, ScanCombine::Add), at::randn({4, 1000}));
   EXPECT_EQ(segment.params, "ScanParams{block_x=32}");
   segment = run(scanFusion({40000, 1024}, ScanCombine::Add), at::randn({40000, 1024}));
@@ -249,6 +256,52 @@ TEST(BlockScanKernels, WarpTotalsHaveNoBankConflicts) {
     EXPECT_EQ(access.ways, 1) << report.toString();
   }
   EXPECT_TRUE(report.unevaluated_positions.empty());
+}
+
+// Statement executions of a kernel: over the whole launch (thread and block
+// loops at their extents), and along one thread (only serial loops count).
+struct Executions {
+  int64_t launch = 0;
+  int64_t per_thread = 0;
+};
+
+Executions countExecutions(const kir::StmtList& body, int64_t launch = 1, int64_t thread = 1) {
+  Executions total;
+  for (const auto& stmt : body) {
+    if (const auto* loop = dynamic_cast<const kir::ForLoop*>(stmt.get())) {
+      const int64_t extent = loop->extent.constant().value();
+      const Executions inner =
+          countExecutions(loop->body, launch * extent, isParallelDim(loop->parallel_type) ? thread : thread * extent);
+      total.launch += inner.launch;
+      total.per_thread += inner.per_thread;
+    } else if (stmt->kind() != kir::StmtKind::Allocate) {
+      total.launch += launch;
+      total.per_thread += thread;
+    }
+  }
+  return total;
+}
+
+// [2, 65536]: the serial scan's thread walks 65536 steps; the block scan's
+// walks 16 tiles of 4 loads, a BlockScan and 4 steps, for about as many
+// statements over the launch.
+TEST(BlockScanKernels, ExecutedStatementsAgainstTheSerialScanFor2x65536) {
+  const LoweredBlockScan chosen = lowerBlockScan(scanFusion({2, 65536}, ScanCombine::Add), false);
+  ASSERT_TRUE(chosen.params.block_scan);
+  ScanParams serial_params = chosen.params;
+  serial_params.block_scan = false;
+  serial_params.block_x = 32;
+  auto fusion = scanFusion({2, 65536}, ScanCombine::Add);
+  scheduleScan(*fusion, serial_params);
+  GpuLower lower(fusion.get());
+  const Executions serial = countExecutions(lower.run().body);
+  const Executions block = countExecutions(chosen.kernel->body);
+  std::cout << "[2, 65536] cumsum statement executions: serial " << serial.launch << " over the launch, "
+            << serial.per_thread << " per thread; block scan " << block.launch << ", " << block.per_thread << "\n";
+  EXPECT_EQ(serial.per_thread, 1 + 65536);  // the init, then one step per element
+  EXPECT_EQ(block.per_thread, 1 + 16 * (4 + 1 + 4));
+  EXPECT_EQ(serial.launch, 32 * serial.per_thread);  // a warp of threads for 2 rows
+  EXPECT_EQ(block.launch, 2 * (1 + 16 * 1024 * (4 + 1 + 4)));
 }
 
 TEST(BlockScanKernels, EveryCombineAndDtypeCompilesWithNvrtcForSm90) {
