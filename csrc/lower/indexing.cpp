@@ -19,7 +19,9 @@
 //     `dim` at kir::kGatheredIndexSymbol (the statement loads the index
 //     first); its operands are the index and src (self is copied into the
 //     output before the kernel);
-//   * a scan step's operands are its input element and its running value.
+//   * a scan step's operands are its input element and its running value;
+//   * a block scan reads its input's register array from element 0, its
+//     first item at (tile * threads + threadIdx.x) * items of the scan axis.
 #include <optional>
 
 #include "fusion/error.h"

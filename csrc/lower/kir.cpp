@@ -123,6 +123,8 @@ std::string stmtText(const Stmt* stmt) {
     }
     case StmtKind::BlockScan: {
       auto* b = static_cast<const BlockScan*>(stmt);
+      // Its buffers come with the allocation pass, its indices with indexing.
+      if (b->workspace == nullptr || b->items_in.buffer == nullptr) return "block_" + b->expr->opName() + "(...)";
       return accessString(b->running) + ", " + accessString(b->carry) + " = block_" + b->expr->opName() +
              "<" + std::to_string(b->warps) + " warps>(" + accessString(b->items_in) + " x " +
              std::to_string(b->items) + " from " + b->first_item.toString() + " below " + b->extent.toString() +

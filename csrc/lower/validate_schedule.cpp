@@ -9,6 +9,10 @@
 //   * a scan's axis is a loop axis of its own (not split or merged), run
 //     serially in order, with only single-index axes (thread- or block-bound,
 //     or of extent 1) inside it: one register carries the running value;
+//     or it is in block form (block_scan.h): [tiles, threads, items] split
+//     from the scan axis, tiles and items serial, a whole number of warps on
+//     TIDx (the block one-dimensional), constant items, the input a computed
+//     Local tensor at the items axis;
 //   * vectorized axes are innermost with constant extents;
 //   * a tensor whose memory is private to a thread (Local) or to a block
 //     (Shared), or that other blocks cannot wait for (Global), is read by

@@ -13,7 +13,9 @@
 
 #include "codegen/cuda_codegen.h"
 #include "common/aten_reference.h"
+#include "common/expect_error.h"
 #include "fusion/ops.h"
+#include "fusion/transform_replay.h"
 #include "lower/alloc_reuse/kernel_plan.h"
 #include "lower/bank_conflicts.h"
 #include "lower/lower.h"
@@ -154,6 +156,43 @@ TEST(BlockScanKernels, IntegerSixteenBitAndBoolScans) {
   for (ScanCombine combine : {ScanCombine::Max, ScanCombine::Min}) {
     expectBlockScanMatchesATen(scanFusion({2, 1200}, combine, DataType::Bool), {at::rand({2, 1200}) > 0.999}, 0);
   }
+}
+
+// Rows over grid x and y, and a scan dimension that is not innermost (the
+// items are then strided loads; the block scan still takes it).
+TEST(BlockScanKernels, ThreeDimensionsAndAnOuterScanDimension) {
+  for (int64_t dim : {2, 1}) {
+    SCOPED_TRACE("dim " + std::to_string(dim));
+    const std::vector<int64_t> shape = dim == 2 ? std::vector<int64_t>{2, 3, 1100} : std::vector<int64_t>{2, 1100, 3};
+    auto fusion = std::make_unique<Fusion>();
+    {
+      FusionGuard guard(fusion.get());
+      TensorView* in = makeConcreteTensor(shape);
+      fusion->addInput(in);
+      fusion->addOutput(scan(in, dim, ScanCombine::Add));
+    }
+    expectBlockScanMatchesATen(std::move(fusion), {at::randn(shape)}, 1e-4);
+  }
+}
+
+// A block-form schedule the passes cannot lower is refused by name.
+TEST(BlockScanKernels, ScheduleValidationNamesTheBlockScan) {
+  auto lowerWith = [](int64_t threads, bool stage) {
+    auto fusion = scanFusion({2, 1000}, ScanCombine::Add);
+    FusionGuard guard(fusion.get());
+    TensorView* out = fusion->outputs()[0]->asTensor();
+    TensorView* items = out->definition()->input(0)->asTensor();
+    if (stage) items = items->cacheAfter();
+    out->split(1, 4)->split(1, threads);
+    out->axis(2)->parallelize(ParallelType::TIDx);
+    propagateSchedule(out);
+    inlineMost(fusion.get());
+    if (stage) items->inlineAt(3);
+    GpuLower lower(fusion.get());
+    lower.run();
+  };
+  EXPECT_SMELT_ERROR(lowerWith(48, true), "block scan T1: its TIDx axis");
+  EXPECT_SMELT_ERROR(lowerWith(64, false), "block scan T1: its input T0 must be a computed Local tensor");
 }
 
 // Producers compute into the items' registers, consumers run in the
