@@ -202,6 +202,16 @@ TEST(BlockScanKernels, ProducersAndConsumersStayInlined) {
                                         [](TensorView* in) { return mul(exp(in), 0.5); },
                                         [](TensorView* out) { return sigmoid(out); }),
                              {at::randn({3, 2000})}, 1e-4);
+  // The scan's input also read by its consumer: the items' registers serve both.
+  auto reused = std::make_unique<Fusion>();
+  {
+    FusionGuard guard(reused.get());
+    TensorView* x = makeConcreteTensor({2, 1500});
+    reused->addInput(x);
+    TensorView* e = exp(x);
+    reused->addOutput(sub(scan(e, 1, ScanCombine::Max), e));
+  }
+  expectBlockScanMatchesATen(std::move(reused), {at::randn({2, 1500})}, 1e-6);  // expf vs ATen: an ulp
   LoweredBlockScan lowered = lowerBlockScan(scanFusion({3, 2000}, ScanCombine::Add, DataType::Float,
                                                        [](TensorView* in) { return mul(exp(in), 0.5); },
                                                        [](TensorView* out) { return sigmoid(out); }));
