@@ -10,6 +10,9 @@
 //      second barrier follows.
 // Every memory access goes through the interpreter (BlockScanIo), so the
 // race checker sees the workspace's writes and reads with their threads.
+// Values pass through double: integer scans are exact while the partial
+// results stay within 2^53 (the serial scan step computes integers in
+// int64_t; the block scan's model does not yet).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,5 @@
 #include "runtime/simulator/interpreter.h"
 
-#include "fusion/random_bits.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,17 +7,16 @@
 #include <limits>
 #include <map>
 #include <random>
-#include <set>
 
-#include "codegen/special_math.h"
 #include "fusion/error.h"
 #include "fusion/mma_fragment.h"
 #include "fusion/random_bits.h"
-#include "fusion/symbols.h"
 #include "lower/hopper_layout.h"
 #include "runtime/simulator/async_proxy.h"
 #include "runtime/simulator/block_scan_sim.h"
+#include "runtime/simulator/element_math.h"
 #include "runtime/simulator/findings.h"
+#include "runtime/simulator/launch_binding.h"
 #include "runtime/simulator/program.h"
 #include "runtime/simulator/shadow.h"
 #include "runtime/simulator/value_convert.h"
@@ -28,224 +25,7 @@ namespace smelt::sim {
 namespace {
 
 constexpr int32_t kExited = -1;
-constexpr int64_t kMaxThreadsPerBlock = 1024;  // CUDA's limit; larger launches fail there too
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Where one buffer's elements live for this launch.
-struct Memory {
-  MemoryType memory = MemoryType::Local;
-  DataType dtype = DataType::Float;
-  int64_t elem_size = 4;
-  int64_t elements = 0;  // valid indices: [0, elements)
-  int64_t offset = 0;    // Shared: byte address; Local: byte offset in a thread's arena
-  uint8_t* data = nullptr;  // Global
-  std::vector<int64_t> sizes, strides;  // Global arguments (a TMA's source)
-};
-
-// The kernel bound to its arguments: launch dims, symbol values, buffer layout.
-struct Launch {
-  int64_t grid[3] = {1, 1, 1};
-  int64_t block[3] = {1, 1, 1};
-  int64_t threads = 1;
-  std::vector<int64_t> base_slots;  // every non-runtime symbol's value
-  std::vector<Memory> memory;       // per buffer id
-  std::vector<int64_t> shared_address;  // per buffer id (0 unless Shared)
-  int64_t shared_bytes = 0;
-  int64_t local_bytes = 0;
-  std::vector<std::vector<uint8_t>> scratch;  // Global buffers that are not arguments
-};
-
-int64_t spanOf(const TensorArg& t) {
-  int64_t span = 1;
-  for (size_t d = 0; d < t.sizes.size(); ++d) {
-    if (t.sizes[d] == 0) return 0;
-    span += (t.sizes[d] - 1) * t.strides[d];
-  }
-  return span;
-}
-
-int64_t evaluateOrThrow(const IntExpr& e, const std::map<std::string, int64_t>& values,
-                        const std::string& what) {
-  try {
-    return e.evaluate(values);
-  } catch (const Error& err) {
-    throw Error(errorMessage("simulator: cannot evaluate ", what, " = ", e, ": ", err.what()));
-  }
-}
-
-Launch bindLaunch(const Program& p, const kir::Kernel& kernel,
-                  const std::vector<TensorArg>& inputs, const std::vector<TensorArg>& outputs,
-                  const std::map<std::string, double>& scalars) {
-  SMELT_CHECK(inputs.size() == kernel.inputs.size(), "simulator: the kernel has ",
-              kernel.inputs.size(), " inputs, got ", inputs.size());
-  SMELT_CHECK(outputs.size() == kernel.outputs.size(), "simulator: the kernel has ",
-              kernel.outputs.size(), " outputs, got ", outputs.size());
-  Launch L;
-  L.memory.resize(p.buffers.size());
-  L.shared_address.assign(p.buffers.size(), 0);
-
-  std::map<std::string, int64_t> values;
-  for (const auto& [name, v] : scalars) values[name] = std::llround(v);
-  auto bindTensor = [&](const kir::Buffer* b, const TensorArg& t) {
-    SMELT_CHECK(b->dtype == t.dtype, "simulator: ", b->name, " is ", b->dtype, ", got a ",
-                t.dtype, " tensor");
-    SMELT_CHECK(t.sizes.size() == t.strides.size(), "simulator: ", b->name,
-                " has sizes and strides of different ranks");
-    for (size_t d = 0; d < t.sizes.size(); ++d) {
-      values[sizeSymbol(b->name, static_cast<int64_t>(d))] = t.sizes[d];
-      values[strideSymbol(b->name, static_cast<int64_t>(d))] = t.strides[d];
-    }
-    Memory& m = L.memory[p.buffer_ids.at(b)];
-    m.data = static_cast<uint8_t*>(t.data);
-    m.elements = spanOf(t);
-    m.sizes = t.sizes;
-    m.strides = t.strides;
-  };
-  for (size_t i = 0; i < inputs.size(); ++i) bindTensor(kernel.inputs[i], inputs[i]);
-  for (size_t i = 0; i < outputs.size(); ++i) bindTensor(kernel.outputs[i], outputs[i]);
-
-  for (int d = 0; d < 3; ++d) {
-    L.grid[d] = evaluateOrThrow(kernel.launch.grid[d], values, gridDimSymbol(d));
-    L.block[d] = evaluateOrThrow(kernel.launch.block[d], values, blockDimSymbol(d));
-    SMELT_CHECK(L.grid[d] >= 0 && L.block[d] >= 1, "simulator: bad launch dims: grid ",
-                L.grid[d], ", block ", L.block[d], " on ", "xyz"[d]);
-    values[gridDimSymbol(d)] = L.grid[d];
-    values[blockDimSymbol(d)] = L.block[d];
-  }
-  L.threads = L.block[0] * L.block[1] * L.block[2];
-  SMELT_CHECK(L.threads <= kMaxThreadsPerBlock, "simulator: ", L.threads,
-              " threads per block exceed CUDA's limit of ", kMaxThreadsPerBlock);
-
-  L.base_slots.assign(p.symbols.size(), 0);
-  for (int s = 0; s < p.symbols.size(); ++s) {
-    if (p.runtime_slot[s]) continue;
-    auto it = values.find(p.symbols.name(s));
-    SMELT_CHECK(it != values.end(), "simulator: index symbol '", p.symbols.name(s),
-                "' has no value: not a loop index, thread/block index, argument size/stride "
-                "or scalar");
-    L.base_slots[s] = it->second;
-  }
-  for (int d = 0; d < 3; ++d) {
-    L.base_slots[kBlockDim + d] = L.block[d];
-    L.base_slots[kGridDim + d] = L.grid[d];
-  }
-
-  // Buffer ids put an alias after its base, so bases are laid out first.
-  for (size_t id = 0; id < p.buffers.size(); ++id) {
-    const RtBuffer& rb = p.buffers[id];
-    Memory& m = L.memory[id];
-    m.memory = rb.memory;
-    m.dtype = rb.dtype;
-    m.elem_size = rb.elem_size;
-    if (rb.memory == MemoryType::Global && m.data != nullptr) continue;
-    m.elements = evaluateOrThrow(rb.kir->elements, values, rb.name + " elements");
-    const int64_t bytes = m.elements * m.elem_size;
-    const int32_t base = rb.kir->alias_of ? p.buffer_ids.at(rb.kir->alias_of) : -1;
-    switch (rb.memory) {
-      case MemoryType::Global:
-        L.scratch.emplace_back(static_cast<size_t>(bytes), 0);
-        m.data = L.scratch.back().data();
-        break;
-      case MemoryType::Shared:
-        if (rb.kir->address) {
-          m.offset = evaluateOrThrow(*rb.kir->address, values, rb.name + " address");
-        } else {
-          SMELT_CHECK(base >= 0, "simulator: shared buffer ", rb.name,
-                      " has no planned address; run the shared-memory planner first");
-          m.offset = L.memory[base].offset;
-        }
-        SMELT_CHECK(m.offset >= 0, "simulator: shared buffer ", rb.name, " has address ",
-                    m.offset);
-        L.shared_address[id] = m.offset;
-        L.shared_bytes = std::max(L.shared_bytes, m.offset + bytes);
-        break;
-      case MemoryType::Local:
-        m.offset = base >= 0 ? L.memory[base].offset : (L.local_bytes + 7) / 8 * 8;
-        L.local_bytes = std::max(L.local_bytes, m.offset + bytes);
-        break;
-    }
-  }
-  return L;
-}
-
-// torch.remainder: the result takes the divisor's sign.
-double remainder(double a, double b) {
-  const double r = std::fmod(a, b);
-  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
-}
-
-// torch's integer pow (negative exponents give 0 unless the base is 1 or -1),
-// squaring in unsigned 64-bit arithmetic so overflow wraps as on the GPU
-// (the store wraps an int32 result to 32 bits, as smelt::ipow<int> does).
-int64_t integerPow(int64_t base, int64_t exp) {
-  if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
-  uint64_t result = 1;
-  uint64_t b = static_cast<uint64_t>(base);
-  for (; exp != 0; exp >>= 1, b *= b) {
-    if (exp & 1) result *= b;
-  }
-  return static_cast<int64_t>(result);
-}
-
-// Integer division truncating toward zero (C, nvFuser's div, torch's
-// rounding_mode='trunc'), made total as smelt::idiv is in the generated CUDA:
-// x / 0 gives -1 (what the GPU's integer division returns; torch on the CPU
-// raises) and INT64_MIN / -1 wraps instead of trapping.
-int64_t integerDivide(int64_t a, int64_t b) {
-  if (b == 0) return -1;
-  if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));
-  return a / b;
-}
-
-// torch's gcd: Euclid on the absolute values (negated with wrapping, so the
-// most negative value stays itself), as smelt::gcd in the generated CUDA.
-int64_t integerGcd(int64_t a, int64_t b) {
-  uint64_t x = a < 0 ? 0 - static_cast<uint64_t>(a) : static_cast<uint64_t>(a);
-  uint64_t y = b < 0 ? 0 - static_cast<uint64_t>(b) : static_cast<uint64_t>(b);
-  int64_t p = static_cast<int64_t>(x), q = static_cast<int64_t>(y);
-  while (q != 0) {
-    const int64_t c = p;
-    p = q;
-    q = (q == -1) ? 0 : c % q;  // INT64_MIN % -1 would trap; the remainder is 0
-  }
-  return p;
-}
-
-// `v` wrapped to the width of an integer `dtype`, as a value of it.
-int64_t wrapToWidth(uint64_t v, DataType dtype) {
-  const int bits = static_cast<int>(dataTypeSize(dtype) * 8);
-  if (bits == 64) return static_cast<int64_t>(v);
-  const uint64_t low = v & ((uint64_t{1} << bits) - 1);
-  if (dtype == DataType::UInt8) return static_cast<int64_t>(low);
-  return static_cast<int64_t>(low << (64 - bits)) >> (64 - bits);
-}
-
-double combine(Fn fn, double a, double b) {
-  if (fn == Fn::Sum) return a + b;
-  if (fn == Fn::Prod) return a * b;
-  // max propagates NaN, as torch.max and the CUDA reduction do.
-  if (std::isnan(a) || std::isnan(b)) return kNaN;
-  return a > b ? a : b;
-}
-
-// A scan's combine in double: max and min propagate NaN; log-add-exp as
-// torch's (the larger plus log1p(exp(difference)); equal infinities give
-// themselves).
-double scanCombine(ScanCombine combine, double carry, double x) {
-  switch (combine) {
-    case ScanCombine::Add: return carry + x;
-    case ScanCombine::Mul: return carry * x;
-    case ScanCombine::Max: return std::isnan(carry) || std::isnan(x) ? kNaN : std::max(carry, x);
-    case ScanCombine::Min: return std::isnan(carry) || std::isnan(x) ? kNaN : std::min(carry, x);
-    case ScanCombine::LogAddExp: {
-      if (std::isnan(carry) || std::isnan(x)) return kNaN;
-      const double lo = std::min(carry, x), hi = std::max(carry, x);
-      if (lo != hi || std::isfinite(lo)) return hi + std::log1p(std::exp(lo - hi));
-      return x;
-    }
-  }
-  return carry;
-}
 
 class BlockRunner : private ProxyHost {
  public:
@@ -705,17 +485,7 @@ class BlockRunner : private ProxyHost {
   // the output's width on store): a double holds integers exactly only up to
   // 2^53, and int32 overflow must wrap as on the GPU and in torch.
   bool integerCompute(const Instr& in) const {
-    if (!isIntegralType(L_.memory[in.out.buffer].dtype)) return false;
-    switch (in.fn) {
-      case Fn::Copy: case Fn::Neg: case Fn::Abs: case Fn::Add: case Fn::Sub: case Fn::Mul:
-      case Fn::IntDiv: case Fn::Maximum: case Fn::Minimum: case Fn::IntPow:
-      case Fn::Remainder: case Fn::Fmod: case Fn::Where: case Fn::Iota: case Fn::Gather:
-      case Fn::BitwiseNot: case Fn::BitwiseAnd: case Fn::BitwiseOr: case Fn::BitwiseXor:
-      case Fn::ShiftLeft: case Fn::ShiftRight: case Fn::Gcd: case Fn::Lcm:
-        break;
-      default:
-        return false;
-    }
+    if (!isIntegralType(L_.memory[in.out.buffer].dtype) || !hasIntegerForm(in.fn)) return false;
     for (uint32_t i = in.operand_begin; i < in.operand_end; ++i) {
       const RtOperand& op = p_.operands[i];
       if (op.access.buffer >= 0 && !isIntegerStorage(L_.memory[op.access.buffer].dtype)) {
@@ -740,53 +510,7 @@ class BlockRunner : private ProxyHost {
     for (uint32_t i = in.operand_begin; i < in.operand_end; ++i) {
       a[i - in.operand_begin] = intOperand(p_.operands[i], t, pc);
     }
-    // Unsigned arithmetic wraps (signed overflow would be undefined).
-    const uint64_t x = static_cast<uint64_t>(a[0]), y = static_cast<uint64_t>(a[1]);
-    int64_t r = 0;
-    switch (in.fn) {
-      case Fn::Copy: r = a[0]; break;
-      case Fn::Neg: r = static_cast<int64_t>(0 - x); break;
-      case Fn::Abs: r = a[0] < 0 ? static_cast<int64_t>(0 - x) : a[0]; break;
-      case Fn::Add: r = static_cast<int64_t>(x + y); break;
-      case Fn::Sub: r = static_cast<int64_t>(x - y); break;
-      case Fn::Mul: r = static_cast<int64_t>(x * y); break;
-      case Fn::IntDiv: r = integerDivide(a[0], a[1]); break;
-      case Fn::Maximum: r = std::max(a[0], a[1]); break;
-      case Fn::Minimum: r = std::min(a[0], a[1]); break;
-      case Fn::IntPow: r = integerPow(a[0], a[1]); break;
-      case Fn::Remainder:
-      case Fn::Fmod: {
-        if (a[1] == 0 || a[1] == -1) { r = 0; break; }  // x % 0: as integerDivide, no trap
-        r = a[0] % a[1];
-        if (in.fn == Fn::Remainder && r != 0 && ((r < 0) != (a[1] < 0))) r += a[1];
-        break;
-      }
-      case Fn::Where: r = a[0] != 0 ? a[1] : a[2]; break;
-      case Fn::Iota: r = static_cast<int64_t>(static_cast<uint64_t>(a[1]) + x * static_cast<uint64_t>(a[2])); break;
-      case Fn::Gather: r = a[0]; break;
-      case Fn::BitwiseNot: r = static_cast<int64_t>(~x); break;
-      case Fn::BitwiseAnd: r = static_cast<int64_t>(x & y); break;
-      case Fn::BitwiseOr: r = static_cast<int64_t>(x | y); break;
-      case Fn::BitwiseXor: r = static_cast<int64_t>(x ^ y); break;
-      case Fn::ShiftLeft:
-      case Fn::ShiftRight: {
-        const int64_t bits = static_cast<int64_t>(dataTypeSize(L_.memory[in.out.buffer].dtype) * 8);
-        const bool outside = a[1] < 0 || a[1] >= bits;
-        if (in.fn == Fn::ShiftLeft) r = outside ? 0 : static_cast<int64_t>(x << a[1]);
-        else r = outside ? (a[0] < 0 ? -1 : 0) : (a[0] >> a[1]);
-        break;
-      }
-      case Fn::Gcd: r = integerGcd(a[0], a[1]); break;
-      case Fn::Lcm: {  // |a / gcd * b|, the product in C++'s promoted type, as torch's
-        const DataType dtype = L_.memory[in.out.buffer].dtype;
-        const DataType product = dataTypeSize(dtype) < 4 ? DataType::Int32 : dtype;
-        const int64_t g = wrapToWidth(static_cast<uint64_t>(integerGcd(a[0], a[1])), dtype);
-        const int64_t m = g == 0 ? 0 : wrapToWidth(static_cast<uint64_t>(a[0] / g) * y, product);
-        r = m < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(m)) : m;
-        break;
-      }
-      default: SMELT_INTERNAL_CHECK(false, "not an integer fn"); break;
-    }
+    const int64_t r = integerResult(in.fn, a, L_.memory[in.out.buffer].dtype);
     if (uint8_t* e = element(in.out.buffer, p_.code.eval(in.out.index, slotsOf(t)), t, pc, true)) {
       storeInt(L_.memory[in.out.buffer].dtype, e, r);
     }
@@ -828,26 +552,12 @@ class BlockRunner : private ProxyHost {
     if (isIntegralType(dtype)) {
       const uint8_t* e = element(in.out.buffer, at, t, pc, false);
       const int64_t old = e ? loadInt(dtype, e) : 0, v = intOperand(src, t, pc);
-      int64_t r = v;
-      switch (in.combine) {
-        case ScatterCombine::Set: break;
-        case ScatterCombine::Add: r = static_cast<int64_t>(static_cast<uint64_t>(old) + static_cast<uint64_t>(v)); break;
-        case ScatterCombine::Mul: r = static_cast<int64_t>(static_cast<uint64_t>(old) * static_cast<uint64_t>(v)); break;
-        case ScatterCombine::Max: r = std::max(old, v); break;
-        case ScatterCombine::Min: r = std::min(old, v); break;
-      }
+      const int64_t r = scatterCombine(in.combine, old, v);
       if (uint8_t* w = element(in.out.buffer, at, t, pc, true)) storeInt(dtype, w, r);
       return;
     }
     const double old = load(in.out.buffer, at, t, pc), v = operand(src, t, pc);
-    double r = v;
-    switch (in.combine) {
-      case ScatterCombine::Set: break;
-      case ScatterCombine::Add: r = old + v; break;
-      case ScatterCombine::Mul: r = old * v; break;
-      case ScatterCombine::Max: r = std::isnan(old) || std::isnan(v) ? kNaN : std::max(old, v); break;
-      case ScatterCombine::Min: r = std::isnan(old) || std::isnan(v) ? kNaN : std::min(old, v); break;
-    }
+    const double r = scatterCombine(in.combine, old, v);
     store(in.out.buffer, at, t, pc, r);
   }
 
@@ -859,15 +569,7 @@ class BlockRunner : private ProxyHost {
     const RtOperand& carry = p_.operands[in.operand_begin + 1];
     if (isIntegerStorage(L_.memory[carry.access.buffer].dtype)) {
       const int64_t old = intOperand(carry, t, pc), v = intOperand(x, t, pc);
-      const uint64_t a = static_cast<uint64_t>(old), b = static_cast<uint64_t>(v);
-      int64_t r = 0;
-      switch (in.scan) {
-        case ScanCombine::Add: r = static_cast<int64_t>(a + b); break;
-        case ScanCombine::Mul: r = static_cast<int64_t>(a * b); break;
-        case ScanCombine::Max: r = std::max(old, v); break;
-        case ScanCombine::Min: r = std::min(old, v); break;
-        case ScanCombine::LogAddExp: SMELT_INTERNAL_CHECK(false, "logcumsumexp of integers"); break;
-      }
+      const int64_t r = scanCombine(in.scan, old, v);
       const int64_t at = p_.code.eval(carry.access.index, slotsOf(t));
       if (uint8_t* e = element(carry.access.buffer, at, t, pc, true)) storeInt(L_.memory[carry.access.buffer].dtype, e, r);
       const int64_t stored = intOperand(carry, t, pc);
@@ -896,105 +598,7 @@ class BlockRunner : private ProxyHost {
     for (uint32_t i = in.operand_begin; i < in.operand_end; ++i) {
       a[i - in.operand_begin] = operand(p_.operands[i], t, pc);
     }
-    double r = 0;
-    switch (in.fn) {
-      case Fn::Copy: r = a[0]; break;
-      case Fn::Neg: r = -a[0]; break;
-      case Fn::Exp: r = std::exp(a[0]); break;
-      case Fn::Tanh: r = std::tanh(a[0]); break;
-      case Fn::Abs: r = std::fabs(a[0]); break;
-      case Fn::Relu: r = a[0] < 0 ? 0.0 : a[0]; break;  // keeps NaN, as torch.relu
-      case Fn::Sqrt: r = std::sqrt(a[0]); break;
-      case Fn::Rsqrt: r = 1.0 / std::sqrt(a[0]); break;
-      case Fn::Log: r = std::log(a[0]); break;
-      case Fn::Log2: r = std::log2(a[0]); break;
-      case Fn::Log1p: r = std::log1p(a[0]); break;
-      case Fn::Exp2: r = std::exp2(a[0]); break;
-      case Fn::Expm1: r = std::expm1(a[0]); break;
-      case Fn::Sigmoid: r = 1.0 / (1.0 + std::exp(-a[0])); break;
-      case Fn::Erf: r = std::erf(a[0]); break;
-      case Fn::Reciprocal: r = 1.0 / a[0]; break;
-      case Fn::Sin: r = std::sin(a[0]); break;
-      case Fn::Cos: r = std::cos(a[0]); break;
-      case Fn::Tan: r = std::tan(a[0]); break;
-      case Fn::Asin: r = std::asin(a[0]); break;
-      case Fn::Acos: r = std::acos(a[0]); break;
-      case Fn::Atan: r = std::atan(a[0]); break;
-      case Fn::Sinh: r = std::sinh(a[0]); break;
-      case Fn::Cosh: r = std::cosh(a[0]); break;
-      case Fn::Asinh: r = std::asinh(a[0]); break;
-      case Fn::Acosh: r = std::acosh(a[0]); break;
-      case Fn::Atanh: r = std::atanh(a[0]); break;
-      case Fn::Log10: r = std::log10(a[0]); break;
-      case Fn::Erfc: r = std::erfc(a[0]); break;
-      case Fn::Lgamma: r = std::lgamma(a[0]); break;
-      case Fn::Floor: r = std::floor(a[0]); break;
-      case Fn::Ceil: r = std::ceil(a[0]); break;
-      case Fn::Round: r = std::nearbyint(a[0]); break;  // half to even
-      case Fn::Trunc: r = std::trunc(a[0]); break;
-      case Fn::LogicalNot: r = a[0] == 0 ? 1.0 : 0.0; break;
-      case Fn::Signbit: r = std::signbit(a[0]) ? 1.0 : 0.0; break;
-      case Fn::Add: r = a[0] + a[1]; break;
-      case Fn::Sub: r = a[0] - a[1]; break;
-      case Fn::Mul: r = a[0] * a[1]; break;
-      case Fn::Div: r = a[0] / a[1]; break;
-      case Fn::Maximum:
-        r = std::isnan(a[0]) || std::isnan(a[1]) ? kNaN : std::max(a[0], a[1]);
-        break;
-      case Fn::Minimum:
-        r = std::isnan(a[0]) || std::isnan(a[1]) ? kNaN : std::min(a[0], a[1]);
-        break;
-      case Fn::Pow: r = std::pow(a[0], a[1]); break;
-      case Fn::IntPow:
-        r = static_cast<double>(integerPow(saturatingCast<int64_t>(a[0]), saturatingCast<int64_t>(a[1])));
-        break;
-      case Fn::IntDiv:
-        r = static_cast<double>(integerDivide(saturatingCast<int64_t>(a[0]), saturatingCast<int64_t>(a[1])));
-        break;
-      case Fn::Remainder: r = remainder(a[0], a[1]); break;
-      case Fn::Fmod: r = std::fmod(a[0], a[1]); break;
-      case Fn::Atan2: r = std::atan2(a[0], a[1]); break;
-      case Fn::Hypot: r = std::hypot(a[0], a[1]); break;
-      case Fn::Copysign: r = std::copysign(a[0], a[1]); break;
-      case Fn::Nextafter:  // in the result's own type: a float's next value is a float's
-        r = L_.memory[in.out.buffer].dtype == DataType::Float
-                ? std::nextafter(static_cast<float>(a[0]), static_cast<float>(a[1]))
-                : std::nextafter(a[0], a[1]);
-        break;
-      // torch's special functions: the kernels' own code (codegen/special_math.h)
-#define SMELT_SPECIAL_CALL(Enum, name) \
-  case Fn::Enum: r = special::name(a[0]); break;
-      SMELT_SPECIAL_UNARY_OPS(SMELT_SPECIAL_CALL)
-#undef SMELT_SPECIAL_CALL
-// templates on the result's type (the polynomials compute in float for float)
-#define SMELT_SPECIAL_CALL(Enum, name)                                                    \
-  case Fn::Enum:                                                                          \
-    r = L_.memory[in.out.buffer].dtype == DataType::Double                                \
-            ? special::name<double>(a[0], a[1])                                           \
-            : special::name<float>(static_cast<float>(a[0]), static_cast<float>(a[1]));   \
-    break;
-      SMELT_SPECIAL_BINARY_OPS(SMELT_SPECIAL_CALL)
-#undef SMELT_SPECIAL_CALL
-      case Fn::Eq: r = a[0] == a[1]; break;
-      case Fn::Ne: r = a[0] != a[1]; break;
-      case Fn::Lt: r = a[0] < a[1]; break;
-      case Fn::Le: r = a[0] <= a[1]; break;
-      case Fn::Gt: r = a[0] > a[1]; break;
-      case Fn::Ge: r = a[0] >= a[1]; break;
-      case Fn::LogicalAnd: r = a[0] != 0 && a[1] != 0; break;
-      case Fn::LogicalOr: r = a[0] != 0 || a[1] != 0; break;
-      case Fn::Iota: r = a[1] + a[0] * a[2]; break;
-      case Fn::Gather: r = a[0]; break;
-      case Fn::Where: r = a[0] != 0 ? a[1] : a[2]; break;
-      case Fn::BitwiseNot: case Fn::BitwiseAnd: case Fn::BitwiseOr: case Fn::BitwiseXor:
-      case Fn::ShiftLeft: case Fn::ShiftRight: case Fn::Gcd: case Fn::Lcm:
-      case Fn::RandomUniform:  // integer paths above
-      case Fn::Scatter:        // scatter()
-      case Fn::Scan:           // scanStep()
-      case Fn::Sum:
-      case Fn::Max:
-      case Fn::Prod: SMELT_INTERNAL_CHECK(false, "fn ", static_cast<int>(in.fn), " in the float path"); break;
-    }
+    const double r = floatResult(in.fn, a, L_.memory[in.out.buffer].dtype);
     store(in.out, t, pc, r);
   }
 
@@ -1188,19 +792,6 @@ class BlockRunner : private ProxyHost {
   std::vector<std::vector<AsyncCopy>> uncommitted_;
   std::vector<std::deque<std::vector<AsyncCopy>>> committed_;
 };
-
-std::vector<int64_t> chooseBlocks(int64_t total, const SimOptions& options) {
-  std::vector<int64_t> blocks;
-  if (options.sampling == BlockSampling::All || total <= 2 + options.random_blocks) {
-    for (int64_t b = 0; b < total; ++b) blocks.push_back(b);
-    return blocks;
-  }
-  std::set<int64_t> chosen = {0, total - 1};
-  std::mt19937_64 rng(options.seed);
-  std::uniform_int_distribution<int64_t> pick(1, total - 2);
-  while (static_cast<int64_t>(chosen.size()) < 2 + options.random_blocks) chosen.insert(pick(rng));
-  return {chosen.begin(), chosen.end()};
-}
 
 }  // namespace
 
