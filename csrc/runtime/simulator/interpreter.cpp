@@ -37,7 +37,8 @@ class BlockRunner : private ProxyHost {
         shadow_(findings),
         proxy_(p, findings, *this),
         nslots_(p.symbols.size()),
-        nthreads_(static_cast<int32_t>(L.threads)) {
+        nthreads_(static_cast<int32_t>(L.threads)),
+        block_scan_(nthreads_) {
     slots_.resize(static_cast<size_t>(nthreads_) * nslots_);
     locals_.resize(static_cast<size_t>(nthreads_ * L.local_bytes));
     smem_.resize(static_cast<size_t>(L.shared_bytes));
@@ -99,15 +100,10 @@ class BlockRunner : private ProxyHost {
       if (barrier == kExited) break;
       for (int32_t t = 0; t < nthreads_; ++t) ready_[t] = arrived_[t] != kExited;
       if (p_.uses_hopper) proxy_.blockBarrier();
-      const Instr& in = p_.instrs[barrier];
-      // A block scan's warps store their totals before its first barrier.
-      if (in.op == Op::BlockScan) scan_inclusive_ = blockScanWarpTotals(in, contrib_, blockScanIo(barrier));
       nextEpoch();
-      if (in.op == Op::BlockReduce || in.op == Op::BlockBroadcast) {
+      const Instr& in = p_.instrs[barrier];
+      if (in.op == Op::BlockReduce || in.op == Op::BlockBroadcast || in.op == Op::BlockScan) {
         for (int32_t t : order_) finishBlockOp(in, barrier, t);
-        nextEpoch();
-      } else if (in.op == Op::BlockScan) {
-        for (int32_t t : order_) blockScanFinish(in, t, scan_inclusive_, blockScanIo(barrier));
         nextEpoch();
       }
     }
@@ -646,11 +642,8 @@ class BlockRunner : private ProxyHost {
           return pc;
         case Op::BlockReduce:
         case Op::BlockBroadcast:
-          arriveBlockOp(in, pc, t);
-          pc_[t] = pc + 1;
-          return pc;
         case Op::BlockScan:
-          contrib_[t] = blockScanPartial(in, t, blockScanIo(pc));
+          arriveBlockOp(in, pc, t);
           pc_[t] = pc + 1;
           return pc;
         case Op::CpAsync:
@@ -699,18 +692,14 @@ class BlockRunner : private ProxyHost {
     return true;
   }
 
-  // The interpreter's accesses, as a block scan at `pc` makes them.
-  BlockScanIo blockScanIo(int32_t pc) {
-    return {[this, pc](const RtAccess& a, int32_t t) { return load(a, t, pc); },
-            [this, pc](const RtAccess& a, int32_t t, double v) { store(a, t, pc, v); },
-            [this, pc](int32_t b, int64_t i, int32_t t) { return load(b, i, t, pc); },
-            [this, pc](int32_t b, int64_t i, int32_t t, double v) { store(b, i, t, pc, v); },
-            [this](int32_t handle, int32_t t) { return p_.code.eval(handle, slotsOf(t)); },
-            [scan = p_.instrs[pc].scan](double a, double b) { return scanCombine(scan, a, b); }};
+  BlockScanMemory blockScanMemory(int32_t pc) {  // a block scan's accesses, as its threads
+    return {[this, pc](int32_t b, int64_t i, int32_t t, bool w) { return element(b, i, t, pc, w); },
+            [this](int32_t code, int32_t t) { return p_.code.eval(code, slotsOf(t)); },
+            [this](int32_t b) { return L_.memory[b].dtype; }};
   }
-
   // Before the statement's first barrier: each thread deposits its value.
   void arriveBlockOp(const Instr& in, int32_t pc, int32_t t) {
+    if (in.op == Op::BlockScan) return block_scan_.arrive(in, t, blockScanMemory(pc));
     double v;
     if (in.op == Op::BlockReduce) {
       v = holds(in.pred, slotsOf(t)) ? load(in.in, t, pc) : in.init;
@@ -731,6 +720,7 @@ class BlockRunner : private ProxyHost {
 
   // After the first barrier: thread t reads its group and writes `out`.
   void finishBlockOp(const Instr& in, int32_t pc, int32_t t) {
+    if (in.op == Op::BlockScan) return block_scan_.finish(in, t, blockScanMemory(pc));
     const int64_t* s = slotsOf(t);
     int64_t lo[3], hi[3];
     for (int d = 0; d < 3; ++d) {
@@ -757,7 +747,6 @@ class BlockRunner : private ProxyHost {
     store(in.out, t, pc, acc);
   }
 
-  std::vector<double> scan_inclusive_;  // a block scan's per-thread warp scans
   const Program& p_;
   const Launch& L_;
   const SimOptions& options_;
@@ -777,6 +766,7 @@ class BlockRunner : private ProxyHost {
   std::vector<uint32_t> steps_;
   std::vector<int32_t> arrived_;  // barrier instruction reached, or kExited
   std::vector<double> contrib_;   // block op values when there is no workspace
+  BlockScanModel block_scan_;     // block scans' per-thread values
   std::vector<int32_t> order_;
   std::mt19937_64 rng_;
   // Tensor-core state: threads that may run in this phase, in-flight

@@ -145,6 +145,9 @@ TEST(BlockScanKernels, IntegerSixteenBitAndBoolScans) {
     expectBlockScanMatchesATen(scanFusion({2, 3000}, combine, DataType::Int32),
                                {at::randint(-9, 10, {2, 3000}, longs).to(at::kInt)}, 0);
   }
+  // Sums past 2^53 stay exact (the simulator scans integers in int64_t).
+  expectBlockScanMatchesATen(scanFusion({2, 3000}, ScanCombine::Add, DataType::Int),
+                             {at::randint(int64_t{1} << 49, int64_t{1} << 50, {2, 3000}, longs) | 1}, 0);
   // Products of +-1 stay in range.
   expectBlockScanMatchesATen(scanFusion({2, 700}, ScanCombine::Mul, DataType::Int),
                              {1 - 2 * (at::rand({2, 700}) > 0.99).to(at::kLong)}, 0);
