@@ -9,6 +9,7 @@
 #include "codegen/hopper_ops.h"
 #include "codegen/op_text.h"
 #include "codegen/prelude.h"
+#include "codegen/scan_ops.h"
 #include "codegen/scan_prelude.h"
 #include "codegen/tensor_core.h"
 #include "codegen/type_text.h"
@@ -209,6 +210,11 @@ class Emitter {
       case kir::StmtKind::ReduceInit: return emitReduceInit(static_cast<const kir::ReduceInit&>(stmt));
       case kir::StmtKind::ReduceStep: return emitReduceStep(static_cast<const kir::ReduceStep&>(stmt));
       case kir::StmtKind::ScanInit: return emitScanInit(static_cast<const kir::ScanInit&>(stmt));
+      case kir::StmtKind::BlockScan:
+        for (const std::string& text : codegen::blockScanCode(static_cast<const kir::BlockScan&>(stmt), spelling())) {
+          line(text);
+        }
+        return;
       case kir::StmtKind::BlockReduce: return emitBlockReduce(static_cast<const kir::BlockReduce&>(stmt));
       case kir::StmtKind::BlockBroadcast:
         return emitBlockBroadcast(static_cast<const kir::BlockBroadcast&>(stmt));
@@ -244,6 +250,11 @@ class Emitter {
       }
     }
     SMELT_INTERNAL_CHECK(false, "unknown kernel IR statement");
+  }
+
+  codegen::CodegenSpelling spelling() {
+    return {[this](const kir::Access& a) { return element(a); },
+            [this](const IntExpr& e) { return indexText(e, true); }, convert, literal, cudaType};
   }
 
   void open(const std::string& header) {

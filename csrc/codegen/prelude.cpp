@@ -425,6 +425,7 @@ struct PreludeParts {
   bool hopper = false;             // mbarrier, TMA or wgmma statements
   bool atomic_combines = false;    // a scatter that is not Set
   bool log_add_exps = false;       // a logcumsumexp
+  bool block_scans = false;        // a kir::BlockScan
   std::set<std::string> special_functions;
 };
 
@@ -441,6 +442,7 @@ PreludeParts preludeParts(const kir::Kernel& kernel) {
   kir::forEachStmt(kernel.body, [&](const kir::Stmt* stmt, int) {
     parts.tensor_cores |= isTensorCoreStmt(stmt->kind());
     parts.hopper |= isHopperStmt(stmt->kind());
+    parts.block_scans |= stmt->kind() == kir::StmtKind::BlockScan;
     const auto* c = dynamic_cast<const kir::Compute*>(stmt);
     if (c == nullptr) return;
     if (const auto* scatter = dynamic_cast<const ScatterOp*>(c->expr)) {
@@ -473,6 +475,7 @@ std::string kernelPrelude(const kir::Kernel& kernel, DataType index_type, bool v
   if (parts.hopper) text += hopperPrelude(kernel);
   if (parts.atomic_combines) text += kScatterPrelude;
   if (parts.log_add_exps) text += kLogAddExpPrelude;
+  if (parts.block_scans) text += kBlockScanPrelude;
   return text + specialMathPrelude(parts.special_functions);
 }
 

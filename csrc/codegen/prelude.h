@@ -4,7 +4,7 @@
 // helpers in namespace `smelt` (the Tensor parameter struct, index and math
 // helpers, block reduction and broadcast: cudaPrelude()), then only the
 // optional parts its statements use (vector types, tensor-core and Hopper
-// helpers, atomic combines, logAddExp, the special functions it calls), so
+// helpers, atomic combines, logAddExp, the block scan, the special functions it calls), so
 // NVRTC parses no more than the kernel needs.
 #pragma once
 

@@ -19,7 +19,9 @@
 //     element per thread (no Allocate: scratch is placed after the planned
 //     tensors);
 //   * every scan gets a one-element register of its accumulator type for its
-//     running value, allocated just before its ScanInit;
+//     running value, allocated just before its ScanInit; a block scan also
+//     a register for the running value within a tile and a Shared buffer of
+//     one accumulator per warp (with an Allocate: planned like a tensor);
 //   * the launch takes, per parallel type, the largest extent bound to it.
 // Errors: a Local buffer of symbolic size; a Shared buffer larger than the
 // per-block limit.
@@ -28,6 +30,7 @@
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
 #include "lower/allocation.h"
+#include "lower/block_scan.h"
 #include "lower/passes.h"
 
 namespace smelt {
@@ -69,6 +72,19 @@ void padRows(kir::Buffer& buffer, const TensorView& tv) {
   buffer.elements = *elements / row * (row + tv.rowPadding());
 }
 
+kir::BlockScan* blockScanOf(const kir::StmtList& body, const ScanOp* scan) {
+  kir::BlockScan* found = nullptr;
+  kir::forEachStmt(body, [&](kir::Stmt* s, int) {
+    auto* b = dynamic_cast<kir::BlockScan*>(s);
+    if (b != nullptr && b->expr == scan) found = b;
+  });
+  return found;
+}
+
+// Registers (and, in block form, the warp totals' workspace) of each scan,
+// allocated just before its ScanInit. In block form the ScanInit's register
+// is the running value across tiles and the steps read a second one, which
+// the BlockScan sets per tile.
 void addScanCarries(LoweringContext& ctx, kir::StmtList& body) {
   for (size_t i = 0; i < body.size(); ++i) {
     if (auto* loop = dynamic_cast<kir::ForLoop*>(body[i].get())) {
@@ -78,13 +94,31 @@ void addScanCarries(LoweringContext& ctx, kir::StmtList& body) {
     auto* init = dynamic_cast<kir::ScanInit*>(body[i].get());
     if (init == nullptr) continue;
     const TensorView* out = init->expr->output();
-    // No tensor of the fusion holds it (tv stays null).
-    kir::Buffer* carry = ctx.kernel.addBuffer(nullptr, out->name() + "_carry", MemoryType::Local,
-                                              init->expr->accumulatorType(), {});
-    ctx.scan_carries[init->expr] = carry;
+    const DataType type = init->expr->accumulatorType();
+    std::vector<kir::Buffer*> buffers;
+    // No tensor of the fusion holds them (tv stays null).
+    kir::Buffer* carry = ctx.kernel.addBuffer(nullptr, out->name() + "_carry", MemoryType::Local, type, {});
+    buffers.push_back(carry);
     init->carry = {carry, 0};
-    body.insert(body.begin() + static_cast<std::ptrdiff_t>(i), std::make_unique<kir::Allocate>(carry));
-    ++i;
+    ctx.scan_carries[init->expr] = carry;
+    if (kir::BlockScan* scan = blockScanOf(ctx.kernel.body, init->expr)) {
+      const BlockScanAxes axes = *blockScanAxes(init->expr);
+      scan->warps = *out->axis(axes.threads)->loopExtent().constant() / 32;
+      scan->items = *out->axis(axes.items)->loopExtent().constant();
+      kir::Buffer* running = ctx.kernel.addBuffer(nullptr, out->name() + "_running", MemoryType::Local, type, {});
+      kir::Buffer* totals =
+          ctx.kernel.addBuffer(nullptr, out->name() + "_warp_totals", MemoryType::Shared, type, {scan->warps});
+      scan->carry = {carry, 0};
+      scan->running = {running, 0};
+      scan->workspace = totals;
+      ctx.scan_carries[init->expr] = running;
+      buffers.push_back(running);
+      buffers.push_back(totals);
+    }
+    for (kir::Buffer* buffer : buffers) {
+      body.insert(body.begin() + static_cast<std::ptrdiff_t>(i), std::make_unique<kir::Allocate>(buffer));
+      ++i;
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 #include "lower/bank_conflicts.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -140,6 +141,11 @@ class Analyzer {
   }
 
   // A shared access of one statement, evaluated per lane.
+  // Accesses a statement makes that its fields do not spell out (a block
+  // scan's workspace), kept alive for the Shapes pointing at them.
+  std::deque<kir::Access> synthetic_accesses_;
+  std::deque<kir::Predicate> synthetic_guards_;
+
   struct Shape {
     const kir::Access* access;
     const kir::Predicate* guard;  // nullptr: unguarded
@@ -178,6 +184,21 @@ class Analyzer {
       case kir::StmtKind::LdMatrix: {
         const auto& l = static_cast<const kir::LdMatrix&>(stmt);
         if (shared(l.src)) shapes.push_back({&l.src, nullptr, "ldmatrix", 16});
+        break;
+      }
+      case kir::StmtKind::BlockScan: {
+        // Lane 31 of each warp writes its warp's total; every lane then
+        // reads each warp's total in turn (one word: a broadcast).
+        const auto& b = static_cast<const kir::BlockScan&>(stmt);
+        const IntExpr thread = IntExpr::symbol("threadIdx.x");
+        kir::Predicate last_lane;
+        last_lane.terms.push_back({thread % 32, kir::Predicate::Term::Kind::Equal, 31});
+        const kir::Access* total = &synthetic_accesses_.emplace_back(kir::Access{b.workspace, thread / 32});
+        const kir::Access* any_total = &synthetic_accesses_.emplace_back(kir::Access{b.workspace, 0});
+        const kir::Predicate* guard = &synthetic_guards_.emplace_back(last_lane);
+        const int64_t bytes = dataTypeSize(b.workspace->dtype);
+        shapes.push_back({total, guard, "write", bytes});
+        shapes.push_back({any_total, nullptr, "read", bytes});
         break;
       }
       default: break;

@@ -19,12 +19,15 @@
 //     `dim` at kir::kGatheredIndexSymbol (the statement loads the index
 //     first); its operands are the index and src (self is copied into the
 //     output before the kernel);
-//   * a scan step's operands are its input element and its running value.
+//   * a scan step's operands are its input element and its running value;
+//   * a block scan reads its input's register array from element 0, its
+//     first item at (tile * threads + threadIdx.x) * items of the scan axis.
 #include <optional>
 
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
 #include "lower/allocation.h"
+#include "lower/block_scan.h"
 #include "lower/passes.h"
 #include "lower/transform_index.h"
 
@@ -177,6 +180,19 @@ class Indexer {
   IndexMap logical_;
 };
 
+// A block scan's items are its input's register array (allocated over the
+// items axis alone); item 0 of thread t in tile j lies at (j * threads + t) *
+// items along the scan axis.
+void indexBlockScan(const LoweringContext& ctx, kir::BlockScan& scan) {
+  const TensorView* out = scan.expr->output();
+  const BlockScanAxes axes = *blockScanAxes(scan.expr);
+  scan.items_in = {ctx.bufferOf(scan.expr->input(0)->asTensor()), 0};
+  scan.first_item = (ctx.loopIndex(out, axes.tiles, &scan) * out->axis(axes.threads)->loopExtent() +
+                     ctx.loopIndex(out, axes.threads, &scan)) *
+                    IntExpr(scan.items);
+  scan.extent = out->logicalDomain().at(scan.expr->dim())->extent();
+}
+
 void indexBody(const LoweringContext& ctx, kir::StmtList& body) {
   for (auto& stmt : body) {
     if (auto* loop = dynamic_cast<kir::ForLoop*>(stmt.get())) {
@@ -198,6 +214,8 @@ void indexBody(const LoweringContext& ctx, kir::StmtList& body) {
         carry.access = kir::Access{ctx.scan_carries.at(scan), 0};
         c->operands.push_back(carry);
       }
+    } else if (auto* scan = dynamic_cast<kir::BlockScan*>(stmt.get())) {
+      indexBlockScan(ctx, *scan);
     } else if (auto* init = dynamic_cast<kir::ReduceInit*>(stmt.get())) {
       init->out = Indexer(ctx, init->expr->output(), init).output();
     } else if (auto* step = dynamic_cast<kir::ReduceStep*>(stmt.get())) {

@@ -12,7 +12,10 @@
 //   * barriers only go into loop bodies, never under a predicate, so every
 //     thread reaches them;
 //   * circular-buffered tensors get none here: the circular_buffer pass has
-//     placed theirs.
+//     placed theirs;
+//   * a block scan's warp totals get none here either: the BlockScan
+//     statement holds its own two barriers (lower/block_scan.h), touches its
+//     workspace alone, and counts as a barrier for the tensors around it.
 #include <algorithm>
 
 #include "fusion/error.h"

@@ -121,6 +121,15 @@ std::string stmtText(const Stmt* stmt) {
       Scalar init(nullptr, r->carry.buffer->dtype, r->expr->initValue());
       return accessString(r->carry) + " = " + init.toString();
     }
+    case StmtKind::BlockScan: {
+      auto* b = static_cast<const BlockScan*>(stmt);
+      // Its buffers come with the allocation pass, its indices with indexing.
+      if (b->workspace == nullptr || b->items_in.buffer == nullptr) return "block_" + b->expr->opName() + "(...)";
+      return accessString(b->running) + ", " + accessString(b->carry) + " = block_" + b->expr->opName() +
+             "<" + std::to_string(b->warps) + " warps>(" + accessString(b->items_in) + " x " +
+             std::to_string(b->items) + " from " + b->first_item.toString() + " below " + b->extent.toString() +
+             ", " + b->workspace->name + ")";
+    }
     case StmtKind::ReduceStep: {
       auto* r = static_cast<const ReduceStep*>(stmt);
       return guarded(r->predicate, accessString(r->out) + " = " + r->expr->opName() + "(" +

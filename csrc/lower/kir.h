@@ -85,6 +85,7 @@ enum class StmtKind {
   Compute,        // out = f(inputs), element-wise (also set, cast, full)
   ReduceInit,     // out = init value
   ScanInit,       // a scan's running value = init value (its steps are Computes)
+  BlockScan,      // a block's threads scan their partial results (synchronizes)
   ReduceStep,     // out = combine(out, in): one serial reduction step
   BlockReduce,    // out = reduction of in over the thread axes (synchronizes)
   BlockBroadcast, // out = value from the thread that holds it (synchronizes)
@@ -118,7 +119,7 @@ class Stmt {
   // True for statements after which the whole block has synchronized.
   bool synchronizesBlock() const {
     return kind_ == StmtKind::BlockSync || kind_ == StmtKind::BlockReduce ||
-           kind_ == StmtKind::BlockBroadcast;
+           kind_ == StmtKind::BlockBroadcast || kind_ == StmtKind::BlockScan;
   }
 
  private:
@@ -205,6 +206,34 @@ class ScanInit : public Stmt {
   ScanInit() : Stmt(StmtKind::ScanInit) {}
   const ScanOp* expr = nullptr;
   Access carry;
+};
+
+// One tile of a block-level scan (lower/block_scan.h): the threads of the
+// block (TIDx only, a whole number of warps) each hold `items` consecutive
+// elements of the row in `items_in` (a Local array, elements 0..items-1;
+// item k lies at position first_item + k of the scan axis, counted only when
+// that is below `extent`). Each thread combines its items into a partial
+// result; the block scans the partials (warp shuffles, then one value per
+// warp through `workspace`, a Shared buffer of one accumulator per warp with
+// its own Allocate, so the planner places it); then every thread sets
+// `running` (a Local register) to the combine of `carry` with the partials
+// of the threads before it, ready for its serial steps over its items (the
+// scan's Computes, which read `running`), and `carry` (a Local register,
+// equal on every thread) takes the block's total for the next tile. Two
+// barriers are part of the statement: after the warp totals are stored, and
+// after they are read (so the next tile may store again).
+class BlockScan : public Stmt {
+ public:
+  BlockScan() : Stmt(StmtKind::BlockScan) {}
+  const ScanOp* expr = nullptr;
+  Access items_in;
+  int64_t items = 1;
+  IntExpr first_item = 0;
+  IntExpr extent = 0;
+  Access carry;
+  Access running;
+  const Buffer* workspace = nullptr;
+  int64_t warps = 1;
 };
 
 // Reduces `in` over the threads bound to `thread_axes` (TIDx/y/z) into `out`

@@ -39,6 +39,15 @@ void forEachIndex(Stmt& stmt, const std::function<void(IntExpr&)>& f) {
       return;
     }
     case StmtKind::ScanInit: f(static_cast<ScanInit&>(stmt).carry.index); return;
+    case StmtKind::BlockScan: {
+      auto& b = static_cast<BlockScan&>(stmt);
+      f(b.items_in.index);
+      f(b.first_item);
+      f(b.extent);
+      f(b.carry.index);
+      f(b.running.index);
+      return;
+    }
     case StmtKind::ReduceStep: {
       auto& r = static_cast<ReduceStep&>(stmt);
       f(r.out.index);
@@ -126,6 +135,13 @@ void forEachAccess(Stmt& stmt, const std::function<void(Access&, bool)>& f) {
     }
     case StmtKind::ReduceInit: f(static_cast<ReduceInit&>(stmt).out, true); return;
     case StmtKind::ScanInit: f(static_cast<ScanInit&>(stmt).carry, true); return;
+    case StmtKind::BlockScan: {  // the workspace has no element index (see forEachIndex)
+      auto& b = static_cast<BlockScan&>(stmt);
+      f(b.items_in, false);
+      f(b.carry, true);
+      f(b.running, true);
+      return;
+    }
     case StmtKind::ReduceStep: {
       auto& r = static_cast<ReduceStep&>(stmt);
       f(r.out, true);
@@ -267,6 +283,7 @@ std::unique_ptr<Stmt> cloneTree(const Stmt& root) {
     case StmtKind::ReduceInit:
       return std::make_unique<ReduceInit>(static_cast<const ReduceInit&>(root));
     case StmtKind::ScanInit: return std::make_unique<ScanInit>(static_cast<const ScanInit&>(root));
+    case StmtKind::BlockScan: return std::make_unique<BlockScan>(static_cast<const BlockScan&>(root));
     case StmtKind::ReduceStep:
       return std::make_unique<ReduceStep>(static_cast<const ReduceStep&>(root));
     case StmtKind::BlockReduce:

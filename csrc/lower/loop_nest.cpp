@@ -14,7 +14,9 @@
 //     a nest of copies of their loops;
 //   * a scan becomes: the init of its running value just outside the loop of
 //     its scan axis, and a step (a Compute that combines and stores) in the
-//     innermost loop;
+//     innermost loop; in block form (block_scan.h) the init goes before the
+//     tile loop and a BlockScan between the input's and the output's item
+//     loops;
 //   * within every body, statements and loops are ordered so each value is
 //     written before it is read (a stable topological order of the children).
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include "fusion/error.h"
 #include "fusion/symbols.h"
 #include "fusion/transform_replay.h"
+#include "lower/block_scan.h"
 #include "lower/passes.h"
 
 namespace smelt {
@@ -156,6 +159,7 @@ class LoopNestBuilder {
   // its own with only thread-private single indices inside it, so one
   // register per thread carries the running value along it.
   void placeScan(ScanOp* expr) {
+    if (const std::optional<BlockScanAxes> axes = blockScanAxes(expr)) return placeBlockScan(expr, *axes);
     TensorView* out = expr->output();
     const int64_t axis = expr->loopAxis();
     SMELT_INTERNAL_CHECK(axis >= 0, "scan axis of ", out->name(), " is not a loop axis");
@@ -165,6 +169,28 @@ class LoopNestBuilder {
     add(axis == 0 ? nullptr : loopFor(out, axis - 1), std::move(init), {{name + ":init"}, {}});
     std::set<std::string> step_uses = inputNames(expr);
     step_uses.insert(name + ":init");
+    auto step = std::make_unique<kir::Compute>();
+    step->expr = expr;
+    add(innermostLoop(out), std::move(step), {{name}, step_uses});
+  }
+
+  // The block form (block_scan.h): the running value across tiles starts
+  // before the tile loop; in the threads loop, the BlockScan follows the
+  // input's item loop (it reads the items) and precedes the output's (whose
+  // steps read the running value it sets).
+  void placeBlockScan(ScanOp* expr, const BlockScanAxes& axes) {
+    TensorView* out = expr->output();
+    const std::string name = key(out);
+    auto init = std::make_unique<kir::ScanInit>();
+    init->expr = expr;
+    add(axes.tiles == 0 ? nullptr : loopFor(out, axes.tiles - 1), std::move(init), {{name + ":init"}, {}});
+    auto scan = std::make_unique<kir::BlockScan>();
+    scan->expr = expr;
+    std::set<std::string> scan_uses = inputNames(expr);
+    scan_uses.insert(name + ":init");
+    add(loopFor(out, axes.threads), std::move(scan), {{name + ":running"}, scan_uses});
+    std::set<std::string> step_uses = inputNames(expr);
+    step_uses.insert(name + ":running");
     auto step = std::make_unique<kir::Compute>();
     step->expr = expr;
     add(innermostLoop(out), std::move(step), {{name}, step_uses});

@@ -9,6 +9,10 @@
 //   * a scan's axis is a loop axis of its own (not split or merged), run
 //     serially in order, with only single-index axes (thread- or block-bound,
 //     or of extent 1) inside it: one register carries the running value;
+//     or it is in block form (block_scan.h): [tiles, threads, items] split
+//     from the scan axis, tiles and items serial, a whole number of warps on
+//     TIDx (the block one-dimensional), constant items, the input a computed
+//     Local tensor at the items axis;
 //   * vectorized axes are innermost with constant extents;
 //   * a tensor whose memory is private to a thread (Local) or to a block
 //     (Shared), or that other blocks cannot wait for (Global), is read by
@@ -18,6 +22,7 @@
 #include <algorithm>
 
 #include "fusion/error.h"
+#include "lower/block_scan.h"
 #include "fusion/transform_replay.h"
 #include "lower/passes.h"
 
@@ -85,7 +90,36 @@ void checkReduction(const TensorView* tv) {
   }
 }
 
+// The block form (block_scan.h): serial tile and item loops around a whole
+// number of warps on TIDx, the input in registers, one array per tile.
+void checkBlockScan(const LoweringContext& ctx, const ScanOp* scan, const BlockScanAxes& axes) {
+  const TensorView* out = scan->output();
+  const std::string what = "block scan " + out->name() + ": ";
+  for (const int64_t axis : {axes.tiles, axes.items}) {
+    const auto [owner, owner_axis] = ctx.loopOwner(out, axis);
+    const ParallelType pt = owner->axis(owner_axis)->parallelType();
+    SMELT_CHECK(pt == ParallelType::Serial, what, "loop axis ", axis, " runs in the loop of ", owner->name(),
+                " axis ", owner_axis, ", which is ", pt, "; tiles and items must run serially, in order");
+  }
+  const std::optional<int64_t> threads = out->axis(axes.threads)->loopExtent().constant();
+  SMELT_CHECK(threads && *threads % 32 == 0, what, "its TIDx axis (", out->axis(axes.threads)->toString(),
+              ") must be a constant whole number of warps");
+  SMELT_CHECK(out->axis(axes.items)->loopExtent().constant().has_value(), what, "its items axis (",
+              out->axis(axes.items)->toString(), ") must have a constant extent");
+  for (int64_t k = 0; k < out->nDims(); ++k) {
+    const ParallelType pt = out->axis(k)->parallelType();
+    SMELT_CHECK(pt != ParallelType::TIDy && pt != ParallelType::TIDz, what, "axis ", k, " is bound to ", pt,
+                "; a block scan's block is one-dimensional");
+  }
+  const TensorView* in = scan->input(0)->asTensor();
+  SMELT_CHECK(in->memoryType() == MemoryType::Local && in->definition() != nullptr &&
+                  in->computePosition() == axes.items,
+              what, "its input ", in->name(), " must be a computed Local tensor at compute position ", axes.items,
+              " (one register array of items per thread), not ", in->memoryType(), " at ", in->computePosition());
+}
+
 void checkScan(const LoweringContext& ctx, const ScanOp* scan) {
+  if (const std::optional<BlockScanAxes> axes = blockScanAxes(scan)) return checkBlockScan(ctx, scan, *axes);
   const TensorView* out = scan->output();
   const int64_t axis = scan->loopAxis();
   SMELT_CHECK(axis >= 0, "scan ", out->name(), ": its scan axis (dimension ", scan->dim(),

@@ -121,3 +121,23 @@ def test_scan_of_a_0_dim_tensor_and_of_a_transposed_input():
     assert values.item() == -1.5 and indices.item() == 0 and indices.dtype == torch.int64
     assert indices.shape == torch.cummin(x, 0).indices.shape
     compiled_like_eager(lambda x: torch.cumsum(x.t(), 1), torch.randn(6, 4, generator=gen(7)))
+
+
+@pytest.mark.parametrize("shape", [(2, 50000), (100000,)], ids=["2x50000", "1d_100000"])
+@pytest.mark.parametrize("op", ["cumsum", "cummax", "logcumsumexp"])
+def test_few_long_rows_take_the_block_scan(op, shape):
+    """A 1-D scan and two long rows: one block per row walks it in tiles (the
+    scan scheduler's block scan) rather than one thread per row."""
+    x = torch.randn(shape, generator=gen(8))
+    # float32 sums of 50000 terms in a different order: a few ulp of the
+    # partial sums (which reach a few hundred).
+    tolerance = dict(rtol=1e-4, atol=1e-3) if op == "cumsum" else {}
+    report = compiled_like_eager(lambda x: SCANS[op](x, -1), x, **tolerance)
+    runs = "\n".join(p.last_run or "" for p in report.partitions)
+    assert scan_segments(report) == 1 and "block_scan" in runs, runs
+
+
+def test_a_block_scan_of_a_transposed_input_keeps_eagers_strides():
+    x = torch.randn(3000, 3, generator=gen(9))
+    compiled_like_eager(lambda x: torch.cumsum(x.t(), 1), x, rtol=1e-4, atol=1e-3)
+    compiled_like_eager(lambda x: torch.cumsum(x * 2, 0).t(), x, rtol=1e-4, atol=1e-3)

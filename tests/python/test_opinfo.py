@@ -32,13 +32,14 @@ SAMPLES = 3 if FULL else 1
 DTYPES = ((torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool) if FULL
           else (torch.float32, torch.int64, torch.bool))
 SAMPLE_TIMEOUT_S = 120
-# Ops that ran a smelt kernel in the CI subset, as last measured (407 of
-# 515 with the scatter family; 399 before it; 391 with torch's special
+# Ops that ran a smelt kernel in the CI subset, as last measured (416 of
+# 515 in session 26, scans 8/8 since the scan scheduler; 407 with the scatter
+# family; 399 before it; 391 with torch's special
 # functions native; 341 before them, 184 when this
 # test was written; the floor is that less a small margin, so losing ops
 # fails while one sample's changed partitioning does not). Raise it as ops
 # are lowered.
-MEASURED_FUSED_OPS = 407
+MEASURED_FUSED_OPS = 416
 FUSED_OPS_FLOOR = MEASURED_FUSED_OPS - 3
 
 OPS = sweep.in_scope_ops()

@@ -31,6 +31,14 @@ std::vector<BufferAccess> accessesOf(const kir::Stmt* stmt) {
       add(r->out, true, true, &r->predicate);
       break;
     }
+    case kir::StmtKind::BlockScan: {
+      auto* b = static_cast<const kir::BlockScan*>(stmt);
+      add(b->items_in, false, true, nullptr);
+      add(b->carry, true, true, nullptr);
+      add(b->running, true, false, nullptr);
+      workspace(b->workspace);
+      break;
+    }
     case kir::StmtKind::ScanInit: {
       auto* r = static_cast<const kir::ScanInit*>(stmt);
       add(r->carry, true, false, nullptr);

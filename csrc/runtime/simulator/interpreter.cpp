@@ -13,6 +13,7 @@
 #include "fusion/random_bits.h"
 #include "lower/hopper_layout.h"
 #include "runtime/simulator/async_proxy.h"
+#include "runtime/simulator/block_scan_sim.h"
 #include "runtime/simulator/element_math.h"
 #include "runtime/simulator/findings.h"
 #include "runtime/simulator/launch_binding.h"
@@ -36,7 +37,8 @@ class BlockRunner : private ProxyHost {
         shadow_(findings),
         proxy_(p, findings, *this),
         nslots_(p.symbols.size()),
-        nthreads_(static_cast<int32_t>(L.threads)) {
+        nthreads_(static_cast<int32_t>(L.threads)),
+        block_scan_(nthreads_) {
     slots_.resize(static_cast<size_t>(nthreads_) * nslots_);
     locals_.resize(static_cast<size_t>(nthreads_ * L.local_bytes));
     smem_.resize(static_cast<size_t>(L.shared_bytes));
@@ -100,7 +102,7 @@ class BlockRunner : private ProxyHost {
       if (p_.uses_hopper) proxy_.blockBarrier();
       nextEpoch();
       const Instr& in = p_.instrs[barrier];
-      if (in.op == Op::BlockReduce || in.op == Op::BlockBroadcast) {
+      if (in.op == Op::BlockReduce || in.op == Op::BlockBroadcast || in.op == Op::BlockScan) {
         for (int32_t t : order_) finishBlockOp(in, barrier, t);
         nextEpoch();
       }
@@ -640,6 +642,7 @@ class BlockRunner : private ProxyHost {
           return pc;
         case Op::BlockReduce:
         case Op::BlockBroadcast:
+        case Op::BlockScan:
           arriveBlockOp(in, pc, t);
           pc_[t] = pc + 1;
           return pc;
@@ -689,8 +692,14 @@ class BlockRunner : private ProxyHost {
     return true;
   }
 
+  BlockScanMemory blockScanMemory(int32_t pc) {  // a block scan's accesses, as its threads
+    return {[this, pc](int32_t b, int64_t i, int32_t t, bool w) { return element(b, i, t, pc, w); },
+            [this](int32_t code, int32_t t) { return p_.code.eval(code, slotsOf(t)); },
+            [this](int32_t b) { return L_.memory[b].dtype; }};
+  }
   // Before the statement's first barrier: each thread deposits its value.
   void arriveBlockOp(const Instr& in, int32_t pc, int32_t t) {
+    if (in.op == Op::BlockScan) return block_scan_.arrive(in, t, blockScanMemory(pc));
     double v;
     if (in.op == Op::BlockReduce) {
       v = holds(in.pred, slotsOf(t)) ? load(in.in, t, pc) : in.init;
@@ -711,6 +720,7 @@ class BlockRunner : private ProxyHost {
 
   // After the first barrier: thread t reads its group and writes `out`.
   void finishBlockOp(const Instr& in, int32_t pc, int32_t t) {
+    if (in.op == Op::BlockScan) return block_scan_.finish(in, t, blockScanMemory(pc));
     const int64_t* s = slotsOf(t);
     int64_t lo[3], hi[3];
     for (int d = 0; d < 3; ++d) {
@@ -756,6 +766,7 @@ class BlockRunner : private ProxyHost {
   std::vector<uint32_t> steps_;
   std::vector<int32_t> arrived_;  // barrier instruction reached, or kExited
   std::vector<double> contrib_;   // block op values when there is no workspace
+  BlockScanModel block_scan_;     // block scans' per-thread values
   std::vector<int32_t> order_;
   std::mt19937_64 rng_;
   // Tensor-core state: threads that may run in this phase, in-flight

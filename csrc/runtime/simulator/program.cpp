@@ -46,6 +46,8 @@ std::string statementText(const kir::Stmt* stmt) {
       return "ReduceStep" + exprText(static_cast<const kir::ReduceStep*>(stmt)->expr);
     case kir::StmtKind::BlockReduce:
       return "BlockReduce" + exprText(static_cast<const kir::BlockReduce*>(stmt)->expr);
+    case kir::StmtKind::BlockScan:
+      return "BlockScan" + exprText(static_cast<const kir::BlockScan*>(stmt)->expr);
     case kir::StmtKind::BlockBroadcast:
       return "BlockBroadcast" + exprText(static_cast<const kir::BlockBroadcast*>(stmt)->expr);
     case kir::StmtKind::BlockSync: {
@@ -517,6 +519,21 @@ class Compiler {
         in.write_pred = predicate(r->write_predicate);
         in.thread_axes = threadAxisMask(r->thread_axes, position);
         if (r->workspace) in.workspace = bufferId(r->workspace);
+        return;
+      }
+      case kir::StmtKind::BlockScan: {
+        const auto* b = static_cast<const kir::BlockScan*>(stmt);
+        in.op = Op::BlockScan;
+        in.scan = b->expr->combine();
+        in.init = b->expr->initValue();
+        in.out = access(b->running);
+        in.in = access(b->items_in);
+        in.in2 = access(b->carry);
+        in.count = static_cast<int32_t>(b->items);
+        in.extent = index(b->extent);
+        in.extent2 = index(b->first_item);
+        in.workspace = bufferId(b->workspace);
+        emit(in, stmt);
         return;
       }
       case kir::StmtKind::BlockBroadcast: {

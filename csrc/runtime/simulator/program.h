@@ -31,6 +31,9 @@ enum class Op : uint8_t {
   Sync,
   BlockReduce,
   BlockBroadcast,
+  // out = running, in = the items (Local), in2 = the carry, count = items,
+  // extent2 = first item's position, extent = the scan extent (block_scan_sim.h)
+  BlockScan,
   CpAsync,        // out = dst (Shared), in = src (Global), count = bytes
   CpAsyncCommit,
   CpAsyncWait,    // count = groups that may stay in flight
