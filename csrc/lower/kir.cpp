@@ -83,6 +83,66 @@ std::string threadAxes(const std::vector<ParallelType>& axes) {
   return s;
 }
 
+// The tensor-core pipeline's statements: asynchronous copies and their
+// barriers, matrix loads and the mma instructions.
+std::string tensorCoreStmtText(const Stmt* stmt) {
+  switch (stmt->kind()) {
+    case StmtKind::CpAsync: {
+      auto* c = static_cast<const CpAsync*>(stmt);
+      return "cp.async." + std::to_string(c->bytes) + " " + accessString(c->dst) + " <- " +
+             (c->predicate.alwaysTrue() ? "" : "(" + c->predicate.toString() + ") ? ") +
+             accessString(c->src) + (c->predicate.alwaysTrue() ? "" : " : 0");
+    }
+    case StmtKind::CpAsyncCommit: return "cp.async.commit_group";
+    case StmtKind::CpAsyncWait:
+      return "cp.async.wait_group " + std::to_string(static_cast<const CpAsyncWait*>(stmt)->pending);
+    case StmtKind::LdMatrix: {
+      auto* l = static_cast<const LdMatrix*>(stmt);
+      return accessString(l->dst) + " = ldmatrix.x" + std::to_string(l->matrices) +
+             (l->transpose ? ".trans" : "") + "(" + accessString(l->src) + ")";
+    }
+    case StmtKind::Mma: {
+      auto* m = static_cast<const Mma*>(stmt);
+      return accessString(m->c) + " += mma.m16n8k16(" + accessString(m->a) + ", " +
+             accessString(m->b) + ")";
+    }
+    case StmtKind::MbarrierInit: {
+      auto* i = static_cast<const MbarrierInit*>(stmt);
+      return "mbarrier.init " + accessString(i->barrier) + ", " + std::to_string(i->arrivals);
+    }
+    case StmtKind::MbarrierArrive: {
+      auto* a = static_cast<const MbarrierArrive*>(stmt);
+      return a->transaction_bytes > 0 ? "mbarrier.arrive.expect_tx " + accessString(a->barrier) +
+                                            ", " + std::to_string(a->transaction_bytes)
+                                      : "mbarrier.arrive " + accessString(a->barrier);
+    }
+    case StmtKind::MbarrierWait: {
+      auto* w = static_cast<const MbarrierWait*>(stmt);
+      return "mbarrier.wait " + accessString(w->barrier) + " parity " + w->parity.toString();
+    }
+    case StmtKind::TmaLoad: {
+      auto* t = static_cast<const TmaLoad*>(stmt);
+      return accessString(t->dst) + " <- tma " + t->map->name + "(" + t->row.toString() + ", " +
+             t->col.toString() + ") box " + std::to_string(t->map->box_rows) + "x" +
+             std::to_string(t->map->box_cols) +
+             (t->map->swizzle == TmaSwizzle::Bytes128 ? " swizzle128" : "") + " on " +
+             accessString(t->barrier);
+    }
+    case StmtKind::FenceProxyAsync: return "fence.proxy.async.shared::cta";
+    case StmtKind::Wgmma: {
+      auto* w = static_cast<const Wgmma*>(stmt);
+      return accessString(w->acc) + (w->accumulate ? " += " : " = ") + "wgmma.m64n" +
+             std::to_string(w->n) + "k16(" + accessString(w->a) + ", " + accessString(w->b) + ")";
+    }
+    case StmtKind::WgmmaFence: return "wgmma.fence";
+    case StmtKind::WgmmaCommit: return "wgmma.commit_group";
+    case StmtKind::WgmmaWait:
+      return "wgmma.wait_group " + std::to_string(static_cast<const WgmmaWait*>(stmt)->pending);
+    default: break;
+  }
+  return "?";
+}
+
 std::string stmtText(const Stmt* stmt) {
   switch (stmt->kind()) {
     case StmtKind::ForLoop: {
@@ -153,57 +213,20 @@ std::string stmtText(const Stmt* stmt) {
       auto* s = static_cast<const BlockSync*>(stmt);
       return "__syncthreads()  // " + s->reason;
     }
-    case StmtKind::CpAsync: {
-      auto* c = static_cast<const CpAsync*>(stmt);
-      return "cp.async." + std::to_string(c->bytes) + " " + accessString(c->dst) + " <- " +
-             (c->predicate.alwaysTrue() ? "" : "(" + c->predicate.toString() + ") ? ") +
-             accessString(c->src) + (c->predicate.alwaysTrue() ? "" : " : 0");
-    }
-    case StmtKind::CpAsyncCommit: return "cp.async.commit_group";
+    case StmtKind::CpAsync:
+    case StmtKind::CpAsyncCommit:
     case StmtKind::CpAsyncWait:
-      return "cp.async.wait_group " + std::to_string(static_cast<const CpAsyncWait*>(stmt)->pending);
-    case StmtKind::LdMatrix: {
-      auto* l = static_cast<const LdMatrix*>(stmt);
-      return accessString(l->dst) + " = ldmatrix.x" + std::to_string(l->matrices) +
-             (l->transpose ? ".trans" : "") + "(" + accessString(l->src) + ")";
-    }
-    case StmtKind::Mma: {
-      auto* m = static_cast<const Mma*>(stmt);
-      return accessString(m->c) + " += mma.m16n8k16(" + accessString(m->a) + ", " +
-             accessString(m->b) + ")";
-    }
-    case StmtKind::MbarrierInit: {
-      auto* i = static_cast<const MbarrierInit*>(stmt);
-      return "mbarrier.init " + accessString(i->barrier) + ", " + std::to_string(i->arrivals);
-    }
-    case StmtKind::MbarrierArrive: {
-      auto* a = static_cast<const MbarrierArrive*>(stmt);
-      return a->transaction_bytes > 0 ? "mbarrier.arrive.expect_tx " + accessString(a->barrier) +
-                                            ", " + std::to_string(a->transaction_bytes)
-                                      : "mbarrier.arrive " + accessString(a->barrier);
-    }
-    case StmtKind::MbarrierWait: {
-      auto* w = static_cast<const MbarrierWait*>(stmt);
-      return "mbarrier.wait " + accessString(w->barrier) + " parity " + w->parity.toString();
-    }
-    case StmtKind::TmaLoad: {
-      auto* t = static_cast<const TmaLoad*>(stmt);
-      return accessString(t->dst) + " <- tma " + t->map->name + "(" + t->row.toString() + ", " +
-             t->col.toString() + ") box " + std::to_string(t->map->box_rows) + "x" +
-             std::to_string(t->map->box_cols) +
-             (t->map->swizzle == TmaSwizzle::Bytes128 ? " swizzle128" : "") + " on " +
-             accessString(t->barrier);
-    }
-    case StmtKind::FenceProxyAsync: return "fence.proxy.async.shared::cta";
-    case StmtKind::Wgmma: {
-      auto* w = static_cast<const Wgmma*>(stmt);
-      return accessString(w->acc) + (w->accumulate ? " += " : " = ") + "wgmma.m64n" +
-             std::to_string(w->n) + "k16(" + accessString(w->a) + ", " + accessString(w->b) + ")";
-    }
-    case StmtKind::WgmmaFence: return "wgmma.fence";
-    case StmtKind::WgmmaCommit: return "wgmma.commit_group";
-    case StmtKind::WgmmaWait:
-      return "wgmma.wait_group " + std::to_string(static_cast<const WgmmaWait*>(stmt)->pending);
+    case StmtKind::LdMatrix:
+    case StmtKind::Mma:
+    case StmtKind::MbarrierInit:
+    case StmtKind::MbarrierArrive:
+    case StmtKind::MbarrierWait:
+    case StmtKind::TmaLoad:
+    case StmtKind::FenceProxyAsync:
+    case StmtKind::Wgmma:
+    case StmtKind::WgmmaFence:
+    case StmtKind::WgmmaCommit:
+    case StmtKind::WgmmaWait: return tensorCoreStmtText(stmt);
   }
   return "?";
 }

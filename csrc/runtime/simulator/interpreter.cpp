@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <map>
 #include <random>
@@ -14,6 +13,7 @@
 #include "lower/hopper_layout.h"
 #include "runtime/simulator/async_proxy.h"
 #include "runtime/simulator/block_scan_sim.h"
+#include "runtime/simulator/cp_async_sim.h"
 #include "runtime/simulator/element_math.h"
 #include "runtime/simulator/findings.h"
 #include "runtime/simulator/launch_binding.h"
@@ -48,8 +48,6 @@ class BlockRunner : private ProxyHost {
     contrib_.resize(nthreads_);
     order_.resize(nthreads_);
     ready_.resize(nthreads_);
-    uncommitted_.resize(nthreads_);
-    committed_.resize(nthreads_);
   }
 
   void run(int64_t block_linear) {
@@ -63,7 +61,7 @@ class BlockRunner : private ProxyHost {
     std::fill(smem_.begin(), smem_.end(), 0xff);
     std::fill(locals_.begin(), locals_.end(), 0xff);
     if (options_.detect_races) shadow_.reset(L_.shared_bytes);
-    in_flight_.assign(static_cast<size_t>(L_.shared_bytes), 0);
+    copies_.reset(nthreads_, L_.shared_bytes);
     if (p_.uses_hopper) {
       proxy_.reset(nthreads_, L_.shared_bytes, L_.local_bytes, smem_.data(),
                    options_.detect_races ? &shadow_ : nullptr);
@@ -81,8 +79,6 @@ class BlockRunner : private ProxyHost {
       steps_[t] = 0;
       arrived_[t] = 0;
       ready_[t] = 1;
-      uncommitted_[t].clear();
-      committed_[t].clear();
     }
     for (;;) {
       makeOrder();
@@ -316,39 +312,30 @@ class BlockRunner : private ProxyHost {
       }
       std::memcpy(copy.data, src.data + src_index * src.elem_size, static_cast<size_t>(in.count));
     }
-    for (int64_t b = copy.byte; b < copy.byte + copy.bytes; ++b) {
-      if (in_flight_[b] != 0) {
-        findings_.error(SimError::Kind::AsyncCopyInFlight, ev,
-                        "cp.async into shared byte " + std::to_string(b) +
-                            " while an earlier copy to it is still in flight");
-        break;
-      }
+    if (int64_t b = 0; copies_.inFlight(copy.byte, copy.bytes, &b)) {
+      findings_.error(SimError::Kind::AsyncCopyInFlight, ev,
+                      "cp.async into shared byte " + std::to_string(b) +
+                          " while an earlier copy to it is still in flight");
     }
     if (options_.detect_races) shadow_.write(copy.byte, copy.bytes, ev);
-    for (int64_t b = copy.byte; b < copy.byte + copy.bytes; ++b) ++in_flight_[b];
-    uncommitted_[t].push_back(copy);
+    copies_.issue(t, copy);
   }
 
   void retireGroup(int32_t t, int32_t pc) {
-    for (const AsyncCopy& copy : committed_[t].front()) {
-      for (int64_t b = copy.byte; b < copy.byte + copy.bytes; ++b) --in_flight_[b];
-      std::memcpy(smem_.data() + copy.byte, copy.data, static_cast<size_t>(copy.bytes));
+    copies_.retireOldest(t, smem_.data(), [&](const AsyncCopy& copy) {
       // Landing is this thread's write: other threads see it after a barrier.
       if (options_.detect_races) shadow_.write(copy.byte, copy.bytes, {t, pc, copy.buffer, steps_[t]});
-    }
-    committed_[t].pop_front();
+    });
   }
 
   void exitWithCopiesInFlight(int32_t t, int32_t pc) {
-    size_t copies = uncommitted_[t].size();
-    for (const auto& group : committed_[t]) copies += group.size();
+    const int64_t copies = copies_.copiesInFlight(t);
     if (copies == 0) return;
     findings_.error(SimError::Kind::AsyncCopyInFlight, {t, pc, -1, steps_[t]},
                     "thread exits with " + std::to_string(copies) +
                         " cp.async copies in flight (no wait_group retired them)");
-    committed_[t].push_back(std::move(uncommitted_[t]));
-    uncommitted_[t].clear();
-    while (!committed_[t].empty()) retireGroup(t, pc);
+    copies_.commit(t);
+    while (copies_.committedGroups(t) > 0) retireGroup(t, pc);
   }
 
   void makeOrder() {
@@ -391,13 +378,11 @@ class BlockRunner : private ProxyHost {
     }
     if (m.memory == MemoryType::Shared) {
       const int64_t byte = m.offset + index * m.elem_size;
-      for (int64_t b = byte; b < byte + m.elem_size; ++b) {
-        if (in_flight_[b] == 0) continue;
+      if (int64_t b = 0; copies_.inFlight(byte, m.elem_size, &b)) {
         findings_.error(SimError::Kind::AsyncCopyInFlight, {t, pc, buffer, steps_[t]},
                         std::string(is_write ? "write" : "read") + " of shared byte " +
                             std::to_string(b) +
                             " while a cp.async to it is in flight (missing wait_group)");
-        break;
       }
     }
     if (p_.uses_hopper && m.memory != MemoryType::Global) {
@@ -651,12 +636,11 @@ class BlockRunner : private ProxyHost {
           ++pc;
           break;
         case Op::CpAsyncCommit:
-          committed_[t].push_back(std::move(uncommitted_[t]));
-          uncommitted_[t].clear();
+          copies_.commit(t);
           ++pc;
           break;
         case Op::CpAsyncWait:
-          while (static_cast<int64_t>(committed_[t].size()) > in.count) retireGroup(t, pc);
+          while (copies_.committedGroups(t) > in.count) retireGroup(t, pc);
           ++pc;
           break;
         case Op::LdMatrix:
@@ -769,18 +753,10 @@ class BlockRunner : private ProxyHost {
   BlockScanModel block_scan_;     // block scans' per-thread values
   std::vector<int32_t> order_;
   std::mt19937_64 rng_;
-  // Tensor-core state: threads that may run in this phase, in-flight
-  // cp.async copies per shared byte, and each thread's copy groups.
-  struct AsyncCopy {
-    int64_t byte = 0;
-    int32_t bytes = 0;
-    int32_t buffer = 0;
-    uint8_t data[16] = {};  // zero-filled when the predicate failed
-  };
+  // Tensor-core state: threads that may run in this phase, and the
+  // cp.async copies in flight.
   std::vector<uint8_t> ready_;
-  std::vector<uint16_t> in_flight_;
-  std::vector<std::vector<AsyncCopy>> uncommitted_;
-  std::vector<std::deque<std::vector<AsyncCopy>>> committed_;
+  AsyncCopyGroups copies_;
 };
 
 }  // namespace

@@ -355,6 +355,7 @@ class Compiler {
       case kir::StmtKind::ScanInit:
       case kir::StmtKind::ReduceStep:
       case kir::StmtKind::BlockReduce:
+      case kir::StmtKind::BlockScan:
       case kir::StmtKind::BlockBroadcast: compileReduction(stmt, in); break;
       case kir::StmtKind::BlockSync: in.op = Op::Sync; break;
       case kir::StmtKind::CpAsync:
@@ -477,7 +478,8 @@ class Compiler {
     in.operand_end = static_cast<uint32_t>(p_.operands.size());
   }
 
-  // Reduction and scan statements: inits, serial steps, block-wide reduce and broadcast.
+  // Reduction and scan statements: inits, serial steps, block-wide reduce,
+  // scan and broadcast.
   void compileReduction(const kir::Stmt* stmt, Instr& in) {
     const int32_t position = in.position;
     switch (stmt->kind()) {
@@ -533,7 +535,6 @@ class Compiler {
         in.extent = index(b->extent);
         in.extent2 = index(b->first_item);
         in.workspace = bufferId(b->workspace);
-        emit(in, stmt);
         return;
       }
       case kir::StmtKind::BlockBroadcast: {

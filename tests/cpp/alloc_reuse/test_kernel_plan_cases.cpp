@@ -374,7 +374,9 @@ TEST(KernelPlanCases, PreciseNeverWorseThanConservativeNorThanStack) {
           EXPECT_TRUE(proved) << c.name << " " << plan.strategy;
         }
         for (const auto& b : p->kernel->buffers) {
-          if (b->memory == MemoryType::Shared) EXPECT_GE(b->alignment, alignment) << c.name;
+          if (b->memory == MemoryType::Shared) {
+            EXPECT_GE(b->alignment, alignment) << c.name;
+          }
         }
       }
       ++checked;

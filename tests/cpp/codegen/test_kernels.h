@@ -253,7 +253,7 @@ inline std::unique_ptr<TestKernel> everyOpKernel() {
   kir::Buffer* gb = t->global(b, true);
   kir::Buffer* gc = t->global(c, true);
   kir::Buffer* gn = t->global(n, true);
-  kir::Buffer* gout = t->global(out, false);
+  t->global(out, false);  // declares the output parameter
   auto value = [&](const kir::Buffer* buf) { return read(buf, 0); };
   for (TensorView* r : results) {
     kir::Buffer* reg = t->buffer(r, r->name(), MemoryType::Local, r->dtype(), {1});
