@@ -20,6 +20,7 @@
 #include "lower/bank_conflicts.h"
 #include "lower/lower.h"
 #include "ops/pointwise_kernel_checks.h"
+#include "ops/scan_fusions.h"
 #include "runtime/fusion_executor_cache.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/simulator/simulator.h"
@@ -31,20 +32,14 @@ namespace {
 
 using smelt::testing::evaluateWithATen;
 
-const ScanCombine kCombines[] = {ScanCombine::Add, ScanCombine::Mul, ScanCombine::Max,
-                                 ScanCombine::Min, ScanCombine::LogAddExp};
+const auto& kCombines = smelt::testing::kScanCombines;
 
+// A scan along the last dimension (the block scan's case).
 std::unique_ptr<Fusion> scanFusion(const std::vector<int64_t>& shape, ScanCombine combine,
                                    DataType dtype = DataType::Float,
                                    TensorView* (*prologue)(TensorView*) = nullptr,
                                    TensorView* (*epilogue)(TensorView*) = nullptr) {
-  auto fusion = std::make_unique<Fusion>();
-  FusionGuard guard(fusion.get());
-  TensorView* in = makeConcreteTensor(shape, dtype);
-  fusion->addInput(in);
-  TensorView* out = scan(prologue ? prologue(in) : in, -1, combine);
-  fusion->addOutput(epilogue ? epilogue(out) : out);
-  return fusion;
+  return smelt::testing::scanFusion(shape, -1, combine, dtype, prologue, epilogue);
 }
 
 struct LoweredBlockScan {

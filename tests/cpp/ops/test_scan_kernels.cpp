@@ -15,6 +15,7 @@
 #include "fusion/ops.h"
 #include "lower/lower.h"
 #include "ops/pointwise_kernel_checks.h"
+#include "ops/scan_fusions.h"
 #include "runtime/fusion_executor_cache.h"
 #include "scheduler/registry.h"
 
@@ -24,22 +25,8 @@ namespace {
 using smelt::testing::evaluateWithATen;
 using smelt::testing::expectCompiles;
 
-const ScanCombine kCombines[] = {ScanCombine::Add, ScanCombine::Mul, ScanCombine::Max,
-                                 ScanCombine::Min, ScanCombine::LogAddExp};
-
-// in of `shape` and `dtype`: out = epilogue(scan(prologue(in), dim, combine)).
-std::unique_ptr<Fusion> scanFusion(const std::vector<int64_t>& shape, int64_t dim, ScanCombine combine,
-                                   DataType dtype = DataType::Float,
-                                   TensorView* (*prologue)(TensorView*) = nullptr,
-                                   TensorView* (*epilogue)(TensorView*) = nullptr) {
-  auto fusion = std::make_unique<Fusion>();
-  FusionGuard guard(fusion.get());
-  TensorView* in = makeConcreteTensor(shape, dtype);
-  fusion->addInput(in);
-  TensorView* out = scan(prologue ? prologue(in) : in, dim, combine);
-  fusion->addOutput(epilogue ? epilogue(out) : out);
-  return fusion;
-}
+const auto& kCombines = smelt::testing::kScanCombines;
+using smelt::testing::scanFusion;
 
 // Runs `fusion` on CPU tensors and checks values (NaN where ATen has NaN)
 // and strides against ATen; returns the run's segments.
