@@ -11,22 +11,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <functional>
-#include <iomanip>
 #include <optional>
 #include <sstream>
 
-#include "codegen/cuda_codegen.h"
-#include "codegen/hopper_ops.h"
-#include "codegen/vectorize.h"
 #include "fusion/error.h"
 #include "lower/alloc_reuse/kernel_plan.h"
 #include "lower/lower.h"
 #include "runtime/aten_evaluator.h"
-#include "runtime/build_id.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/disk_kernel_cache.h"
 #include "runtime/fusion_key.h"
 #include "runtime/index_type.h"
 #include "runtime/kernel_compile.h"

@@ -552,7 +552,7 @@ void FusionExecutorCache::compilePrepared(std::vector<std::unique_ptr<PendingCom
       asking.push_back(p.get());
       requests.push_back(*p->nvrtc);
     } else {
-      p->done = pool.submit([this, job = p.get()] { compilePending(*job, true); });
+      p->done = p->prepared;  // a cached kernel, compiled by its preparing task
     }
   }
   std::vector<std::shared_future<void>> done =
@@ -682,6 +682,7 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
           FusionExecutor& executor = job->compiled->executor;
           executor.beginCompile(job->compiled->scheduled.get(), std::move(job->lowered), job->inputs, options_);
           job->nvrtc = executor.nvrtcRequest();
+          if (!job->nvrtc) compilePending(*job, true);  // cached: nothing to wait for
         });
         last_run_.segments.push_back(std::move(run));  // replaced by the compile's
         last_executors_.push_back(&fresh->compiled->executor);

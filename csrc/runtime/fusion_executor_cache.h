@@ -245,8 +245,9 @@ class FusionExecutorCache {
     SegmentRun run;                     // completed by the compile
     std::vector<at::Tensor> outputs;    // compileFor: predicted by metaOutputsOf
     // compileFor: the CompilePool's task preparing the compile (lowering,
-    // generating the kernel), what it asks NVRTC for (none: cached), and
-    // the compile's end (compilePrepared).
+    // generating the kernel; all of the compile when the kernel is cached),
+    // what it asks NVRTC for (none: cached), and the compile's end
+    // (compilePrepared).
     std::shared_future<void> prepared;
     std::optional<NvrtcRequest> nvrtc;
     std::shared_future<void> done;
@@ -268,7 +269,8 @@ class FusionExecutorCache {
   // compileFor, once every new kernel of the run is scheduled: waits for
   // their preparing tasks, then compiles the kernels NVRTC must compile as
   // one program per pool thread (nvrtc_batch.h) and finishes each on the
-  // pool (compilePending).
+  // pool (compilePending); cached kernels were finished by their preparing
+  // task.
   void compilePrepared(std::vector<std::unique_ptr<PendingCompile>>& pending, CompilePool& pool) const;
   // Waits for compileFor's pool tasks; a compiled kernel becomes its choice,
   // a failed one is forgotten (its slot erased). Rethrows the error of the
