@@ -21,7 +21,9 @@ the CPU simulator running every kernel):
         lowering, NVRTC or the disk cache);
       segment / schedule / lower / NVRTC: the same work summed over the
         fusions (thread-milliseconds), with the segmentation search's
-        candidates checked, kernels compiled and read from disk;
+        candidates checked, kernels compiled and read from disk, and the
+        NVRTC programs the process compiled (several kernels to a
+        program: csrc/runtime/nvrtc_batch.h);
       partitioning: Python, partitioning and translating the graphs;
   - Inductor, cold (fresh caches): on a machine without a GPU through
     ../shared/peers/inductor/inductor_kernels.py, which compiles every
@@ -70,6 +72,7 @@ if backend == "smelt":
     for report in reports:
         for key, value in report.compile_cost().items():
             result[key] = result.get(key, 0) + value
+    result["nvrtc_programs"] = smelt._C.nvrtc_programs_compiled()
     result["graphs"] = len(reports)
     result["fallbacks"] = sum(r.fallback_runs for r in reports)
     result["compile_ahead_errors"] = sum(len(r.compile_ahead_errors) for r in reports)
@@ -150,8 +153,8 @@ def markdown(rows: List[Dict[str, object]]) -> str:
     lines += ["", "smelt's compile by stage (segment / schedule / lower / NVRTC: thread-milliseconds "
               "summed over the fusions; the first call also runs the CPU simulator):", "",
               "| model | | compile wall | segment | candidates | schedule | lower | NVRTC / disk | "
-              "kernels compiled / from disk | partitioning |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "kernels compiled / from disk | NVRTC programs | partitioning |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         for kind in ("cold", "warm"):
             c = r["smelt"][kind]
@@ -160,7 +163,7 @@ def markdown(rows: List[Dict[str, object]]) -> str:
                          f"{c.get('segment_candidates', 0):.0f} | {c['schedule_ms']:.0f} ms | "
                          f"{c['lower_ms']:.0f} ms | {c['nvrtc_ms']:.0f} ms | "
                          f"{c['nvrtc_compiles']:.0f} / {c['disk_cache_hits']:.0f} | "
-                         f"{c['partition_ms']:.0f} ms |")
+                         f"{c.get('nvrtc_programs', '—')} | {c['partition_ms']:.0f} ms |")
     return "\n".join(lines)
 
 

@@ -202,4 +202,11 @@ CompiledKernel compileCudaCached(const std::string& source, const std::string& k
   return compiled;
 }
 
+void storeCompiledCuda(const std::string& source, const std::string& kernel_name,
+                       const NvrtcOptions& options, const CompiledKernel& compiled) {
+  if (const std::optional<fs::path> dir = kernelCacheDir()) {
+    storeCachedKernel(*dir, kernelCacheKey(source, kernel_name, options), compiled);
+  }
+}
+
 }  // namespace smelt

@@ -86,5 +86,10 @@ auto loadCacheEntryAs(const std::filesystem::path& dir, const std::string& kind,
 // stored kernel (compile_ms: the time to read it), a miss compiles and stores.
 CompiledKernel compileCudaCached(const std::string& source, const std::string& kernel_name,
                                  const NvrtcOptions& options = {});
+// Stores `compiled`, compiled elsewhere (in a batch, nvrtc_batch.h), as
+// compileCudaCached would have stored compileCuda's result for the same
+// arguments; nothing when the cache is off.
+void storeCompiledCuda(const std::string& source, const std::string& kernel_name,
+                       const NvrtcOptions& options, const CompiledKernel& compiled);
 
 }  // namespace smelt

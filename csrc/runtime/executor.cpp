@@ -11,37 +11,21 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <functional>
-#include <iomanip>
 #include <optional>
 #include <sstream>
 
-#include "codegen/cuda_codegen.h"
-#include "codegen/hopper_ops.h"
-#include "codegen/vectorize.h"
 #include "fusion/error.h"
 #include "lower/alloc_reuse/kernel_plan.h"
 #include "lower/lower.h"
 #include "runtime/aten_evaluator.h"
-#include "runtime/build_id.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/disk_kernel_cache.h"
 #include "runtime/fusion_key.h"
 #include "runtime/index_type.h"
+#include "runtime/kernel_compile.h"
 #include "runtime/launch_limits.h"
 #include "runtime/simulator/simulator.h"
 
 namespace smelt {
-
-namespace {
-
-// Shared memory up to this size can be a static array (no opt-in needed).
-constexpr int64_t kStaticSharedMemoryLimit = 48 * 1024;
-// Blocks at least this large ask ptxas for full occupancy (compileKernel).
-constexpr int64_t kFullOccupancyMinThreads = 256;
-
-}  // namespace
 
 std::string optionsKey(const ExecutorOptions& options, int arch) {
   const LowerOptions& lower = options.lower;
@@ -51,112 +35,6 @@ std::string optionsKey(const ExecutorOptions& options, int arch) {
 }
 
 namespace {
-
-// A readable, stable kernel name derived from the cache key.
-std::string kernelNameFor(const std::string& key) {
-  std::ostringstream os;
-  os << "smelt_kernel_" << std::hex << std::setw(16) << std::setfill('0') << std::hash<std::string>{}(key);
-  return os.str();
-}
-
-
-// The tensor parameter a TMA map reads: an index into inputs, then outputs.
-TensorMapParam tensorMapParam(const kir::Kernel& kernel, const kir::TensorMap& map) {
-  std::vector<const kir::Buffer*> tensors = kernel.inputs;
-  tensors.insert(tensors.end(), kernel.outputs.begin(), kernel.outputs.end());
-  const auto it = std::find(tensors.begin(), tensors.end(), map.tensor);
-  SMELT_INTERNAL_CHECK(it != tensors.end(), "tensor map ", map.name, " reads ", map.tensor->name,
-                       ", which is not a kernel parameter");
-  return {it - tensors.begin(), map.box_rows, map.box_cols, map.swizzle == kir::TmaSwizzle::Bytes128};
-}
-
-// Generates, compiles and checks the kernel; describes its launch.
-KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, int arch,
-                          DataType index_type) {
-  KernelLaunchInfo info;
-  info.shared_memory_bytes = sharedMemoryBytes(kernel);
-  const std::optional<int64_t> fixed_smem = info.shared_memory_bytes.constant();
-  info.static_shared_memory = fixed_smem && *fixed_smem > 0 && *fixed_smem <= kStaticSharedMemoryLimit;
-  CodegenOptions codegen;
-  codegen.static_shared_memory = info.static_shared_memory;
-  codegen.index_type = index_type;
-  NvrtcOptions nvrtc;
-  nvrtc.arch = arch;
-  nvrtc.arch_specific = info.arch_specific = codegen::needsArchSpecificTarget(kernel);
-  // A block of 256 threads or more asks ptxas for the SM's full thread count
-  // (e.g. 4 blocks of 512: at most 32 registers), kept unless that costs a
-  // stack frame or spills; then the kernel is compiled without the request.
-  int64_t threads = 1;
-  for (const IntExpr& dim : kernel.launch.block) threads *= dim.constant().value_or(0);
-  const int64_t max_threads = DeviceLimits::forArch(arch).max_threads_per_sm;
-  if (threads >= kFullOccupancyMinThreads && max_threads % threads == 0) {
-    codegen.min_blocks_per_sm = max_threads / threads;
-  }
-  info.cuda_source = generateCuda(kernel, name, codegen);
-  CompiledKernel compiled = compileCudaCached(info.cuda_source, name, nvrtc);
-  const PtxasInfo& ptxas = compiled.ptxas;
-  if (codegen.min_blocks_per_sm > 0 &&
-      (ptxas.stack_frame_bytes > 0 || ptxas.spill_store_bytes > 0 || ptxas.spill_load_bytes > 0)) {
-    codegen.min_blocks_per_sm = 0;
-    info.cuda_source = generateCuda(kernel, name, codegen);
-    const double first_ms = compiled.compile_ms;
-    compiled = compileCudaCached(info.cuda_source, name, nvrtc);
-    compiled.compile_ms += first_ms;
-  }
-
-  if (kernel.smem_plan) info.smem_report = kernel.smem_plan->report_text;
-  // A dynamic array is not ptxas's to count: then it must count nothing.
-  checkPtxasSharedMemory(compiled, info.static_shared_memory ? *fixed_smem : 0, info.smem_report);
-
-  const VectorRequirements vectors = vectorRequirements(kernel);
-  auto tensorParam = [&](const kir::Buffer* buffer) {
-    auto vector = vectors.bytes.find(buffer);
-    return TensorParam{buffer->name, buffer->dtype, buffer->shape,
-                       vector == vectors.bytes.end() ? 0 : vector->second, expandedDims(*buffer)};
-  };
-  info.vector_conditions = vectors.conditions;
-  for (const kir::Buffer* b : kernel.inputs) info.inputs.push_back(tensorParam(b));
-  for (const kir::Buffer* b : kernel.outputs) info.outputs.push_back(tensorParam(b));
-  for (const Scalar* s : kernel.scalar_inputs) info.scalars.push_back(ScalarParam{s->symbol(), s->dtype()});
-  for (const auto& map : kernel.tensor_maps) info.tensor_maps.push_back(tensorMapParam(kernel, *map));
-  for (int i = 0; i < 3; ++i) {
-    info.grid[i] = kernel.launch.grid[i];
-    info.block[i] = kernel.launch.block[i];
-  }
-  return KernelEntry(std::move(compiled), std::move(info));
-}
-
-// What a kernel's launch description is kept under in the disk cache: its
-// executor key (the scheduled fusion, options, arch, index type) and the
-// build that lowered it.
-std::string launchEntryKey(const std::string& key) {
-  return errorMessage("smelt build ", buildId(), "\n", key);
-}
-
-// The kernel a process of this build compiled for `key` before: its launch
-// description and its cubin from the disk cache, with no lowering and no
-// NVRTC; nullopt when either is missing (or the cache is off).
-std::optional<KernelEntry> loadStoredKernel(const std::string& key, const std::string& name, int arch) {
-  const std::optional<std::filesystem::path> dir = kernelCacheDir();
-  if (!dir) return std::nullopt;
-  const auto start = std::chrono::steady_clock::now();
-  std::optional<KernelLaunchInfo> info =
-      loadCacheEntryAs(*dir, "launch", launchEntryKey(key), parseLaunchInfo);
-  if (!info) return std::nullopt;
-  NvrtcOptions nvrtc;
-  nvrtc.arch = arch;
-  nvrtc.arch_specific = info->arch_specific;
-  std::optional<CompiledKernel> compiled = loadCachedKernel(*dir, kernelCacheKey(info->cuda_source, name, nvrtc));
-  if (!compiled) return std::nullopt;
-  compiled->compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return KernelEntry(*std::move(compiled), *std::move(info));
-}
-
-void storeKernel(const std::string& key, const KernelEntry& entry) {
-  if (const std::optional<std::filesystem::path> dir = kernelCacheDir()) {
-    storeCacheEntry(*dir, "launch", launchEntryKey(key), serializeLaunchInfo(entry.launch));
-  }
-}
 
 // The strides a kernel is given. A size-1 dimension's stride never meets a
 // nonzero index, so it is set to what contiguity implies: then stride[d] ==
@@ -249,6 +127,12 @@ void FusionExecutor::compile(Fusion* fusion, const std::vector<at::Tensor>& exam
 void FusionExecutor::compileLowered(Fusion* fusion, std::unique_ptr<GpuLower> lowered,
                                     const std::vector<at::Tensor>& example_inputs,
                                     ExecutorOptions options) {
+  beginCompile(fusion, std::move(lowered), example_inputs, std::move(options));
+  finishCompile();
+}
+
+void FusionExecutor::beginCompile(Fusion* fusion, std::unique_ptr<GpuLower> lowered,
+                                  const std::vector<at::Tensor>& example_inputs, ExecutorOptions options) {
   SMELT_CHECK(fusion != nullptr, "FusionExecutor::compile: fusion is null");
   SMELT_CHECK(!fusion->outputs().empty(), "FusionExecutor::compile: the fusion has no outputs");
   current_ = -1;
@@ -267,10 +151,24 @@ void FusionExecutor::compileLowered(Fusion* fusion, std::unique_ptr<GpuLower> lo
     keys_[variantSlot(index_type)] = base_key + " index=" + indexTypeName(index_type);
   }
 
-  const std::map<std::string, int64_t> bindings = bind(example_inputs);
-  const DataType index_type = chooseIndexTypeFor(example_inputs, bindings);
+  compile_bindings_ = bind(example_inputs);
+  compile_index_type_ = chooseIndexTypeFor(example_inputs, compile_bindings_);
+}
+
+std::optional<NvrtcRequest> FusionExecutor::nvrtcRequest() const {
+  const std::string& key = keys_[variantSlot(compile_index_type_)];
+  const KernelCache& cache = options_.cache != nullptr ? *options_.cache : globalCache();
+  const std::string name = kernelNameFor(key);
+  if (cache.find(key) != nullptr || loadStoredKernel(key, name, arch_)) return std::nullopt;
+  return firstNvrtcRequest(lowered(), name, arch_, compile_index_type_);
+}
+
+void FusionExecutor::finishCompile(const PrecompiledKernel* precompiled) {
+  const DataType index_type = compile_index_type_;
+  const std::map<std::string, int64_t> bindings = std::move(compile_bindings_);
+  compile_bindings_.clear();
   bool compiled_here = false;
-  const std::shared_ptr<CachedKernel> kernel = variant(index_type, &compiled_here);
+  const std::shared_ptr<CachedKernel> kernel = variant(index_type, &compiled_here, precompiled);
   from_cache_ = !compiled_here;
   const KernelLaunchInfo& info = kernel->launchInfo();
   std::vector<std::string> tensor_inputs;
@@ -285,13 +183,14 @@ void FusionExecutor::compileLowered(Fusion* fusion, std::unique_ptr<GpuLower> lo
   std::vector<std::string> kernel_inputs;
   for (const TensorParam& param : info.inputs) kernel_inputs.push_back(param.name);
   SMELT_INTERNAL_CHECK(kernel_inputs == tensor_inputs && info.scalars.size() == scalar_inputs &&
-                           info.outputs.size() == fusion->outputs().size(),
+                           info.outputs.size() == fusion_->outputs().size(),
                        "the cached kernel's parameters do not match the fusion's inputs and outputs");
   setCurrent(index_type);
   launch_params_ = evaluateLaunch(*kernel, bindings);
 }
 
-std::shared_ptr<CachedKernel> FusionExecutor::variant(DataType index_type, bool* compiled_here) const {
+std::shared_ptr<CachedKernel> FusionExecutor::variant(DataType index_type, bool* compiled_here,
+                                                      const PrecompiledKernel* precompiled) const {
   const int slot = variantSlot(index_type);
   std::lock_guard<std::mutex> lock(variants_mutex_);
   if (variants_[slot] == nullptr) {
@@ -302,7 +201,7 @@ std::shared_ptr<CachedKernel> FusionExecutor::variant(DataType index_type, bool*
       if (std::optional<KernelEntry> stored = loadStoredKernel(keys_[slot], name, arch_)) {
         return *std::move(stored);
       }
-      KernelEntry entry = compileKernel(lowered(), name, arch_, index_type);
+      KernelEntry entry = compileKernel(lowered(), name, arch_, index_type, precompiled);
       storeKernel(keys_[slot], entry);
       return entry;
     });

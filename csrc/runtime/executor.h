@@ -69,6 +69,7 @@
 #include "runtime/input_validation.h"
 #include "runtime/kernel_arguments.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/kernel_compile.h"
 #include "runtime/simulator/sim_report.h"
 #include "scheduler/runtime_info.h"
 
@@ -179,6 +180,16 @@ class FusionExecutor {
   // options.lower, run), so it is not lowered again.
   void compileLowered(Fusion* fusion, std::unique_ptr<GpuLower> lowered,
                       const std::vector<at::Tensor>& example_inputs, ExecutorOptions options = {});
+  // compileLowered in its steps, so that several executors' kernels can be
+  // compiled as one NVRTC program (FusionExecutorCache::compileFor, see
+  // nvrtc_batch.h): beginCompile validates and keys; nvrtcRequest lowers and
+  // generates the kernel and says what compiling it will ask NVRTC for
+  // (nullopt: the process's cache or the disk cache has the kernel);
+  // finishCompile compiles, taking `precompiled` for that request when given.
+  void beginCompile(Fusion* fusion, std::unique_ptr<GpuLower> lowered,
+                    const std::vector<at::Tensor>& example_inputs, ExecutorOptions options = {});
+  std::optional<NvrtcRequest> nvrtcRequest() const;
+  void finishCompile(const PrecompiledKernel* precompiled = nullptr);
   bool isCompiled() const { return current_.load() >= 0; }
 
   // Runs the compiled fusion: on the GPU for CUDA inputs, in the simulator
@@ -246,7 +257,9 @@ class FusionExecutor {
                               const std::map<std::string, int64_t>& bindings) const;
   // The kernel variant for `index_type`, compiled (or found in the cache)
   // the first time; `compiled_here` says whether this call compiled it.
-  std::shared_ptr<CachedKernel> variant(DataType index_type, bool* compiled_here = nullptr) const;
+  // `precompiled`: NVRTC's result for it, compiled ahead (finishCompile).
+  std::shared_ptr<CachedKernel> variant(DataType index_type, bool* compiled_here = nullptr,
+                                        const PrecompiledKernel* precompiled = nullptr) const;
   // The latest launch's variant becomes what the accessors describe.
   void setCurrent(DataType index_type) const;
   const CachedKernel& current() const;
@@ -284,6 +297,10 @@ class FusionExecutor {
   // The slot of the variant the accessors describe; -1 before compile().
   mutable std::atomic<int> current_{-1};
   bool from_cache_ = false;
+  // Between beginCompile and finishCompile: the example inputs' bindings and
+  // index type.
+  std::map<std::string, int64_t> compile_bindings_;
+  DataType compile_index_type_ = DataType::Int;
   // Guards lower_ (created on first need) and the latest-run state below.
   mutable std::mutex state_mutex_;
   mutable std::unique_ptr<GpuLower> lower_;  // lowered on demand after a cache hit

@@ -26,6 +26,7 @@
 #include "runtime/fusion_key.h"
 #include "runtime/input_validation.h"
 #include "runtime/library_matmul.h"
+#include "runtime/nvrtc_batch.h"
 #include "scheduler/registry.h"
 #include "scheduler/window_inputs.h"
 
@@ -500,11 +501,16 @@ std::unique_ptr<FusionExecutorCache::PendingCompile> FusionExecutorCache::schedu
   return pending;
 }
 
-void FusionExecutorCache::compilePending(PendingCompile& pending, bool on_meta) const {
+void FusionExecutorCache::compilePending(PendingCompile& pending, bool on_meta,
+                                         const PrecompiledKernel* precompiled) const {
   SegmentRun& run = pending.run;
   FusionExecutor& executor = pending.compiled->executor;
-  executor.compileLowered(pending.compiled->scheduled.get(), std::move(pending.lowered),
-                          pending.inputs, options_);
+  if (pending.prepared.valid()) {
+    executor.finishCompile(precompiled);
+  } else {
+    executor.compileLowered(pending.compiled->scheduled.get(), std::move(pending.lowered),
+                            pending.inputs, options_);
+  }
   if (!executor.compiledFromCache()) {
     const CompiledKernel& kernel = executor.compiledKernel();
     run.cost.nvrtc_ms = kernel.compile_ms;
@@ -529,6 +535,31 @@ void FusionExecutorCache::compilePending(PendingCompile& pending, bool on_meta) 
                          " but the fusion's extents predicted ", predicted.sizes(), " strides ",
                          predicted.strides());
   }
+}
+
+void FusionExecutorCache::compilePrepared(std::vector<std::unique_ptr<PendingCompile>>& pending,
+                                          CompilePool& pool) const {
+  std::vector<PendingCompile*> asking;
+  std::vector<NvrtcRequest> requests;
+  for (std::unique_ptr<PendingCompile>& p : pending) {
+    try {
+      p->prepared.get();
+    } catch (...) {
+      p->done = p->prepared;  // its error, in its segment's turn
+      continue;
+    }
+    if (p->nvrtc) {
+      asking.push_back(p.get());
+      requests.push_back(*p->nvrtc);
+    } else {
+      p->done = p->prepared;  // a cached kernel, compiled by its preparing task
+    }
+  }
+  std::vector<std::shared_future<void>> done =
+      compileInBatches(pool, requests, [this, asking](size_t i, const PrecompiledKernel* precompiled) {
+        compilePending(*asking[i], true, precompiled);
+      });
+  for (size_t i = 0; i < asking.size(); ++i) asking[i]->done = std::move(done[i]);
 }
 
 void FusionExecutorCache::finishPending(SignatureEntry& entry,
@@ -641,7 +672,12 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
         const std::vector<at::Tensor> outputs = metaOutputsOf(*fresh->compiled->scheduled, segment_inputs);
         for (size_t j = 0; j < segment.outputs.size(); ++j) values[segment.outputs[j]] = outputs[j];
         fresh->outputs = outputs;
-        fresh->done = pool.submit([this, job = fresh.get()] { compilePending(*job, true); });
+        fresh->prepared = pool.submit([this, job = fresh.get()] {
+          FusionExecutor& executor = job->compiled->executor;
+          executor.beginCompile(job->compiled->scheduled.get(), std::move(job->lowered), job->inputs, options_);
+          job->nvrtc = executor.nvrtcRequest();
+          if (!job->nvrtc) compilePending(*job, true);  // cached: nothing to wait for
+        });
         recordSegment(std::move(run), &fresh->compiled->executor);  // run: replaced by the compile's
         pending.push_back(std::move(fresh));
         continue;
@@ -662,9 +698,11 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
     for (size_t j = 0; j < segment.outputs.size(); ++j) values[segment.outputs[j]] = outputs[j];
   }
   } catch (...) {
+    compilePrepared(pending, pool);
     finishPending(entry, pending);  // an earlier segment's compile error comes first
     throw;
   }
+  compilePrepared(pending, pool);
   finishPending(entry, pending);
   entry.checked.clear();  // schedules the first run's heuristics did not choose
   total_cost_ += last_run_.cost();

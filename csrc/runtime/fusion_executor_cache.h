@@ -244,7 +244,13 @@ class FusionExecutorCache {
     c10::Device device = c10::Device(c10::kCPU);  // where the kernel will run
     SegmentRun run;                     // completed by the compile
     std::vector<at::Tensor> outputs;    // compileFor: predicted by metaOutputsOf
-    std::shared_future<void> done;      // compileFor: the CompilePool's task
+    // compileFor: the CompilePool's task preparing the compile (lowering,
+    // generating the kernel; all of the compile when the kernel is cached),
+    // what it asks NVRTC for (none: cached), and the compile's end
+    // (compilePrepared).
+    std::shared_future<void> prepared;
+    std::optional<NvrtcRequest> nvrtc;
+    std::shared_future<void> done;
   };
   // The segment's heuristics for inputs first seen; a new kernel for the
   // parameters they choose, scheduled (nullptr when one exists: then `choice`
@@ -257,7 +263,15 @@ class FusionExecutorCache {
   // pending.run; compileFor's also evaluates its launch on meta tensors and,
   // for the simulator (a CPU device), lowers a kernel the caches had: the
   // first run then finds the kernel IR ready instead of lowering in turn.
-  void compilePending(PendingCompile& pending, bool on_meta) const;
+  // compileFor's take `precompiled`: NVRTC's result for pending.nvrtc.
+  void compilePending(PendingCompile& pending, bool on_meta,
+                      const PrecompiledKernel* precompiled = nullptr) const;
+  // compileFor, once every new kernel of the run is scheduled: waits for
+  // their preparing tasks, then compiles the kernels NVRTC must compile as
+  // one program per pool thread (nvrtc_batch.h) and finishes each on the
+  // pool (compilePending); cached kernels were finished by their preparing
+  // task.
+  void compilePrepared(std::vector<std::unique_ptr<PendingCompile>>& pending, CompilePool& pool) const;
   // Waits for compileFor's pool tasks; a compiled kernel becomes its choice,
   // a failed one is forgotten (its slot erased). Rethrows the error of the
   // first segment that failed.

@@ -2,6 +2,7 @@
 
 #include <nvrtc.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <iomanip>
@@ -99,13 +100,17 @@ void checkPtxasSharedMemory(const CompiledKernel& compiled, int64_t planned_stat
               " but the shared-memory plan accounts for ", planned_static_bytes, " B\n", plan_report);
 }
 
-CompiledKernel compileCuda(const std::string& source, const std::string& kernel_name,
-                           const NvrtcOptions& options) {
-  if (dumpEnabled("cuda")) std::cout << "=== CUDA " << kernel_name << " ===\n" << source;
-  const auto start = std::chrono::steady_clock::now();
+namespace {
+std::atomic<int64_t> programs_compiled{0};
+}  // namespace
 
+int64_t nvrtcProgramsCompiled() { return programs_compiled.load(); }
+
+NvrtcOutput compileProgram(const std::string& source, const std::string& program_name,
+                           const NvrtcOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
   nvrtcProgram raw = nullptr;
-  checkNvrtc(nvrtcCreateProgram(&raw, source.c_str(), (kernel_name + ".cu").c_str(), 0, nullptr, nullptr),
+  checkNvrtc(nvrtcCreateProgram(&raw, source.c_str(), (program_name + ".cu").c_str(), 0, nullptr, nullptr),
              "nvrtcCreateProgram");
   std::unique_ptr<_nvrtcProgram, void (*)(_nvrtcProgram*)> program(raw, [](_nvrtcProgram* p) {
     nvrtcDestroyProgram(&p);
@@ -134,34 +139,49 @@ CompiledKernel compileCuda(const std::string& source, const std::string& kernel_
   std::vector<const char*> argv;
   for (const std::string& arg : args) argv.push_back(arg.c_str());
 
+  ++programs_compiled;
   const nvrtcResult result = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
-  CompiledKernel compiled;
-  compiled.kernel_name = kernel_name;
-  compiled.arch = options.arch;
-  compiled.log = programLog(program.get());
+  NvrtcOutput output;
+  output.log = programLog(program.get());
   if (result != NVRTC_SUCCESS) {
     std::ostringstream options_text;
     for (const std::string& arg : args) options_text << " " << arg;
-    throw Error(errorMessage("NVRTC failed to compile kernel '", kernel_name, "' (",
+    throw Error(errorMessage("NVRTC failed to compile kernel '", program_name, "' (",
                              nvrtcGetErrorString(result), ") with options", options_text.str(),
-                             "\n--- NVRTC log ---\n", compiled.log, "\n--- source ---\n",
+                             "\n--- NVRTC log ---\n", output.log, "\n--- source ---\n",
                              numberedSource(source)));
   }
   size_t size = 0;
   checkNvrtc(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
-  compiled.cubin.resize(size);
-  checkNvrtc(nvrtcGetCUBIN(program.get(), compiled.cubin.data()), "nvrtcGetCUBIN");
-  compiled.compile_ms =
+  output.cubin.resize(size);
+  checkNvrtc(nvrtcGetCUBIN(program.get(), output.cubin.data()), "nvrtcGetCUBIN");
+  output.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return output;
+}
+
+void dumpPtxasInfo(const CompiledKernel& compiled) {
+  if (!dumpEnabled("ptxas")) return;
+  const PtxasInfo& p = compiled.ptxas;
+  std::cout << "=== ptxas " << compiled.kernel_name << " sm_" << compiled.arch << " ===\n"
+            << "registers " << p.registers << ", spill stores " << p.spill_store_bytes
+            << " B, spill loads " << p.spill_load_bytes << " B, stack " << p.stack_frame_bytes
+            << " B, static smem " << p.static_smem_bytes << " B, barriers " << p.barriers
+            << ", compile " << compiled.compile_ms << " ms\n";
+}
+
+CompiledKernel compileCuda(const std::string& source, const std::string& kernel_name,
+                           const NvrtcOptions& options) {
+  if (dumpEnabled("cuda")) std::cout << "=== CUDA " << kernel_name << " ===\n" << source;
+  NvrtcOutput output = compileProgram(source, kernel_name, options);
+  CompiledKernel compiled;
+  compiled.kernel_name = kernel_name;
+  compiled.arch = options.arch;
+  compiled.log = std::move(output.log);
+  compiled.cubin = std::move(output.cubin);
+  compiled.compile_ms = output.compile_ms;
   compiled.ptxas = parsePtxasInfo(compiled.log, kernel_name);
-  if (dumpEnabled("ptxas")) {
-    const PtxasInfo& p = compiled.ptxas;
-    std::cout << "=== ptxas " << kernel_name << " sm_" << options.arch << " ===\n"
-              << "registers " << p.registers << ", spill stores " << p.spill_store_bytes
-              << " B, spill loads " << p.spill_load_bytes << " B, stack " << p.stack_frame_bytes
-              << " B, static smem " << p.static_smem_bytes << " B, barriers " << p.barriers
-              << ", compile " << compiled.compile_ms << " ms\n";
-  }
+  dumpPtxasInfo(compiled);
   return compiled;
 }
 

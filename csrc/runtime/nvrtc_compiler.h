@@ -47,6 +47,27 @@ struct CompiledKernel {
 CompiledKernel compileCuda(const std::string& source, const std::string& kernel_name,
                            const NvrtcOptions& options = {});
 
+// What NVRTC gives for one program: the cubin (every entry function of the
+// program), NVRTC's log (ptxas's -v report included) and the wall time.
+struct NvrtcOutput {
+  std::vector<char> cubin;
+  std::string log;
+  double compile_ms = 0;  // nvrtcCreateProgram .. cubin retrieved
+};
+
+// Compiles `source` as one program (`program_name`.cu) with compileCuda's
+// options. On failure throws smelt::Error carrying NVRTC's log and the source
+// with line numbers.
+NvrtcOutput compileProgram(const std::string& source, const std::string& program_name,
+                           const NvrtcOptions& options);
+
+// SMELT_DUMP=ptxas: prints `compiled`'s parsed report.
+void dumpPtxasInfo(const CompiledKernel& compiled);
+
+// NVRTC programs compiled in this process (each compileProgram counts one),
+// for tests and benchmarks.
+int64_t nvrtcProgramsCompiled();
+
 // Parses ptxas's -v report for entry function `kernel_name` out of a
 // compilation log. Throws smelt::Error when the log has no report for it.
 PtxasInfo parsePtxasInfo(const std::string& log, const std::string& kernel_name);

@@ -249,6 +249,9 @@ void bindLowering(py::module_& m) {
     return compileCuda(source, name, options);
   }, py::arg("source"), py::arg("kernel_name"), py::arg("arch") = NvrtcOptions{}.arch);
   m.def("nvrtc_supported_archs", &nvrtcSupportedArchs);
+  // NVRTC programs compiled in this process (compileFor compiles a graph's
+  // kernels several to a program: see runtime/nvrtc_batch.h).
+  m.def("nvrtc_programs_compiled", &nvrtcProgramsCompiled);
   // The per-architecture table the schedulers and the launch check use; the
   // kernel-quality report computes occupancy from it.
   m.def("device_limits", [](int arch) {

@@ -13,9 +13,11 @@
 #include "common/expect_error.h"
 #include "fusion/ops.h"
 #include "runtime/compile_pool.h"
+#include "runtime/disk_kernel_cache.h"
 #include "runtime/executor_test_util.h"
 #include "runtime/fusion_executor_cache.h"
 #include "runtime/launch_info.h"
+#include "runtime/nvrtc_compiler.h"
 #include "scheduler/pointwise.h"
 #include "scheduler/reduction.h"
 
@@ -453,6 +455,7 @@ std::unique_ptr<Fusion> repeatedBlocks(int blocks, int64_t m, int64_t k) {
 // KernelCache shares a compile in flight. A compile's error is the one the
 // serial path reports, and a failed kernel is not kept.
 TEST(FusionExecutorCache, CompileForCompilesTheSegmentsOnThePool) {
+  testing::ScopedKernelCacheDir cold_disk;  // the serial cache compiles every kernel: the task counts below
   const int blocks = 3;
   const int64_t m = 8, k = 16;
   std::vector<at::Tensor> inputs = {randn({m, k})};
@@ -480,8 +483,11 @@ TEST(FusionExecutorCache, CompileForCompilesTheSegmentsOnThePool) {
   const FusionRun& run = pooled.lastRun();
   const size_t segments = run.segments.size();
   ASSERT_EQ(segments, static_cast<size_t>(2 * blocks)) << run.toString();
-  EXPECT_EQ(pool.submitted(), static_cast<int64_t>(2 * segments));  // every kernel of both, on the pool
-  EXPECT_EQ(serial_pool.submitted(), static_cast<int64_t>(segments));
+  // A task preparing each kernel, then one compiling the NVRTC batch (a pool
+  // of no threads: one batch). The pooled caches find every kernel on the
+  // disk the serial one wrote: each kernel's preparing task does all of it.
+  EXPECT_EQ(serial_pool.submitted(), static_cast<int64_t>(segments + 1));
+  EXPECT_EQ(pool.submitted(), static_cast<int64_t>(2 * segments));
   EXPECT_LE(pool.peakRunning(), 4);
   EXPECT_EQ(run.cost().pool_compiles, static_cast<int64_t>(segments));
   EXPECT_EQ(run.toString(), serial.lastRun().toString());
@@ -534,6 +540,70 @@ TEST(FusionExecutorCache, CompileForCompilesTheSegmentsOnThePool) {
   EXPECT_NE(serial_errors[0].find("smelt_kernel_"), std::string::npos) << serial_errors[0];
   EXPECT_EQ(serial_errors[2], serial_errors[0]);
   EXPECT_EQ(failure(pool), serial_errors);
+}
+
+// compileFor hands NVRTC the new kernels of a run as one program per pool
+// thread (runtime/nvrtc_batch.h), counted: each kernel is the one compiling
+// it alone gives (source, ptxas's report), the values are ATen's. A second
+// process (a new in-memory cache on the same disk cache) compiles no
+// program; when one kernel of a batch is not on disk (its source changed),
+// only that kernel is compiled, the others are read from disk.
+TEST(FusionExecutorCache, CompileForCompilesOneNvrtcProgramPerPoolThread) {
+  const int blocks = 3;
+  const int64_t m = 8, k = 16;
+  // Positive values: each block divides by a row sum, which randn's can
+  // bring near 0 (then float rounding decides the check, not the kernels).
+  std::vector<at::Tensor> inputs = {at::rand({m, k}) + 0.5};
+  for (int b = 0; b < blocks; ++b) inputs.push_back(at::rand({k, k}) + 0.5);
+  std::vector<at::Tensor> meta;
+  for (const at::Tensor& t : inputs) meta.push_back(t.to(at::kMeta));
+  const int64_t kernels = 2 * blocks;
+  for (int threads : {0, 2}) {
+    SCOPED_TRACE(threads);
+    testing::ScopedKernelCacheDir cold_disk;
+    CompilePool pool(threads);
+    auto compileFresh = [&](int64_t* programs) {
+      auto kernel_cache = std::make_shared<KernelCache>();  // a new process's
+      ExecutorOptions options;
+      options.cache = kernel_cache.get();
+      options.compile_pool = &pool;
+      options.matmul = MatmulPolicy::Generated;
+      auto cache = std::make_shared<FusionExecutorCache>(repeatedBlocks(blocks, m, k), options);
+      const int64_t before = nvrtcProgramsCompiled();
+      cache->compileFor(meta, c10::Device(c10::kCPU));
+      *programs = nvrtcProgramsCompiled() - before;
+      return std::make_pair(kernel_cache, cache);  // the cache goes first
+    };
+    int64_t programs = 0;
+    auto [cold_kernels, cold] = compileFresh(&programs);
+    const FusionRun run = cold->lastRun();
+    ASSERT_EQ(static_cast<int64_t>(run.segments.size()), kernels) << run.toString();
+    EXPECT_EQ(programs, std::max(threads, 1));
+    EXPECT_EQ(run.cost().nvrtc_compiles, kernels);
+    for (size_t s = 0; s < run.segments.size(); ++s) {
+      const FusionExecutor& executor = cold->lastExecutor(s);
+      const CompiledKernel alone = compileCuda(executor.cudaSource(), executor.kernelName());
+      EXPECT_EQ(executor.ptxasInfo().registers, alone.ptxas.registers) << s;
+      EXPECT_EQ(executor.ptxasInfo().stack_frame_bytes, alone.ptxas.stack_frame_bytes) << s;
+      EXPECT_EQ(executor.ptxasInfo().static_smem_bytes, alone.ptxas.static_smem_bytes) << s;
+    }
+    runAndCheck(*cold, inputs);
+
+    auto [warm_kernels, warm] = compileFresh(&programs);
+    EXPECT_EQ(programs, 0);
+    EXPECT_EQ(warm->lastRun().cost().disk_cache_hits, kernels);
+    runAndCheck(*warm, inputs);
+
+    const FusionExecutor& changed = cold->lastExecutor(1);
+    ASSERT_TRUE(std::filesystem::remove(kernelCacheEntryPath(
+        cold_disk.path(), kernelCacheKey(changed.cudaSource(), changed.kernelName(), NvrtcOptions{}))));
+    auto [again_kernels, again] = compileFresh(&programs);
+    EXPECT_EQ(programs, 1);
+    EXPECT_EQ(again->lastRun().cost().disk_cache_hits, kernels - 1);
+    EXPECT_EQ(again->lastRun().cost().nvrtc_compiles, 1);
+    EXPECT_EQ(again->lastExecutor(1).cudaSource(), changed.cudaSource());
+    runAndCheck(*again, inputs);
+  }
 }
 
 // rowsum(relu(a @ b)): the matmul kernel writes a @ b (T5) to a global
