@@ -108,7 +108,9 @@ TEST(TensorCoreMatmul, StaticSizesTheTilesDivideNeedNoEpilogueGuards) {
         ++computes_and_copies.first;
       }
       if (auto* copy = dynamic_cast<const kir::CpAsync*>(s); copy && !copy->predicate.alwaysTrue()) {
-        if (divides) EXPECT_EQ(copy->predicate.terms.size(), 1u) << copy->predicate.toString();
+        if (divides) {
+          EXPECT_EQ(copy->predicate.terms.size(), 1u) << copy->predicate.toString();
+        }
         ++computes_and_copies.second;
       }
     });
