@@ -16,6 +16,7 @@
 #include "codegen/vectorize.h"
 #include "fusion/error.h"
 #include "fusion/symbols.h"
+#include "lower/kir_families.h"
 
 namespace smelt {
 namespace {
@@ -218,25 +219,13 @@ class Emitter {
       case kir::StmtKind::BlockReduce: return emitBlockReduce(static_cast<const kir::BlockReduce&>(stmt));
       case kir::StmtKind::BlockBroadcast:
         return emitBlockBroadcast(static_cast<const kir::BlockBroadcast&>(stmt));
-      case kir::StmtKind::CpAsync:
-      case kir::StmtKind::CpAsyncCommit:
-      case kir::StmtKind::CpAsyncWait:
-      case kir::StmtKind::LdMatrix:
-      case kir::StmtKind::Mma:
+      SMELT_KIR_TENSOR_CORE_CASES:
         kir::checkTensorCoreOperands(stmt);
         line(codegen::tensorCoreCall(
             stmt, [&](const kir::Access& a) { return element(a); },
             [&](const kir::Predicate& p) { return predicateText(p); }));
         return;
-      case kir::StmtKind::MbarrierInit:
-      case kir::StmtKind::MbarrierArrive:
-      case kir::StmtKind::MbarrierWait:
-      case kir::StmtKind::TmaLoad:
-      case kir::StmtKind::FenceProxyAsync:
-      case kir::StmtKind::Wgmma:
-      case kir::StmtKind::WgmmaFence:
-      case kir::StmtKind::WgmmaCommit:
-      case kir::StmtKind::WgmmaWait:
+      SMELT_KIR_HOPPER_CASES:
         line(codegen::hopperCall(
             stmt, [&](const kir::Access& a) { return element(a); },
             [&](const IntExpr& e) { return indexText(e, true); }));

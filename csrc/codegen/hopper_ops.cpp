@@ -133,21 +133,6 @@ std::string pins(const std::vector<const kir::Buffer*>& accumulators) {
 
 }  // namespace
 
-bool isHopperStmt(kir::StmtKind kind) {
-  switch (kind) {
-    case kir::StmtKind::MbarrierInit:
-    case kir::StmtKind::MbarrierArrive:
-    case kir::StmtKind::MbarrierWait:
-    case kir::StmtKind::TmaLoad:
-    case kir::StmtKind::FenceProxyAsync:
-    case kir::StmtKind::Wgmma:
-    case kir::StmtKind::WgmmaFence:
-    case kir::StmtKind::WgmmaCommit:
-    case kir::StmtKind::WgmmaWait: return true;
-    default: return false;
-  }
-}
-
 bool needsArchSpecificTarget(const kir::Kernel& kernel) {
   bool wgmma = false;
   kir::forEachStmt(kernel.body, [&](const kir::Stmt* stmt, int) {

@@ -13,8 +13,6 @@
 
 namespace smelt::codegen {
 
-bool isHopperStmt(kir::StmtKind kind);
-
 // True when the kernel needs the architecture-specific target (sm_90a):
 // it issues wgmma.
 bool needsArchSpecificTarget(const kir::Kernel& kernel);

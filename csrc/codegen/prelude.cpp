@@ -10,6 +10,7 @@
 #include "codegen/tensor_core.h"
 #include "fusion/error.h"
 #include "fusion/random_bits.h"
+#include "lower/kir_families.h"
 
 namespace smelt {
 namespace codegen {
@@ -440,8 +441,8 @@ PreludeParts preludeParts(const kir::Kernel& kernel) {
     parts.bfloat |= scalar->dtype() == DataType::BFloat16;
   }
   kir::forEachStmt(kernel.body, [&](const kir::Stmt* stmt, int) {
-    parts.tensor_cores |= isTensorCoreStmt(stmt->kind());
-    parts.hopper |= isHopperStmt(stmt->kind());
+    parts.tensor_cores |= kir::isTensorCoreStmt(stmt->kind());
+    parts.hopper |= kir::isHopperStmt(stmt->kind());
     parts.block_scans |= stmt->kind() == kir::StmtKind::BlockScan;
     const auto* c = dynamic_cast<const kir::Compute*>(stmt);
     if (c == nullptr) return;

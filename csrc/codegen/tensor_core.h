@@ -91,12 +91,6 @@ __device__ __forceinline__ void mma16816(float* c, const void* a, const void* b)
 }  // namespace smelt
 )";
 
-inline bool isTensorCoreStmt(kir::StmtKind kind) {
-  return kind == kir::StmtKind::CpAsync || kind == kir::StmtKind::CpAsyncCommit ||
-         kind == kir::StmtKind::CpAsyncWait || kind == kir::StmtKind::LdMatrix ||
-         kind == kir::StmtKind::Mma;
-}
-
 // The statement's CUDA call; `element` spells an access as an lvalue and
 // `predicate` a predicate as a C++ condition.
 template <typename ElementFn, typename PredicateFn>

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "fusion/error.h"
+#include "lower/kir_families.h"
 
 namespace smelt::kir {
 
@@ -213,20 +214,8 @@ std::string stmtText(const Stmt* stmt) {
       auto* s = static_cast<const BlockSync*>(stmt);
       return "__syncthreads()  // " + s->reason;
     }
-    case StmtKind::CpAsync:
-    case StmtKind::CpAsyncCommit:
-    case StmtKind::CpAsyncWait:
-    case StmtKind::LdMatrix:
-    case StmtKind::Mma:
-    case StmtKind::MbarrierInit:
-    case StmtKind::MbarrierArrive:
-    case StmtKind::MbarrierWait:
-    case StmtKind::TmaLoad:
-    case StmtKind::FenceProxyAsync:
-    case StmtKind::Wgmma:
-    case StmtKind::WgmmaFence:
-    case StmtKind::WgmmaCommit:
-    case StmtKind::WgmmaWait: return tensorCoreStmtText(stmt);
+    SMELT_KIR_TENSOR_CORE_CASES:
+    SMELT_KIR_HOPPER_CASES: return tensorCoreStmtText(stmt);
   }
   return "?";
 }

@@ -6,6 +6,7 @@
 #include "fusion/ir.h"
 #include "fusion/symbols.h"
 #include "lower/kir_checks.h"
+#include "lower/kir_families.h"
 
 namespace smelt::sim {
 namespace {
@@ -358,20 +359,8 @@ class Compiler {
       case kir::StmtKind::BlockScan:
       case kir::StmtKind::BlockBroadcast: compileReduction(stmt, in); break;
       case kir::StmtKind::BlockSync: in.op = Op::Sync; break;
-      case kir::StmtKind::CpAsync:
-      case kir::StmtKind::CpAsyncCommit:
-      case kir::StmtKind::CpAsyncWait:
-      case kir::StmtKind::LdMatrix:
-      case kir::StmtKind::Mma: compileTensorCore(stmt, in); break;
-      case kir::StmtKind::MbarrierInit:
-      case kir::StmtKind::MbarrierArrive:
-      case kir::StmtKind::MbarrierWait:
-      case kir::StmtKind::TmaLoad:
-      case kir::StmtKind::FenceProxyAsync:
-      case kir::StmtKind::Wgmma:
-      case kir::StmtKind::WgmmaFence:
-      case kir::StmtKind::WgmmaCommit:
-      case kir::StmtKind::WgmmaWait: compileHopper(stmt, in, in.position); break;
+      SMELT_KIR_TENSOR_CORE_CASES: compileTensorCore(stmt, in); break;
+      SMELT_KIR_HOPPER_CASES: compileHopper(stmt, in, in.position); break;
     }
     emit(in, stmt);
   }
