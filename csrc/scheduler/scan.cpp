@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "fusion/device_limits.h"
 #include "fusion/error.h"
 #include "fusion/transform_replay.h"
 #include "scheduler/utils.h"
@@ -91,11 +92,12 @@ ScanParams scanHeuristics(const Fusion& fusion, const RuntimeInfo& runtime) {
   int64_t rows = 1;
   for (const IterDomain* id : others) rows *= runtime.extent(id);
   const int64_t extent = runtime.extent(scan->output()->logicalDomain().at(scan->dim()));
-  if (extent >= kBlockScanMinExtent && rows < kBlockScanMaxRows) {
+  const int64_t sm_count = DeviceLimits::forArch(runtime.targetArch()).sm_count;
+  if (extent >= kBlockScanMinExtent && rows < blockScanMaxRows(sm_count)) {
     params.block_scan = true;
     params.split_grid_y = false;  // fewer rows than gridDim.y's limit
     params.items_per_thread = std::max<int64_t>(1, 16 / dataTypeSize(scan->input(0)->dtype()));
-    const int64_t widest = rows < kBlockScanSmCount ? 1024 : 256;
+    const int64_t widest = rows < sm_count ? 1024 : 256;
     const int64_t needed = scheduler_utils::ceilDiv(extent, params.items_per_thread);
     params.block_threads = std::clamp<int64_t>(scheduler_utils::nextPowerOfTwo(needed), 32, widest);
     params.vectorize_items = itemsVectorize(scan, runtime, params.items_per_thread);

@@ -19,9 +19,9 @@
 // its items serially from its prefix. Producers and consumers stay inlined.
 //
 // The choice (scanHeuristics): the block scan when the scan extent is at
-// least kBlockScanMinExtent and there are fewer than kBlockScanMaxRows rows.
+// least kBlockScanMinExtent and there are fewer than blockScanMaxRows rows.
 // Below that many rows the serial kernel's 128-thread blocks fill at most two
-// waves of one block per SM over an H200's 132 SMs: at most 256 of an SM's
+// waves of one block per SM (an H200 has 132 SMs): at most 256 of an SM's
 // 2048 thread slots busy, each thread a latency-bound walk over a whole row
 // whose loads a warp spreads over 32 rows. The block scan gives each row a
 // block (8 resident 256-thread blocks per SM fill it at 1056 rows), reads a
@@ -65,8 +65,9 @@ struct ScanParams : HeuristicParams {
 };
 
 inline constexpr int64_t kBlockScanMinExtent = 1024;
-inline constexpr int64_t kBlockScanSmCount = 132;  // an H200
-inline constexpr int64_t kBlockScanMaxRows = 2 * kBlockScanSmCount * 128;
+// The serial kernel's row-threads in two waves of one 128-thread block per SM
+// (DeviceLimits::sm_count of the target: 132 on sm_90).
+inline int64_t blockScanMaxRows(int64_t sm_count) { return 2 * sm_count * 128; }
 
 // Why the scan scheduler cannot take this (unscheduled) fusion; empty if it
 // can.
