@@ -242,9 +242,11 @@ class _Planned(Exception):
 
 def _plan_backend(gm: torch.fx.GraphModule, example_inputs):
     """smelt's backend, which partitions the graph and compiles every fusion
-    ahead for its traced inputs, returning a forward that runs nothing."""
+    ahead for its traced inputs, returning a forward that runs nothing. The
+    convolutions' layout is decided as for a CUDA device (the graph is
+    traced on the CPU)."""
     import smelt.backend
-    smelt.backend.smelt_backend(gm, example_inputs)
+    smelt.backend.smelt_backend(gm, example_inputs, options={"conv_layout": "channels_last"})
 
     def planned(*args):
         raise _Planned()

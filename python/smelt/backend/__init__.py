@@ -29,6 +29,7 @@ from torch._prims_common import get_computation_dtype
 from smelt._execution import matmul_policy
 from smelt.backend import cudagraphs
 from smelt.backend.composites import COMPOSITES
+from smelt.backend.conv_layout import channels_last_convolutions, conv_layout_option
 from smelt.backend.partition import GraphReport, PartitionReport, partition_graph
 
 __all__ = ["GraphReport", "PartitionReport", "last_report", "reports", "reset_reports",
@@ -143,9 +144,15 @@ def reset_reports() -> None:
     _REPORTS.clear()
 
 
-def _compiler(kind: str, matmul: Optional[str]):
+def _compiler(kind: str, matmul: Optional[str], conv_layout: Optional[str] = None):
+    """conv_layout: the option for an inference graph (conv_layout.py); None
+    for training graphs, which keep their traced layout."""
     def compile_graph(gm: torch.fx.GraphModule, example_inputs: List[Any]):
+        layout = None
+        if conv_layout is not None:
+            layout = channels_last_convolutions(gm, example_inputs, conv_layout)
         compiled, report = partition_graph(gm, f"{kind} graph {len(_REPORTS)}", matmul)
+        report.conv_layout = layout
         _REPORTS.append(report)
 
         def run(args: List[Any]):
@@ -169,8 +176,10 @@ MODES = {"default": False, "reduce-overhead": True, "max-autotune": True,
 AUTOTUNE_MODES = ("max-autotune", "max-autotune-no-cudagraphs")
 # cudagraphs: record CUDA graphs (as the mode says by default); matmul:
 # "auto", "library" or "generated", who computes matmuls (fd.execute's), or
-# "autotune", the faster measured per fusion on a GPU (autotune.py).
-OPTIONS = ("cudagraphs", "matmul")
+# "autotune", the faster measured per fusion on a GPU (autotune.py);
+# conv_layout: "auto", "channels_last" or "as_traced", the memory order of an
+# inference graph's convolutions (conv_layout.py).
+OPTIONS = ("cudagraphs", "matmul", "conv_layout")
 
 
 def _uses_cudagraphs(mode, options) -> bool:
@@ -185,23 +194,27 @@ def _uses_cudagraphs(mode, options) -> bool:
 
 
 def _without_cudagraphs(gm: torch.fx.GraphModule, example_inputs: List[Any],
-                        matmul: Optional[str]):
+                        matmul: Optional[str], conv_layout: str):
     return aot_autograd(fw_compiler=_compiler("forward", matmul),
                         bw_compiler=_compiler("backward", matmul),
+                        inference_compiler=_compiler("forward", matmul, conv_layout),
                         decompositions=DECOMPOSITIONS)(gm, example_inputs)
 
 
-def _with_cudagraphs(gm: torch.fx.GraphModule, example_inputs: List[Any], matmul: Optional[str]):
+def _with_cudagraphs(gm: torch.fx.GraphModule, example_inputs: List[Any], matmul: Optional[str],
+                     conv_layout: str):
     """AOTAutograd's graphs compiled by smelt, each recorded as a CUDA graph
     where torch allows it (cudagraphs.py)."""
-    compile_forward = _compiler("forward", matmul)
+    compile_training_forward = _compiler("forward", matmul)
+    compile_inference = _compiler("forward", matmul, conv_layout)
     compile_backward = _compiler("backward", matmul)
     recorded_on: List[Any] = [None]  # the forward's device, None if not recorded
 
     def forward(aot_graph, aot_inputs, is_inference=False):
         fixed = cudagraphs.fixed_forward_inputs(len(example_inputs), len(aot_inputs))
         compiled, recorded_on[0] = cudagraphs.recorded(
-            compile_forward, aot_graph, aot_inputs, fixed, cudagraphs.static_forward_inputs(fixed),
+            compile_inference if is_inference else compile_training_forward, aot_graph,
+            aot_inputs, fixed, cudagraphs.static_forward_inputs(fixed),
             is_backward=False, is_inference=is_inference)
         return compiled
 
@@ -229,9 +242,10 @@ def smelt_backend(gm: torch.fx.GraphModule, example_inputs: List[Any], mode=None
     matmul = (options or {}).get("matmul", "autotune" if mode in AUTOTUNE_MODES else None)
     if matmul not in (None, "autotune"):
         matmul_policy(matmul)  # an unknown policy fails here, naming the choices
+    conv_layout = conv_layout_option(options)
     if cuda_graphs:
-        return _with_cudagraphs(gm, example_inputs, matmul)
-    return _without_cudagraphs(gm, example_inputs, matmul)
+        return _with_cudagraphs(gm, example_inputs, matmul, conv_layout)
+    return _without_cudagraphs(gm, example_inputs, matmul, conv_layout)
 
 
 def _register() -> None:

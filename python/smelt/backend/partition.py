@@ -26,6 +26,7 @@ from smelt._C import SmeltError
 from smelt._execution import matmul_policy
 from smelt.backend import autotune
 from smelt.backend.compile_ahead import compile_all, compile_jobs
+from smelt.backend.conv_layout import LayoutDecision
 from smelt.backend.grouping import GroupingWork, fuse_groups, propose_groups
 from smelt.backend.view_sinking import sink_views_after_matmuls
 from smelt.fusion_definition import FusionDefinition
@@ -104,6 +105,9 @@ class GraphReport:
     traced_calls: List[tuple] = field(default_factory=list, repr=False)
     # With the matmul option "autotune": per fusion the policy it runs with.
     matmul_policies: Dict[str, str] = field(default_factory=dict)
+    # An inference graph's convolution layout (conv_layout.py); None for
+    # training graphs, which keep the traced one.
+    conv_layout: Optional[LayoutDecision] = None
 
     def compile_cost(self) -> Dict[str, float]:
         """What compiling the graph's fusions cost so far (compiled ahead

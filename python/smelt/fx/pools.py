@@ -35,17 +35,30 @@ class _Windows:
     gather from x viewed with its pooled dimensions flattened, so every
     offset reads the fusion's input directly. Adaptive windows (stride None)
     of output position i span [floor(i * n / out), ceil((i + 1) * n / out)),
-    kernel the longest of them."""
+    kernel the longest of them.
+
+    A channels-last x (NHWC in memory) is gathered from as [N, H*W, C]: the
+    tensor the gathers read is where the segmenter cuts (written by the
+    kernel before, read by the pool's), so it is laid out as x is and both
+    kernels read and write along C, contiguous. Each gathered offset is
+    permuted back to [N, C, Ho, Wo]."""
 
     def __init__(self, t, x_node, kernel, out_sizes, stride=None, padding=None, dilation=None):
         ops = t.fd.ops
-        shape = list(meta_tensor(x_node).shape)
+        x_meta = meta_tensor(x_node)
+        shape = list(x_meta.shape)
         self.t, self.kernel = t, kernel
         self.stride, self.padding, self.dilation = stride, padding, dilation
         self.lead = shape[:len(shape) - len(kernel)]
         self.extents = shape[len(shape) - len(kernel):]
         self.out_sizes = out_sizes
-        self.flat = ops.reshape(t.arg(x_node), self.lead + [math.prod(self.extents)])
+        self.channels_last = (len(shape) == 4 and len(kernel) == 2 and not x_meta.is_contiguous()
+                              and x_meta.is_contiguous(memory_format=torch.channels_last))
+        if self.channels_last:
+            nhwc = ops.permute(t.arg(x_node), [0, 2, 3, 1])
+            self.flat = ops.reshape(nhwc, [shape[0], math.prod(self.extents), shape[1]])
+        else:
+            self.flat = ops.reshape(t.arg(x_node), self.lead + [math.prod(self.extents)])
         self.floating = meta_tensor(x_node).dtype.is_floating_point
         # Index arithmetic in int32 where every value computed fits: the
         # positions are computed ahead of the loops over the lead dimensions,
@@ -102,7 +115,10 @@ class _Windows:
                 inside = ok if inside is None else ops.logical_and(inside, ok)
                 clamped = ops.minimum(ops.maximum(position, 0), extent - 1)
                 flat = clamped if flat is None else ops.add(ops.mul(flat, extent), clamped)
-            values = ops.index_select(self.flat, flat, len(self.lead))
+            if self.channels_last:
+                values = ops.permute(ops.index_select(self.flat, flat, 1), [0, 3, 1, 2])
+            else:
+                values = ops.index_select(self.flat, flat, len(self.lead))
             yield flat, inside, values
 
 

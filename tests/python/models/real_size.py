@@ -10,7 +10,6 @@ same models at a size eager runs on a CPU in a second (resnet50 keeps its
 layers and takes a 32 px image), so their definitions are tested without
 a GPU (tests/python/test_real_size_models.py).
 """
-from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Dict, Tuple
