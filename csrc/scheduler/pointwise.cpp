@@ -55,7 +55,9 @@ PointwiseParams computeParams(const Fusion& fusion, const TensorView* ref, const
   params.vector_width = vector.width;
   params.vectorized_inputs = vector.inputs;
   params.vectorized_outputs = vector.outputs;
-  params.block_x = std::min<int64_t>(128, nextPowerOfTwo(ceilDiv(n_inner, params.vector_width)));
+  const int64_t inner_threads = ceilDiv(n_inner, params.vector_width);
+  params.block_x = std::min<int64_t>(128, nextPowerOfTwo(inner_threads));
+  params.outer_run_on_grid_x = runs.size() >= 4 && inner_threads <= params.block_x;
   if (runs.size() >= 2) {
     const int64_t n_outer = extentOf(ref, map, runs[runs.size() - 2], runtime);
     params.block_y = std::min<int64_t>(128 / params.block_x, nextPowerOfTwo(n_outer));
@@ -84,6 +86,7 @@ std::string PointwiseParams::toString() const {
   std::ostringstream os;
   os << "PointwiseParams{vector_width=" << vector_width << ", block=(" << block_x << ", "
      << block_y << "), split_grid_y=" << (split_grid_y ? "true" : "false")
+     << (outer_run_on_grid_x ? ", outer_run_on_grid_x" : "")
      << ", vectorized_inputs=" << scheduler_utils::toString(vectorized_inputs)
      << ", vectorized_outputs=" << scheduler_utils::toString(vectorized_outputs) << "}";
   return os.str();
@@ -140,9 +143,11 @@ void schedulePointwise(Fusion& fusion, const PointwiseParams& params) {
   if (!runs.empty()) {
     std::vector<int64_t> positions = mergeGroups(ref, map, runs);
     const int64_t inner = positions.back();
+    const bool outer_on_x = params.outer_run_on_grid_x && runs.size() >= 4;
     if (params.vector_width > 1) ref->split(inner, params.vector_width);
     ref->split(inner, params.block_x);
-    ref->axis(inner)->parallelize(ParallelType::BIDx);
+    // With outer_on_x, the inner run's block loop (one iteration) stays serial.
+    if (!outer_on_x) ref->axis(inner)->parallelize(ParallelType::BIDx);
     ref->axis(inner + 1)->parallelize(ParallelType::TIDx);
     if (runs.size() >= 2) {
       const int64_t outer = positions[positions.size() - 2];
@@ -156,6 +161,7 @@ void schedulePointwise(Fusion& fusion, const PointwiseParams& params) {
     // A third run on BIDz rather than a serial loop: a tensor read by two
     // outputs' loop nests is not inlined, so its buffer would span the loop.
     if (runs.size() >= 3) ref->axis(positions[positions.size() - 3])->parallelize(ParallelType::BIDz);
+    if (outer_on_x) ref->axis(positions[positions.size() - 4])->parallelize(ParallelType::BIDx);
   }
   propagateSchedule(ref);
   vectorizeInnermost(vectorized, params.vector_width);

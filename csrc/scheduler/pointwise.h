@@ -31,6 +31,10 @@ struct PointwiseParams : HeuristicParams {
   // The next run has more than 65535 blocks' worth: BIDy takes 65535 and a
   // serial loop the rest.
   bool split_grid_y = false;
+  // The innermost run fits one block (gridDim.x would be 1): the fourth run
+  // from the inside takes blockIdx.x instead of a serial loop in every thread
+  // (runs the IR cannot merge, e.g. an index over [H, W] beside [N, C]).
+  bool outer_run_on_grid_x = false;
   // Positions in fusion->inputs() / outputs() of the tensors accessed
   // vector_width elements at a time (each must pass canVectorize).
   std::vector<int64_t> vectorized_inputs;

@@ -412,3 +412,63 @@ TEST(PointwiseScheduler, PerChannelAffineOverNchwPutsTheBatchInTheGrid) {
 
 }  // namespace
 }  // namespace smelt::testing
+
+namespace smelt::testing {
+namespace {
+
+// x[N, C, H, W] + per-batch, per-channel, per-row and per-column terms: no
+// two dimensions are seen alike by every tensor, so there are four runs,
+// one more than the grid has dimensions.
+void buildFourRunSum(Fusion& fusion) {
+  TensorView* x = makeContigTensor(4);
+  std::vector<TensorView*> terms;
+  for (int i = 0; i < 4; ++i) terms.push_back(makeContigTensor(1));
+  fusion.addInput(x);
+  for (TensorView* t : terms) fusion.addInput(t);
+  TensorView* sum = x;
+  for (int64_t d = 0; d < 4; ++d) {
+    std::vector<bool> added(4, true);
+    added[d] = false;
+    sum = add(sum, broadcast(terms[d], added));
+  }
+  fusion.addOutput(sum);
+}
+
+// A short innermost run fits one block (gridDim.x would be 1): the batch, the
+// fourth run, takes blockIdx.x rather than a serial loop in every thread
+// (LLaMA's rotary embedding: 4x the blocks; a channels-last max pool: 32x).
+TEST(PointwiseScheduler, FourthRunTakesGridXWhenTheInnermostFitsOneBlock) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildFourRunSum(fusion);
+  TensorView* ref = fusion.outputs()[0]->asTensor();
+  scheduler_utils::DimensionMap map(fusion, ref, scheduler_utils::DimensionMap::Reshapes::Upstream);
+  EXPECT_EQ(map.mergeableRuns({0, 1, 2, 3}),
+            (std::vector<std::vector<int64_t>>{{0}, {1}, {2}, {3}}));
+  PointwiseParams params = scheduleAndCheck(
+      fusion, {randn({5, 3, 6, 16}), randn({5}), randn({3}), randn({6}), randn({16})},
+      "pw_four_runs");
+  EXPECT_TRUE(params.outer_run_on_grid_x) << params.toString();
+  EXPECT_EQ(ref->axis(0)->parallelType(), ParallelType::BIDx) << ref->toString();
+  // The one serial loop left is the innermost run's block loop (one trip).
+  const auto& loops = ref->loopDomain();
+  EXPECT_EQ(std::count_if(loops.begin(), loops.end(),
+                          [](IterDomain* id) { return id->parallelType() == ParallelType::Serial; }),
+            1)
+      << ref->toString();
+}
+
+TEST(PointwiseScheduler, FourthRunStaysSerialWhenTheInnermostNeedsSeveralBlocks) {
+  Fusion fusion;
+  FusionGuard guard(&fusion);
+  buildFourRunSum(fusion);
+  PointwiseParams params = scheduleAndCheck(
+      fusion, {randn({2, 3, 2, 1024}), randn({2}), randn({3}), randn({2}), randn({1024})},
+      "pw_four_runs_wide");
+  EXPECT_FALSE(params.outer_run_on_grid_x) << params.toString();
+  TensorView* ref = fusion.outputs()[0]->asTensor();
+  EXPECT_EQ(ref->axis(0)->parallelType(), ParallelType::Serial) << ref->toString();
+}
+
+}  // namespace
+}  // namespace smelt::testing
