@@ -205,3 +205,30 @@ def test_pools_of_a_channels_last_tensor_match_eager(pool):
     _assert_like_eager(actual, expected, tol=1e-6)
     report = smelt.backend.last_report()
     assert report.partitions and not report.torch_ops.get("max_pool2d_with_indices.default")
+
+
+@pytest.mark.parametrize("name,converted", [
+    # Depthwise and squeeze-excitation convolutions: only the image and the
+    # stem's 3x3 weight are converted (depthwise and 1x1 weights are both).
+    ("mobilenetv3_small_100", 2),
+    # Each channel shuffle's contiguous() makes its output NCHW, so every
+    # branch's next convolution input is converted again after the retrace.
+    ("shufflenet_v2_x0_5", 50),
+])
+def test_library_models_run_channels_last_with_eager_outputs(name, converted):
+    if name.startswith("shufflenet"):
+        torchvision = pytest.importorskip("torchvision")
+        build = lambda: torchvision.models.shufflenet_v2_x0_5(weights=None, num_classes=10)  # noqa: E731
+    else:
+        timm = pytest.importorskip("timm")
+        build = lambda: timm.create_model(name, pretrained=False, num_classes=10)  # noqa: E731
+    torch.manual_seed(0)
+    model = build().eval()
+    x = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        expected = model(x)
+    out, channels_last, report = _compiled_run(model, (x,), "channels_last")
+    _assert_like_eager(out, expected)
+    assert channels_last and all(channels_last)
+    assert report.conv_layout.converted == converted, report.conv_layout
+    assert all(not p.failed for p in report.partitions)
