@@ -66,13 +66,17 @@ GPU_ONLY = set(real_size.CASES)
 # Names --models also takes for a whole set.
 GROUPS = {"zoo": list(CASES), "real_size": list(real_size.CASES)}
 
-GPU_MODES = ("eager", "inductor", "smelt", "smelt-generated", "inductor-graphs", "smelt-graphs")
+GPU_MODES = ("eager", "inductor", "smelt", "smelt-generated", "smelt-nchw", "inductor-graphs",
+             "smelt-graphs")
 # The compiled backends (backend, mode, options): "-graphs" is torch.compile's
 # mode="reduce-overhead" (each compiled graph replayed as a CUDA graph);
 # "smelt-generated" runs smelt's own matmul kernels, where the default gives
-# a GPU's matmuls to cuBLAS (the choice before and after, in one run).
+# a GPU's matmuls to cuBLAS; "smelt-nchw" keeps convolutions in the traced
+# layout, where the default runs them channels-last (each choice before and
+# after, in one run; smelt-nchw only for models with convolutions).
 COMPILED = {"inductor": ("inductor", None, None), "smelt": ("smelt", None, None),
             "smelt-generated": ("smelt", None, {"matmul": "generated"}),
+            "smelt-nchw": ("smelt", None, {"conv_layout": "as_traced"}),
             "inductor-graphs": ("inductor", "reduce-overhead", None),
             "smelt-graphs": ("smelt", "reduce-overhead", None)}
 
@@ -188,7 +192,10 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
     with torch.no_grad():
         expected = output_tensors(model(*args, **kwargs))
         largest = max(e.float().abs().max().item() for e in expected if e.is_floating_point())
+        has_convolutions = any(isinstance(m, torch.nn.Conv2d) for m in model.modules())
         for mode in GPU_MODES:
+            if mode == "smelt-nchw" and not has_convolutions:
+                continue
             torch._dynamo.reset()
             try:
                 if mode == "eager":
@@ -226,7 +233,8 @@ def gpu_times(name: str, iters: int) -> Dict[str, object]:
         raise RuntimeError(f"eager failed: {errors['eager']}")
     ratios = {f"gpu_{a.replace('-', '_')}_vs_{b.replace('-', '_')}": times[b] / times[a]
               for a, b in (("smelt", "inductor"), ("smelt-graphs", "inductor-graphs"),
-                           ("smelt", "eager")) if a in times and b in times}
+                           ("smelt", "eager"), ("smelt", "smelt-nchw"))
+              if a in times and b in times}
     return {"gpu_us": times, "gpu_first_call_s": first_call, "gpu_kernel_us": kernel_us,
             "gpu_kernels": kernels, "gpu_kernel_fill": fills,
             "gpu_underfilled_kernels": sum(f["underfilled"] for f in fills),
