@@ -370,6 +370,15 @@ def scatter_kernel_ran(report):
     ("max_pool2d_backward_one_image", lambda x: torch.ops.aten.max_pool2d_with_indices_backward(
         torch.ones(1, 2, 2, 2), x, [2, 2], [2, 2], [0, 0], [1, 1], False,
         F.max_pool2d_with_indices(x, 2)[1]), torch.randn(1, 2, 4, 4, generator=gen(35))),
+    # max_unpool through torch's decomposition (an index_put into zeros);
+    # windows that do not overlap give indices without duplicates.
+    ("max_unpool2d", lambda x: F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2),
+     torch.randn(2, 3, 4, 6, generator=gen(36))),
+    ("max_unpool3d", lambda x: F.max_unpool3d(*F.max_pool3d(x, 2, return_indices=True), 2),
+     torch.randn(1, 2, 4, 4, 2, generator=gen(37))),
+    ("masked_index_put_accumulate", lambda x: torch.ops.aten._unsafe_masked_index_put_accumulate(
+        x, torch.tensor([[True], [False], [True]]), (torch.tensor([0, 3, 3]),), torch.ones(3, 4)),
+     SELF),
     # A 0-dim self: index_put on it unsqueezed, its result squeezed after the scatter.
     ("index_add_0d", lambda x: torch.index_add(x, 0, torch.tensor([0]), torch.tensor(1.5)),
      torch.tensor(2.0)),

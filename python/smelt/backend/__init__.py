@@ -80,6 +80,7 @@ DECOMPOSITIONS = get_decompositions([
     aten._batch_norm_with_update_functional,
     aten.tril_indices, aten.triu_indices,
     aten._unsafe_masked_index,
+    aten.max_unpool2d, aten.max_unpool3d, aten._unsafe_masked_index_put_accumulate,
 ])
 
 
