@@ -232,3 +232,15 @@ def test_library_models_run_channels_last_with_eager_outputs(name, converted):
     assert channels_last and all(channels_last)
     assert report.conv_layout.converted == converted, report.conv_layout
     assert all(not p.failed for p in report.partitions)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_stem_runs_channels_last_by_default():
+    """On a GPU the default ("auto") converts: cuDNN gets NHWC tensors, and
+    the output has eager's values and strides."""
+    model, x = _stem().cuda(), torch.randn(4, 3, 32, 32, device="cuda")
+    with torch.no_grad():
+        expected = model(x)
+    out, channels_last, report = _compiled_run(model, (x,), "auto")
+    _assert_like_eager(out, expected)
+    assert channels_last == [True, True] and report.conv_layout.channels_last
