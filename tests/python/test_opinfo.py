@@ -112,6 +112,21 @@ def test_comparison_catches_wrong_values_dtypes_shapes_and_strides():
     assert "wrong values" in sweep._compare(torch.tensor([0.0, 1.0]), n, "out")
 
 
+def test_ops_own_tolerance_overrides_widen_the_check():
+    """torch's own tests give addbmm float32 rtol 1.3e-5 (a sum of products
+    cancels); the sweep grants the same, to that op only."""
+    addbmm = next(op for op in sweep.op_db() if sweep.op_name(op) == "addbmm")
+    add = next(op for op in sweep.op_db() if sweep.op_name(op) == "add")
+    assert sweep.op_tolerances(addbmm, torch.float32) == {"atol": 1.5e-05, "rtol": 1.3e-05}
+    assert sweep.op_tolerances(add, torch.float32) == {}
+    e = torch.tensor([3.0, 300.0])
+    off = e * torch.tensor([1 + 8e-6, 1.0])
+    assert "wrong values" in sweep._compare(off, e, "out")
+    assert "wrong values" in sweep._compare(off, e, "out", op=add)
+    assert sweep._compare(off, e, "out", op=addbmm) is None
+    assert "wrong values" in sweep._compare(e * torch.tensor([1 + 1e-4, 1.0]), e, "out", op=addbmm)
+
+
 def test_float64_judges_where_eager_is_further():
     """Where eager's value is off the float64 one (CPU eager's fmod(-8.4375,
     2^-126) is NaN in float32 and bfloat16: its quotient overflows; the
