@@ -52,16 +52,22 @@ def _assert_like_eager(actual, expected, tol=1e-4):
         assert a.stride() == e.stride()
 
 
+def _run_like_eager(model, args, conv_layout):
+    """_compiled_run, its outputs checked against eager's values and strides."""
+    with torch.no_grad():
+        expected = model(*args)
+    out, channels_last, report = _compiled_run(model, args, conv_layout)
+    _assert_like_eager(out, expected)
+    return out, channels_last, report
+
+
 @pytest.mark.parametrize("name,conversions", [("resnet18", 18), ("convnext", 5)])
 def test_zoo_convolutions_run_channels_last_with_eager_outputs(name, conversions):
     build, make_inputs = CASES[name]
     torch.manual_seed(0)
     model = build().eval()
     args, _ = make_inputs(1)
-    with torch.no_grad():
-        expected = model(*args)
-    out, channels_last, report = _compiled_run(model, args, "channels_last")
-    _assert_like_eager(out, expected)
+    out, channels_last, report = _run_like_eager(model, args, "channels_last")
     assert channels_last and all(channels_last), channels_last
     # The image and every weight wider than 1x1 (a 1x1 or depthwise weight is
     # channels-last already); every activation comes out of a convolution.
@@ -94,10 +100,7 @@ def _stem(seed=0):
 
 def test_stem_output_is_restored_to_eager_strides():
     model, x = _stem(), torch.randn(2, 3, 32, 32)
-    with torch.no_grad():
-        expected = model(x)
-    out, channels_last, report = _compiled_run(model, (x,), "channels_last")
-    _assert_like_eager(out, expected)
+    out, channels_last, report = _run_like_eager(model, (x,), "channels_last")
     assert out.is_contiguous() and channels_last == [True, True]
     assert report.conv_layout.restored == 1, report.conv_layout
 
@@ -118,10 +121,7 @@ def test_channels_last_pool_reads_and_writes_along_channels():
 
 def test_default_on_the_cpu_keeps_the_traced_layout():
     model, x = _stem(), torch.randn(2, 3, 32, 32)
-    with torch.no_grad():
-        expected = model(x)
-    out, channels_last, report = _compiled_run(model, (x,), "auto")
-    _assert_like_eager(out, expected)
+    out, channels_last, report = _run_like_eager(model, (x,), "auto")
     assert channels_last == [False, False]
     assert report.conv_layout.reason == "convolutions not on a CUDA device"
 
@@ -144,10 +144,7 @@ def test_grouped_convolution_with_channels_per_group_keeps_its_layout():
 
 def test_depthwise_convolution_runs_channels_last():
     model, x = GroupedConv(groups=8).eval(), torch.randn(2, 8, 10, 10)
-    with torch.no_grad():
-        expected = model(x)
-    out, channels_last, report = _compiled_run(model, (x,), "channels_last")
-    _assert_like_eager(out, expected)
+    out, channels_last, report = _run_like_eager(model, (x,), "channels_last")
     assert channels_last == [True] and report.conv_layout.channels_last
 
 
@@ -165,10 +162,7 @@ class FlattenAfterConv(torch.nn.Module):
 
 def test_a_view_the_new_strides_break_keeps_the_traced_layout():
     model, x = FlattenAfterConv().eval(), torch.randn(2, 3, 8, 8)
-    with torch.no_grad():
-        expected = model(x)
-    out, channels_last, report = _compiled_run(model, (x,), "channels_last")
-    _assert_like_eager(out, expected)
+    out, channels_last, report = _run_like_eager(model, (x,), "channels_last")
     assert not report.conv_layout.channels_last
     assert channels_last == [False]
 
@@ -225,10 +219,7 @@ def test_library_models_run_channels_last_with_eager_outputs(name, converted):
     torch.manual_seed(0)
     model = build().eval()
     x = torch.randn(2, 3, 64, 64)
-    with torch.no_grad():
-        expected = model(x)
-    out, channels_last, report = _compiled_run(model, (x,), "channels_last")
-    _assert_like_eager(out, expected)
+    out, channels_last, report = _run_like_eager(model, (x,), "channels_last")
     assert channels_last and all(channels_last)
     assert report.conv_layout.converted == converted, report.conv_layout
     assert all(not p.failed for p in report.partitions)
@@ -239,8 +230,5 @@ def test_cuda_stem_runs_channels_last_by_default():
     """On a GPU the default ("auto") converts: cuDNN gets NHWC tensors, and
     the output has eager's values and strides."""
     model, x = _stem().cuda(), torch.randn(4, 3, 32, 32, device="cuda")
-    with torch.no_grad():
-        expected = model(x)
-    out, channels_last, report = _compiled_run(model, (x,), "auto")
-    _assert_like_eager(out, expected)
+    out, channels_last, report = _run_like_eager(model, (x,), "auto")
     assert channels_last == [True, True] and report.conv_layout.channels_last
