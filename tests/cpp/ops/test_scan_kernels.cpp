@@ -150,7 +150,7 @@ TEST(ScanKernels, ABroadcastProducerAlongTheScanAxis) {
 TEST(ScanKernels, LaunchShapeHasOneThreadPerRow) {
   // Rows shorter than kBlockScanMinExtent: the serial scan (longer ones,
   // this few, take the block scan: test_block_scan_kernels.cpp).
-  std::vector<SegmentRun> segments = expectMatchesATen(scanFusion({4, 1000}, 1, ScanCombine::Add), {at::randn({4, 1000})}, 1e-3);
+  std::vector<SegmentRun> segments = expectMatchesATen(scanFusion({4, 500}, 1, ScanCombine::Add), {at::randn({4, 500})}, 1e-3);
   ASSERT_EQ(segments.size(), 1u);
   EXPECT_EQ(segments[0].params, "ScanParams{block_x=32}");
   EXPECT_EQ(segments[0].launch.grid[0], 1);
