@@ -150,11 +150,14 @@ def test_few_long_rows_run_as_chunked_scans(op, shape):
     scan per chunk from its prefix, whose grid has a block per SM."""
     x = torch.randn(shape, generator=gen(8))
     if op == "cumprod":
-        x = 1 + 1e-4 * x  # a product of 10^6 factors stays in range
+        x = 1 + 1e-3 * x  # a product of 10^6 factors stays in range; a chunk's is off 1 by ~7%
     if op == "cummax":
         x[..., shape[-1] // 3] = NAN  # carried into every later chunk
-    # float32 sums of 10^6 terms in another order than eager's (double).
-    tolerance = {"cumsum": dict(rtol=1e-4, atol=2e-2), "cumprod": dict(rtol=1e-3, atol=1e-5),
+    # float32 sums and products of 10^6 terms in another order than eager's
+    # (which accumulates in double): float32 products near 1 drift by about
+    # -6e-9 per factor in this tree order (numpy's float32 emulation of it
+    # alike), 0.6% over the row, where one chunk's prefix lost would be 7%.
+    tolerance = {"cumsum": dict(rtol=1e-4, atol=2e-2), "cumprod": dict(rtol=1.5e-2, atol=1e-5),
                  "logcumsumexp": dict(rtol=1e-5, atol=1e-4)}.get(op, {})
     report = compiled_like_eager(lambda x: SCANS[op](x, -1), x, **tolerance)
     runs = "\n".join(p.last_run or "" for p in report.partitions)
