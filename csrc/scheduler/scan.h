@@ -1,5 +1,6 @@
 // The scan scheduler: a fusion computing one scan (ScanOp, ir.h) with
-// element-wise producers and consumers. Each thread scans one row: the scan
+// element-wise producers and consumers (and pads of its inputs, read through
+// a bounds predicate). Each thread scans one row: the scan
 // axis is a serial loop, innermost, run in order, its running value in a
 // register (kir::ScanInit before the loop, a combine and store per
 // iteration); of the other axes the innermost is split into [BIDx, TIDx],

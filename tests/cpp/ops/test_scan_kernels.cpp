@@ -296,3 +296,31 @@ TEST(ScanKernels, ErrorsNameTheTensorAndDimension) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// A pad of the input runs in the scan's loops (a bounds predicate and the
+// pad value), serial and block scans alike: one kernel.
+TEST(ScanKernels, APadOfTheInputRunsInTheScanKernel) {
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{4, 100}, {2, 3000}}) {
+    for (const std::vector<std::pair<int64_t, int64_t>>& widths : std::vector<std::vector<std::pair<int64_t, int64_t>>>{
+             {{0, 0}, {1, -1}}, {{1, 2}, {5, 7}}}) {
+      SCOPED_TRACE(std::to_string(shape[1]) + " padded by " + std::to_string(widths[1].first));
+      auto fusion = std::make_unique<Fusion>();
+      {
+        FusionGuard guard(fusion.get());
+        TensorView* in = makeConcreteTensor(shape);
+        fusion->addInput(in);
+        fusion->addOutput(scan(padAxes(in, widths, -2.5), 1, ScanCombine::Max));
+      }
+      const std::vector<SegmentRun> segments = expectMatchesATen(std::move(fusion), {at::randn(shape)});
+      ASSERT_EQ(segments.size(), 1u);
+      EXPECT_EQ(segments[0].scheduler, SchedulerType::Scan);
+      EXPECT_EQ(segments[0].params.find("block_scan") != std::string::npos, shape[1] == 3000) << segments[0].params;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smelt
