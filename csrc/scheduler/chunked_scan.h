@@ -14,13 +14,15 @@
 //                   combined element-wise with its chunk's prefix
 //   -> cast back, viewed [.., C * L, ..], cropped to N: the scan's output.
 // Guarantees: the result is the scan's up to the order of floating sums and
-// products (as the block scan's); NaN propagates through every combine (max
+// products (as the block scan's: a chunk's product that underflows to 0
+// times an infinite prefix is NaN where the serial one stays infinite); NaN propagates through every combine (max
 // and min totals, maximum/minimum, log-add-exp), logcumsumexp keeps -inf
 // and +inf as torch does, integers stay exact in their type (sums and
 // products of the totals in int64, cast back wrapping as the serial scan).
 // Only scans whose every extent is a constant are rewritten (splitting a
 // symbolic extent would need a divisibility check at run time); others keep
-// the one-block-per-row scan.
+// the one-block-per-row scan. The scan's element-wise producers and
+// consumers are no longer in its kernel: they run in kernels of their own.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +35,9 @@
 namespace smelt {
 
 // A chunk is at least a tile of 128 threads x 4 items (the block scan's
-// shortest row, kBlockScanMinExtent), at most 8 tiles of 256 x 4: longer
-// chunks would leave SMs idle again on the GPU's later waves.
+// shortest row, kBlockScanMinExtent) and at most 8 tiles of 256 x 4: a
+// longer row gets more chunks rather than longer ones, so each of the chunk
+// scan's blocks walks a few tiles and the grid grows past one block per SM.
 inline constexpr int64_t kMaxScanChunk = 8192;
 
 struct ScanChunking {
@@ -47,7 +50,9 @@ struct ScanChunking {
 // gives every SM a block (rows >= sm_count) or the chunks would be shorter
 // than kBlockScanMinExtent. At least ceil(sm_count / rows) chunks per row;
 // among up to twice that many, a count dividing the extent (no padding),
-// with a length a multiple of 4 (vector loads) where there is one.
+// with a length a multiple of 4 (vector loads) where there is one; else
+// that many, the length rounded up to a multiple of 4 and padded.
+// (Thresholds from this occupancy argument; no GPU measurement yet.)
 std::optional<ScanChunking> scanChunking(int64_t rows, int64_t extent, int64_t sm_count);
 
 // A copy of `fusion` with every scan that scanChunking chunks (for the
