@@ -181,6 +181,16 @@ TEST(ChunkedScanKernels, FewLongRowsFillTheSms) {
   }
 }
 
+// A computed input and a consumer of the scan: they run in kernels of
+// their own around the chunked steps, the scan in chunks still.
+TEST(ChunkedScanKernels, ProducersAndConsumersRunAroundTheChunks) {
+  auto fusion = smelt::testing::scanFusion(
+      {2, 60000}, -1, ScanCombine::Add, DataType::Float, [](TensorView* in) { return mul(exp(in), 0.5); },
+      [](TensorView* out) { return sigmoid(out); });
+  const ChunkedRun run = expectMatchesATen(std::move(fusion), {at::randn({2, 60000})}, 1e-4);
+  EXPECT_GE(run.largest_scan_grid, kSm90);
+}
+
 // A symbolic extent is not chunked: the one-block-per-row scan runs.
 TEST(ChunkedScanKernels, SymbolicExtentsKeepTheBlockScan) {
   auto fusion = std::make_unique<Fusion>();
