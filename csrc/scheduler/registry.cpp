@@ -1,6 +1,7 @@
 #include "scheduler/registry.h"
 
 #include "fusion/error.h"
+#include "scheduler/chunked_scan.h"
 #include "scheduler/matmul/library_matmul.h"
 #include "scheduler/matmul/matmul_scheduler.h"
 #include "scheduler/normalization.h"
@@ -75,9 +76,11 @@ SchedulerEntry scatterEntry() {
 }
 
 SchedulerEntry scanEntry() {
-  return typedEntry(
+  SchedulerEntry entry = typedEntry(
       SchedulerType::Scan, [](const Fusion& f, const RuntimeInfo&) { return scanRejectReason(f); },
       scanHeuristics, scheduleScan);
+  entry.rewrite = chunkLongScans;
+  return entry;
 }
 
 // Only the scatter scheduler takes a scatter (the others would run its

@@ -46,6 +46,12 @@ struct SchedulerEntry {
   // a segment that cannot be split.
   std::function<int64_t(const Fusion& segment, const RuntimeInfo&, const ParamsOverride&)>
       grid_split_chunks;
+  // A fusion to segment in place of the whole one, equivalent and of
+  // expressions the schedulers take, where this scheduler's one kernel would
+  // leave the GPU idle (the scan scheduler's: scans of few long rows as
+  // chunked scans, chunked_scan.h); nullptr: none. Its inputs and outputs
+  // stand for the fusion's, in order.
+  std::function<std::unique_ptr<Fusion>(const Fusion&, const RuntimeInfo&)> rewrite;
   // A segment of this scheduler is never merged into another scheduler's:
   // a matmul in a segment of another would run as a plain reduction.
   bool keeps_its_segments = false;

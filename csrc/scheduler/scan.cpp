@@ -68,8 +68,11 @@ std::string scanRejectReason(const Fusion& fusion) {
   if (scans != 1) return "it has " + std::to_string(scans) + " scans, not one";
   const ScanOp* scan = theScan(fusion);
   for (const Expr* expr : fusion.exprs()) {
-    if (expr != scan && !scheduler_utils::isElementwise(expr)) {
-      return "the expression " + expr->toString() + " around the scan is not element-wise";
+    // A pad of an input reads it through a bounds predicate in the scan's
+    // loops (the chunked scan's exclusive prefix: its totals shifted by one).
+    const bool padded_input = expr->type() == ExprType::Pad && expr->input(0)->isFusionInput();
+    if (expr != scan && !scheduler_utils::isElementwise(expr) && !padded_input) {
+      return "the expression " + expr->toString() + " around the scan is neither element-wise nor a pad of an input";
     }
   }
   return "";

@@ -1,5 +1,6 @@
 // The scan scheduler: a fusion computing one scan (ScanOp, ir.h) with
-// element-wise producers and consumers. Each thread scans one row: the scan
+// element-wise producers and consumers (and pads of its inputs, read through
+// a bounds predicate). Each thread scans one row: the scan
 // axis is a serial loop, innermost, run in order, its running value in a
 // register (kir::ScanInit before the loop, a combine and store per
 // iteration); of the other axes the innermost is split into [BIDx, TIDx],
@@ -28,7 +29,9 @@
 // row's tile coalesced, and pays two barriers per tile. Rows shorter than
 // kBlockScanMinExtent are at most a few tiles: the serial walk is short and
 // needs no barriers. (Thresholds from this occupancy argument, not yet from a
-// GPU measurement.) Threads per block: 1024 when there are fewer rows than
+// GPU measurement.) kBlockScanMinExtent is one tile of 128 threads x 4: it
+// is also the shortest chunk of a chunked scan (chunked_scan.h), whose chunks
+// are the block scan's rows when there are fewer rows than SMs. Threads per block: 1024 when there are fewer rows than
 // SMs (each block has an SM to itself, the widest block reads the most in
 // flight), else 256 (eight blocks per SM); fewer when the row is shorter
 // than the tile. Items per thread: one 16-byte load of the input's type,
@@ -64,7 +67,7 @@ struct ScanParams : HeuristicParams {
   std::unique_ptr<HeuristicParams> clone() const override;
 };
 
-inline constexpr int64_t kBlockScanMinExtent = 1024;
+inline constexpr int64_t kBlockScanMinExtent = 512;
 // The serial kernel's row-threads in two waves of one 128-thread block per SM
 // (DeviceLimits::sm_count of the target: 132 on sm_90).
 inline int64_t blockScanMaxRows(int64_t sm_count) { return 2 * sm_count * 128; }

@@ -1,7 +1,6 @@
 #include "scheduler/segmenter.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -11,8 +10,9 @@
 
 #include "fusion/clone.h"
 #include "fusion/error.h"
-#include "scheduler/segment_extents.h"
 #include "scheduler/registry.h"
+#include "scheduler/segment_extents.h"
+#include "scheduler/segment_rewrite.h"
 
 namespace smelt {
 
@@ -120,9 +120,8 @@ class Segmenter {
       }
       std::vector<std::string> reasons;
       std::optional<Segment> segment = trySegment(groups_[g], &reasons, g);
-      SMELT_CHECK(segment.has_value(), "cannot segment the fusion: no scheduler takes the "
-                  "expressions of ", exprs_[groups_[g].front()]->toString(), ", which merge no "
-                  "further:", joined(reasons));
+      SMELT_CHECK(segment.has_value(), "cannot segment the fusion: no scheduler takes the expressions of ",
+                  exprs_[groups_[g].front()]->toString(), ", which merge no further:", joined(reasons));
       choose(std::move(*segment), groups_[g], result, g);
     }
     return result;
@@ -246,8 +245,7 @@ class Segmenter {
     for (const Edge& edge : edges) {
       if (merge(edge)) return true;
     }
-    // Sibling pairs are listed only when no producer-consumer pair merges:
-    // pairs of readers of a common tensor are many.
+    // Siblings only when no producer-consumer pair merges (they are many).
     std::vector<Edge> siblings = siblingEdges();
     std::stable_sort(siblings.begin(), siblings.end(),
                      [](const Edge& a, const Edge& b) { return a.saved_bytes > b.saved_bytes; });
@@ -629,8 +627,7 @@ class Segmenter {
 
   bool inGroup(const std::vector<int>& members, const Val* val) const {
     auto p = producer_.find(val);
-    return p != producer_.end() &&
-           std::binary_search(members.begin(), members.end(), p->second);
+    return p != producer_.end() && std::binary_search(members.begin(), members.end(), p->second);
   }
 
   // A segment of the expressions `members` (sorted), with the scheduler that
@@ -684,8 +681,7 @@ class Segmenter {
     return {result.begin(), result.end()};
   }
 
-  // Merging would close a cycle when `consumer` is reachable from `producer`
-  // through some third group.
+  // Merging closes a cycle when `consumer` is reachable from `producer` via a third group.
   bool mergeMakesCycle(int producer, int consumer) const {
     std::vector<int> stack;
     std::set<int> visited;
@@ -775,7 +771,11 @@ std::string SegmentedFusion::toString() const {
 
 SegmentedFusion segmentFusion(const Fusion& fusion, const RuntimeInfo& runtime,
                               const ParamsOverride& override_params, const SegmentCheck& check) {
-  return Segmenter(fusion, runtime, override_params, check).run();
+  std::shared_ptr<Fusion> rewritten = rewrittenForSegmentation(fusion, runtime);
+  if (rewritten == nullptr) return Segmenter(fusion, runtime, override_params, check).run();
+  const RuntimeInfo rewritten_runtime(*rewritten, runtime.inputs(), runtime.target());
+  SegmentedFusion segmented = Segmenter(*rewritten, rewritten_runtime, override_params, check).run();
+  return standingForComplete(fusion, std::move(rewritten), std::move(segmented));
 }
 
 std::optional<SegmentedFusion> segmentFusionAs(const Fusion& fusion, const RuntimeInfo& runtime,

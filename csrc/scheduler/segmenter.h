@@ -19,6 +19,11 @@
 // candidates and the segmentation is redone, so it becomes smaller segments
 // rather than a fusion that fails at run time; `refused` reports it.
 //
+// Before all this, a scheduler may rewrite the fusion into an equivalent one
+// of more, smaller steps (SchedulerEntry::rewrite: the scan scheduler's
+// chunked scans of few long rows, chunked_scan.h), which is segmented
+// instead; the segments stand for the complete fusion's inputs and outputs.
+//
 // A segment (the whole fusion included) whose scheduler splits it across
 // blocks (SchedulerEntry::grid_split_chunks: the reduction scheduler's
 // heuristics, or an override of them, set grid_split, reduction.h)
@@ -86,8 +91,13 @@ struct SegmentedFusion {
   // The expressions (indices into the complete fusion's exprs()) of each
   // group the segments were made from, in execution order; a grid split
   // makes two segments of one group. segmentFusionAs makes the segments
-  // again from them (the runtime keeps them across processes).
+  // again from them (the runtime keeps them across processes). Empty for a
+  // rewritten fusion (below), whose segmentation is made afresh.
   std::vector<std::vector<int>> groups;
+  // The fusion segmented in place of the complete one when a scheduler
+  // rewrote it (SchedulerEntry::rewrite, segment_rewrite.h): it owns the
+  // values the segments pass between them. Null when none did.
+  std::shared_ptr<const Fusion> rewritten;
   // The search's work: candidate groups made into a segment fusion and
   // offered to the schedulers (a candidate offered again is remembered, not
   // checked again). It grows linearly with repeated blocks of a fusion.

@@ -123,18 +123,46 @@ def test_scan_of_a_0_dim_tensor_and_of_a_transposed_input():
     compiled_like_eager(lambda x: torch.cumsum(x.t(), 1), torch.randn(6, 4, generator=gen(7)))
 
 
-@pytest.mark.parametrize("shape", [(2, 50000), (100000,)], ids=["2x50000", "1d_100000"])
+@pytest.mark.parametrize("shape", [(1000, 3000), (2, 20000)], ids=["1000x3000", "2x20000"])
 @pytest.mark.parametrize("op", ["cumsum", "cummax", "logcumsumexp"])
-def test_few_long_rows_take_the_block_scan(op, shape):
-    """A 1-D scan and two long rows: one block per row walks it in tiles (the
-    scan scheduler's block scan) rather than one thread per row."""
+def test_long_rows_take_the_block_scan(op, shape):
+    """Long rows, as many as SMs or too short to chunk: one block per row
+    walks it in tiles (the scan scheduler's block scan) rather than one
+    thread per row."""
     x = torch.randn(shape, generator=gen(8))
-    # float32 sums of 50000 terms in a different order: a few ulp of the
-    # partial sums (which reach a few hundred).
     tolerance = dict(rtol=1e-4, atol=1e-3) if op == "cumsum" else {}
     report = compiled_like_eager(lambda x: SCANS[op](x, -1), x, **tolerance)
     runs = "\n".join(p.last_run or "" for p in report.partitions)
     assert scan_segments(report) == 1 and "block_scan" in runs, runs
+
+
+def block_scan_grids(report):
+    """The blocks of each block scan kernel's launch in the latest run."""
+    return [k.grid[0] * k.grid[1] * k.grid[2]
+            for p in report.partitions for k in p.kernels if "smelt::blockScan<" in k.cuda]
+
+
+@pytest.mark.parametrize("shape", [(1_000_000,), (2, 500_000)], ids=["1d_1000000", "2x500000"])
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "logcumsumexp"])
+def test_few_long_rows_run_as_chunked_scans(op, shape):
+    """Fewer rows than SMs (scheduler/chunked_scan.h): each row in chunks, a
+    reduction of each chunk, the exclusive scan of those totals, then a block
+    scan per chunk from its prefix, whose grid has a block per SM."""
+    x = torch.randn(shape, generator=gen(8))
+    if op == "cumprod":
+        x = 1 + 1e-3 * x  # a product of 10^6 factors stays in range; a chunk's is off 1 by ~7%
+    if op == "cummax":
+        x[..., shape[-1] // 3] = NAN  # carried into every later chunk
+    # float32 sums and products of 10^6 terms in another order than eager's
+    # (which accumulates in double): float32 products near 1 drift by about
+    # -6e-9 per factor in this tree order (numpy's float32 emulation of it
+    # alike), 0.6% over the row, where one chunk's prefix lost would be 7%.
+    tolerance = {"cumsum": dict(rtol=1e-4, atol=2e-2), "cumprod": dict(rtol=1.5e-2, atol=1e-5),
+                 "logcumsumexp": dict(rtol=1e-5, atol=1e-4)}.get(op, {})
+    report = compiled_like_eager(lambda x: SCANS[op](x, -1), x, **tolerance)
+    runs = "\n".join(p.last_run or "" for p in report.partitions)
+    assert scan_segments(report) == 2 and "block_scan" in runs, runs
+    assert max(block_scan_grids(report)) >= 132, runs
 
 
 def test_a_block_scan_of_a_transposed_input_keeps_eagers_strides():

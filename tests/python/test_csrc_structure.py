@@ -29,7 +29,8 @@ TORCH_HEADERS = ("torch", "ATen", "c10")
 # What the segmenter may include from scheduler/: the interface every
 # scheduler registers through, and its own headers.
 SEGMENTER_INCLUDES = {"scheduler/registry.h", "scheduler/segmenter.h", "scheduler/heuristic.h",
-                      "scheduler/runtime_info.h", "scheduler/segment_extents.h"}
+                      "scheduler/runtime_info.h", "scheduler/segment_extents.h",
+                      "scheduler/segment_rewrite.h"}
 INCLUDE = re.compile(r'^\s*#include\s+[<"]([^">]+)[">]', re.MULTILINE)
 
 
@@ -61,7 +62,8 @@ def torch_includes_outside_runtime(sources: Dict[str, str]) -> List[Tuple[str, s
 def segmenter_scheduler_knowledge(sources: Dict[str, str]) -> List[str]:
     """What the segmenter's sources name of particular schedulers."""
     found = []
-    for path in ("scheduler/segmenter.h", "scheduler/segmenter.cpp"):
+    for path in ("scheduler/segmenter.h", "scheduler/segmenter.cpp", "scheduler/segment_rewrite.h",
+                 "scheduler/segment_rewrite.cpp"):
         text = sources[path]
         found += [f"{path} includes {h}" for h in INCLUDE.findall(text)
                   if h.startswith("scheduler/") and h not in SEGMENTER_INCLUDES]
@@ -181,6 +183,8 @@ def test_the_checkers_find_what_they_look_for():
         "fusion/b.h": '#include <ATen/ATen.h>\n',
         "runtime/c.cpp": '#include <ATen/ATen.h>\n#include "lower/kir.h"\n',
         "scheduler/segmenter.h": '#include "scheduler/registry.h"\n',
+        "scheduler/segment_rewrite.h": '#include "scheduler/segmenter.h"\n',
+        "scheduler/segment_rewrite.cpp": '#include "scheduler/registry.h"\n',
         "scheduler/segmenter.cpp": '#include "scheduler/reduction.h"\n'
                                    'bool f(T t) { return t == SchedulerType::Matmul; }\n',
     }

@@ -477,10 +477,20 @@ class BlockRunner : private ProxyHost {
     return true;
   }
 
-  int64_t intOperand(const RtOperand& op, int32_t t, int32_t pc) {
-    if (!holds(op.in_bounds, slotsOf(t))) return saturatingCast<int64_t>(op.out_of_bounds_value);
+  // A literal as the kernel spells it in the result's type `dtype`: an
+  // infinity (a max's or min's identity, a pad's value) is its type's
+  // minimum or maximum (codegen's literal()), not int64_t's.
+  static int64_t intLiteral(double v, DataType dtype) {
+    if (!std::isinf(v)) return saturatingCast<int64_t>(v);
+    uint8_t bytes[8];
+    storeValue(dtype, bytes, v);
+    return loadInt(dtype, bytes);
+  }
+
+  int64_t intOperand(const RtOperand& op, int32_t t, int32_t pc, DataType dtype = DataType::Int) {
+    if (!holds(op.in_bounds, slotsOf(t))) return intLiteral(op.out_of_bounds_value, dtype);
     if (op.index_value >= 0) return p_.code.eval(op.index_value, slotsOf(t));
-    if (op.access.buffer < 0) return saturatingCast<int64_t>(op.constant);
+    if (op.access.buffer < 0) return intLiteral(op.constant, dtype);
     const uint8_t* e = element(op.access.buffer, p_.code.eval(op.access.index, slotsOf(t)), t,
                                pc, false);
     return e ? loadInt(L_.memory[op.access.buffer].dtype, e) : 0;
@@ -489,7 +499,7 @@ class BlockRunner : private ProxyHost {
   void computeInteger(const Instr& in, int32_t t, int32_t pc) {
     int64_t a[3] = {0, 0, 0};
     for (uint32_t i = in.operand_begin; i < in.operand_end; ++i) {
-      a[i - in.operand_begin] = intOperand(p_.operands[i], t, pc);
+      a[i - in.operand_begin] = intOperand(p_.operands[i], t, pc, L_.memory[in.out.buffer].dtype);
     }
     const int64_t r = integerResult(in.fn, a, L_.memory[in.out.buffer].dtype);
     if (uint8_t* e = element(in.out.buffer, p_.code.eval(in.out.index, slotsOf(t)), t, pc, true)) {

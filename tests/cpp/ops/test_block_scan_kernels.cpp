@@ -222,6 +222,7 @@ TEST(BlockScanKernels, ProducersAndConsumersStayInlined) {
 
 // Through FusionExecutorCache: few long rows choose the block scan, many
 // rows or short ones the serial scan; the launch has one block per row.
+// (Rows long enough to chunk run as chunked scans: test_chunked_scan_kernels.)
 TEST(BlockScanKernels, TheHeuristicChoosesTheBlockScanForFewLongRows) {
   auto run = [](std::unique_ptr<Fusion> fusion, const at::Tensor& x) {
     const std::vector<at::Tensor> expected = evaluateWithATen(*fusion->clone(), {x});
@@ -234,11 +235,11 @@ TEST(BlockScanKernels, TheHeuristicChoosesTheBlockScanForFewLongRows) {
   };
   // Contiguous rows of a multiple of 4 floats: each thread's items are one
   // 16-byte load.
-  SegmentRun segment = run(scanFusion({4, 65536}, ScanCombine::Add), at::randn({4, 65536}));
+  SegmentRun segment = run(scanFusion({4, 8192}, ScanCombine::Add), at::randn({4, 8192}));
   EXPECT_EQ(segment.params, "ScanParams{block_scan, block_threads=1024, items_per_thread=4, vectorize_items}");
   EXPECT_EQ(segment.launch.grid[0], 4);
   EXPECT_EQ(segment.launch.block[0], 1024);
-  segment = run(scanFusion({100000}, ScanCombine::Add), at::randn({100000}));
+  segment = run(scanFusion({30000}, ScanCombine::Add), at::randn({30000}));
   EXPECT_EQ(segment.params, "ScanParams{block_scan, block_threads=1024, items_per_thread=4, vectorize_items}");
   EXPECT_EQ(segment.launch.grid[0], 1);
   segment = run(scanFusion({300, 1500}, ScanCombine::Max), at::randn({300, 1500}));
@@ -251,7 +252,7 @@ TEST(BlockScanKernels, TheHeuristicChoosesTheBlockScanForFewLongRows) {
   // A row starting 4 bytes past a 16-byte boundary: element loads.
   segment = run(scanFusion({2, 2000}, ScanCombine::Add), at::randn({4001}).slice(0, 1).view({2, 2000}));
   EXPECT_EQ(segment.params, "ScanParams{block_scan, block_threads=512, items_per_thread=4}");
-  segment = run(scanFusion({4, 1000}, ScanCombine::Add), at::randn({4, 1000}));
+  segment = run(scanFusion({4, 500}, ScanCombine::Add), at::randn({4, 500}));
   EXPECT_EQ(segment.params, "ScanParams{block_x=32}");
   segment = run(scanFusion({40000, 1024}, ScanCombine::Add), at::randn({40000, 1024}));
   EXPECT_EQ(segment.params, "ScanParams{block_x=128}");

@@ -150,7 +150,7 @@ TEST(ScanKernels, ABroadcastProducerAlongTheScanAxis) {
 TEST(ScanKernels, LaunchShapeHasOneThreadPerRow) {
   // Rows shorter than kBlockScanMinExtent: the serial scan (longer ones,
   // this few, take the block scan: test_block_scan_kernels.cpp).
-  std::vector<SegmentRun> segments = expectMatchesATen(scanFusion({4, 1000}, 1, ScanCombine::Add), {at::randn({4, 1000})}, 1e-3);
+  std::vector<SegmentRun> segments = expectMatchesATen(scanFusion({4, 500}, 1, ScanCombine::Add), {at::randn({4, 500})}, 1e-3);
   ASSERT_EQ(segments.size(), 1u);
   EXPECT_EQ(segments[0].params, "ScanParams{block_x=32}");
   EXPECT_EQ(segments[0].launch.grid[0], 1);
@@ -199,13 +199,13 @@ int64_t mostExecutions(const kir::StmtList& body, int64_t around = 1) {
   return most;
 }
 
-// The work is linear: a [4, 1000] serial scan runs no statement more than 8
+// The work is linear: a [4, 500] serial scan runs no statement more than 8
 // times per element (32 threads for 4 rows), a [4, 4096] block scan once
 // per element; the masked n x n reduction they replace ran n times per
 // element.
 TEST(ScanKernels, WorkIsLinearInTheExtent) {
-  const LoweredScan serial = lowerScan(scanFusion({4, 1000}, 1, ScanCombine::Add));
-  EXPECT_EQ(mostExecutions(serial.kernel->body), 32 * 1000);
+  const LoweredScan serial = lowerScan(scanFusion({4, 500}, 1, ScanCombine::Add));
+  EXPECT_EQ(mostExecutions(serial.kernel->body), 32 * 500);
   const LoweredScan block = lowerScan(scanFusion({4, 4096}, 1, ScanCombine::Add));
   EXPECT_EQ(mostExecutions(block.kernel->body), 4 * 4096);
 }
@@ -292,6 +292,34 @@ TEST(ScanKernels, ErrorsNameTheTensorAndDimension) {
   EXPECT_SMELT_ERROR(scan(flags, 0, ScanCombine::Add), "cumsum: T2 has dtype bool");
   EXPECT_SMELT_ERROR(scan(makeConcreteTensor({}), 0, ScanCombine::Mul),
                      "cumprod: T3 has rank 0; a scan needs a dimension");
+}
+
+}  // namespace
+}  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// A pad of the input runs in the scan's loops (a bounds predicate and the
+// pad value), serial and block scans alike: one kernel.
+TEST(ScanKernels, APadOfTheInputRunsInTheScanKernel) {
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{4, 100}, {2, 3000}}) {
+    for (const std::vector<std::pair<int64_t, int64_t>>& widths : std::vector<std::vector<std::pair<int64_t, int64_t>>>{
+             {{0, 0}, {1, -1}}, {{1, 2}, {5, 7}}}) {
+      SCOPED_TRACE(std::to_string(shape[1]) + " padded by " + std::to_string(widths[1].first));
+      auto fusion = std::make_unique<Fusion>();
+      {
+        FusionGuard guard(fusion.get());
+        TensorView* in = makeConcreteTensor(shape);
+        fusion->addInput(in);
+        fusion->addOutput(scan(padAxes(in, widths, -2.5), 1, ScanCombine::Max));
+      }
+      const std::vector<SegmentRun> segments = expectMatchesATen(std::move(fusion), {at::randn(shape)});
+      ASSERT_EQ(segments.size(), 1u);
+      EXPECT_EQ(segments[0].scheduler, SchedulerType::Scan);
+      EXPECT_EQ(segments[0].params.find("block_scan") != std::string::npos, shape[1] == 3000) << segments[0].params;
+    }
+  }
 }
 
 }  // namespace
