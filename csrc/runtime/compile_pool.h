@@ -5,9 +5,8 @@
 // it) and hands each new kernel's lowering and NVRTC compile to this pool;
 // the caller waits once, for all of them. One process-wide pool
 // (CompilePool::global()) serves every fusion and every calling thread, so
-// Python compiling P fusions at once on its own threads keeps at most P
-// threads scheduling plus the pool's threads compiling, never P times the
-// pool. Tasks never wait for other tasks (identical kernels are shared
+// compileForAll scheduling a graph's fusions on as many threads as the pool
+// has keeps at most twice the pool's threads busy, never a pool per fusion. Tasks never wait for other tasks (identical kernels are shared
 // through the KernelCache, whose waiters are the tasks' callers or a task
 // whose twin is already running), so the pool cannot deadlock on itself.
 #pragma once

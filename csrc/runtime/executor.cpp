@@ -153,13 +153,17 @@ void FusionExecutor::beginCompile(Fusion* fusion, std::unique_ptr<GpuLower> lowe
 
   compile_bindings_ = bind(example_inputs);
   compile_index_type_ = chooseIndexTypeFor(example_inputs, compile_bindings_);
+  compile_ahead_ = CompiledAhead();
 }
 
-std::optional<NvrtcRequest> FusionExecutor::nvrtcRequest() const {
+std::optional<NvrtcRequest> FusionExecutor::nvrtcRequest() {
   const std::string& key = keys_[variantSlot(compile_index_type_)];
   const KernelCache& cache = options_.cache != nullptr ? *options_.cache : globalCache();
+  if (cache.find(key) != nullptr) return std::nullopt;
   const std::string name = kernelNameFor(key);
-  if (cache.find(key) != nullptr || loadStoredKernel(key, name, arch_)) return std::nullopt;
+  compile_ahead_.disk_read = true;
+  compile_ahead_.stored = loadStoredKernel(key, name, arch_);
+  if (compile_ahead_.stored) return std::nullopt;
   return firstNvrtcRequest(lowered(), name, arch_, compile_index_type_);
 }
 
@@ -167,8 +171,11 @@ void FusionExecutor::finishCompile(const PrecompiledKernel* precompiled) {
   const DataType index_type = compile_index_type_;
   const std::map<std::string, int64_t> bindings = std::move(compile_bindings_);
   compile_bindings_.clear();
+  CompiledAhead ahead = std::move(compile_ahead_);
+  compile_ahead_ = CompiledAhead();
+  ahead.precompiled = precompiled;
   bool compiled_here = false;
-  const std::shared_ptr<CachedKernel> kernel = variant(index_type, &compiled_here, precompiled);
+  const std::shared_ptr<CachedKernel> kernel = variant(index_type, &compiled_here, &ahead);
   from_cache_ = !compiled_here;
   const KernelLaunchInfo& info = kernel->launchInfo();
   std::vector<std::string> tensor_inputs;
@@ -190,7 +197,7 @@ void FusionExecutor::finishCompile(const PrecompiledKernel* precompiled) {
 }
 
 std::shared_ptr<CachedKernel> FusionExecutor::variant(DataType index_type, bool* compiled_here,
-                                                      const PrecompiledKernel* precompiled) const {
+                                                      CompiledAhead* ahead) const {
   const int slot = variantSlot(index_type);
   std::lock_guard<std::mutex> lock(variants_mutex_);
   if (variants_[slot] == nullptr) {
@@ -198,10 +205,12 @@ std::shared_ptr<CachedKernel> FusionExecutor::variant(DataType index_type, bool*
     variants_[slot] = cache.getOrCompile(keys_[slot], [&] {
       if (compiled_here != nullptr) *compiled_here = true;
       const std::string name = kernelNameFor(keys_[slot]);
-      if (std::optional<KernelEntry> stored = loadStoredKernel(keys_[slot], name, arch_)) {
-        return *std::move(stored);
-      }
-      KernelEntry entry = compileKernel(lowered(), name, arch_, index_type, precompiled);
+      std::optional<KernelEntry> stored = ahead != nullptr && ahead->disk_read
+                                              ? std::move(ahead->stored)
+                                              : loadStoredKernel(keys_[slot], name, arch_);
+      if (stored) return *std::move(stored);
+      KernelEntry entry = compileKernel(lowered(), name, arch_, index_type,
+                                        ahead != nullptr ? ahead->precompiled : nullptr);
       storeKernel(keys_[slot], entry);
       return entry;
     });

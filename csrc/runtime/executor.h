@@ -184,11 +184,12 @@ class FusionExecutor {
   // compiled as one NVRTC program (FusionExecutorCache::compileFor, see
   // nvrtc_batch.h): beginCompile validates and keys; nvrtcRequest lowers and
   // generates the kernel and says what compiling it will ask NVRTC for
-  // (nullopt: the process's cache or the disk cache has the kernel);
+  // (nullopt: the process's cache or the disk cache has the kernel; what it
+  // read from disk is kept for finishCompile, which then reads nothing);
   // finishCompile compiles, taking `precompiled` for that request when given.
   void beginCompile(Fusion* fusion, std::unique_ptr<GpuLower> lowered,
                     const std::vector<at::Tensor>& example_inputs, ExecutorOptions options = {});
-  std::optional<NvrtcRequest> nvrtcRequest() const;
+  std::optional<NvrtcRequest> nvrtcRequest();
   void finishCompile(const PrecompiledKernel* precompiled = nullptr);
   bool isCompiled() const { return current_.load() >= 0; }
 
@@ -255,11 +256,17 @@ class FusionExecutor {
   std::map<std::string, int64_t> bind(const std::vector<at::Tensor>& inputs) const;
   DataType chooseIndexTypeFor(const std::vector<at::Tensor>& inputs,
                               const std::map<std::string, int64_t>& bindings) const;
+  // What finishCompile has for its variant ahead of compiling it: the disk
+  // cache's answer nvrtcRequest read, NVRTC's result compiled in a batch.
+  struct CompiledAhead {
+    bool disk_read = false;  // the disk cache was read: `stored` is its answer
+    std::optional<KernelEntry> stored;
+    const PrecompiledKernel* precompiled = nullptr;
+  };
   // The kernel variant for `index_type`, compiled (or found in the cache)
   // the first time; `compiled_here` says whether this call compiled it.
-  // `precompiled`: NVRTC's result for it, compiled ahead (finishCompile).
   std::shared_ptr<CachedKernel> variant(DataType index_type, bool* compiled_here = nullptr,
-                                        const PrecompiledKernel* precompiled = nullptr) const;
+                                        CompiledAhead* ahead = nullptr) const;
   // The latest launch's variant becomes what the accessors describe.
   void setCurrent(DataType index_type) const;
   const CachedKernel& current() const;
@@ -298,9 +305,10 @@ class FusionExecutor {
   mutable std::atomic<int> current_{-1};
   bool from_cache_ = false;
   // Between beginCompile and finishCompile: the example inputs' bindings and
-  // index type.
+  // index type, and what nvrtcRequest read from the disk cache.
   std::map<std::string, int64_t> compile_bindings_;
   DataType compile_index_type_ = DataType::Int;
+  CompiledAhead compile_ahead_;
   // Guards lower_ (created on first need) and the latest-run state below.
   mutable std::mutex state_mutex_;
   mutable std::unique_ptr<GpuLower> lower_;  // lowered on demand after a cache hit

@@ -54,17 +54,6 @@ int64_t dataAlignment(const at::Tensor& tensor) {
   return alignmentOf(address);
 }
 
-// A meta tensor with `t`'s sizes, strides, dtype and storage offset.
-at::Tensor metaStandIn(const at::Tensor& t) {
-  const c10::TensorOptions meta = t.options().device(c10::kMeta);
-  int64_t extent = t.storage_offset() + 1;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.size(d) == 0) return at::empty_strided(t.sizes(), t.strides(), meta);
-    extent += (t.size(d) - 1) * std::abs(t.stride(d));
-  }
-  return at::empty({extent}, meta).as_strided(t.sizes(), t.strides(), t.storage_offset());
-}
-
 // What a checked schedule is found by: the segment (its math, extents and
 // contiguity) and the scheduler's parameters.
 std::string checkedScheduleKey(const Segment& segment, const std::string& params) {
@@ -440,19 +429,9 @@ std::vector<at::Tensor> FusionExecutorCache::runFusionWithInputs(
               "the fusion's tensor inputs are on ",
               inputs_device ? inputs_device->str() : "", " but it was asked to run on ",
               device ? device->str() : "");
-  return runSegments(inputs, inputs_device.value_or(device.value_or(options_.device)), false);
-}
-
-std::vector<at::Tensor> FusionExecutorCache::compileFor(const std::vector<at::Tensor>& inputs,
-                                                        c10::Device device) {
-  validator_.validate(inputs);
-  std::vector<at::Tensor> stand_ins = inputs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (fusion_->inputs()[i]->asTensor() != nullptr && !inputs[i].is_meta()) {
-      stand_ins[i] = metaStandIn(inputs[i]);
-    }
-  }
-  return runSegments(stand_ins, device, true);
+  std::lock_guard<std::mutex> lock(mutex_);
+  SegmentWalk walk = walkSegments(inputs, inputs_device.value_or(device.value_or(options_.device)), false);
+  return finishWalk(walk);
 }
 
 // Schedules segment `s` for inputs first seen (its scheduler's heuristics for
@@ -505,7 +484,7 @@ void FusionExecutorCache::compilePending(PendingCompile& pending, bool on_meta,
                                          const PrecompiledKernel* precompiled) const {
   SegmentRun& run = pending.run;
   FusionExecutor& executor = pending.compiled->executor;
-  if (pending.prepared.valid()) {
+  if (pending.begun) {
     executor.finishCompile(precompiled);
   } else {
     executor.compileLowered(pending.compiled->scheduled.get(), std::move(pending.lowered),
@@ -535,31 +514,6 @@ void FusionExecutorCache::compilePending(PendingCompile& pending, bool on_meta,
                          " but the fusion's extents predicted ", predicted.sizes(), " strides ",
                          predicted.strides());
   }
-}
-
-void FusionExecutorCache::compilePrepared(std::vector<std::unique_ptr<PendingCompile>>& pending,
-                                          CompilePool& pool) const {
-  std::vector<PendingCompile*> asking;
-  std::vector<NvrtcRequest> requests;
-  for (std::unique_ptr<PendingCompile>& p : pending) {
-    try {
-      p->prepared.get();
-    } catch (...) {
-      p->done = p->prepared;  // its error, in its segment's turn
-      continue;
-    }
-    if (p->nvrtc) {
-      asking.push_back(p.get());
-      requests.push_back(*p->nvrtc);
-    } else {
-      p->done = p->prepared;  // a cached kernel, compiled by its preparing task
-    }
-  }
-  std::vector<std::shared_future<void>> done =
-      compileInBatches(pool, requests, [this, asking](size_t i, const PrecompiledKernel* precompiled) {
-        compilePending(*asking[i], true, precompiled);
-      });
-  for (size_t i = 0; i < asking.size(); ++i) asking[i]->done = std::move(done[i]);
 }
 
 void FusionExecutorCache::finishPending(SignatureEntry& entry,
@@ -592,14 +546,15 @@ void FusionExecutorCache::finishPending(SignatureEntry& entry,
   pending.clear();
 }
 
-std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::Tensor>& inputs,
-                                                         c10::Device device, bool compile_only) {
+FusionExecutorCache::SegmentWalk FusionExecutorCache::walkSegments(const std::vector<at::Tensor>& inputs,
+                                                                   c10::Device device, bool compile_only) {
   // Where tensors of this run live: a segment without tensor inputs (an
   // iota or a constant computed alone) runs there too.
   const c10::Device run_device = compile_only ? c10::Device(c10::kMeta) : device;
   // Scopes torch.profiler shows (CPU activity) where a run's host time goes.
   RECORD_FUNCTION("smelt::run_segments", std::vector<c10::IValue>());
-  std::lock_guard<std::mutex> lock(mutex_);
+  SegmentWalk walk;
+  walk.cache = this;
   last_run_ = FusionRun();
   last_executors_.clear();
   std::vector<int64_t> run_key = runKey(*fusion_, inputs, device, compile_only);
@@ -610,10 +565,12 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
     // No kernel for an input with an empty dimension: the outputs are empty or
     // a reduction's identity (sum over an empty dimension is 0), from ATen.
     last_run_.empty_input = true;
-    return evaluateWithATen(*fusion_, inputs);
+    walk.outputs = evaluateWithATen(*fusion_, inputs);
+    return walk;
   }
   const auto segment_start = std::chrono::steady_clock::now();
   SignatureEntry& entry = repeated ? *memo_.entry : entryFor(last_run_.signature, inputs, device);
+  walk.entry = &entry;
   if (!repeated) memo_ = RunMemo{std::move(run_key), last_run_.signature, &entry,
                                std::vector<SegmentChoice*>(entry.segmented.segments.size())};
   if (last_run_.new_signature) {
@@ -624,9 +581,8 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
   std::unordered_map<const Val*, at::Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) values[entry.fusion->inputs()[i]] = inputs[i];
   std::optional<RuntimeInfo> whole;  // only grid splits need it
-  // compileFor: the new kernels the pool compiles, in segment order.
   CompilePool& pool = options_.compile_pool != nullptr ? *options_.compile_pool : CompilePool::global();
-  std::vector<std::unique_ptr<PendingCompile>> pending;
+  std::vector<std::unique_ptr<PendingCompile>>& pending = walk.pending;
   try {
   for (size_t s = 0; s < entry.segmented.segments.size(); ++s) {
     const Segment& segment = entry.segmented.segments[s];
@@ -675,6 +631,7 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
         fresh->prepared = pool.submit([this, job = fresh.get()] {
           FusionExecutor& executor = job->compiled->executor;
           executor.beginCompile(job->compiled->scheduled.get(), std::move(job->lowered), job->inputs, options_);
+          job->begun = true;
           job->nvrtc = executor.nvrtcRequest();
           if (!job->nvrtc) compilePending(*job, true);  // cached: nothing to wait for
         });
@@ -697,18 +654,21 @@ std::vector<at::Tensor> FusionExecutorCache::runSegments(const std::vector<at::T
     const std::vector<at::Tensor> outputs = runKernel(*chosen, segment_inputs, run_device, std::move(run));
     for (size_t j = 0; j < segment.outputs.size(); ++j) values[segment.outputs[j]] = outputs[j];
   }
+  for (const Val* out : entry.fusion->outputs()) walk.outputs.push_back(values.at(out));
   } catch (...) {
-    compilePrepared(pending, pool);
-    finishPending(entry, pending);  // an earlier segment's compile error comes first
-    throw;
+    if (!compile_only) throw;
+    walk.error = std::current_exception();  // an earlier segment's compile error comes first
   }
-  compilePrepared(pending, pool);
-  finishPending(entry, pending);
-  entry.checked.clear();  // schedules the first run's heuristics did not choose
+  return walk;
+}
+
+std::vector<at::Tensor> FusionExecutorCache::finishWalk(SegmentWalk& walk) {
+  if (walk.entry == nullptr) return std::move(walk.outputs);
+  finishPending(*walk.entry, walk.pending);
+  if (walk.error) std::rethrow_exception(walk.error);
+  walk.entry->checked.clear();  // schedules the first run's heuristics did not choose
   total_cost_ += last_run_.cost();
-  std::vector<at::Tensor> outputs;
-  for (const Val* out : entry.fusion->outputs()) outputs.push_back(values.at(out));
-  return outputs;
+  return std::move(walk.outputs);
 }
 
 void FusionExecutorCache::recordSegment(SegmentRun run, const FusionExecutor* executor) {

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <future>
 #include <map>
@@ -141,6 +142,34 @@ struct FusionRun {
   std::string toString() const;
 };
 
+class FusionExecutorCache;
+
+// One fusion of a graph to compile ahead: compileFor's arguments.
+struct CompileForJob {
+  FusionExecutorCache* cache = nullptr;
+  std::vector<at::Tensor> inputs;
+  c10::Device device = c10::Device(c10::kCPU);
+};
+
+// compileFor's result for one job: its outputs (meta tensors), or its error.
+struct CompileForResult {
+  std::vector<at::Tensor> outputs;
+  std::exception_ptr error;
+};
+
+// FusionExecutorCache::compileFor for every job, with the new kernels of all
+// of them compiled together: each job's segments are segmented and scheduled
+// (jobs on up to the pool's threads at once), every new kernel is lowered and
+// generated on the pool, then the kernels NVRTC must compile, from all the
+// jobs, are compiled as one program per pool thread (nvrtc_batch.h), and
+// each job is finished. So a graph of many one-kernel fusions (a CNN's) pays
+// NVRTC's start per pool thread, not per fusion; a kernel two jobs share is
+// compiled once. A job whose cache an earlier job has (a graph's equal
+// fusions share one) is compiled after it, in a later round. Each job's
+// result is the one compileFor gives it alone: the same kernels, reports
+// and errors. The pool is the first job's (ExecutorOptions::compile_pool).
+std::vector<CompileForResult> compileForAll(const std::vector<CompileForJob>& jobs);
+
 class FusionExecutorCache {
  public:
   // `fusion` must be unscheduled (smelt::Error naming a scheduled tensor
@@ -169,6 +198,7 @@ class FusionExecutorCache {
   // CompilePool (ExecutorOptions::compile_pool), and this call returns when
   // all have: with the kernels, cache keys and errors of compiling them one
   // after another (the first failing segment's error, as it would be).
+  // compileForAll compiles several caches' fusions this way at once.
   std::vector<at::Tensor> compileFor(const std::vector<at::Tensor>& inputs, c10::Device device);
 
   // Called with each segment's parameters before they are used: a user may
@@ -230,10 +260,6 @@ class FusionExecutorCache {
   // heuristics).
   SignatureEntry& entryFor(const std::string& signature, const std::vector<at::Tensor>& inputs,
                            c10::Device device);
-  // runFusionWithInputs and compileFor: runs every segment (compile_only:
-  // on meta tensors), keyed by the inputs' signature on `device`.
-  std::vector<at::Tensor> runSegments(const std::vector<at::Tensor>& inputs, c10::Device device,
-                                      bool compile_only);
   // A new kernel of one segment: scheduled, to be lowered and compiled.
   struct PendingCompile {
     size_t segment = 0;
@@ -247,11 +273,40 @@ class FusionExecutorCache {
     // compileFor: the CompilePool's task preparing the compile (lowering,
     // generating the kernel; all of the compile when the kernel is cached),
     // what it asks NVRTC for (none: cached), and the compile's end
-    // (compilePrepared).
+    // (compileTogether).
     std::shared_future<void> prepared;
+    bool begun = false;  // the preparing task began the executor's compile
     std::optional<NvrtcRequest> nvrtc;
     std::shared_future<void> done;
   };
+  friend std::vector<CompileForResult> compileForAll(const std::vector<CompileForJob>& jobs);
+  // A run's way through its segments (walkSegments).
+  struct SegmentWalk {
+    FusionExecutorCache* cache = nullptr;
+    SignatureEntry* entry = nullptr;  // none: an input has an empty dimension
+    // compileFor: the new kernels the pool compiles, in segment order.
+    std::vector<std::unique_ptr<PendingCompile>> pending;
+    std::vector<at::Tensor> outputs;
+    // compileFor: what stopped the walk, raised after the earlier segments'
+    // compile errors (finishWalk).
+    std::exception_ptr error;
+  };
+  // runFusionWithInputs and compileFor, with mutex_ held: runs every segment
+  // (compile_only: on meta tensors, each new kernel handed to the pool),
+  // keyed by the inputs' signature on `device`.
+  SegmentWalk walkSegments(const std::vector<at::Tensor>& inputs, c10::Device device, bool compile_only);
+  // Waits for the walk's pending kernels (finishPending), raises its error,
+  // adds the run's cost; returns the outputs.
+  std::vector<at::Tensor> finishWalk(SegmentWalk& walk);
+  // compileFor's first step, with mutex_ held: the walk of meta stand-ins
+  // for `inputs`.
+  SegmentWalk prepareCompileFor(const std::vector<at::Tensor>& inputs, c10::Device device);
+  // compileFor's second step, for the walks of one or several caches: waits
+  // for their kernels' preparing tasks, then compiles the kernels NVRTC must
+  // compile as one program per pool thread (nvrtc_batch.h) and finishes each
+  // on the pool (compilePending); cached kernels were finished by their
+  // preparing task.
+  static void compileTogether(const std::vector<SegmentWalk*>& walks, CompilePool& pool);
   // The segment's heuristics for inputs first seen; a new kernel for the
   // parameters they choose, scheduled (nullptr when one exists: then `choice`
   // points to it).
@@ -266,12 +321,6 @@ class FusionExecutorCache {
   // compileFor's take `precompiled`: NVRTC's result for pending.nvrtc.
   void compilePending(PendingCompile& pending, bool on_meta,
                       const PrecompiledKernel* precompiled = nullptr) const;
-  // compileFor, once every new kernel of the run is scheduled: waits for
-  // their preparing tasks, then compiles the kernels NVRTC must compile as
-  // one program per pool thread (nvrtc_batch.h) and finishes each on the
-  // pool (compilePending); cached kernels were finished by their preparing
-  // task.
-  void compilePrepared(std::vector<std::unique_ptr<PendingCompile>>& pending, CompilePool& pool) const;
   // Waits for compileFor's pool tasks; a compiled kernel becomes its choice,
   // a failed one is forgotten (its slot erased). Rethrows the error of the
   // first segment that failed.

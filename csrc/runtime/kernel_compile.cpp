@@ -1,6 +1,7 @@
 #include "runtime/kernel_compile.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -80,6 +81,8 @@ std::string launchEntryKey(const std::string& key) {
   return errorMessage("smelt build ", buildId(), "\n", key);
 }
 
+std::atomic<int64_t> stored_kernel_reads{0};
+
 }  // namespace
 
 std::string kernelNameFor(const std::string& key) {
@@ -142,6 +145,7 @@ KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, in
 std::optional<KernelEntry> loadStoredKernel(const std::string& key, const std::string& name, int arch) {
   const std::optional<std::filesystem::path> dir = kernelCacheDir();
   if (!dir) return std::nullopt;
+  ++stored_kernel_reads;
   const auto start = std::chrono::steady_clock::now();
   std::optional<KernelLaunchInfo> info =
       loadCacheEntryAs(*dir, "launch", launchEntryKey(key), parseLaunchInfo);
@@ -155,11 +159,12 @@ std::optional<KernelEntry> loadStoredKernel(const std::string& key, const std::s
   return KernelEntry(*std::move(compiled), *std::move(info));
 }
 
+int64_t storedKernelReads() { return stored_kernel_reads.load(); }
+
 void storeKernel(const std::string& key, const KernelEntry& entry) {
   if (const std::optional<std::filesystem::path> dir = kernelCacheDir()) {
     storeCacheEntry(*dir, "launch", launchEntryKey(key), serializeLaunchInfo(entry.launch));
   }
 }
-
 
 }  // namespace smelt

@@ -4,6 +4,7 @@
 // cache's launch entries that let a later process skip all of it.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -32,6 +33,9 @@ KernelEntry compileKernel(const kir::Kernel& kernel, const std::string& name, in
 // its launch description and its cubin from the disk cache, with no lowering
 // and no NVRTC; nullopt when either is missing (or the cache is off).
 std::optional<KernelEntry> loadStoredKernel(const std::string& key, const std::string& name, int arch);
+// How many times loadStoredKernel read the disk cache in this process (the
+// tests count one read per kernel a compile asks for).
+int64_t storedKernelReads();
 // Stores `entry`'s launch description under `key` (its cubin is stored by
 // the compile).
 void storeKernel(const std::string& key, const KernelEntry& entry);

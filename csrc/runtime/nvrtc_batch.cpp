@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_set>
@@ -115,40 +116,46 @@ std::vector<std::shared_future<void>> compileInBatches(
     CompilePool& pool, const std::vector<NvrtcRequest>& requests,
     const std::function<void(size_t, const PrecompiledKernel*)>& finish) {
   std::vector<std::shared_future<void>> done(requests.size());
-  // Requests planBatches leaves out (repeated names) are finished alone.
-  std::vector<bool> planned(requests.size(), false);
-  std::vector<std::vector<size_t>> batches;
-  if (!requests.empty()) batches = planBatches(requests, std::max(1, pool.threads()));
-  for (const std::vector<size_t>& batch : batches) {
-    for (size_t i : batch) planned[i] = true;
-  }
+  if (requests.empty()) return done;
+  // The requests repeating each first request's name (planBatches leaves them out).
+  std::map<std::string, size_t> first;
+  std::vector<std::vector<size_t>> repeats(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    if (!planned[i]) batches.push_back({i});
+    const auto [it, fresh] = first.emplace(requests[i].kernel_name, i);
+    if (!fresh) repeats[it->second].push_back(i);
   }
-  for (std::vector<size_t>& batch : batches) {
+  for (const std::vector<size_t>& batch : planBatches(requests, std::max(1, pool.threads()))) {
+    // Per member of the batch: its request, then those repeating its name.
+    std::vector<std::vector<size_t>> finished;
     // One promise per request: a finish that throws fails its kernel alone.
-    auto promises = std::make_shared<std::vector<std::promise<void>>>(batch.size());
-    for (size_t j = 0; j < batch.size(); ++j) done[batch[j]] = (*promises)[j].get_future().share();
+    auto promises = std::make_shared<std::map<size_t, std::promise<void>>>();
     std::vector<NvrtcRequest> members;
-    for (size_t i : batch) members.push_back(requests[i]);
-    pool.submit([finish, batch, promises, members = std::move(members)]() mutable {
+    for (size_t i : batch) {
+      finished.push_back({i});
+      finished.back().insert(finished.back().end(), repeats[i].begin(), repeats[i].end());
+      for (size_t r : finished.back()) done[r] = (*promises)[r].get_future().share();
+      members.push_back(requests[i]);
+    }
+    pool.submit([finish, finished, promises, members = std::move(members)]() mutable {
       std::vector<PrecompiledKernel> precompiled;
-      if (batch.size() > 1) {
+      if (members.size() > 1) {
         try {
           std::vector<CompiledKernel> compiled = compileCudaBatch(members);
-          for (size_t j = 0; j < batch.size(); ++j) {
+          for (size_t j = 0; j < members.size(); ++j) {
             precompiled.push_back(PrecompiledKernel{std::move(members[j]), std::move(compiled[j])});
           }
         } catch (...) {
           precompiled.clear();  // each kernel compiles alone and reports its own error
         }
       }
-      for (size_t j = 0; j < batch.size(); ++j) {
-        try {
-          finish(batch[j], precompiled.empty() ? nullptr : &precompiled[j]);
-          (*promises)[j].set_value();
-        } catch (...) {
-          (*promises)[j].set_exception(std::current_exception());
+      for (size_t j = 0; j < finished.size(); ++j) {
+        for (size_t i : finished[j]) {
+          try {
+            finish(i, precompiled.empty() ? nullptr : &precompiled[j]);
+            (*promises)[i].set_value();
+          } catch (...) {
+            (*promises)[i].set_exception(std::current_exception());
+          }
         }
       }
     });

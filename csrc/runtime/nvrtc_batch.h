@@ -63,9 +63,12 @@ std::vector<std::vector<size_t>> planBatches(const std::vector<NvrtcRequest>& re
 // Compiles `requests` as at most max(1, pool.threads()) NVRTC programs on
 // `pool` (planBatches), then calls finish(i, precompiled) for each request i
 // on the thread that compiled its batch, with its result, or with nullptr
-// where the kernel is to be compiled alone: a batch of one, a name asked for
-// before, or a batch NVRTC refused (each kernel's own compile then reports
-// its own error). One future per request holds what its finish threw.
+// where the kernel is to be compiled alone: a batch of one, or a batch NVRTC
+// refused (each kernel's own compile then reports its own error). A request
+// for a kernel name asked for before (two fusions of a graph sharing a
+// kernel) is finished right after that one, with the same result: the
+// kernel is compiled once. One future per request holds what its finish
+// threw.
 std::vector<std::shared_future<void>> compileInBatches(
     CompilePool& pool, const std::vector<NvrtcRequest>& requests,
     const std::function<void(size_t, const PrecompiledKernel*)>& finish);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <pybind11/stl.h>
@@ -223,6 +224,32 @@ void bindFusionExecutorCache(py::module_& m) {
       })
       .def_property_readonly("num_signatures", &FusionExecutorCache::numSignatures)
       .def_property_readonly("num_compiled_kernels", &FusionExecutorCache::numCompiledKernels);
+  // compile_for of every (cache, inputs, device), the new kernels of all of
+  // them compiled together (compileForAll); per job None, or its error as
+  // "SmeltError: message" (another exception: "RuntimeError: message").
+  m.def("compile_for_all", [](const std::vector<std::tuple<std::shared_ptr<FusionExecutorCache>,
+                                                          std::vector<at::Tensor>, std::string>>& jobs) {
+    std::vector<CompileForJob> all;
+    for (const auto& [cache, inputs, device] : jobs) all.push_back({cache.get(), inputs, c10::Device(device)});
+    std::vector<CompileForResult> results;
+    {
+      py::gil_scoped_release release;
+      results = compileForAll(all);
+    }
+    std::vector<std::optional<std::string>> errors;
+    for (const CompileForResult& result : results) {
+      std::optional<std::string>& error = errors.emplace_back();
+      if (!result.error) continue;
+      try {
+        std::rethrow_exception(result.error);
+      } catch (const Error& e) {
+        error = std::string("SmeltError: ") + e.what();
+      } catch (const std::exception& e) {
+        error = std::string("RuntimeError: ") + e.what();
+      }
+    }
+    return errors;
+  }, py::arg("jobs"));
 }
 
 // The compile pool's size, and the disk cache's entries of other kinds

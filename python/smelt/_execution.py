@@ -274,8 +274,9 @@ def execute(fd, inputs: Sequence[Any], tensor_cores: Optional[bool] = None,
     return plan.outputs(inputs, outputs)
 
 
-def compile_for(fd, inputs: Sequence[Any], device: Optional[str] = None,
-                arch: Optional[int] = None, matmul: Optional[str] = None) -> List[torch.Tensor]:
+def _compile_target(fd, inputs: Sequence[Any], device: Optional[str], arch: Optional[int],
+                    matmul: Optional[str]):
+    """What compile_for compiles: (the AutoExecutor, its arguments, the device)."""
     if fd.is_scheduled:
         raise SmeltError("compile_for: this fusion is scheduled by hand; FusionExecutor compiles "
                          "it for its example inputs (fd.lower() shows the kernel)")
@@ -292,9 +293,37 @@ def compile_for(fd, inputs: Sequence[Any], device: Optional[str] = None,
     entry = run_fd.cache_entry()
     executor = fusion_cache().executor(entry, _auto_kind(None, arch, plan.policy),
                                        lambda: AutoExecutor(run_fd, arch=arch, matmul=plan.policy))
-    outputs = executor.compile_for(args, str(target))
+    return executor, args, str(target)
+
+
+def compile_for(fd, inputs: Sequence[Any], device: Optional[str] = None,
+                arch: Optional[int] = None, matmul: Optional[str] = None) -> List[torch.Tensor]:
+    executor, args, target = _compile_target(fd, inputs, device, arch, matmul)
+    outputs = executor.compile_for(args, target)
     fd.state.last_executor = executor
     return [logical_view(out, layout) for out, layout in zip(outputs, fd.state.output_layouts)]
+
+
+def compile_for_all(jobs: Sequence[tuple], matmul: Optional[str] = None) -> List[Optional[str]]:
+    """fd.compile_for(inputs, device=device, matmul=matmul) for each (fd,
+    inputs, device), the new kernels of all of them compiled together: as
+    one NVRTC program per compile-pool thread, not per fusion (C++
+    compileForAll, csrc/runtime/fusion_executor_cache.h). Per job None, or
+    the error met as "Type: message"."""
+    errors: List[Optional[str]] = [None] * len(jobs)
+    targets = []
+    for k, (fd, inputs, device) in enumerate(jobs):
+        try:
+            targets.append((k, fd) + _compile_target(fd, inputs, device, None, matmul))
+        except Exception as e:  # noqa: BLE001 - reported per job, like the C++ compile's
+            errors[k] = f"{type(e).__name__}: {e}"
+    compiled = _C.compile_for_all([(executor._impl, args, target)
+                                   for _, _, executor, args, target in targets])
+    for (k, fd, executor, _, _), error in zip(targets, compiled):
+        errors[k] = error
+        if error is None:
+            fd.state.last_executor = executor
+    return errors
 
 
 class ManualExecutor:

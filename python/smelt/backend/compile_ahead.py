@@ -5,30 +5,30 @@ strides are known from the traced example values (static shapes). Each
 fusion is then compiled for them at once, instead of one after another as
 the first call reaches them: the first call finds its kernels ready.
 
-Two pools share the work, and SMELT_COMPILE_THREADS sizes both (default: the
-CPU count; 0 turns compiling ahead off):
-  - this module's threads, one fusion each, run fd.compile_for, whose C++
-    work releases the GIL: segmenting and scheduling the fusion's segments
-    in order (each one's outputs are the next one's inputs);
-  - the C++ CompilePool (csrc/runtime/compile_pool.h), one per process,
-    lowers and compiles (NVRTC) every new kernel of every fusion; each
-    compile_for waits for its own kernels once.
-So a graph of 3 fusions of 8 kernels each compiles its 24 kernels on all
-the pool's threads (not on 3), and P fusion threads add at most P
-threads to the pool's, never P times the pool. A fusion that fails to
-compile here is left alone: its first call meets the same error and falls
-back to torch as before. Errors are listed in the graph's order.
+The whole graph goes to C++ at once (smelt._execution.compile_for_all ->
+compileForAll, csrc/runtime/fusion_executor_cache.h), which waits once:
+  - each fusion's segments are segmented and scheduled in order (each one's
+    outputs are the next one's inputs), fusions on up to the pool's threads
+    at once; every new kernel is lowered and generated on the C++
+    CompilePool (csrc/runtime/compile_pool.h, one per process);
+  - then the new kernels of every fusion are compiled as one NVRTC program
+    per pool thread (NVRTC's start is paid per program: a CNN's one-kernel
+    fusions share programs), and each fusion is finished.
+SMELT_COMPILE_THREADS sizes the pool (default: the CPU count; 0 turns
+compiling ahead off). A fusion that fails to compile here is left alone: its
+first call meets the same error and falls back to torch as before. Errors
+are listed in the graph's order.
 """
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, List, Optional, Sequence, Tuple
 
 import torch
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from smelt._C import compile_threads
+from smelt._execution import compile_for_all
 
 
 def storage_extent(sizes: Sequence[int], strides: Sequence[int], offset: int) -> int:
@@ -79,23 +79,14 @@ def _compile_jobs(graph: torch.fx.Graph, fusion_of) -> List[Tuple[Any, list, str
 
 def compile_all(definitions: Sequence[Tuple[Any, list, str]],
                 matmul: Optional[str] = None) -> Tuple[float, List[str]]:
-    """Compiles each (FusionDefinition, meta inputs, device) on the pool,
-    with fd.compile_for's `matmul` option.
+    """Compiles every (FusionDefinition, meta inputs, device) together, with
+    fd.compile_for's `matmul` option.
     Returns the wall milliseconds it took and the errors met (one line
     each; those fusions fall back at their first call)."""
-    threads = compile_threads()
-    if threads == 0 or not definitions:
+    if compile_threads() == 0 or not definitions:
         return 0.0, []
     start = time.perf_counter()
-
-    def compile_one(job) -> Optional[str]:
-        fd, inputs, device = job
-        try:
-            fd.compile_for(inputs, device=device, matmul=matmul)
-        except Exception as e:  # noqa: BLE001 - the first call meets it again and falls back
-            return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        return None
-
-    with ThreadPoolExecutor(max_workers=min(threads, len(definitions))) as pool:
-        errors = [error for error in pool.map(compile_one, definitions) if error is not None]
+    with unset_fake_temporarily():  # C++ computes on the meta stand-ins on this thread too
+        found = compile_for_all(definitions, matmul)
+    errors = [error.splitlines()[0] for error in found if error is not None]
     return (time.perf_counter() - start) * 1000.0, errors
