@@ -400,7 +400,9 @@ FusionExecutorCache::SignatureEntry& FusionExecutorCache::entryFor(
   if (last_run_.segmentation.segmentations_from_disk == 0) {
     entry.segmented = segmentFusion(*entry.fusion, runtime, override_, lowers);
     last_run_.segmentation.segment_candidates = entry.segmented.candidates_checked;
-    if (!override_) storeSegmentation(stored_key, entry.segmented);
+    // A rewritten fusion's segmentation (chunked scans) is made afresh: its
+    // segments index the rewrite's expressions, not the stored fusion's.
+    if (!override_ && entry.segmented.rewritten == nullptr) storeSegmentation(stored_key, entry.segmented);
   }
   if (dumpEnabled("segments")) {
     std::cout << "segmentation of " << signature
